@@ -1,0 +1,162 @@
+//! What [`export_packs!`](crate::export_packs) expands to: the root module,
+//! the library header `abi_stable` looks for, and a manifest static the host
+//! reads from the symbol table without running any pack code.
+
+use super::guard;
+use super::instance::instantiate;
+use super::pack::Pack;
+use crate::abi::{PackDescriptor, PackInstanceBox, PackLibrary, PackLibraryRef, ABI_REVISION};
+use abi_stable::library::{LibHeader, RootModuleResult};
+use abi_stable::prefix_type::PrefixTypeTrait;
+use abi_stable::std_types::{RResult, RStr, RString, RVec};
+
+/// One pack of a library, as the export macro lists it.
+pub struct PackEntry {
+    name: &'static str,
+    descriptor: fn() -> PackDescriptor,
+    instantiate: fn(&str) -> Result<PackInstanceBox, String>,
+}
+
+impl PackEntry {
+    /// The entry for pack `P`.
+    pub const fn of<P: Pack>() -> PackEntry {
+        PackEntry {
+            name: P::NAME,
+            descriptor: descriptor::<P>,
+            instantiate: instantiate::<P>,
+        }
+    }
+}
+
+fn descriptor<P: Pack>() -> PackDescriptor {
+    PackDescriptor {
+        name: P::NAME.into(),
+        version: P::VERSION.into(),
+        description: P::DESCRIPTION.into(),
+        seams: P::SEAMS.iter().map(|seam| seam.seam()).collect(),
+    }
+}
+
+/// `PackLibrary::packs` for these entries.
+pub fn list(entries: &[PackEntry]) -> RVec<PackDescriptor> {
+    guard::catch(|| entries.iter().map(|entry| (entry.descriptor)()).collect())
+        .unwrap_or_default()
+}
+
+/// `PackLibrary::instantiate` for these entries.
+pub fn instantiate_named(
+    entries: &[PackEntry],
+    name: RStr<'_>,
+    config_json: RStr<'_>,
+) -> RResult<PackInstanceBox, RString> {
+    let outcome = match entries.iter().find(|entry| entry.name == name.as_str()) {
+        Some(entry) => (entry.instantiate)(config_json.as_str()),
+        None => Err(format!(
+            "this library has no pack named '{name}' (it has: {})",
+            entries
+                .iter()
+                .map(|entry| entry.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    outcome.map_err(RString::from).into()
+}
+
+/// Builds the root module. Runs once, when the host checks the library.
+pub fn root_module(
+    packs: extern "C" fn() -> RVec<PackDescriptor>,
+    instantiate: extern "C" fn(RStr<'_>, RStr<'_>) -> RResult<PackInstanceBox, RString>,
+) -> PackLibraryRef {
+    guard::install_quiet_hook();
+    PackLibrary {
+        abi_revision: ABI_REVISION,
+        packs,
+        instantiate,
+    }
+    .leak_into_prefix()
+}
+
+/// Runs the root-module constructor the way `#[export_root_module]` would
+/// (a panic becomes an error the host reports).
+pub fn call_root(constructor: fn() -> PackLibraryRef) -> RootModuleResult {
+    abi_stable::library::__call_root_module_loader(constructor)
+}
+
+/// The library header `abi_stable` finds by its mangled symbol name.
+pub const fn library_header(loader: extern "C" fn() -> RootModuleResult) -> LibHeader {
+    // SAFETY: `loader` is always `call_root(root_fn)` as the export macro
+    // writes it, so the erased prefix it returns was made from a
+    // `PackLibraryRef`, which is what `from_constructor::<PackLibraryRef>`
+    // requires.
+    #[allow(unsafe_code, reason = "the one unsafe step of exporting a root module")]
+    unsafe {
+        LibHeader::from_constructor::<PackLibraryRef>(
+            loader,
+            abi_stable::library::CheckTypeLayout::Yes,
+        )
+    }
+}
+
+/// Exports one or more [`Pack`](crate::sdk::Pack) types as a loadable pack
+/// library. Use it once, in the pack crate's `lib.rs`, with
+/// `crate-type = ["cdylib", "rlib"]`:
+///
+/// ```ignore
+/// chimera_plugin_api::export_packs!(PlanGate);
+/// ```
+#[macro_export]
+macro_rules! export_packs {
+    ($($pack:ty),+ $(,)?) => {
+        const _: () = {
+            static __CHIMERA_PACKS: &[$crate::__private::PackEntry] =
+                &[$($crate::__private::PackEntry::of::<$pack>()),+];
+
+            extern "C" fn __chimera_packs(
+            ) -> $crate::__private::RVec<$crate::abi::PackDescriptor> {
+                $crate::__private::list(__CHIMERA_PACKS)
+            }
+
+            extern "C" fn __chimera_instantiate(
+                name: $crate::__private::RStr<'_>,
+                config_json: $crate::__private::RStr<'_>,
+            ) -> $crate::__private::RResult<$crate::abi::PackInstanceBox, $crate::__private::RString>
+            {
+                $crate::__private::instantiate_named(__CHIMERA_PACKS, name, config_json)
+            }
+
+            fn __chimera_root() -> $crate::abi::PackLibraryRef {
+                $crate::__private::root_module(__chimera_packs, __chimera_instantiate)
+            }
+
+            extern "C" fn __chimera_loader() -> $crate::__private::RootModuleResult {
+                $crate::__private::call_root(__chimera_root)
+            }
+
+            /// The header abi_stable looks up (its mangled root-module symbol).
+            #[no_mangle]
+            pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::__private::LibHeader =
+                $crate::__private::library_header(__chimera_loader);
+
+            /// Entry-point names, readable from the symbol table without loading.
+            #[no_mangle]
+            pub static CHIMERA_PACK_MANIFEST: [u8; $crate::__private::MANIFEST_LEN] =
+                $crate::__private::manifest(&[$((
+                    <$pack as $crate::sdk::Pack>::NAME,
+                    <$pack as $crate::sdk::Pack>::VERSION,
+                )),+]);
+        };
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_hardcoded_header_symbol_is_abi_stables_loader_name() {
+        assert_eq!(
+            abi_stable::library::ROOT_MODULE_LOADER_NAME,
+            "_1as_0lib_1header_0root_bmodule_bloader"
+        );
+    }
+
+}

@@ -1,0 +1,262 @@
+//! Typed, borrowed inputs: thin wrappers over the ABI views, so reading a
+//! value costs nothing and pack code never names an ABI type.
+
+use super::values::{Block, Message, Request, ToolCall, ToolResult};
+use crate::abi::{
+    BlockView, HeaderView, MessageView, RequestView, SessionView, ToolCallView, ToolResultView,
+};
+use abi_stable::std_types::{RSlice, RStr};
+
+fn non_empty(text: RStr<'_>) -> Option<&str> {
+    let text = text.as_str();
+    (!text.is_empty()).then_some(text)
+}
+
+/// The conversation an interceptor call belongs to.
+#[derive(Clone, Copy)]
+pub struct Session<'a>(pub(crate) &'a SessionView<'a>);
+
+impl<'a> Session<'a> {
+    /// Stable id of the conversation; key per-conversation state by it.
+    pub fn id(&self) -> &'a str {
+        self.0.session_id.as_str()
+    }
+    /// Zero-based index of the current user turn.
+    pub fn turn_index(&self) -> u64 {
+        self.0.turn_index
+    }
+    /// Provider calls already made in this turn.
+    pub fn provider_calls_this_turn(&self) -> u64 {
+        self.0.provider_calls_this_turn
+    }
+    /// Tool calls already processed in this turn.
+    pub fn tool_calls_this_turn(&self) -> u64 {
+        self.0.tool_calls_this_turn
+    }
+    /// Input tokens reported so far in the session.
+    pub fn input_tokens(&self) -> u64 {
+        self.0.input_tokens
+    }
+    /// Output tokens reported so far in the session.
+    pub fn output_tokens(&self) -> u64 {
+        self.0.output_tokens
+    }
+}
+
+/// A borrowed tool call.
+#[derive(Clone, Copy)]
+pub struct ToolCallRef<'a>(pub(crate) &'a ToolCallView<'a>);
+
+impl<'a> ToolCallRef<'a> {
+    /// The call id.
+    pub fn id(&self) -> &'a str {
+        self.0.id.as_str()
+    }
+    /// The tool name as dispatched.
+    pub fn name(&self) -> &'a str {
+        self.0.name.as_str()
+    }
+    /// The arguments exactly as the model sent them (JSON text).
+    pub fn arguments_json(&self) -> &'a str {
+        self.0.arguments_json.as_str()
+    }
+    /// The arguments parsed as JSON.
+    pub fn arguments(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(self.arguments_json())
+    }
+    /// An owned copy, to edit and hand back in a replacement.
+    pub fn to_owned(&self) -> ToolCall {
+        ToolCall {
+            id: self.id().to_owned(),
+            name: self.name().to_owned(),
+            arguments_json: self.arguments_json().to_owned(),
+        }
+    }
+}
+
+/// A borrowed content block.
+#[derive(Clone, Copy)]
+pub struct BlockRef<'a>(pub(crate) &'a BlockView<'a>);
+
+impl<'a> BlockRef<'a> {
+    /// `text`, `image`, ...
+    pub fn kind(&self) -> &'a str {
+        self.0.kind.as_str()
+    }
+    /// The text of a text block (empty otherwise).
+    pub fn text(&self) -> &'a str {
+        self.0.text.as_str()
+    }
+    /// An owned copy.
+    pub fn to_owned(&self) -> Block {
+        Block {
+            kind: self.kind().to_owned(),
+            text: self.text().to_owned(),
+            data_json: self.0.data_json.as_str().to_owned(),
+        }
+    }
+}
+
+/// A borrowed message.
+#[derive(Clone, Copy)]
+pub struct MessageRef<'a>(pub(crate) &'a MessageView<'a>);
+
+impl<'a> MessageRef<'a> {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub fn role(&self) -> &'a str {
+        self.0.role.as_str()
+    }
+    /// The text content.
+    pub fn content(&self) -> &'a str {
+        self.0.content.as_str()
+    }
+    /// Content blocks of a multimodal message.
+    pub fn blocks(&self) -> impl ExactSizeIterator<Item = BlockRef<'a>> + 'a {
+        let blocks: RSlice<'a, BlockView<'a>> = self.0.blocks;
+        blocks.as_slice().iter().map(BlockRef)
+    }
+    /// Tool calls of an assistant message.
+    pub fn tool_calls(&self) -> impl ExactSizeIterator<Item = ToolCallRef<'a>> + 'a {
+        let calls: RSlice<'a, ToolCallView<'a>> = self.0.tool_calls;
+        calls.as_slice().iter().map(ToolCallRef)
+    }
+    /// For a tool message, the call it answers.
+    pub fn tool_call_id(&self) -> Option<&'a str> {
+        non_empty(self.0.tool_call_id)
+    }
+    /// The author name, if any.
+    pub fn name(&self) -> Option<&'a str> {
+        non_empty(self.0.name)
+    }
+    /// An owned copy, to edit and hand back in a replacement.
+    pub fn to_owned(&self) -> Message {
+        Message {
+            role: self.role().to_owned(),
+            content: self.content().to_owned(),
+            blocks: self.blocks().map(|b| b.to_owned()).collect(),
+            tool_calls: self.tool_calls().map(|c| c.to_owned()).collect(),
+            tool_call_id: self.tool_call_id().map(str::to_owned),
+            name: self.name().map(str::to_owned),
+        }
+    }
+}
+
+/// A borrowed message list.
+#[derive(Clone, Copy)]
+pub struct Messages<'a>(pub(crate) RSlice<'a, MessageView<'a>>);
+
+impl<'a> Messages<'a> {
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// The message at `index`.
+    pub fn get(&self, index: usize) -> Option<MessageRef<'a>> {
+        let all: &'a [MessageView<'a>] = self.0.as_slice();
+        all.get(index).map(MessageRef)
+    }
+    /// The messages in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = MessageRef<'a>> + ExactSizeIterator + 'a {
+        let all: &'a [MessageView<'a>] = self.0.as_slice();
+        all.iter().map(MessageRef)
+    }
+    /// Owned copies of every message.
+    pub fn to_owned(&self) -> Vec<Message> {
+        self.iter().map(|m| m.to_owned()).collect()
+    }
+}
+
+/// Borrowed request headers.
+#[derive(Clone, Copy)]
+pub struct HeadersRef<'a>(pub(crate) RSlice<'a, HeaderView<'a>>);
+
+impl<'a> HeadersRef<'a> {
+    /// `(name, value)` pairs in the provider's order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a str)> + 'a {
+        let all: &'a [HeaderView<'a>] = self.0.as_slice();
+        all.iter().map(|h| (h.name.as_str(), h.value.as_str()))
+    }
+    /// The value of the first header named `name` (ASCII case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+    /// Owned copies.
+    pub fn to_owned(&self) -> Vec<(String, String)> {
+        self.iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect()
+    }
+}
+
+/// A borrowed provider request envelope.
+#[derive(Clone, Copy)]
+pub struct RequestRef<'a> {
+    pub(crate) messages: Messages<'a>,
+    pub(crate) view: &'a RequestView<'a>,
+}
+
+impl<'a> RequestRef<'a> {
+    /// The provider's model name.
+    pub fn model(&self) -> &'a str {
+        self.view.model.as_str()
+    }
+    /// The messages about to be sent (after the context seam).
+    pub fn messages(&self) -> Messages<'a> {
+        self.messages
+    }
+    /// The tool schemas offered, as JSON text (an array).
+    pub fn tools_json(&self) -> &'a str {
+        self.view.tools_json.as_str()
+    }
+    /// Extra call options passed verbatim to the provider, as JSON text.
+    pub fn kwargs_json(&self) -> &'a str {
+        self.view.kwargs_json.as_str()
+    }
+    /// The per-request headers, or `None` when the provider has no header surface.
+    pub fn headers(&self) -> Option<HeadersRef<'a>> {
+        self.view.headers.into_option().map(HeadersRef)
+    }
+    /// An owned copy, to edit and hand back in a replacement.
+    pub fn to_owned(&self) -> Request {
+        Request {
+            model: self.model().to_owned(),
+            messages: self.messages.to_owned(),
+            tools_json: self.tools_json().to_owned(),
+            kwargs_json: self.kwargs_json().to_owned(),
+            headers: self.headers().map(|h| h.to_owned()),
+        }
+    }
+}
+
+/// A borrowed tool result.
+#[derive(Clone, Copy)]
+pub struct ToolResultRef<'a>(pub(crate) &'a ToolResultView<'a>);
+
+impl<'a> ToolResultRef<'a> {
+    /// The output text.
+    pub fn output(&self) -> &'a str {
+        self.0.output.as_str()
+    }
+    /// The error text, when the tool failed.
+    pub fn error(&self) -> Option<&'a str> {
+        self.0.error.into_option().map(|e| e.as_str())
+    }
+    /// Result metadata as JSON text.
+    pub fn metadata_json(&self) -> &'a str {
+        self.0.metadata_json.as_str()
+    }
+    /// An owned copy, to edit and hand back in a replacement.
+    pub fn to_owned(&self) -> ToolResult {
+        ToolResult {
+            output: self.output().to_owned(),
+            error: self.error().map(str::to_owned),
+            metadata_json: self.metadata_json().to_owned(),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Building a pack instance from JSON configuration, behind the ABI.
+
+use super::guard;
+use super::pack::Pack;
+use super::registrar::Registrar;
+use crate::abi::{PackInstanceAbi, PackInstanceAbi_TO, PackInstanceBox, Registration};
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RResult, RStr, RString, RVec};
+use std::sync::{Arc, Mutex};
+
+struct Instance<P: Pack> {
+    pack: Arc<P>,
+    /// Registrations collected (and checked) at construction, handed out once.
+    first: Mutex<Option<Vec<Registration>>>,
+}
+
+/// Builds pack `P` from `config_json` (empty means `{}`), runs its
+/// registration and checks every seam it used is one it declared.
+///
+/// Hosts use this directly to run a pack crate in-process, without a shared
+/// library; the loader reaches the same function through the root module.
+/// Every failure — bad JSON, a constructor error, a panic, an undeclared
+/// seam — is one line, prefixed with the pack's name.
+pub fn instantiate<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
+    guard::catch(|| build::<P>(config_json))
+        .unwrap_or_else(|panic| Err(format!("constructor {panic}")))
+        .map_err(|error| format!("{}: {error}", P::NAME))
+}
+
+fn build<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
+    let text = if config_json.trim().is_empty() {
+        "{}"
+    } else {
+        config_json
+    };
+    let config: P::Config =
+        serde_json::from_str(text).map_err(|error| format!("bad config: {error}"))?;
+    let pack = Arc::new(P::new(config).map_err(|error| error.to_string())?);
+    let registrations = collect(&pack)?;
+    let instance = Instance {
+        pack,
+        first: Mutex::new(Some(registrations)),
+    };
+    Ok(PackInstanceAbi_TO::from_value(instance, TD_Opaque))
+}
+
+fn collect<P: Pack>(pack: &Arc<P>) -> Result<Vec<Registration>, String> {
+    let mut registrar = Registrar::new();
+    Arc::clone(pack).register(&mut registrar);
+    if let Some((seam, name, _)) = registrar
+        .entries
+        .iter()
+        .find(|(seam, _, _)| !P::SEAMS.contains(seam))
+    {
+        return Err(format!(
+            "interceptor '{name}' registers on {} which the pack does not declare in Pack::SEAMS",
+            seam.seam()
+        ));
+    }
+    Ok(registrar.into_registrations())
+}
+
+impl<P: Pack> PackInstanceAbi for Instance<P> {
+    fn registrations(&self) -> RVec<Registration> {
+        let first = self.first.lock().map(|mut slot| slot.take()).ok().flatten();
+        let registrations = match first {
+            Some(registrations) => registrations,
+            None => guard::catch(|| collect(&self.pack))
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default(),
+        };
+        registrations.into_iter().collect()
+    }
+
+    fn export_state(&self) -> RString {
+        guard::catch(|| self.pack.export_state())
+            .ok()
+            .flatten()
+            .map(|state| RString::from(state.to_string()))
+            .unwrap_or_default()
+    }
+
+    fn import_state(&self, state_json: RStr<'_>) -> RResult<(), RString> {
+        let outcome = serde_json::from_str(state_json.as_str())
+            .map_err(|error| format!("bad state: {error}"))
+            .and_then(|state| {
+                guard::catch(|| self.pack.import_state(state))
+                    .and_then(|result| result.map_err(|error| error.to_string()))
+            });
+        outcome.map_err(RString::from).into()
+    }
+
+    fn extension(&self, method: RStr<'_>, _payload_json: RStr<'_>) -> RResult<RString, RString> {
+        RResult::RErr(RString::from(format!("unsupported: {method}")))
+    }
+}

@@ -1,0 +1,30 @@
+//! The safe pack-authoring SDK.
+//!
+//! A pack implements [`Pack`]: a name, a serde configuration, a constructor,
+//! and [`Pack::register`], which hands any number of named interceptors per
+//! seam to a [`Registrar`]. Interceptors are plain closures over typed,
+//! borrowed inputs ([`ToolCallRef`], [`Messages`], ...) that answer a
+//! [`Decision`]. [`export_packs!`](crate::export_packs) turns one or more packs
+//! into a loadable library.
+//!
+//! Every call from the host into pack code — constructor, registration,
+//! interceptor, state handover — runs under `catch_unwind`; a panic becomes an
+//! error value the host handles by the seam's failure policy.
+
+mod decision;
+pub(crate) mod export;
+mod guard;
+mod inputs;
+mod instance;
+mod pack;
+mod registrar;
+mod values;
+
+pub use decision::{Decision, InterceptError, InterceptResult};
+pub use inputs::{
+    BlockRef, HeadersRef, MessageRef, Messages, RequestRef, Session, ToolCallRef, ToolResultRef,
+};
+pub use instance::instantiate;
+pub use pack::{NoConfig, Pack, PackError, SeamKind};
+pub use registrar::Registrar;
+pub use values::{Block, Message, Request, ToolCall, ToolResult};

@@ -1,0 +1,169 @@
+//! Collecting a pack's interceptors, and erasing them to ABI trait objects.
+
+use super::decision::{Decision, InterceptResult};
+use super::guard;
+use super::inputs::{Messages, RequestRef, Session, ToolCallRef, ToolResultRef};
+use super::pack::SeamKind;
+use super::values::{messages_into_abi, Message, Request, ToolCall, ToolResult};
+use crate::abi::{self, InterceptorAbi, InterceptorAbi_TO, Registration, SeamInput, SeamValue};
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{ROption, RString};
+
+type Erased = Box<dyn Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync>;
+
+/// Where a pack registers its interceptors: any number per seam, each with a
+/// name, run in registration order.
+///
+/// Every closure gets the [`Session`] and the seam's typed input, and answers
+/// an [`InterceptResult`]: `Ok(Decision::Allow)`, `Ok(Decision::Replace(v))`,
+/// `Ok(Decision::Block(reason))`, or `Err(e)` for a failure the seam's failure
+/// policy handles. A panic counts as a failure.
+pub struct Registrar {
+    pub(crate) entries: Vec<(SeamKind, String, Erased)>,
+}
+
+impl Registrar {
+    pub(crate) fn new() -> Self {
+        Registrar {
+            entries: Vec::new(),
+        }
+    }
+
+    /// Registers on `context`: sees the message list about to be sent; a
+    /// replacement shapes this call only.
+    pub fn context<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, Messages<'_>) -> InterceptResult<Vec<Message>> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::Context, name, move |input| {
+            finish(
+                guard::catch(|| f(Session(input.session), Messages(input.messages))),
+                |messages| SeamValue {
+                    messages: ROption::RSome(messages_into_abi(messages)),
+                    ..SeamValue::default()
+                },
+            )
+        });
+    }
+
+    /// Registers on `provider_request`: sees the whole envelope; a
+    /// replacement shapes this call only (headers are restored afterwards).
+    pub fn provider_request<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, RequestRef<'_>) -> InterceptResult<Request> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::ProviderRequest, name, move |input| {
+            let Some(view) = input.request.into_option() else {
+                return missing("request envelope");
+            };
+            let request = RequestRef {
+                messages: Messages(input.messages),
+                view,
+            };
+            finish(
+                guard::catch(|| f(Session(input.session), request)),
+                Request::into_abi,
+            )
+        });
+    }
+
+    /// Registers on `tool_call`: sees each proposed call before permission
+    /// checks. This seam fails closed: an error blocks the call.
+    pub fn tool_call<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, ToolCallRef<'_>) -> InterceptResult<ToolCall> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::ToolCall, name, move |input| {
+            let Some(call) = input.tool_call.into_option() else {
+                return missing("tool call");
+            };
+            finish(
+                guard::catch(|| f(Session(input.session), ToolCallRef(call))),
+                |call| SeamValue {
+                    tool_call: ROption::RSome(call.into_abi()),
+                    ..SeamValue::default()
+                },
+            )
+        });
+    }
+
+    /// Registers on `tool_result`: sees the effective call and the result of
+    /// a tool that actually ran.
+    pub fn tool_result<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, ToolCallRef<'_>, ToolResultRef<'_>) -> InterceptResult<ToolResult>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.push(SeamKind::ToolResult, name, move |input| {
+            let (Some(call), Some(result)) = (
+                input.tool_call.into_option(),
+                input.tool_result.into_option(),
+            ) else {
+                return missing("tool call and result");
+            };
+            finish(
+                guard::catch(|| {
+                    f(
+                        Session(input.session),
+                        ToolCallRef(call),
+                        ToolResultRef(result),
+                    )
+                }),
+                |result| SeamValue {
+                    tool_result: ROption::RSome(result.into_abi()),
+                    ..SeamValue::default()
+                },
+            )
+        });
+    }
+
+    fn push(
+        &mut self,
+        seam: SeamKind,
+        name: &str,
+        f: impl Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync + 'static,
+    ) {
+        self.entries.push((seam, name.to_owned(), Box::new(f)));
+    }
+
+    pub(crate) fn into_registrations(self) -> Vec<Registration> {
+        self.entries
+            .into_iter()
+            .map(|(seam, name, f)| Registration {
+                seam: seam.seam(),
+                name: RString::from(name),
+                interceptor: InterceptorAbi_TO::from_value(ErasedInterceptor(f), TD_Opaque),
+            })
+            .collect()
+    }
+}
+
+fn missing(what: &str) -> abi::Decision {
+    abi::Decision::error(format!("the host sent no {what} for this seam"))
+}
+
+fn finish<T>(
+    outcome: Result<InterceptResult<T>, String>,
+    into_value: impl FnOnce(T) -> SeamValue,
+) -> abi::Decision {
+    match outcome {
+        Ok(Ok(Decision::Allow)) => abi::Decision::allow(),
+        Ok(Ok(Decision::Block(reason))) => abi::Decision::block(reason),
+        Ok(Ok(Decision::Replace(value))) => match guard::catch(|| into_value(value)) {
+            Ok(value) => abi::Decision::replace(value),
+            Err(panic) => abi::Decision::error(panic),
+        },
+        Ok(Err(error)) => abi::Decision::error(error.as_str()),
+        Err(panic) => abi::Decision::error(panic),
+    }
+}
+
+struct ErasedInterceptor(Erased);
+
+impl InterceptorAbi for ErasedInterceptor {
+    fn intercept(&self, input: &SeamInput<'_>) -> abi::Decision {
+        (self.0)(input)
+    }
+}
