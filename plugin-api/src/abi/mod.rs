@@ -66,13 +66,11 @@ mod views;
 pub use decision::{Decision, DecisionKind};
 pub use root::{
     InterceptorAbi, InterceptorAbi_TO, InterceptorBox, PackDescriptor, PackInstanceAbi,
-    PackInstanceAbi_TO, PackInstanceBox, PackLibrary, PackLibraryRef, Registration,
-    ABI_REVISION,
+    PackInstanceAbi_TO, PackInstanceBox, PackLibrary, PackLibraryRef, Registration, ABI_REVISION,
 };
 pub use seam::Seam;
 pub use values::{
-    BlockValue, HeaderValue, MessageValue, RequestValue, SeamValue, ToolCallValue,
-    ToolResultValue,
+    BlockValue, HeaderValue, MessageValue, RequestValue, SeamValue, ToolCallValue, ToolResultValue,
 };
 pub use views::{
     BlockView, HeaderView, MessageView, RequestView, SeamInput, SessionView, ToolCallView,

@@ -39,8 +39,7 @@ fn descriptor<P: Pack>() -> PackDescriptor {
 
 /// `PackLibrary::packs` for these entries.
 pub fn list(entries: &[PackEntry]) -> RVec<PackDescriptor> {
-    guard::catch(|| entries.iter().map(|entry| (entry.descriptor)()).collect())
-        .unwrap_or_default()
+    guard::catch(|| entries.iter().map(|entry| (entry.descriptor)()).collect()).unwrap_or_default()
 }
 
 /// `PackLibrary::instantiate` for these entries.
@@ -158,5 +157,4 @@ mod tests {
             "_1as_0lib_1header_0root_bmodule_bloader"
         );
     }
-
 }

@@ -1,8 +1,7 @@
 //! Owned values a pack hands back in [`Decision::Replace`](super::Decision::Replace).
 
 use crate::abi::{
-    BlockValue, HeaderValue, MessageValue, RequestValue, SeamValue, ToolCallValue,
-    ToolResultValue,
+    BlockValue, HeaderValue, MessageValue, RequestValue, SeamValue, ToolCallValue, ToolResultValue,
 };
 use abi_stable::std_types::{ROption, RString, RVec};
 
@@ -79,7 +78,11 @@ impl Message {
                     data_json: b.data_json.into(),
                 })
                 .collect(),
-            tool_calls: self.tool_calls.into_iter().map(ToolCall::into_abi).collect(),
+            tool_calls: self
+                .tool_calls
+                .into_iter()
+                .map(ToolCall::into_abi)
+                .collect(),
             tool_call_id: self.tool_call_id.unwrap_or_default().into(),
             name: self.name.unwrap_or_default().into(),
         }

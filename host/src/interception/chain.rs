@@ -1,0 +1,202 @@
+//! The chain runner: one algorithm for every seam.
+
+use super::events::{EventDecision, InterceptorEvent};
+use super::interceptor::{Interceptor, Kind};
+use super::seams::{Invalid, SeamSpec};
+use super::session::SessionFacts;
+use super::InterceptDecision;
+use chimera_plugin_api::abi::{Decision, DecisionKind};
+use std::panic::{self, AssertUnwindSafe};
+
+/// What a chain run produced.
+#[derive(Debug)]
+pub struct ChainOutcome<V> {
+    /// The final value when any interceptor replaced it; `None` means the
+    /// input passes through as the very same value.
+    pub replaced: Option<V>,
+    /// The block reason when the chain stopped (by a block, or by a failure on
+    /// a fail-closed seam).
+    pub blocked: Option<String>,
+}
+
+/// Where a chain run reports.
+pub struct ChainContext<'a> {
+    /// The conversation the chain runs for.
+    pub session: &'a SessionFacts,
+    /// Receives one event per block / replace / error.
+    pub events: &'a dyn Fn(InterceptorEvent),
+}
+
+enum Verdict<V> {
+    Allow,
+    Replace(V),
+    Block(String),
+    Error(String),
+    Invalid(Invalid),
+    Unknown(DecisionKind),
+}
+
+enum Flow<V> {
+    Continue,
+    Replace(V),
+    Stop(String),
+}
+
+/// Runs `chain` over `value`, in list order:
+///
+/// * allow → next interceptor, same value, no event;
+/// * replace → the value becomes the replacement; later interceptors see it;
+/// * block → stop; the first block wins and later interceptors never run;
+/// * failure (error, panic, a replacement of the wrong type, an unknown
+///   decision kind) → an `error` event, then the seam's policy: fail-open
+///   seams skip the interceptor and keep the last good value, `tool_call`
+///   stops with `interceptor error: …`.
+///
+/// Pack interceptors see the value through ABI views built once per run of
+/// consecutive pack interceptors, and rebuilt only after a replacement.
+pub fn run_chain<S: SeamSpec>(
+    chain: &[Interceptor<S>],
+    lead: &S::Lead,
+    value: &S::Value,
+    cx: &ChainContext<'_>,
+) -> ChainOutcome<S::Value> {
+    let session = cx.session.view();
+    let ids = S::tool_ids(lead, value);
+    let mut replaced: Option<S::Value> = None;
+    let mut next = 0;
+    while next < chain.len() {
+        let current = replaced.as_ref().unwrap_or(value);
+        let (index, verdict) = match &chain[next].inner.kind {
+            Kind::Host(f) => (next, host_verdict::<S>(f, lead, current)),
+            Kind::Pack(_) => {
+                let stop = S::with_input(lead, current, &session, |input| {
+                    while let Some(Kind::Pack(pack)) = chain.get(next).map(|e| &e.inner.kind) {
+                        let decision = pack.intercept(input);
+                        if decision.kind != DecisionKind::ALLOW {
+                            return Some((next, decision));
+                        }
+                        next += 1;
+                    }
+                    None
+                });
+                match stop {
+                    None => continue,
+                    Some((index, decision)) => (index, pack_verdict::<S>(decision, current)),
+                }
+            }
+        };
+        next = index + 1;
+        match apply::<S>(verdict, chain[index].name(), ids, cx) {
+            Flow::Continue => {}
+            Flow::Replace(new) => {
+                let adopted = S::adopt(new, current);
+                replaced = Some(adopted);
+            }
+            Flow::Stop(reason) => {
+                return ChainOutcome {
+                    replaced,
+                    blocked: Some(reason),
+                }
+            }
+        }
+    }
+    ChainOutcome {
+        replaced,
+        blocked: None,
+    }
+}
+
+fn host_verdict<S: SeamSpec>(f: &S::HostFn, lead: &S::Lead, value: &S::Value) -> Verdict<S::Value> {
+    match panic::catch_unwind(AssertUnwindSafe(|| S::call_host(f, lead, value))) {
+        Ok(Ok(InterceptDecision::Allow)) => Verdict::Allow,
+        Ok(Ok(InterceptDecision::Replace(new))) => Verdict::Replace(new),
+        Ok(Ok(InterceptDecision::Block(reason))) => Verdict::Block(reason),
+        Ok(Err(error)) => Verdict::Error(error.as_str().to_owned()),
+        Err(payload) => Verdict::Error(format!("panicked: {}", panic_text(&*payload))),
+    }
+}
+
+fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<S::Value> {
+    match decision.kind {
+        DecisionKind::ALLOW => Verdict::Allow,
+        DecisionKind::BLOCK => Verdict::Block(decision.reason.into_string()),
+        DecisionKind::ERROR => Verdict::Error(decision.reason.into_string()),
+        DecisionKind::REPLACE => match decision.value.into_option() {
+            Some(boxed) => {
+                match S::from_abi(abi_stable::std_types::RBox::into_inner(boxed), current) {
+                    Ok(new) => Verdict::Replace(new),
+                    Err(invalid) => Verdict::Invalid(invalid),
+                }
+            }
+            None => Verdict::Invalid(Invalid::WrongType("nothing".to_owned())),
+        },
+        other => Verdict::Unknown(other),
+    }
+}
+
+fn apply<S: SeamSpec>(
+    verdict: Verdict<S::Value>,
+    name: &str,
+    (tool_name, call_id): (&str, &str),
+    cx: &ChainContext<'_>,
+) -> Flow<S::Value> {
+    let emit = |decision, reason: String| {
+        (cx.events)(InterceptorEvent {
+            seam: S::NAME,
+            decision,
+            reason,
+            tool_name: tool_name.to_owned(),
+            call_id: call_id.to_owned(),
+            interceptor: name.to_owned(),
+        })
+    };
+    let fail = |event_reason: String, block_text: String| {
+        emit(EventDecision::Error, event_reason);
+        if S::FAIL_CLOSED {
+            Flow::Stop(format!("interceptor error: {block_text}"))
+        } else {
+            Flow::Continue
+        }
+    };
+    match verdict {
+        Verdict::Allow => Flow::Continue,
+        Verdict::Replace(new) => {
+            emit(EventDecision::Replaced, String::new());
+            Flow::Replace(new)
+        }
+        Verdict::Block(reason) => {
+            emit(EventDecision::Blocked, reason.clone());
+            Flow::Stop(if reason.is_empty() {
+                "blocked by interceptor".to_owned()
+            } else {
+                reason
+            })
+        }
+        Verdict::Error(text) => fail(format!("{name}: {text}"), text),
+        Verdict::Invalid(Invalid::WrongType(got)) => {
+            let text = format!("{name}: replace value must be {}, got {got}", S::EXPECTED);
+            fail(text.clone(), text)
+        }
+        Verdict::Invalid(Invalid::Malformed(detail)) => {
+            let text = format!("{name}: invalid {} replacement: {detail}", S::EXPECTED);
+            fail(text.clone(), text)
+        }
+        Verdict::Unknown(kind) => {
+            let label = match kind {
+                DecisionKind::RETRY => "retry".to_owned(),
+                DecisionKind::ASK => "ask".to_owned(),
+                other => other.0.to_string(),
+            };
+            let text = format!("unknown decision kind '{label}'");
+            fail(format!("{name}: {text}"), text)
+        }
+    }
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}

@@ -1,0 +1,45 @@
+//! The observational record of every non-trivial decision.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Which decision an [`InterceptorEvent`] records. Allow never produces one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventDecision {
+    /// The chain stopped.
+    Blocked,
+    /// The value was substituted.
+    Replaced,
+    /// The interceptor failed (error, panic, invalid replacement, unknown kind).
+    Error,
+}
+
+impl fmt::Display for EventDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EventDecision::Blocked => "blocked",
+            EventDecision::Replaced => "replaced",
+            EventDecision::Error => "error",
+        })
+    }
+}
+
+/// One block / replace / error decision, as published on the event bus
+/// (`type: "interceptor"` in the JSON transcript).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InterceptorEvent {
+    /// `context`, `provider_request`, `tool_call` or `tool_result`.
+    pub seam: &'static str,
+    /// What happened.
+    pub decision: EventDecision,
+    /// The block reason as given; `<interceptor>: <error text>` for errors;
+    /// empty for replacements.
+    pub reason: String,
+    /// Tool seams only: the name of the call the chain started with.
+    pub tool_name: String,
+    /// Tool seams only: its call id.
+    pub call_id: String,
+    /// Display name of the deciding interceptor (`<pack>/<name>` for packs).
+    pub interceptor: String,
+}

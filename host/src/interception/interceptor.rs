@@ -1,0 +1,79 @@
+//! One entry of a chain: a host closure, or an interceptor from a pack.
+
+use super::seams::SeamSpec;
+use chimera_plugin_api::abi::InterceptorBox;
+use std::fmt;
+use std::sync::Arc;
+
+/// One interceptor on seam `S`: a host closure or a pack's interceptor.
+///
+/// Cheap to clone (shared). Two handles are *equal* when they are clones of
+/// the same interceptor, which is what `Registry::unregister` matches on.
+pub struct Interceptor<S: SeamSpec> {
+    pub(crate) inner: Arc<Entry<S>>,
+}
+
+pub(crate) struct Entry<S: SeamSpec> {
+    pub(crate) name: String,
+    pub(crate) kind: Kind<S>,
+}
+
+pub(crate) enum Kind<S: SeamSpec> {
+    Host(Box<S::HostFn>),
+    Pack(InterceptorBox),
+}
+
+impl<S: SeamSpec> Interceptor<S> {
+    pub(crate) fn host(name: impl Into<String>, f: Box<S::HostFn>) -> Self {
+        Interceptor {
+            inner: Arc::new(Entry {
+                name: name.into(),
+                kind: Kind::Host(f),
+            }),
+        }
+    }
+
+    /// Wraps a pack's interceptor. `name` is its display name (`<pack>/<name>`).
+    pub fn from_pack(name: impl Into<String>, interceptor: InterceptorBox) -> Self {
+        Interceptor {
+            inner: Arc::new(Entry {
+                name: name.into(),
+                kind: Kind::Pack(interceptor),
+            }),
+        }
+    }
+
+    /// The display name used in events.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// True when this interceptor comes from a pack.
+    pub fn is_pack(&self) -> bool {
+        matches!(self.inner.kind, Kind::Pack(_))
+    }
+}
+
+impl<S: SeamSpec> Clone for Interceptor<S> {
+    fn clone(&self) -> Self {
+        Interceptor {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<S: SeamSpec> PartialEq for Interceptor<S> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl<S: SeamSpec> fmt::Debug for Interceptor<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interceptor")
+            .field("seam", &S::SEAM)
+            .field("name", &self.inner.name)
+            .field("pack", &self.is_pack())
+            .finish()
+    }
+}

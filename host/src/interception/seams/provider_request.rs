@@ -1,0 +1,116 @@
+//! The `provider_request` seam: right after `context`, before the wire. Sees
+//! the envelope {model, messages, tools, kwargs, headers}; the final
+//! envelope's messages, tools and kwargs are what is sent. Replaced headers
+//! apply to that call only and are restored afterwards. A block means no
+//! provider call and the run ends. Fail-open.
+
+use super::views::{messages_from_abi, with_message_views};
+use super::{empty_input, Invalid, Sealed, SeamSpec};
+use crate::interception::{InterceptResult, Interceptor};
+use crate::types::{Headers, ProviderRequest, ToolSchema};
+use abi_stable::std_types::{ROption, RSlice, RStr};
+use chimera_plugin_api::abi::{self, HeaderView, RequestView, SeamInput, SeamValue, SessionView};
+
+/// Marker for the `provider_request` seam.
+pub struct ProviderRequestSeam;
+
+type HostFn = dyn Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Send + Sync;
+
+impl Sealed for ProviderRequestSeam {}
+
+impl SeamSpec for ProviderRequestSeam {
+    const SEAM: abi::Seam = abi::Seam::PROVIDER_REQUEST;
+    const NAME: &'static str = "provider_request";
+    const FAIL_CLOSED: bool = false;
+    const EXPECTED: &'static str = "ProviderRequest";
+    type Value = ProviderRequest;
+    type Lead = ();
+    type HostFn = HostFn;
+
+    fn call_host(
+        f: &HostFn,
+        _lead: &(),
+        value: &ProviderRequest,
+    ) -> InterceptResult<ProviderRequest> {
+        f(value)
+    }
+
+    fn with_input<R>(
+        _lead: &(),
+        value: &ProviderRequest,
+        session: &SessionView<'_>,
+        f: impl FnOnce(&SeamInput<'_>) -> R,
+    ) -> R {
+        let tools_json = serde_json::to_string(&value.tools).unwrap_or_else(|_| "[]".to_owned());
+        let kwargs_json = serde_json::Value::Object(value.kwargs.clone()).to_string();
+        let headers: Option<Vec<HeaderView<'_>>> = value.headers.as_ref().map(|headers| {
+            headers
+                .iter()
+                .map(|(name, value)| HeaderView {
+                    name: RStr::from_str(name),
+                    value: RStr::from_str(value),
+                })
+                .collect()
+        });
+        let request = RequestView {
+            model: RStr::from_str(&value.model),
+            tools_json: RStr::from_str(&tools_json),
+            kwargs_json: RStr::from_str(&kwargs_json),
+            headers: headers.as_deref().map(RSlice::from_slice).into(),
+        };
+        with_message_views(&value.messages, |messages| {
+            f(&SeamInput {
+                messages,
+                request: ROption::RSome(&request),
+                ..empty_input(Self::SEAM, session)
+            })
+        })
+    }
+
+    fn from_abi(value: SeamValue, _current: &ProviderRequest) -> Result<ProviderRequest, Invalid> {
+        let described = super::describe(&value);
+        let (Some(request), Some(messages)) = (
+            value.request.into_option(),
+            messages_from_abi(value.messages),
+        ) else {
+            return Err(Invalid::WrongType(described));
+        };
+        let messages = messages.map_err(Invalid::Malformed)?;
+        let tools: Vec<ToolSchema> = serde_json::from_str(request.tools_json.as_str())
+            .map_err(|error| Invalid::Malformed(format!("tools are not a tool list: {error}")))?;
+        let kwargs = match serde_json::from_str(request.kwargs_json.as_str()) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => {
+                return Err(Invalid::Malformed(
+                    "kwargs are not a JSON object".to_owned(),
+                ))
+            }
+        };
+        let headers = request.headers.into_option().map(|headers| {
+            Headers(
+                headers
+                    .into_iter()
+                    .map(|h| (h.name.into_string(), h.value.into_string()))
+                    .collect(),
+            )
+        });
+        Ok(ProviderRequest {
+            model: request.model.into_string(),
+            messages,
+            tools,
+            kwargs,
+            headers,
+        })
+    }
+}
+
+impl Interceptor<ProviderRequestSeam> {
+    /// A host interceptor on `provider_request`.
+    pub fn provider_request<F>(name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Send + Sync + 'static,
+    {
+        let f: Box<HostFn> = Box::new(f);
+        Interceptor::host(name, f)
+    }
+}

@@ -1,0 +1,73 @@
+//! The `tool_call` seam: before each proposed call runs — before PreToolUse
+//! hooks and the permission policy. **Fail-closed.** A replacement may change
+//! the name and arguments; the call id always stays the original. A block
+//! denies the call (`Blocked by interceptor: <reason>`) and the run goes on.
+
+use super::views::{tool_call_from_abi, tool_call_view};
+use super::{empty_input, Invalid, Sealed, SeamSpec};
+use crate::interception::{InterceptResult, Interceptor};
+use crate::types::ToolCall;
+use abi_stable::std_types::ROption;
+use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
+
+/// Marker for the `tool_call` seam.
+pub struct ToolCallSeam;
+
+type HostFn = dyn Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync;
+
+impl Sealed for ToolCallSeam {}
+
+impl SeamSpec for ToolCallSeam {
+    const SEAM: abi::Seam = abi::Seam::TOOL_CALL;
+    const NAME: &'static str = "tool_call";
+    const FAIL_CLOSED: bool = true;
+    const EXPECTED: &'static str = "ToolCall";
+    type Value = ToolCall;
+    type Lead = ();
+    type HostFn = HostFn;
+
+    fn call_host(f: &HostFn, _lead: &(), value: &ToolCall) -> InterceptResult<ToolCall> {
+        f(value)
+    }
+
+    fn with_input<R>(
+        _lead: &(),
+        value: &ToolCall,
+        session: &SessionView<'_>,
+        f: impl FnOnce(&SeamInput<'_>) -> R,
+    ) -> R {
+        let call = tool_call_view(value);
+        f(&SeamInput {
+            tool_call: ROption::RSome(&call),
+            ..empty_input(Self::SEAM, session)
+        })
+    }
+
+    fn from_abi(value: SeamValue, _current: &ToolCall) -> Result<ToolCall, Invalid> {
+        let described = super::describe(&value);
+        match value.tool_call.into_option() {
+            Some(call) => tool_call_from_abi(call).map_err(Invalid::Malformed),
+            None => Err(Invalid::WrongType(described)),
+        }
+    }
+
+    fn adopt(mut replacement: ToolCall, current: &ToolCall) -> ToolCall {
+        replacement.id.clone_from(&current.id);
+        replacement
+    }
+
+    fn tool_ids<'a>(_lead: &'a (), value: &'a ToolCall) -> (&'a str, &'a str) {
+        (&value.name, &value.id)
+    }
+}
+
+impl Interceptor<ToolCallSeam> {
+    /// A host interceptor on `tool_call`.
+    pub fn tool_call<F>(name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync + 'static,
+    {
+        let f: Box<HostFn> = Box::new(f);
+        Interceptor::host(name, f)
+    }
+}

@@ -1,0 +1,250 @@
+//! Opening pack libraries: read, hash, inspect, private copy, dlopen, check.
+//!
+//! Never through `RootModule::load_from*` (one cached module per type for the
+//! whole process) and never the watched file itself (`dlopen` returns a stale
+//! handle for a path it has seen, and a file rewritten under a mapping
+//! crashes the host): each new content is copied to a unique private path,
+//! loaded from there, and never unloaded.
+
+use super::errors::{FileError, LoadError};
+use super::file_check::{inspect, Inspection};
+use super::platform::create_private_dir;
+use abi_stable::library::{lib_header_from_path, LibraryError};
+use abi_stable::std_types::RStr;
+use chimera_plugin_api::abi::{PackInstanceBox, PackLibraryRef, Seam};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// One pack a library provides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackDescription {
+    /// Entry-point name.
+    pub name: String,
+    /// The pack's version.
+    pub version: String,
+    /// One line.
+    pub description: String,
+    /// Seams it registers on.
+    pub seams: Vec<Seam>,
+}
+
+/// What a loaded library provides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryInfo {
+    /// The file it was loaded from (not the private copy).
+    pub path: PathBuf,
+    /// SHA-256 of the bytes that were loaded, hex.
+    pub sha256: String,
+    /// The ABI revision the pack was built against.
+    pub abi_revision: u32,
+    /// Its packs.
+    pub packs: Vec<PackDescription>,
+}
+
+/// A loaded (and never unloaded) pack library.
+pub(crate) struct Library {
+    pub(crate) info: LibraryInfo,
+    root: PackLibraryRef,
+}
+
+impl Library {
+    /// Builds pack `name` from `config_json`; errors are one line.
+    pub(crate) fn instantiate(
+        &self,
+        name: &str,
+        config_json: &str,
+    ) -> Result<PackInstanceBox, String> {
+        (self.root.instantiate())(RStr::from_str(name), RStr::from_str(config_json))
+            .into_result()
+            .map_err(|e| e.into_string())
+    }
+}
+
+/// Opens libraries, once per distinct content.
+pub(crate) struct Loader {
+    cache_dir: PathBuf,
+    counter: AtomicU64,
+    libraries: Mutex<HashMap<[u8; 32], Arc<Library>>>,
+}
+
+impl Loader {
+    pub(crate) fn new() -> Self {
+        static LOADERS: AtomicU64 = AtomicU64::new(0);
+        let cache_dir = std::env::temp_dir().join("chimera-packs").join(format!(
+            "{}-{}",
+            std::process::id(),
+            LOADERS.fetch_add(1, Ordering::Relaxed)
+        ));
+        Loader {
+            cache_dir,
+            counter: AtomicU64::new(0),
+            libraries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads, checks and loads the library at `path` (or returns the one
+    /// already loaded with the same content).
+    pub(crate) fn open(&self, path: &Path) -> Result<Arc<Library>, LoadError> {
+        let fail = |kind| LoadError::file(path, kind);
+        let bytes = std::fs::read(path).map_err(|error| match error.kind() {
+            io::ErrorKind::NotFound => fail(FileError::NotFound),
+            _ => fail(FileError::Io(error)),
+        })?;
+        let hash: [u8; 32] = Sha256::digest(&bytes).into();
+        if let Some(library) = self.cached(&hash) {
+            return Ok(library);
+        }
+        let inspection = inspect(&bytes[..], bytes.len() as u64).map_err(fail)?;
+        let copy = self
+            .private_copy(path, &bytes)
+            .map_err(|e| fail(FileError::Io(e)))?;
+        let loaded = lib_header_from_path(&copy)
+            .and_then(|header| header.init_root_module::<PackLibraryRef>());
+        // The mapping survives the unlink; the copy is never needed again.
+        let _ = std::fs::remove_file(&copy);
+        let root = loaded.map_err(|error| fail(condense(error)))?;
+        let library = Arc::new(Library {
+            info: describe(path, &hash, root, &inspection).map_err(fail)?,
+            root,
+        });
+        self.libraries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(hash, Arc::clone(&library));
+        Ok(library)
+    }
+
+    fn cached(&self, hash: &[u8; 32]) -> Option<Arc<Library>> {
+        self.libraries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(hash)
+            .cloned()
+    }
+
+    /// Writes `bytes` to a unique path in the private cache directory: a new
+    /// path and a new inode, so `dlopen` cannot hand back a stale library.
+    fn private_copy(&self, original: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+        create_private_dir(&self.cache_dir)?;
+        let stem = original
+            .file_stem()
+            .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
+        let copy = self.cache_dir.join(format!(
+            "{stem}-{}.{}",
+            self.counter.fetch_add(1, Ordering::Relaxed),
+            std::env::consts::DLL_EXTENSION
+        ));
+        std::fs::write(&copy, bytes)?;
+        Ok(copy)
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.cache_dir);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads the library's own account of its packs and checks it against the
+/// manifest the file was indexed by.
+fn describe(
+    path: &Path,
+    hash: &[u8; 32],
+    root: PackLibraryRef,
+    inspection: &Inspection,
+) -> Result<LibraryInfo, FileError> {
+    let packs: Vec<PackDescription> = (root.packs())()
+        .into_iter()
+        .map(|d| PackDescription {
+            name: d.name.into_string(),
+            version: d.version.into_string(),
+            description: d.description.into_string(),
+            seams: d.seams.into_iter().collect(),
+        })
+        .collect();
+    if let Some((name, _)) = inspection
+        .manifest
+        .iter()
+        .find(|(name, _)| !packs.iter().any(|p| &p.name == name))
+    {
+        return Err(FileError::ManifestMismatch(name.clone()));
+    }
+    Ok(LibraryInfo {
+        path: path.to_owned(),
+        sha256: hex(hash),
+        abi_revision: root.abi_revision(),
+        packs,
+    })
+}
+
+/// Turns abi_stable's error (up to hundreds of lines of layout dump) into
+/// one sentence.
+fn condense(error: LibraryError) -> FileError {
+    match error {
+        LibraryError::OpenError { err, .. } => FileError::Open(first_line(&err.to_string())),
+        LibraryError::GetSymbolError { .. } => {
+            FileError::RootModule("it exports no abi_stable root module".to_owned())
+        }
+        LibraryError::IncompatibleVersionNumber {
+            expected_version,
+            actual_version,
+            ..
+        } => FileError::VersionMismatch {
+            expected: expected_version.to_string(),
+            found: actual_version.to_string(),
+        },
+        LibraryError::RootModule { err, .. } => FileError::RootModule(first_line(&err.to_string())),
+        LibraryError::AbiInstability(err) => {
+            FileError::AbiMismatch(layout_summary(&err.to_string()))
+        }
+        LibraryError::InvalidAbiHeader(_) | LibraryError::InvalidCAbi { .. } => {
+            FileError::AbiMismatch("it was built with an incompatible abi_stable".to_owned())
+        }
+        LibraryError::ParseVersionError(error) => {
+            FileError::AbiMismatch(first_line(&error.to_string()))
+        }
+        LibraryError::Many(errors) => match errors.into_iter().next() {
+            Some(first) => condense(first),
+            None => FileError::AbiMismatch("unknown library error".to_owned()),
+        },
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("unknown error")
+        .to_owned()
+}
+
+/// The first distinct `Error:` lines of a layout dump, e.g. `too many fields
+/// Expected: 5 Found: 6`.
+fn layout_summary(dump: &str) -> String {
+    let mut found: Vec<String> = Vec::new();
+    for line in dump.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("Error:") {
+            let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !found.contains(&rest) {
+                found.push(rest);
+            }
+        }
+        if found.len() == 2 {
+            break;
+        }
+    }
+    if found.is_empty() {
+        first_line(dump)
+    } else {
+        found.join("; ")
+    }
+}

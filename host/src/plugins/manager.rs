@@ -1,0 +1,361 @@
+//! The plugin manager: load by name, by file or in-process; unload; list.
+
+use super::discovery::{discover, Discovery};
+use super::errors::{FileError, LoadError, PluginError};
+use super::loader::{Library, Loader};
+use super::plugin::{Plugin, PluginRegistrar};
+use super::registry::{OwnerId, Registry};
+use crate::interception::{AnyInterceptor, Interceptor, Interceptors, SeamName};
+use chimera_plugin_api::abi::{PackInstanceBox, Seam};
+use chimera_plugin_api::sdk::{self, Pack};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Where a loaded pack came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackSource {
+    /// Linked into the host (an SDK pack or a host plugin).
+    InProcess,
+    /// A pack library.
+    File {
+        /// The file it was loaded from.
+        path: PathBuf,
+        /// SHA-256 of the loaded bytes, hex.
+        sha256: String,
+    },
+}
+
+/// A loaded pack, as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackInfo {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// One line.
+    pub description: String,
+    /// Where it came from.
+    pub source: PackSource,
+    /// The JSON configuration it was built with (empty: defaults).
+    pub config: String,
+}
+
+impl PackInfo {
+    /// The pack file, when it came from one.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.source {
+            PackSource::File { path, .. } => Some(path),
+            PackSource::InProcess => None,
+        }
+    }
+}
+
+struct Loaded {
+    info: PackInfo,
+    owner: OwnerId,
+    plugin: Arc<dyn Plugin>,
+}
+
+/// Loads packs and plugins into a [`Registry`], and takes them out again.
+pub struct PluginManager {
+    registry: Arc<Registry>,
+    search_path: Vec<PathBuf>,
+    loader: Loader,
+    loaded: Mutex<Vec<Loaded>>,
+}
+
+impl PluginManager {
+    /// A manager feeding `registry`, finding packs by name in `search_path`
+    /// (earlier directories win).
+    pub fn new(registry: Arc<Registry>, search_path: Vec<PathBuf>) -> Self {
+        PluginManager {
+            registry,
+            search_path,
+            loader: Loader::new(),
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The registry this manager feeds.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The directories searched by name.
+    pub fn search_path(&self) -> &[PathBuf] {
+        &self.search_path
+    }
+
+    fn loaded(&self) -> MutexGuard<'_, Vec<Loaded>> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Indexes the search path (no pack code runs).
+    pub fn discover(&self) -> Discovery {
+        discover(&self.search_path)
+    }
+
+    /// Loads the pack whose entry-point name is `name` from the search path,
+    /// configured by `config_json` (empty: defaults).
+    pub fn load(&self, name: &str, config_json: &str) -> Result<PackInfo, LoadError> {
+        self.refuse_duplicate(name)?;
+        let discovery = self.discover();
+        let Some(found) = discovery.find(name) else {
+            return Err(LoadError::UnknownName {
+                name: name.to_owned(),
+                searched: self
+                    .search_path
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(":"),
+            });
+        };
+        self.load_file(&found.path, Some(name), config_json)
+    }
+
+    /// Loads pack `name` (or the library's only pack, when `None`) from the
+    /// file at `path`.
+    pub fn load_file(
+        &self,
+        path: &Path,
+        name: Option<&str>,
+        config_json: &str,
+    ) -> Result<PackInfo, LoadError> {
+        let library = self.loader.open(path)?;
+        let name = pick(&library, path, name)?;
+        self.refuse_duplicate(&name)?;
+        let instance = library
+            .instantiate(&name, config_json)
+            .map_err(LoadError::Instantiate)?;
+        let description = library
+            .info
+            .packs
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .ok_or_else(|| LoadError::file(path, FileError::ManifestMismatch(name.clone())))?;
+        let plugin = PackPlugin {
+            name: description.name,
+            version: description.version,
+            description: description.description,
+            instance,
+        };
+        let source = PackSource::File {
+            path: path.to_owned(),
+            sha256: library.info.sha256.clone(),
+        };
+        self.activate(Arc::new(plugin), source, config_json)
+    }
+
+    /// Loads SDK pack `P` in-process (linked into the host, no library file).
+    pub fn load_pack<P: Pack>(&self, config_json: &str) -> Result<PackInfo, LoadError> {
+        self.refuse_duplicate(P::NAME)?;
+        let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
+        let plugin = PackPlugin {
+            name: P::NAME.to_owned(),
+            version: P::VERSION.to_owned(),
+            description: P::DESCRIPTION.to_owned(),
+            instance,
+        };
+        self.activate(Arc::new(plugin), PackSource::InProcess, config_json)
+    }
+
+    /// Loads an in-process plugin.
+    pub fn load_plugin(&self, plugin: Arc<dyn Plugin>) -> Result<PackInfo, LoadError> {
+        self.refuse_duplicate(plugin.name())?;
+        self.activate(plugin, PackSource::InProcess, "")
+    }
+
+    fn refuse_duplicate(&self, name: &str) -> Result<(), LoadError> {
+        if self.loaded().iter().any(|l| l.info.name == name) {
+            return Err(LoadError::AlreadyLoaded(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Activates into a staging area, then commits everything in one step.
+    /// A failure (or panic) leaves the registry exactly as it was.
+    fn activate(
+        &self,
+        plugin: Arc<dyn Plugin>,
+        source: PackSource,
+        config_json: &str,
+    ) -> Result<PackInfo, LoadError> {
+        let name = plugin.name().to_owned();
+        let chains = stage(plugin.as_ref())?;
+        let mut loaded = self.loaded();
+        if loaded.iter().any(|l| l.info.name == name) {
+            return Err(LoadError::AlreadyLoaded(name));
+        }
+        let owner = self.registry.new_owner();
+        self.registry.commit(owner, chains);
+        let info = PackInfo {
+            name,
+            version: plugin.version().to_owned(),
+            description: plugin.description().to_owned(),
+            source,
+            config: config_json.to_owned(),
+        };
+        loaded.push(Loaded {
+            info: info.clone(),
+            owner,
+            plugin,
+        });
+        Ok(info)
+    }
+
+    /// Unloads `name`: calls its `deactivate`, then withdraws every chain it
+    /// still owns — even when `deactivate` fails or panics, in which case the
+    /// failure is returned after the withdrawal.
+    pub fn unload(&self, name: &str) -> Result<(), LoadError> {
+        let entry = {
+            let mut loaded = self.loaded();
+            let at = loaded
+                .iter()
+                .position(|l| l.info.name == name)
+                .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
+            loaded.remove(at)
+        };
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| entry.plugin.deactivate()))
+            .unwrap_or_else(|_| Err(PluginError("deactivate panicked".to_owned())));
+        self.registry.unregister_owner(entry.owner);
+        outcome.map_err(|source| LoadError::Deactivation {
+            name: name.to_owned(),
+            source,
+        })
+    }
+
+    /// The loaded packs, in load order.
+    pub fn list(&self) -> Vec<PackInfo> {
+        self.loaded().iter().map(|l| l.info.clone()).collect()
+    }
+}
+
+/// Stages a plugin's registrations; a failure or panic stages nothing.
+fn stage(plugin: &dyn Plugin) -> Result<Interceptors, LoadError> {
+    let mut registrar = PluginRegistrar::new();
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| plugin.activate(&mut registrar)))
+        .unwrap_or_else(|_| Err(PluginError("activate panicked".to_owned())));
+    match outcome {
+        Ok(()) => Ok(registrar.into_chains()),
+        Err(source) => Err(LoadError::Activation {
+            name: plugin.name().to_owned(),
+            source,
+        }),
+    }
+}
+
+fn pick(library: &Library, path: &Path, name: Option<&str>) -> Result<String, LoadError> {
+    let have = || {
+        library
+            .info
+            .packs
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match name {
+        Some(name) if library.info.packs.iter().any(|p| p.name == name) => Ok(name.to_owned()),
+        Some(name) => Err(LoadError::file(
+            path,
+            FileError::NoSuchPack {
+                wanted: name.to_owned(),
+                have: have(),
+            },
+        )),
+        None => match library.info.packs.as_slice() {
+            [only] => Ok(only.name.clone()),
+            _ => Err(LoadError::file(
+                path,
+                FileError::NoSuchPack {
+                    wanted: "(unnamed)".to_owned(),
+                    have: have(),
+                },
+            )),
+        },
+    }
+}
+
+/// A pack instance (from a library or linked in) seen as a plugin.
+struct PackPlugin {
+    name: String,
+    version: String,
+    description: String,
+    instance: PackInstanceBox,
+}
+
+impl Plugin for PackPlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn activate(&self, registrar: &mut PluginRegistrar) -> Result<(), PluginError> {
+        for interceptor in pack_interceptors(&self.name, &self.instance)? {
+            let seam = interceptor.seam();
+            registrar.register(seam.as_str(), interceptor)?;
+        }
+        Ok(())
+    }
+}
+
+/// A pack instance's registrations as host interceptors named
+/// `<pack>/<name>`. A seam this host does not know refuses the whole pack.
+pub(crate) fn pack_interceptors(
+    pack: &str,
+    instance: &PackInstanceBox,
+) -> Result<Vec<AnyInterceptor>, PluginError> {
+    instance
+        .registrations()
+        .into_iter()
+        .map(|registration| {
+            let name = format!("{pack}/{}", registration.name);
+            let seam = SeamName::ALL
+                .into_iter()
+                .find(|s| Seam::from_name(s.as_str()) == Some(registration.seam))
+                .ok_or_else(|| {
+                    PluginError(format!(
+                        "interceptor '{name}' registers on {} which this host does not run; upgrade the host or drop the pack",
+                        registration.seam
+                    ))
+                })?;
+            let interceptor = registration.interceptor;
+            Ok(match seam {
+                SeamName::ProviderRequest => {
+                    AnyInterceptor::ProviderRequest(Interceptor::from_pack(name, interceptor))
+                }
+                SeamName::ToolCall => AnyInterceptor::ToolCall(Interceptor::from_pack(name, interceptor)),
+                SeamName::ToolResult => {
+                    AnyInterceptor::ToolResult(Interceptor::from_pack(name, interceptor))
+                }
+                SeamName::Context => AnyInterceptor::Context(Interceptor::from_pack(name, interceptor)),
+            })
+        })
+        .collect()
+}
+
+/// Pack `P`'s interceptors as a bundle, for a host that links the pack crate
+/// and hands the chains to a session itself (no registry, no library file).
+pub fn interceptors_of<P: Pack>(config_json: &str) -> Result<Interceptors, LoadError> {
+    let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
+    let mut bundle = Interceptors::new();
+    for interceptor in
+        pack_interceptors(P::NAME, &instance).map_err(|source| LoadError::Activation {
+            name: P::NAME.to_owned(),
+            source,
+        })?
+    {
+        bundle.push(interceptor);
+    }
+    Ok(bundle)
+}

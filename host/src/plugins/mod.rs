@@ -1,0 +1,29 @@
+//! Plugins: the interceptor registry, in-process plugins, and compiled packs
+//! loaded from shared libraries.
+//!
+//! ```text
+//!  search path ──discover──▶ index (name → file), read from symbol tables: no pack code runs
+//!  load(name) ─▶ read file ─▶ hash ─▶ inspect (format, completeness, manifest)
+//!             ─▶ private copy ─▶ dlopen copy ─▶ abi_stable version + layout check
+//!             ─▶ verify entry-point name ─▶ instantiate(config) ─▶ stage registrations
+//!             ─▶ commit to the registry in one step (atomic) ─▶ pack_loaded
+//! ```
+//!
+//! Libraries are never unloaded (`dlclose` is unsafe with abi_stable); a
+//! library whose content was loaded before is reused, not mapped again.
+
+mod discovery;
+mod errors;
+mod file_check;
+mod loader;
+mod manager;
+pub mod platform;
+mod plugin;
+mod registry;
+
+pub use discovery::{discover, DiscoveredPack, Discovery};
+pub use errors::{FileError, LoadError, PluginError, RegistryError};
+pub use loader::{LibraryInfo, PackDescription};
+pub use manager::{interceptors_of, PackInfo, PackSource, PluginManager};
+pub use plugin::{Plugin, PluginRegistrar};
+pub use registry::{OwnerId, Registry};

@@ -1,0 +1,63 @@
+//! In-process plugins and the staging registrar they activate into.
+
+use super::errors::{PluginError, RegistryError};
+use super::registry::Registry;
+use crate::interception::{AnyInterceptor, Interceptors};
+
+/// A plugin: something that contributes interceptor chains.
+///
+/// Compiled packs become plugins when loaded; host code can implement this
+/// trait directly for in-process policies.
+pub trait Plugin: Send + Sync {
+    /// The name it is loaded, listed and unloaded under.
+    fn name(&self) -> &str;
+
+    /// Its version.
+    fn version(&self) -> &str {
+        "0.0.0"
+    }
+
+    /// One line for listings.
+    fn description(&self) -> &str {
+        ""
+    }
+
+    /// Registers the plugin's interceptors. Registration is staged: if this
+    /// returns an error (or panics), nothing it registered ever reaches the
+    /// registry.
+    fn activate(&self, registrar: &mut PluginRegistrar) -> Result<(), PluginError>;
+
+    /// Called on unload, before the manager withdraws every chain the plugin
+    /// still owns (whatever this does or returns).
+    fn deactivate(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+/// Collects a plugin's registrations during activation.
+#[derive(Default)]
+pub struct PluginRegistrar {
+    staged: Interceptors,
+}
+
+impl PluginRegistrar {
+    pub(crate) fn new() -> Self {
+        PluginRegistrar::default()
+    }
+
+    /// Registers `interceptor` on `seam`; the seam name is validated.
+    pub fn register(
+        &mut self,
+        seam: &str,
+        interceptor: impl Into<AnyInterceptor>,
+    ) -> Result<(), RegistryError> {
+        let interceptor = interceptor.into();
+        Registry::validate(seam, &interceptor)?;
+        self.staged.push(interceptor);
+        Ok(())
+    }
+
+    pub(crate) fn into_chains(self) -> Interceptors {
+        self.staged
+    }
+}

@@ -1,0 +1,83 @@
+//! Tool-call arguments, kept as the raw JSON text the model sent.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// A tool call's arguments: the model's JSON text, verbatim. Parsing happens
+/// on demand ([`Arguments::parse`]); crossing into a pack costs nothing.
+#[derive(Clone)]
+pub struct Arguments(Box<RawValue>);
+
+impl Arguments {
+    /// Arguments from JSON text; refuses text that is not valid JSON.
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text.to_owned()).map(Arguments)
+    }
+
+    /// Arguments serialised from a value.
+    pub fn from_value(value: &serde_json::Value) -> Self {
+        // Serialising a `Value` cannot fail.
+        Arguments(serde_json::value::to_raw_value(value).unwrap_or_else(|_| Self::empty_raw()))
+    }
+
+    /// `{}`.
+    pub fn empty() -> Self {
+        Arguments(Self::empty_raw())
+    }
+
+    fn empty_raw() -> Box<RawValue> {
+        RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("`{{}}` is JSON"))
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The arguments parsed; invalid JSON cannot occur (checked on the way in).
+    pub fn parse(&self) -> serde_json::Value {
+        serde_json::from_str(self.as_str()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The string argument `key`, if present.
+    pub fn get_str(&self, key: &str) -> Option<String> {
+        match self.parse() {
+            serde_json::Value::Object(mut map) => match map.remove(key) {
+                Some(serde_json::Value::String(text)) => Some(text),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl Default for Arguments {
+    fn default() -> Self {
+        Arguments::empty()
+    }
+}
+
+impl PartialEq for Arguments {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl fmt::Debug for Arguments {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Arguments {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Arguments)
+    }
+}

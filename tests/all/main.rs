@@ -1,0 +1,4 @@
+//! One integration-test binary: every test here drives the real loader, the
+//! real chain runner and the real built pack libraries.
+
+mod loading;

@@ -1,0 +1,339 @@
+//! The fixture pack: the test double for the host's chain, loader and loop
+//! tests. Each seam's behaviour comes from the JSON config:
+//!
+//! ```json
+//! { "tool_call": { "action": "block", "reason": "no", "tools": ["bash"] },
+//!   "tool_result": { "action": "replace", "find": "hello", "with": "[REDACTED]" },
+//!   "constructor": "panic" }
+//! ```
+//!
+//! Actions: `allow`, `block`, `replace`, `error`, `panic`, `invalid` (a
+//! replacement the host must refuse). `count` registers that many identical
+//! interceptors (chains for benchmarks). A seam left out registers nothing.
+//! The library exports the same pack twice, as `fixture` and `fixture-alt`,
+//! so tests can load two packs from one file. `CHIMERA_FIXTURE_TAG` at build
+//! time sets [`BUILD_TAG`] (a rebuilt "new version" for hot-swap tests); a
+//! `{tag}` in a reason is replaced by it.
+
+use chimera_plugin_api::prelude::*;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The build's tag (`CHIMERA_FIXTURE_TAG` at compile time, else `v1`).
+pub const BUILD_TAG: &str = match option_env!("CHIMERA_FIXTURE_TAG") {
+    Some(tag) => tag,
+    None => "v1",
+};
+
+/// What one seam's interceptors do.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Pass through.
+    #[default]
+    Allow,
+    /// Block with `reason`.
+    Block,
+    /// Replace (seam-specific, see [`Behavior`]).
+    Replace,
+    /// Return an error with `reason`.
+    Error,
+    /// Panic with `reason`.
+    Panic,
+    /// Return a replacement the host must refuse.
+    Invalid,
+}
+
+/// One seam's configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Behavior {
+    /// What to do.
+    pub action: Action,
+    /// Block reason / error text / panic message.
+    pub reason: String,
+    /// Text to replace (empty: append `with` instead).
+    pub find: String,
+    /// Replacement text.
+    pub with: String,
+    /// How many identical interceptors to register.
+    pub count: usize,
+    /// Tool seams: act only on these tool names (empty: all); others allow.
+    pub tools: Vec<String>,
+    /// `provider_request` replace: headers to set.
+    pub set_headers: BTreeMap<String, String>,
+    /// `provider_request` replace: kwargs to use instead of the originals.
+    pub set_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl Default for Behavior {
+    fn default() -> Self {
+        Behavior {
+            action: Action::Allow,
+            reason: String::new(),
+            find: String::new(),
+            with: String::new(),
+            count: 1,
+            tools: Vec::new(),
+            set_headers: BTreeMap::new(),
+            set_kwargs: None,
+        }
+    }
+}
+
+impl Behavior {
+    fn edit(&self, text: &str) -> String {
+        if self.find.is_empty() {
+            format!("{text}{}", self.with)
+        } else {
+            text.replace(&self.find, &self.with)
+        }
+    }
+
+    fn reason(&self) -> String {
+        self.reason.replace("{tag}", BUILD_TAG)
+    }
+
+    fn applies_to(&self, tool: &str) -> bool {
+        self.tools.is_empty() || self.tools.iter().any(|t| t == tool)
+    }
+
+    /// The shared part of every action but `replace` and `invalid`.
+    fn verdict<T>(
+        &self,
+        replace: impl FnOnce() -> T,
+        invalid: impl FnOnce() -> T,
+    ) -> InterceptResult<T> {
+        match self.action {
+            Action::Allow => Ok(Decision::Allow),
+            Action::Block => Ok(Decision::Block(self.reason())),
+            Action::Error => Err(InterceptError::msg(self.reason())),
+            Action::Panic => panic!("{}", self.reason()),
+            Action::Replace => Ok(Decision::Replace(replace())),
+            Action::Invalid => Ok(Decision::Replace(invalid())),
+        }
+    }
+}
+
+/// The configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `error` or `panic` to make the constructor fail.
+    pub constructor: Option<String>,
+    /// `context` behaviour.
+    pub context: Option<Behavior>,
+    /// `provider_request` behaviour.
+    pub provider_request: Option<Behavior>,
+    /// `tool_call` behaviour.
+    pub tool_call: Option<Behavior>,
+    /// `tool_result` behaviour.
+    pub tool_result: Option<Behavior>,
+}
+
+/// Names the two exported copies of the pack.
+pub trait Flavor: Send + Sync + 'static {
+    /// Entry-point name.
+    const NAME: &'static str;
+}
+
+/// `fixture`.
+pub struct Main;
+impl Flavor for Main {
+    const NAME: &'static str = "fixture";
+}
+
+/// `fixture-alt`.
+pub struct Alt;
+impl Flavor for Alt {
+    const NAME: &'static str = "fixture-alt";
+}
+
+/// The fixture pack.
+pub struct Fixture<F: Flavor> {
+    config: Config,
+    /// Interceptor calls so far (exported as hot-swap state).
+    calls: AtomicU64,
+    flavor: PhantomData<F>,
+}
+
+/// `fixture`.
+pub type FixturePack = Fixture<Main>;
+/// `fixture-alt`.
+pub type FixtureAltPack = Fixture<Alt>;
+
+fn edit_arguments(value: &mut serde_json::Value, behavior: &Behavior) {
+    match value {
+        serde_json::Value::String(text) => *text = behavior.edit(text),
+        serde_json::Value::Array(items) => {
+            items.iter_mut().for_each(|v| edit_arguments(v, behavior))
+        }
+        serde_json::Value::Object(map) => {
+            map.values_mut().for_each(|v| edit_arguments(v, behavior))
+        }
+        _ => {}
+    }
+}
+
+impl<F: Flavor> Fixture<F> {
+    fn count(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl<F: Flavor> Pack for Fixture<F> {
+    const NAME: &'static str = F::NAME;
+    const VERSION: &'static str = "0.1.0";
+    const DESCRIPTION: &'static str = "test double: configurable behaviour on every seam";
+    const SEAMS: &'static [SeamKind] = &[
+        SeamKind::Context,
+        SeamKind::ProviderRequest,
+        SeamKind::ToolCall,
+        SeamKind::ToolResult,
+    ];
+    type Config = Config;
+
+    fn new(config: Config) -> Result<Self, PackError> {
+        match config.constructor.as_deref() {
+            Some("error") => return Err(PackError::msg("constructor refused on purpose")),
+            Some("panic") => panic!("constructor panicked on purpose"),
+            _ => {}
+        }
+        Ok(Fixture {
+            config,
+            calls: AtomicU64::new(0),
+            flavor: PhantomData,
+        })
+    }
+
+    fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        if let Some(behavior) = self.config.context.clone() {
+            for i in 0..behavior.count {
+                let (me, b) = (Arc::clone(&self), behavior.clone());
+                registrar.context(&format!("context-{i}"), move |_, messages| {
+                    me.count();
+                    b.verdict(
+                        || {
+                            let mut owned = messages.to_owned();
+                            for m in &mut owned {
+                                m.content = b.edit(&m.content);
+                            }
+                            owned
+                        },
+                        || {
+                            let mut owned = messages.to_owned();
+                            if let Some(first) = owned.first_mut() {
+                                first.role = "robot".to_owned();
+                            }
+                            owned
+                        },
+                    )
+                });
+            }
+        }
+        if let Some(behavior) = self.config.provider_request.clone() {
+            for i in 0..behavior.count {
+                let (me, b) = (Arc::clone(&self), behavior.clone());
+                registrar.provider_request(&format!("provider_request-{i}"), move |_, request| {
+                    me.count();
+                    b.verdict(
+                        || {
+                            let mut owned = request.to_owned();
+                            for m in &mut owned.messages {
+                                if !b.with.is_empty() || !b.find.is_empty() {
+                                    m.content = b.edit(&m.content);
+                                }
+                            }
+                            if let Some(headers) = owned.headers.as_mut() {
+                                for (name, value) in &b.set_headers {
+                                    match headers
+                                        .iter_mut()
+                                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                                    {
+                                        Some(slot) => slot.1.clone_from(value),
+                                        None => headers.push((name.clone(), value.clone())),
+                                    }
+                                }
+                            }
+                            if let Some(kwargs) = &b.set_kwargs {
+                                owned.kwargs_json =
+                                    serde_json::Value::Object(kwargs.clone()).to_string();
+                            }
+                            owned
+                        },
+                        || {
+                            let mut owned = request.to_owned();
+                            owned.kwargs_json = "[1, 2, 3]".to_owned();
+                            owned
+                        },
+                    )
+                });
+            }
+        }
+        if let Some(behavior) = self.config.tool_call.clone() {
+            for i in 0..behavior.count {
+                let (me, b) = (Arc::clone(&self), behavior.clone());
+                registrar.tool_call(&format!("tool_call-{i}"), move |_, call| {
+                    me.count();
+                    if !b.applies_to(call.name()) {
+                        return Ok(Decision::Allow);
+                    }
+                    b.verdict(
+                        || {
+                            let mut arguments = call.arguments().unwrap_or_default();
+                            edit_arguments(&mut arguments, &b);
+                            let mut owned = call.to_owned();
+                            owned.arguments_json = arguments.to_string();
+                            owned
+                        },
+                        || {
+                            let mut owned = call.to_owned();
+                            owned.arguments_json = "{not json".to_owned();
+                            owned
+                        },
+                    )
+                });
+            }
+        }
+        if let Some(behavior) = self.config.tool_result.clone() {
+            for i in 0..behavior.count {
+                let (me, b) = (Arc::clone(&self), behavior.clone());
+                registrar.tool_result(&format!("tool_result-{i}"), move |_, call, result| {
+                    me.count();
+                    if !b.applies_to(call.name()) {
+                        return Ok(Decision::Allow);
+                    }
+                    b.verdict(
+                        || {
+                            let mut owned = result.to_owned();
+                            owned.output = b.edit(&owned.output);
+                            owned
+                        },
+                        || {
+                            let mut owned = result.to_owned();
+                            owned.metadata_json = "not json at all".to_owned();
+                            owned
+                        },
+                    )
+                });
+            }
+        }
+    }
+
+    fn export_state(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "calls": self.calls.load(Ordering::Relaxed), "tag": BUILD_TAG }))
+    }
+
+    fn import_state(&self, state: serde_json::Value) -> Result<(), PackError> {
+        let calls = state["calls"]
+            .as_u64()
+            .ok_or_else(|| PackError::msg("state has no call count"))?;
+        self.calls.fetch_add(calls, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+chimera_plugin_api::export_packs!(FixturePack, FixtureAltPack);

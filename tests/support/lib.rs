@@ -1,0 +1,61 @@
+//! Shared test support: builds the workspace's pack libraries once per test
+//! run and says where they are.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_owned()
+}
+
+/// The directory cargo puts this profile's final artifacts in
+/// (`target/debug`), found from the running test binary (`target/debug/deps/…`).
+pub fn artifact_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binary lives in <target>/<profile>/deps")
+        .to_owned()
+}
+
+/// The packages whose shared libraries the tests load.
+pub const PACK_PACKAGES: &[&str] = &["chimera-fixture-pack", "chimera-not-a-pack"];
+
+/// Builds every pack package once per test run (a no-op when `cargo test
+/// --workspace` already built them) and returns the artifact directory.
+/// Panics with cargo's output when the build fails.
+pub fn packs_dir() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = artifact_dir();
+        let profile_is_release = dir.file_name().is_some_and(|n| n == "release");
+        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo
+            .current_dir(workspace_root())
+            .arg("build")
+            .arg("--quiet");
+        if profile_is_release {
+            cargo.arg("--release");
+        }
+        for package in PACK_PACKAGES {
+            cargo.args(["-p", package]);
+        }
+        let output = cargo.output().expect("run cargo build for the packs");
+        assert!(
+            output.status.success(),
+            "building the packs failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        dir
+    })
+}
+
+/// The shared library of `package` (`chimera-fixture-pack` → `…/libchimera_fixture_pack.so`).
+pub fn pack_path(package: &str) -> PathBuf {
+    packs_dir().join(chimera_host::plugins::platform::library_file_name(package))
+}
