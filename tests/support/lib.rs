@@ -59,3 +59,43 @@ pub fn packs_dir() -> &'static Path {
 pub fn pack_path(package: &str) -> PathBuf {
     packs_dir().join(chimera_host::plugins::platform::library_file_name(package))
 }
+
+/// Projects built outside the workspace, each on its own, into
+/// `<target>/abi-fixtures`: packs built against the frozen ABI snapshot, with
+/// a deliberately different layout, and the out-of-tree example pack.
+pub const OUT_OF_TREE: &[&str] = &[
+    "tests/abi-fixtures/frozen-pack",
+    "tests/abi-fixtures/mismatch-pack",
+    "examples/third-party-pack",
+];
+
+/// Builds the [`OUT_OF_TREE`] projects once per test run and returns the
+/// directory holding their libraries.
+pub fn out_of_tree_dir() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let profile_dir = artifact_dir();
+        let target = profile_dir
+            .parent()
+            .expect("profile dir has a parent")
+            .join("abi-fixtures");
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        for project in OUT_OF_TREE {
+            let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            cargo
+                .current_dir(workspace_root().join(project))
+                .args(["build", "--quiet", "--target-dir"])
+                .arg(&target);
+            if release {
+                cargo.arg("--release");
+            }
+            let output = cargo.output().expect("run cargo build");
+            assert!(
+                output.status.success(),
+                "building {project} failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        target.join(if release { "release" } else { "debug" })
+    })
+}

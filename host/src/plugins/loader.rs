@@ -226,25 +226,77 @@ fn first_line(text: &str) -> String {
         .to_owned()
 }
 
-/// The first distinct `Error:` lines of a layout dump, e.g. `too many fields
-/// Expected: 5 Found: 6`.
+/// Condenses a layout dump into the mismatching type and its first errors:
+/// `ToolCallView<'a>: incompatible type size (expected 48, found 56); too many
+/// fields (expected 3, found 4)`.
 fn layout_summary(dump: &str) -> String {
-    let mut found: Vec<String> = Vec::new();
-    for line in dump.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix("Error:") {
-            let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
-            if !found.contains(&rest) {
-                found.push(rest);
+    let lines: Vec<&str> = dump.lines().map(str::trim).collect();
+    let mut type_name = None;
+    let mut errors: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if *line == "Layout of found type:" {
+            type_name = lines[i..]
+                .iter()
+                .find_map(|l| l.strip_prefix("type:"))
+                .map(str::to_owned);
+        }
+        if let Some(what) = line.strip_prefix("Error:") {
+            let value_after = |label: &str| {
+                lines[i..]
+                    .iter()
+                    .position(|l| *l == label)
+                    .and_then(|at| lines.get(i + at + 1))
+                    .map(|v| v.to_string())
+            };
+            let error = match (value_after("Expected:"), value_after("Found:")) {
+                (Some(expected), Some(found)) if expected.len() < 60 && found.len() < 60 => {
+                    format!("{what} (expected {expected}, found {found})")
+                }
+                _ => what.to_owned(),
+            };
+            if !errors.contains(&error) {
+                errors.push(error);
             }
         }
-        if found.len() == 2 {
-            break;
-        }
     }
-    if found.is_empty() {
-        first_line(dump)
-    } else {
-        found.join("; ")
+    errors.truncate(2);
+    match (type_name, errors.is_empty()) {
+        (_, true) => first_line(dump),
+        (Some(name), false) => format!("{name}: {}", errors.join("; ")),
+        (None, false) => errors.join("; "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout_summary;
+
+    #[test]
+    fn a_layout_dump_condenses_to_the_type_and_its_first_errors() {
+        let dump = "\
+Layout of expected type:
+    --- Type Layout ---
+    type:ToolCallView<'a>
+Layout of found type:
+    --- Type Layout ---
+    type:ToolCallView<'a>
+    size:56 align:8
+
+Error:incompatible type size
+Expected:
+    48
+Found:
+    56
+
+Error:too many fields
+Expected:
+    3
+Found:
+    4
+";
+        assert_eq!(
+            layout_summary(dump),
+            "ToolCallView<'a>: incompatible type size (expected 48, found 56); too many fields (expected 3, found 4)"
+        );
     }
 }

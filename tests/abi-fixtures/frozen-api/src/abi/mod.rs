@@ -1,0 +1,78 @@
+//! The frozen binary interface between the host and a pack library.
+//!
+//! Everything in this module crosses the `dlopen` boundary and is checked by
+//! `abi_stable` when a pack loads. Pack authors never touch it: the [`sdk`](crate::sdk)
+//! hides it. Host authors see it only through `chimera-host`.
+//!
+//! # Shape
+//!
+//! ```text
+//!  PackLibrary (root module, frozen)
+//!   ├─ packs()        -> [PackDescriptor { name, version, description, seams }]
+//!   └─ instantiate(name, config_json) -> PackInstance | error line
+//!        PackInstance
+//!         ├─ registrations() -> [Registration { seam, name, Interceptor }]
+//!         ├─ export_state() / import_state(json)      (hot-swap handover)
+//!         └─ extension(method, json) -> json          (reserved, see below)
+//!              Interceptor::intercept(&SeamInput) -> Decision
+//! ```
+//!
+//! Inputs are **borrowed views** ([`SeamInput`] and the `*View` types) pointing
+//! into the host's own strings: crossing costs no allocation. Only a
+//! replacement allocates, as owned `*Value` types inside a [`Decision`].
+//!
+//! # Growing the ABI
+//!
+//! `abi_stable` accepts a pack only when every type the host expects has *no
+//! more* fields, variants or methods than the pack's copy of that type (a host
+//! built against a larger type rejects older packs: measured, see
+//! `shared/reference/ABI-FINDINGS.md` §d). Packs built once must keep loading into
+//! hosts built later, so **no type in this module may change layout**: no new
+//! field, variant, method, or root-module field, ever, within `0.1.x`. The
+//! frozen-ABI fixture (`tests/abi-fixtures`) is a pack built against a snapshot of
+//! this module; the integration suite loads it, so a layout change fails CI.
+//!
+//! The ABI grows through *data*, not through layout:
+//!
+//! * **A new seam** (`model_response`, `output`, `stream_chunk`) is a new
+//!   [`Seam`] constant. [`Seam`] is an open integer set, so old packs still load;
+//!   they simply never register on the new seam. Its input travels in the
+//!   existing slots of [`SeamInput`]: `messages` (a model reply is a one-element
+//!   list), `text` (final output, a stream delta) and `extension_json` for
+//!   anything else (for a stream chunk: `{"released_len": n}`). Its replacement
+//!   travels in the matching slots of [`SeamValue`] (a stream hold is
+//!   `extension_json = {"hold": n}`).
+//! * **A new decision kind** (`retry` with feedback, `ask` with a prompt) is a
+//!   new [`DecisionKind`] constant whose payload is the decision's `reason`
+//!   string. A host that meets a kind it does not know treats it as an
+//!   interceptor error (`unknown decision kind`), under the seam's failure policy.
+//! * **A new pack capability** is a method name understood by
+//!   `PackInstance::extension`; packs that predate it answer "unsupported".
+//! * **New session facts** go into [`SessionView::extension_json`].
+//!
+//! A pack registering on a seam the host does not know is refused at load with
+//! a line naming the seam, so a gate never silently stops gating.
+//!
+//! Anything that cannot be expressed this way needs a new major ABI
+//! (`chimera-plugin-api 0.2`), which every pack must be rebuilt against.
+
+mod decision;
+pub mod manifest;
+mod root;
+mod seam;
+mod values;
+mod views;
+
+pub use decision::{Decision, DecisionKind};
+pub use root::{
+    InterceptorAbi, InterceptorAbi_TO, InterceptorBox, PackDescriptor, PackInstanceAbi,
+    PackInstanceAbi_TO, PackInstanceBox, PackLibrary, PackLibraryRef, Registration, ABI_REVISION,
+};
+pub use seam::Seam;
+pub use values::{
+    BlockValue, HeaderValue, MessageValue, RequestValue, SeamValue, ToolCallValue, ToolResultValue,
+};
+pub use views::{
+    BlockView, HeaderView, MessageView, RequestView, SeamInput, SessionView, ToolCallView,
+    ToolResultView,
+};

@@ -1,0 +1,73 @@
+//! Seam identifiers: an open set of integers, so later hosts can add seams
+//! without changing any layout.
+
+use abi_stable::StableAbi;
+use std::fmt;
+
+/// One interception point of an agent turn.
+///
+/// A `#[repr(transparent)]` integer rather than an enum: new seams are new
+/// constants, never a layout change (see the module docs, "Growing the ABI").
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Seam(pub u32);
+
+impl Seam {
+    /// Before each provider call: the message list about to be sent.
+    pub const CONTEXT: Seam = Seam(0);
+    /// After `context`: the request envelope (model, messages, tools, kwargs, headers).
+    pub const PROVIDER_REQUEST: Seam = Seam(1);
+    /// Before each tool call runs, before permission checks.
+    pub const TOOL_CALL: Seam = Seam(2);
+    /// After a tool executed, before its result is recorded.
+    pub const TOOL_RESULT: Seam = Seam(3);
+    /// Reserved for a later host: a model reply before it enters the conversation.
+    pub const MODEL_RESPONSE: Seam = Seam(4);
+    /// Reserved for a later host: the final answer to the user.
+    pub const OUTPUT: Seam = Seam(5);
+    /// Reserved for a later host: a streamed delta before release.
+    pub const STREAM_CHUNK: Seam = Seam(6);
+
+    /// The seams this version of the ABI defines behaviour for, in bundle order.
+    pub const KNOWN: [Seam; 4] = [
+        Seam::PROVIDER_REQUEST,
+        Seam::TOOL_CALL,
+        Seam::TOOL_RESULT,
+        Seam::CONTEXT,
+    ];
+
+    /// The seam's canonical name (`tool_call`, ...), or `None` for an id this
+    /// version does not know.
+    pub const fn name(self) -> Option<&'static str> {
+        match self.0 {
+            0 => Some("context"),
+            1 => Some("provider_request"),
+            2 => Some("tool_call"),
+            3 => Some("tool_result"),
+            4 => Some("model_response"),
+            5 => Some("output"),
+            6 => Some("stream_chunk"),
+            _ => None,
+        }
+    }
+
+    /// Parses a canonical seam name; `None` for anything else.
+    pub fn from_name(name: &str) -> Option<Seam> {
+        (0..=6).map(Seam).find(|seam| seam.name() == Some(name))
+    }
+}
+
+impl fmt::Display for Seam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "seam#{}", self.0),
+        }
+    }
+}
+
+impl fmt::Debug for Seam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
