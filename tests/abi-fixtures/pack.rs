@@ -2,7 +2,11 @@
 //! older toolchain would be: entry point `frozen-fixture` (or
 //! `mismatch-fixture` with the `layout-change` snapshot). Its one interceptor
 //! blocks every tool call with a reason naming the pack.
-#![allow(non_local_definitions, unsafe_code, reason = "abi_stable expansions in a test fixture")]
+#![allow(
+    non_local_definitions,
+    unsafe_code,
+    reason = "abi_stable expansions in a test fixture"
+)]
 
 use abi_stable::export_root_module;
 use abi_stable::prefix_type::PrefixTypeTrait;

@@ -35,7 +35,8 @@ pub struct NoRmRf {
 impl Pack for NoRmRf {
     const NAME: &'static str = "no-rm-rf";
     const VERSION: &'static str = "1.0.0";
-    const DESCRIPTION: &'static str = "blocks shell commands containing a pattern (default `rm -rf`)";
+    const DESCRIPTION: &'static str =
+        "blocks shell commands containing a pattern (default `rm -rf`)";
     const SEAMS: &'static [SeamKind] = &[SeamKind::ToolCall];
     type Config = Config;
 
@@ -51,7 +52,10 @@ impl Pack for NoRmRf {
             if !self.config.tools.iter().any(|t| t == call.name()) {
                 return Ok(Decision::Allow);
             }
-            let command = call.arguments()?["command"].as_str().unwrap_or_default().to_owned();
+            let command = call.arguments()?["command"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             if command.contains(&self.config.pattern) {
                 return Ok(Decision::block(format!(
                     "no-rm-rf: `{}` is not allowed in {} commands",

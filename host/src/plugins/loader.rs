@@ -86,29 +86,37 @@ impl Loader {
         }
     }
 
-    /// Reads, checks and loads the library at `path` (or returns the one
+    /// Copies, checks and loads the library at `path` (or returns the one
     /// already loaded with the same content).
+    ///
+    /// Everything is read from the private copy — hash, format, completeness,
+    /// manifest — and that same copy is what `dlopen` maps, so nothing can
+    /// change between the checks and the load.
     pub(crate) fn open(&self, path: &Path) -> Result<Arc<Library>, LoadError> {
         let fail = |kind| LoadError::file(path, kind);
-        let bytes = std::fs::read(path).map_err(|error| match error.kind() {
+        let copy = self.private_copy(path).map_err(|error| match error.kind() {
             io::ErrorKind::NotFound => fail(FileError::NotFound),
             _ => fail(FileError::Io(error)),
         })?;
+        let outcome = self.open_copy(path, &copy);
+        // The mapping survives the unlink; the copy is never needed again.
+        let _ = std::fs::remove_file(&copy);
+        outcome.map_err(fail)
+    }
+
+    fn open_copy(&self, path: &Path, copy: &Path) -> Result<Arc<Library>, FileError> {
+        let bytes = std::fs::read(copy).map_err(FileError::Io)?;
         let hash: [u8; 32] = Sha256::digest(&bytes).into();
         if let Some(library) = self.cached(&hash) {
             return Ok(library);
         }
-        let inspection = inspect(&bytes[..], bytes.len() as u64).map_err(fail)?;
-        let copy = self
-            .private_copy(path, &bytes)
-            .map_err(|e| fail(FileError::Io(e)))?;
-        let loaded = lib_header_from_path(&copy)
-            .and_then(|header| header.init_root_module::<PackLibraryRef>());
-        // The mapping survives the unlink; the copy is never needed again.
-        let _ = std::fs::remove_file(&copy);
-        let root = loaded.map_err(|error| fail(condense(error)))?;
+        let inspection = inspect(&bytes[..], bytes.len() as u64)?;
+        drop(bytes);
+        let root = lib_header_from_path(copy)
+            .and_then(|header| header.init_root_module::<PackLibraryRef>())
+            .map_err(condense)?;
         let library = Arc::new(Library {
-            info: describe(path, &hash, root, &inspection).map_err(fail)?,
+            info: describe(path, &hash, root, &inspection)?,
             root,
         });
         self.libraries
@@ -126,9 +134,10 @@ impl Loader {
             .cloned()
     }
 
-    /// Writes `bytes` to a unique path in the private cache directory: a new
-    /// path and a new inode, so `dlopen` cannot hand back a stale library.
-    fn private_copy(&self, original: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+    /// Copies `original` to a unique path in the private cache directory: a
+    /// new path and a new inode, so `dlopen` cannot hand back a stale library,
+    /// and a file no one else can write.
+    fn private_copy(&self, original: &Path) -> io::Result<PathBuf> {
         create_private_dir(&self.cache_dir)?;
         let stem = original
             .file_stem()
@@ -138,7 +147,7 @@ impl Loader {
             self.counter.fetch_add(1, Ordering::Relaxed),
             std::env::consts::DLL_EXTENSION
         ));
-        std::fs::write(&copy, bytes)?;
+        std::fs::copy(original, &copy)?;
         Ok(copy)
     }
 }
