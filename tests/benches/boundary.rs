@@ -22,7 +22,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn call() -> ToolCall {
-    ToolCall::new("call_1", "write_file", json!({"path": "/data/x.txt", "count": 3, "recursive": true}))
+    ToolCall::new(
+        "call_1",
+        "write_file",
+        json!({"path": "/data/x.txt", "count": 3, "recursive": true}),
+    )
 }
 
 fn host_allow_chain(n: usize, counter: &Arc<AtomicU64>) -> Vec<ToolCallInterceptor> {
@@ -43,12 +47,18 @@ fn host_allow_chain(n: usize, counter: &Arc<AtomicU64>) -> Vec<ToolCallIntercept
 
 fn pack_chain(config: serde_json::Value) -> (PluginManager, Vec<ToolCallInterceptor>) {
     let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
-    manager.load("fixture", &config.to_string()).expect("fixture loads");
+    manager
+        .load("fixture", &config.to_string())
+        .expect("fixture loads");
     let chain = manager.registry().get_all().tool_call;
     (manager, chain)
 }
 
-fn run(chain: &[ToolCallInterceptor], call: &ToolCall, facts: &SessionFacts) -> ChainOutcome<ToolCall> {
+fn run(
+    chain: &[ToolCallInterceptor],
+    call: &ToolCall,
+    facts: &SessionFacts,
+) -> ChainOutcome<ToolCall> {
     let cx = ChainContext {
         session: facts,
         events: &|_| {},
@@ -89,8 +99,12 @@ fn replace(c: &mut Criterion) {
     })];
     let (_manager, pack) = pack_chain(json!({"tool_call": {"action": "replace", "with": "+x"}}));
     let mut group = c.benchmark_group("tool_call_replace");
-    group.bench_function("host", |b| b.iter(|| black_box(run(&host, black_box(&call), &facts))));
-    group.bench_function("pack", |b| b.iter(|| black_box(run(&pack, black_box(&call), &facts))));
+    group.bench_function("host", |b| {
+        b.iter(|| black_box(run(&host, black_box(&call), &facts)))
+    });
+    group.bench_function("pack", |b| {
+        b.iter(|| black_box(run(&pack, black_box(&call), &facts)))
+    });
     group.finish();
 }
 
@@ -99,7 +113,9 @@ fn load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut generation = 0u64;
     let mut group = c.benchmark_group("load");
-    group.sample_size(20).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
     group.bench_function("fixture", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -112,7 +128,9 @@ fn load(c: &mut Criterion) {
                 std::fs::write(&path, &bytes).expect("write copy");
                 let manager = PluginManager::new(Arc::new(Registry::new()), vec![]);
                 let started = Instant::now();
-                manager.load_file(&path, Some("fixture"), r#"{"tool_call": {}}"#).expect("loads");
+                manager
+                    .load_file(&path, Some("fixture"), r#"{"tool_call": {}}"#)
+                    .expect("loads");
                 total += started.elapsed();
             }
             total

@@ -94,10 +94,12 @@ impl Loader {
     /// change between the checks and the load.
     pub(crate) fn open(&self, path: &Path) -> Result<Arc<Library>, LoadError> {
         let fail = |kind| LoadError::file(path, kind);
-        let copy = self.private_copy(path).map_err(|error| match error.kind() {
-            io::ErrorKind::NotFound => fail(FileError::NotFound),
-            _ => fail(FileError::Io(error)),
-        })?;
+        let copy = self
+            .private_copy(path)
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::NotFound => fail(FileError::NotFound),
+                _ => fail(FileError::Io(error)),
+            })?;
         let outcome = self.open_copy(path, &copy);
         // The mapping survives the unlink; the copy is never needed again.
         let _ = std::fs::remove_file(&copy);
