@@ -18,4 +18,5 @@
 
 pub mod interception;
 pub mod plugins;
+pub mod tools;
 pub mod types;
