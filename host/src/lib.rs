@@ -16,7 +16,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agent;
+pub mod cli;
 pub mod interception;
 pub mod plugins;
+pub mod providers;
 pub mod tools;
 pub mod types;

@@ -1,9 +1,13 @@
 //! One integration-test binary: every test here drives the real loader, the
-//! real chain runner and the real built pack libraries.
+//! real chain runner, the real loop and the real built pack libraries.
 
 mod abi;
 mod chains;
+mod cli;
+mod harness;
 mod helpers;
 mod loading;
 mod merge;
+mod plugins_in_the_loop;
 mod registry;
+mod seams_in_the_loop;

@@ -23,8 +23,14 @@ pub fn artifact_dir() -> PathBuf {
         .to_owned()
 }
 
-/// The packages whose shared libraries the tests load.
-pub const PACK_PACKAGES: &[&str] = &["chimera-fixture-pack", "chimera-not-a-pack"];
+/// The packages whose shared libraries (and, for the host, the `chimera`
+/// binary) the tests use.
+pub const PACK_PACKAGES: &[&str] = &["chimera-fixture-pack", "chimera-not-a-pack", "chimera-host"];
+
+/// The built `chimera` binary.
+pub fn chimera_bin() -> PathBuf {
+    packs_dir().join(format!("chimera{}", std::env::consts::EXE_SUFFIX))
+}
 
 /// Builds every pack package once per test run (a no-op when `cargo test
 /// --workspace` already built them) and returns the artifact directory.
@@ -98,4 +104,88 @@ pub fn out_of_tree_dir() -> &'static Path {
         }
         target.join(if release { "release" } else { "debug" })
     })
+}
+
+pub mod tools {
+    //! Tools the scenarios use: `echo`, `dangerous_delete`, and fixed-output tools.
+
+    use chimera_host::tools::{Tool, ToolContext};
+    use chimera_host::types::ToolResult;
+    use serde_json::{json, Value};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// `echo(message)` → `Echo: <message>`.
+    pub struct Echo;
+
+    impl Tool for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn description(&self) -> &str {
+            "Echoes its message."
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})
+        }
+        fn execute(&self, arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
+            ToolResult::ok(format!(
+                "Echo: {}",
+                arguments["message"].as_str().unwrap_or_default()
+            ))
+        }
+    }
+
+    /// `dangerous_delete()`: records that it ran, answers `deleted everything`.
+    #[derive(Default, Clone)]
+    pub struct Dangerous {
+        /// Set when it ran.
+        pub ran: Arc<AtomicBool>,
+    }
+
+    impl Dangerous {
+        /// Whether it ran.
+        pub fn ran(&self) -> bool {
+            self.ran.load(Ordering::SeqCst)
+        }
+    }
+
+    impl Tool for Dangerous {
+        fn name(&self) -> &str {
+            "dangerous_delete"
+        }
+        fn description(&self) -> &str {
+            "Deletes everything."
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {}})
+        }
+        fn execute(&self, _arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
+            self.ran.store(true, Ordering::SeqCst);
+            ToolResult::ok("deleted everything")
+        }
+    }
+
+    /// A tool named `name` that always returns `output`.
+    pub struct Fixed {
+        /// Tool name.
+        pub name: &'static str,
+        /// Its output.
+        pub output: &'static str,
+    }
+
+    impl Tool for Fixed {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> &str {
+            "Returns a fixed text."
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {}})
+        }
+        fn execute(&self, _arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
+            ToolResult::ok(self.output)
+        }
+    }
 }

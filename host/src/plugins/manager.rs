@@ -227,6 +227,12 @@ impl PluginManager {
         })
     }
 
+    /// Opens the library at `path` and reports what it provides, without
+    /// instantiating or activating anything.
+    pub fn inspect_file(&self, path: &Path) -> Result<super::loader::LibraryInfo, LoadError> {
+        Ok(self.loader.open(path)?.info.clone())
+    }
+
     /// The loaded packs, in load order.
     pub fn list(&self) -> Vec<PackInfo> {
         self.loaded().iter().map(|l| l.info.clone()).collect()

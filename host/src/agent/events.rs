@@ -1,0 +1,109 @@
+//! The observational event bus: subscribers watch, they cannot change what
+//! happens. Carries the transcript events and the interceptor events.
+
+use crate::interception::InterceptorEvent;
+use crate::types::ToolCall;
+use serde::Serialize;
+use std::sync::{Arc, RwLock};
+
+/// Something that happened, as the `--json` transcript prints it (one object
+/// per line, tagged by `type`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A user turn began.
+    User {
+        /// What the user said.
+        content: String,
+    },
+    /// The model answered (tool calls as it proposed them).
+    Assistant {
+        /// Text.
+        content: String,
+        /// Proposed tool calls.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool call was settled: executed, denied or blocked.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// The tool name (the effective call's).
+        name: String,
+        /// What the conversation records.
+        content: String,
+        /// True when the call failed, was denied or blocked.
+        is_error: bool,
+    },
+    /// An interceptor blocked, replaced or failed.
+    Interceptor(InterceptorEvent),
+    /// A pack was loaded.
+    PackLoaded {
+        /// Entry-point name.
+        name: String,
+        /// Its version.
+        version: String,
+        /// The file, when it came from one.
+        path: Option<String>,
+    },
+    /// A pack was hot-swapped to a new build.
+    PackReloaded {
+        /// Entry-point name.
+        name: String,
+        /// The new version.
+        version: String,
+        /// The file.
+        path: Option<String>,
+    },
+    /// A reload failed; the previous version keeps running.
+    PackReloadFailed {
+        /// Entry-point name (or file, when no name is known).
+        name: String,
+        /// One line.
+        error: String,
+    },
+    /// A run (one user turn) ended.
+    RunEnd {
+        /// Whether it ended with a final answer.
+        success: bool,
+        /// The final answer, or the error text.
+        output: String,
+        /// `completed`, `interceptor_blocked: <reason>`, `provider_error`, `max_steps`.
+        reason: String,
+    },
+}
+
+type Subscriber = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+
+/// Fan-out of [`AgentEvent`]s. Publishing is best effort: a panicking
+/// subscriber never affects the run.
+#[derive(Clone, Default)]
+pub struct EventBus {
+    subscribers: Arc<RwLock<Vec<Subscriber>>>,
+}
+
+impl EventBus {
+    /// A bus with no subscribers.
+    pub fn new() -> Self {
+        EventBus::default()
+    }
+
+    /// Adds a subscriber.
+    pub fn subscribe(&self, subscriber: impl Fn(&AgentEvent) + Send + Sync + 'static) {
+        self.subscribers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::new(subscriber));
+    }
+
+    /// Publishes `event` to every subscriber.
+    pub fn publish(&self, event: AgentEvent) {
+        let subscribers = self
+            .subscribers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for subscriber in subscribers {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| subscriber(&event)));
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! The agent: a session (a conversation across turns) and its ReAct loop.
+//!
+//! ```text
+//!  run_turn(input)
+//!    merge(plugin registry, host chains)         ← read once, at the start of the turn
+//!    loop (≤ max_steps)
+//!      before-model middleware (durable) → context → provider_request → provider → restore headers
+//!        block → run ends: "Blocked by interceptor: <reason>", no provider call
+//!      no tool calls → run ends with the answer
+//!      per tool call, in order:
+//!        tool_call → PreToolUse → permission → resolve → execute → tool_result → truncate
+//!        → transcript → PostToolUse → event
+//! ```
+
+mod events;
+mod hooks;
+mod permission;
+mod react;
+mod session;
+mod tool_step;
+
+pub use events::{AgentEvent, EventBus};
+pub use hooks::{Hooks, PreToolUse};
+pub use permission::{
+    ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover, ToolRules,
+};
+pub use session::{AgentSession, RunResult, SessionBuilder};

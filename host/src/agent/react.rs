@@ -1,0 +1,206 @@
+//! The ReAct loop: one user turn, provider call by provider call.
+
+use super::events::AgentEvent;
+use super::session::{AgentSession, RunResult};
+use crate::interception::{run_chain, ChainContext, Interceptors};
+use crate::providers::{ModelResponse, Provider, ProviderCall};
+use crate::types::{Headers, Message, ProviderRequest, ToolSchema};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// What goes on the wire for one provider call, after both pre-provider seams.
+struct Outgoing<'a> {
+    messages: Cow<'a, [Message]>,
+    tools: Cow<'a, [ToolSchema]>,
+    kwargs: serde_json::Map<String, serde_json::Value>,
+    /// Headers to use for this call only, when an interceptor changed them.
+    headers: Option<Headers>,
+}
+
+/// Puts the provider's headers back when dropped: after the call, whether it
+/// succeeded, failed or panicked.
+struct RestoreHeaders<'a> {
+    provider: &'a dyn Provider,
+    original: Option<Headers>,
+}
+
+impl Drop for RestoreHeaders<'_> {
+    fn drop(&mut self) {
+        if let Some(original) = self.original.take() {
+            let _ = self.provider.set_request_headers(original);
+        }
+    }
+}
+
+impl AgentSession {
+    /// Runs one user turn to its end: a final answer, a pre-provider block, a
+    /// provider error, or `max_steps` provider calls without an answer.
+    pub fn run_turn(&mut self, input: &str) -> RunResult {
+        self.facts.turn_index = self.turns;
+        self.turns += 1;
+        self.facts.provider_calls_this_turn = 0;
+        self.facts.tool_calls_this_turn = 0;
+        self.history.push(Message::user(input));
+        self.bus.publish(AgentEvent::User {
+            content: input.to_owned(),
+        });
+        let bundle = self.effective_interceptors();
+        let result = self.run_steps(bundle.as_deref());
+        self.bus.publish(AgentEvent::RunEnd {
+            success: result.success,
+            output: result.output.clone(),
+            reason: result.reason.clone(),
+        });
+        result
+    }
+
+    fn run_steps(&mut self, bundle: Option<&Interceptors>) -> RunResult {
+        let schemas = self.tools.schemas();
+        for _ in 0..self.max_steps {
+            for middleware in &self.hooks.before_model {
+                middleware(&mut self.history);
+            }
+            let response = match self.call_provider(bundle, &schemas) {
+                Ok(response) => response,
+                Err(end) => return end,
+            };
+            let assistant =
+                Message::assistant(response.content.clone(), response.tool_calls.clone());
+            self.history.push(assistant);
+            self.bus.publish(AgentEvent::Assistant {
+                content: response.content.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            if response.tool_calls.is_empty() {
+                return RunResult {
+                    success: true,
+                    output: response.content,
+                    error: None,
+                    reason: "completed".to_owned(),
+                };
+            }
+            let mut detached = false;
+            for call in &response.tool_calls {
+                self.settle_call(call, bundle, &mut detached);
+            }
+        }
+        let error = format!(
+            "stopped after {} provider calls without a final answer (raise --max-steps)",
+            self.max_steps
+        );
+        RunResult {
+            success: false,
+            output: error.clone(),
+            error: Some(error),
+            reason: "max_steps".to_owned(),
+        }
+    }
+
+    /// Context → provider_request → the wire, with header injection and
+    /// restore. `Err` ends the run (a block or a provider failure).
+    fn call_provider(
+        &mut self,
+        bundle: Option<&Interceptors>,
+        schemas: &[ToolSchema],
+    ) -> Result<ModelResponse, RunResult> {
+        let outgoing = self.outgoing(bundle, schemas).map_err(|reason| {
+            let text = format!("Blocked by interceptor: {reason}");
+            RunResult {
+                success: false,
+                output: text.clone(),
+                error: Some(text),
+                reason: format!("interceptor_blocked: {reason}"),
+            }
+        })?;
+        let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
+        let mut restore = RestoreHeaders {
+            provider: provider.as_ref(),
+            original: None,
+        };
+        if let Some(headers) = outgoing.headers {
+            let original = provider.request_headers();
+            if provider.set_request_headers(headers).is_ok() {
+                restore.original = original;
+            }
+        }
+        let outcome = provider.complete(&ProviderCall {
+            messages: &outgoing.messages,
+            tools: &outgoing.tools,
+            kwargs: &outgoing.kwargs,
+        });
+        drop(restore);
+        self.facts.provider_calls_this_turn += 1;
+        match outcome {
+            Ok(response) => {
+                self.facts.input_tokens += response.usage.input_tokens;
+                self.facts.output_tokens += response.usage.output_tokens;
+                Ok(response)
+            }
+            Err(error) => Err(RunResult {
+                success: false,
+                output: error.to_string(),
+                error: Some(error.to_string()),
+                reason: "provider_error".to_owned(),
+            }),
+        }
+    }
+
+    /// Runs the two pre-provider seams. With no bundle, or both chains
+    /// empty, the history goes out untouched and nothing is emitted.
+    fn outgoing<'a>(
+        &'a self,
+        bundle: Option<&Interceptors>,
+        schemas: &'a [ToolSchema],
+    ) -> Result<Outgoing<'a>, String> {
+        let untouched = Outgoing {
+            messages: Cow::Borrowed(&self.history),
+            tools: Cow::Borrowed(schemas),
+            kwargs: serde_json::Map::new(),
+            headers: None,
+        };
+        let Some(bundle) =
+            bundle.filter(|b| !b.context.is_empty() || !b.provider_request.is_empty())
+        else {
+            return Ok(untouched);
+        };
+        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
+        let cx = ChainContext {
+            session: &self.facts,
+            events: &sink,
+        };
+        let context = run_chain(&bundle.context, &(), &self.history, &cx);
+        if let Some(reason) = context.blocked {
+            return Err(reason);
+        }
+        let messages = context.replaced.unwrap_or_else(|| self.history.clone());
+        if bundle.provider_request.is_empty() {
+            return Ok(Outgoing {
+                messages: Cow::Owned(messages),
+                ..untouched
+            });
+        }
+        let original_headers = self.provider.request_headers();
+        let envelope = ProviderRequest {
+            model: self.provider.model().to_owned(),
+            messages,
+            tools: schemas.to_vec(),
+            kwargs: serde_json::Map::new(),
+            headers: original_headers.clone(),
+        };
+        let request = run_chain(&bundle.provider_request, &(), &envelope, &cx);
+        if let Some(reason) = request.blocked {
+            return Err(reason);
+        }
+        let envelope = request.replaced.unwrap_or(envelope);
+        let headers = match (&original_headers, envelope.headers) {
+            (Some(original), Some(new)) if *original != new => Some(new),
+            _ => None,
+        };
+        Ok(Outgoing {
+            messages: Cow::Owned(envelope.messages),
+            tools: Cow::Owned(envelope.tools),
+            kwargs: envelope.kwargs,
+            headers,
+        })
+    }
+}

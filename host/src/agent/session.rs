@@ -1,0 +1,194 @@
+//! The assembled entry point: a conversation across turns.
+
+use super::events::EventBus;
+use super::hooks::Hooks;
+use super::permission::{Approver, DenyAll, PermissionPolicy};
+use crate::interception::{merge_interceptors, Interceptors, SessionFacts};
+use crate::plugins::Registry;
+use crate::providers::Provider;
+use crate::tools::{ToolSet, Workspace};
+use crate::types::Message;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How a run (one user turn) ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunResult {
+    /// True when the model gave a final answer.
+    pub success: bool,
+    /// The final answer, or the error text on failure.
+    pub output: String,
+    /// The error text on failure.
+    pub error: Option<String>,
+    /// `completed`, `interceptor_blocked: <reason>`, `provider_error` or `max_steps`.
+    pub reason: String,
+}
+
+/// An agent session: provider, tools, host chains, a registry handle, and the
+/// durable conversation. The plugin chains are merged with the host's at the
+/// start of every turn, so a pack loaded or unloaded between turns takes
+/// effect on the next one.
+pub struct AgentSession {
+    pub(crate) facts: SessionFacts,
+    pub(crate) history: Vec<Message>,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) tools: ToolSet,
+    pub(crate) workspace: Workspace,
+    pub(crate) host: Option<Arc<Interceptors>>,
+    pub(crate) registry: Option<Arc<Registry>>,
+    pub(crate) permissions: Option<Arc<dyn PermissionPolicy>>,
+    pub(crate) approver: Arc<dyn Approver>,
+    pub(crate) hooks: Hooks,
+    pub(crate) bus: EventBus,
+    pub(crate) max_steps: usize,
+    pub(crate) output_cap: usize,
+    pub(crate) turns: u64,
+}
+
+/// Builds an [`AgentSession`].
+pub struct SessionBuilder {
+    session: AgentSession,
+}
+
+fn next_session_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "session-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl SessionBuilder {
+    /// The system prompt (the first, durable message).
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.session
+            .history
+            .retain(|m| m.role != crate::types::Role::System);
+        self.session.history.insert(0, Message::system(text));
+        self
+    }
+
+    /// The tools offered (default: none).
+    pub fn tools(mut self, tools: ToolSet) -> Self {
+        self.session.tools = tools;
+        self
+    }
+
+    /// Host chains, merged after the plugin chains every turn.
+    pub fn interceptors(mut self, host: Arc<Interceptors>) -> Self {
+        self.session.host = Some(host);
+        self
+    }
+
+    /// The plugin registry to merge from at the start of every turn.
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.session.registry = Some(registry);
+        self
+    }
+
+    /// The permission policy (default: none, every call allowed).
+    pub fn permissions(mut self, policy: Arc<dyn PermissionPolicy>) -> Self {
+        self.session.permissions = Some(policy);
+        self
+    }
+
+    /// Who answers `Ask` (default: deny).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.session.approver = approver;
+        self
+    }
+
+    /// Lifecycle hooks.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.session.hooks = hooks;
+        self
+    }
+
+    /// The event bus to publish on.
+    pub fn events(mut self, bus: EventBus) -> Self {
+        self.session.bus = bus;
+        self
+    }
+
+    /// Provider calls allowed per turn (default 25).
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.session.max_steps = steps;
+        self
+    }
+
+    /// Successful tool output longer than this many bytes is truncated in the
+    /// transcript (default 30 000).
+    pub fn output_cap(mut self, bytes: usize) -> Self {
+        self.session.output_cap = bytes;
+        self
+    }
+
+    /// The session id packs key their state by (default: unique in the process).
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session.facts.session_id = id.into();
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> AgentSession {
+        self.session
+    }
+}
+
+impl AgentSession {
+    /// Starts building a session on `provider`, with tools confined to `workspace`.
+    pub fn builder(provider: Arc<dyn Provider>, workspace: Workspace) -> SessionBuilder {
+        SessionBuilder {
+            session: AgentSession {
+                facts: SessionFacts::new(next_session_id()),
+                history: Vec::new(),
+                provider,
+                tools: ToolSet::new(),
+                workspace,
+                host: None,
+                registry: None,
+                permissions: None,
+                approver: Arc::new(DenyAll),
+                hooks: Hooks::new(),
+                bus: EventBus::new(),
+                max_steps: 25,
+                output_cap: 30_000,
+                turns: 0,
+            },
+        }
+    }
+
+    /// The durable conversation.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The event bus.
+    pub fn events(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// The session facts packs see.
+    pub fn facts(&self) -> &SessionFacts {
+        &self.facts
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The bundle a turn starting now would run with: the plugin chains (load
+    /// order) merged before the host chains. `None` when there are none —
+    /// the loop then behaves exactly as a host without interception.
+    pub fn effective_interceptors(&self) -> Option<Arc<Interceptors>> {
+        let plugins = self.registry.as_ref().and_then(|r| r.snapshot());
+        merge_interceptors(&[plugins.as_ref(), self.host.as_ref()])
+    }
+}

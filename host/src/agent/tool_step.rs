@@ -1,0 +1,171 @@
+//! One proposed tool call, from the `tool_call` seam to the transcript.
+
+use super::events::AgentEvent;
+use super::permission::Permission;
+use super::session::AgentSession;
+use crate::interception::{run_chain, withheld_result, ChainContext, Interceptors};
+use crate::tools::ToolContext;
+use crate::types::{Message, ToolCall, ToolResult};
+
+/// How a call was settled before execution.
+enum Gate {
+    /// Run the effective call.
+    Run(ToolCall),
+    /// Do not run it; record this (synthetic) failure.
+    Refuse(ToolCall, String),
+}
+
+impl AgentSession {
+    /// Settles one call: seams, hooks, permission, execution, transcript,
+    /// event. `detached` is the resumed-approval carve-out: once an `Ask` is
+    /// approved, that call and the rest of its batch run with no
+    /// interceptors, hooks or permission checks (the reference's pinned
+    /// behaviour for resumed approvals).
+    pub(crate) fn settle_call(
+        &mut self,
+        call: &ToolCall,
+        bundle: Option<&Interceptors>,
+        detached: &mut bool,
+    ) {
+        self.facts.tool_calls_this_turn += 1;
+        let gate = if *detached {
+            Gate::Run(call.clone())
+        } else {
+            self.gate(call, bundle, detached)
+        };
+        let (effective, result) = match gate {
+            Gate::Refuse(effective, text) => (effective, ToolResult::err(text)),
+            Gate::Run(effective) => {
+                let result = self.execute(&effective);
+                let result = match (bundle, *detached) {
+                    (Some(bundle), false) => self.result_seam(bundle, &effective, result),
+                    _ => result,
+                };
+                (effective, self.truncate(result))
+            }
+        };
+        let content = result.transcript_text();
+        self.history
+            .push(Message::tool(call.id.clone(), content.clone()));
+        if !*detached {
+            for hook in &self.hooks.post_tool_use {
+                hook(&effective, &result);
+            }
+        }
+        self.bus.publish(AgentEvent::ToolResult {
+            call_id: call.id.clone(),
+            name: effective.name.clone(),
+            content,
+            is_error: result.is_error(),
+        });
+    }
+
+    /// tool_call seam → PreToolUse hooks → permission policy.
+    fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>, detached: &mut bool) -> Gate {
+        let mut effective = call.clone();
+        if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
+            let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
+            let cx = ChainContext {
+                session: &self.facts,
+                events: &sink,
+            };
+            let outcome = run_chain(&bundle.tool_call, &(), call, &cx);
+            if let Some(reason) = outcome.blocked {
+                return Gate::Refuse(call.clone(), format!("Blocked by interceptor: {reason}"));
+            }
+            if let Some(replaced) = outcome.replaced {
+                effective = replaced;
+            }
+        }
+        let mut decided = None;
+        for hook in &self.hooks.pre_tool_use {
+            let verdict = hook(&effective);
+            if let Some(reason) = verdict.deny {
+                return Gate::Refuse(effective, format!("Blocked by hook: {reason}"));
+            }
+            if let Some(updates) = verdict.updated_input {
+                let mut arguments = effective.arguments.parse();
+                if let Some(map) = arguments.as_object_mut() {
+                    map.extend(updates);
+                }
+                effective.arguments = crate::types::Arguments::from_value(&arguments);
+            }
+            decided = verdict.permission.or(decided);
+        }
+        let permission = match (decided, &self.permissions) {
+            (Some(true), _) | (None, None) => Permission::Allow,
+            (Some(false), _) => Permission::Deny,
+            (None, Some(policy)) => policy.evaluate(&effective),
+        };
+        match permission {
+            Permission::Allow => Gate::Run(effective),
+            Permission::Deny => {
+                let text = format!("Permission denied for {}", effective.name);
+                Gate::Refuse(effective, text)
+            }
+            Permission::Ask if self.approver.approve(&effective) => {
+                *detached = true;
+                Gate::Run(effective)
+            }
+            Permission::Ask => {
+                let text = format!("Permission denied for {}", effective.name);
+                Gate::Refuse(effective, text)
+            }
+        }
+    }
+
+    fn execute(&self, call: &ToolCall) -> ToolResult {
+        let Some(tool) = self.tools.get(&call.name) else {
+            return ToolResult::err(format!("Unknown tool: {}", call.name));
+        };
+        let arguments = call.arguments.parse();
+        let cx = ToolContext {
+            workspace: &self.workspace,
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tool.execute(&arguments, &cx)
+        })) {
+            Ok(result) => result,
+            Err(_) => ToolResult::err(format!("the {} tool panicked", call.name)),
+        }
+    }
+
+    fn result_seam(
+        &self,
+        bundle: &Interceptors,
+        call: &ToolCall,
+        result: ToolResult,
+    ) -> ToolResult {
+        if bundle.tool_result.is_empty() {
+            return result;
+        }
+        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
+        let cx = ChainContext {
+            session: &self.facts,
+            events: &sink,
+        };
+        let outcome = run_chain(&bundle.tool_result, call, &result, &cx);
+        match (outcome.blocked, outcome.replaced) {
+            (Some(reason), _) => withheld_result(&reason),
+            (None, Some(replaced)) => replaced,
+            (None, None) => result,
+        }
+    }
+
+    /// Caps successful output at `output_cap` bytes (on a char boundary).
+    fn truncate(&self, mut result: ToolResult) -> ToolResult {
+        if result.is_error() || result.output.len() <= self.output_cap {
+            return result;
+        }
+        let mut cut = self.output_cap;
+        while !result.output.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let dropped = result.output.len() - cut;
+        result.output.truncate(cut);
+        result
+            .output
+            .push_str(&format!("\n[output truncated: {dropped} more bytes]"));
+        result
+    }
+}

@@ -1,0 +1,126 @@
+//! The command line, exactly as DESIGN §7 specifies it (plus additions).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Chimera: an agent host whose policies ship as compiled, hot-swappable packs.
+#[derive(Debug, Parser)]
+#[command(name = "chimera", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run an agent session.
+    Run(RunArgs),
+    /// The embedded default: a scripted session with the bundled packs.
+    Demo(DemoArgs),
+    /// Inspect packs.
+    #[command(subcommand)]
+    Packs(PacksCommand),
+}
+
+/// Where packs are found.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct SearchArgs {
+    /// A directory to search for packs (repeatable). Default:
+    /// $CHIMERA_PLUGIN_PATH (colon-separated), else ./plugins; the directory
+    /// of the chimera executable is always searched last.
+    #[arg(long = "plugins-dir", value_name = "DIR")]
+    pub(crate) plugins_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
+
+    /// Load a pack by entry-point name, optionally with its JSON config
+    /// (repeatable; command-line order is load order).
+    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
+    pub(crate) packs: Vec<String>,
+
+    /// Use the scripted model with this script file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) script: Option<PathBuf>,
+
+    /// A header of the provider's per-request header surface, `K: V` or `K:V` (repeatable).
+    #[arg(long = "header", value_name = "K: V")]
+    pub(crate) headers: Vec<String>,
+
+    /// The directory tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Print one JSON object per line instead of the readable transcript.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// After the first prompt (if any), read one user turn per stdin line.
+    #[arg(long = "turns-from-stdin")]
+    pub(crate) turns_from_stdin: bool,
+
+    /// Scripted model: append every request, as received after all seams, to FILE.
+    #[arg(long = "record-requests", value_name = "FILE")]
+    pub(crate) record_requests: Option<PathBuf>,
+
+    /// Provider calls allowed per turn.
+    #[arg(long = "max-steps", value_name = "N", default_value_t = 25)]
+    pub(crate) max_steps: usize,
+
+    /// The system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) system: Option<String>,
+
+    /// Ask before running these tools (repeatable).
+    #[arg(long = "ask", value_name = "TOOL")]
+    pub(crate) ask: Vec<String>,
+
+    /// Never run these tools (repeatable).
+    #[arg(long = "deny", value_name = "TOOL")]
+    pub(crate) deny: Vec<String>,
+
+    /// Approve every `--ask` without prompting.
+    #[arg(long)]
+    pub(crate) yes: bool,
+
+    /// The first user turn.
+    #[arg(value_name = "PROMPT")]
+    pub(crate) prompt: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
+
+    /// Print one JSON object per line instead of the readable transcript.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Keep the demo's workspace directory instead of removing it.
+    #[arg(long = "keep-workspace")]
+    pub(crate) keep_workspace: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PacksCommand {
+    /// List the packs on the search path (read from manifests; no pack code runs).
+    List {
+        #[command(flatten)]
+        search: SearchArgs,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load-test one pack file and print its entry points.
+    Check {
+        /// The pack file.
+        file: PathBuf,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,53 @@
+//! The `chimera` command line (DESIGN §7). Exit status: 0 success, 1 the run
+//! ended unsuccessfully, 2 usage or configuration error, 3 a pack could not
+//! be loaded. Errors are one line on stderr.
+
+mod args;
+mod failure;
+mod packs;
+mod render;
+mod run;
+mod search_path;
+
+use args::{Cli, Command, PacksCommand};
+use clap::error::ErrorKind;
+use clap::Parser;
+use failure::Failure;
+use std::process::ExitCode;
+
+/// Runs the command line and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            let text = error.to_string();
+            let line = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            return Failure::usage(format!("{line} (see chimera --help)")).exit();
+        }
+    };
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Demo(_) => Err(Failure::usage(
+            "chimera demo arrives with the bundled packs",
+        )),
+        Command::Packs(PacksCommand::List { search, json }) => packs::list(&search, json),
+        Command::Packs(PacksCommand::Check { file, json }) => packs::check(&file, json),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.exit(),
+    }
+}

@@ -1,0 +1,152 @@
+//! Printing the transcript: JSON lines (`--json`) or a readable, colored view.
+
+use crate::agent::AgentEvent;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+/// Prints events to stdout as they happen.
+pub(crate) struct Renderer {
+    json: bool,
+    color: bool,
+    out: Mutex<std::io::Stdout>,
+}
+
+const PREVIEW_LINES: usize = 12;
+
+impl Renderer {
+    pub(crate) fn new(json: bool) -> Self {
+        let stdout = std::io::stdout();
+        let color = !json && stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Renderer {
+            json,
+            color,
+            out: Mutex::new(stdout),
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub(crate) fn render(&self, event: &AgentEvent) {
+        let text = if self.json {
+            serde_json::to_string(event).unwrap_or_default()
+        } else {
+            self.readable(event)
+        };
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+
+    fn readable(&self, event: &AgentEvent) -> String {
+        match event {
+            AgentEvent::User { content } => {
+                format!("{} {content}", self.paint("1;36", "» user:"))
+            }
+            AgentEvent::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut lines = Vec::new();
+                if !content.is_empty() {
+                    lines.push(format!("  {} {content}", self.paint("1", "assistant:")));
+                }
+                for call in tool_calls {
+                    lines.push(format!(
+                        "  {} {}",
+                        self.paint("35", &format!("→ {}", call.name)),
+                        self.paint("2", &format!("{}  [{}]", call.arguments.as_str(), call.id))
+                    ));
+                }
+                lines.join("\n")
+            }
+            AgentEvent::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => {
+                let head = format!("← {name} [{call_id}]");
+                let head = if *is_error {
+                    self.paint("31", &format!("{head} error:"))
+                } else {
+                    self.paint("32", &format!("{head}:"))
+                };
+                format!("  {head} {}", preview(content))
+            }
+            AgentEvent::Interceptor(e) => {
+                let target = if e.tool_name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{} {}]", e.tool_name, e.call_id)
+                };
+                let reason = if e.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", e.reason)
+                };
+                self.paint(
+                    "33",
+                    &format!(
+                        "  ⚑ {} {} by {}{reason}{target}",
+                        e.seam, e.decision, e.interceptor
+                    ),
+                )
+            }
+            AgentEvent::PackLoaded {
+                name,
+                version,
+                path,
+            } => self.paint(
+                "2",
+                &format!(
+                    "loaded pack {name} {version} ({})",
+                    path.as_deref().unwrap_or("in-process")
+                ),
+            ),
+            AgentEvent::PackReloaded {
+                name,
+                version,
+                path,
+            } => self.paint(
+                "1;34",
+                &format!(
+                    "reloaded pack {name} {version} ({})",
+                    path.as_deref().unwrap_or("in-process")
+                ),
+            ),
+            AgentEvent::PackReloadFailed { name, error } => self.paint(
+                "1;31",
+                &format!("reload of {name} failed, previous version kept: {error}"),
+            ),
+            AgentEvent::RunEnd {
+                success,
+                output,
+                reason,
+            } => {
+                if *success {
+                    format!("{} {output}", self.paint("1;32", "✓ done:"))
+                } else {
+                    format!("{} {output} ({reason})", self.paint("1;31", "✗ failed:"))
+                }
+            }
+        }
+    }
+}
+
+fn preview(content: &str) -> String {
+    let lines: Vec<&str> = content.lines().collect();
+    if lines.len() <= PREVIEW_LINES {
+        return content.replace('\n', "\n    ");
+    }
+    format!(
+        "{}\n    … {} more lines",
+        lines[..PREVIEW_LINES].join("\n    "),
+        lines.len() - PREVIEW_LINES
+    )
+}

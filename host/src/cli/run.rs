@@ -1,0 +1,175 @@
+//! `chimera run`: an agent session on the command line.
+
+use super::args::RunArgs;
+use super::failure::Failure;
+use super::render::Renderer;
+use super::search_path::search_path;
+use crate::agent::{
+    AgentEvent, AgentSession, ApproveAll, Approver, EventBus, Permission, RunResult,
+    TerminalApprover, ToolRules,
+};
+use crate::plugins::{PackInfo, PluginManager, Registry};
+use crate::providers::{Provider, ScriptedModel};
+use crate::tools::{ToolSet, Workspace};
+use crate::types::Headers;
+use std::io::BufRead;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The default system prompt.
+pub(crate) const SYSTEM_PROMPT: &str =
+    "You are Chimera, a coding agent. Work inside the workspace with the tools provided; plan before you change files.";
+
+/// Splits `NAME[=JSON]`; the JSON must parse (a config error otherwise).
+pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
+    let (name, config) = match spec.split_once('=') {
+        Some((name, config)) => (name.trim(), config.trim()),
+        None => (spec.trim(), ""),
+    };
+    if name.is_empty() {
+        return Err(Failure::usage(format!(
+            "--pack '{spec}': the pack name is empty"
+        )));
+    }
+    if !config.is_empty() {
+        serde_json::from_str::<serde_json::Value>(config).map_err(|error| {
+            Failure::usage(format!("--pack {name}: the config is not JSON: {error}"))
+        })?;
+    }
+    Ok((name.to_owned(), config.to_owned()))
+}
+
+/// Parses `K: V` or `K:V`.
+fn parse_header(spec: &str) -> Result<(String, String), Failure> {
+    match spec.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(Failure::usage(format!(
+            "--header '{spec}': expected `Name: value`"
+        ))),
+    }
+}
+
+/// The event published when a pack loads.
+pub(crate) fn loaded_event(info: &PackInfo) -> AgentEvent {
+    AgentEvent::PackLoaded {
+        name: info.name.clone(),
+        version: info.version.clone(),
+        path: info.path().map(|p| p.display().to_string()),
+    }
+}
+
+/// Loads `--pack` specs in order, publishing `pack_loaded` for each; the
+/// first failure is exit 3.
+pub(crate) fn load_packs(
+    manager: &PluginManager,
+    specs: &[String],
+    bus: &EventBus,
+) -> Result<(), Failure> {
+    let parsed = specs
+        .iter()
+        .map(|spec| parse_pack_spec(spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (name, config) in parsed {
+        let info = manager
+            .load(&name, &config)
+            .map_err(|error| Failure::pack(format!("cannot load pack {name}: {error}")))?;
+        bus.publish(loaded_event(&info));
+    }
+    Ok(())
+}
+
+fn workspace(dir: Option<&Path>) -> Result<Workspace, Failure> {
+    let dir = dir.map_or_else(|| Path::new(".").to_owned(), Path::to_owned);
+    Workspace::new(&dir)
+        .map_err(|error| Failure::usage(format!("--workspace {}: {error}", dir.display())))
+}
+
+fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
+    let Some(script) = &args.script else {
+        return Err(Failure::usage(
+            "no model: give --script FILE (the scripted model)",
+        ));
+    };
+    let mut model = ScriptedModel::from_file(script).map_err(|e| Failure::usage(e.to_string()))?;
+    if !args.headers.is_empty() {
+        let headers = args
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        model = model.with_headers(Headers(headers));
+    }
+    if let Some(path) = &args.record_requests {
+        model = model.record_to(path).map_err(|error| {
+            Failure::usage(format!("--record-requests {}: {error}", path.display()))
+        })?;
+    }
+    Ok(Arc::new(model))
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
+    if args.prompt.is_none() && !args.turns_from_stdin {
+        return Err(Failure::usage(
+            "nothing to do: give a PROMPT, or --turns-from-stdin",
+        ));
+    }
+    let workspace = workspace(args.workspace.as_deref())?;
+    let provider = provider(&args)?;
+    let renderer = Arc::new(Renderer::new(args.json));
+    let bus = EventBus::new();
+    let printer = Arc::clone(&renderer);
+    bus.subscribe(move |event| printer.render(event));
+
+    let registry = Arc::new(Registry::new());
+    let manager = PluginManager::new(Arc::clone(&registry), search_path(&args.search));
+    load_packs(&manager, &args.packs, &bus)?;
+
+    let mut rules = ToolRules::new(Permission::Allow);
+    for tool in &args.ask {
+        rules = rules.set(tool.clone(), Permission::Ask);
+    }
+    for tool in &args.deny {
+        rules = rules.set(tool.clone(), Permission::Deny);
+    }
+    let approver: Arc<dyn Approver> = if args.yes {
+        Arc::new(ApproveAll)
+    } else {
+        Arc::new(TerminalApprover)
+    };
+    let mut session = AgentSession::builder(provider, workspace)
+        .system(
+            args.system
+                .clone()
+                .unwrap_or_else(|| SYSTEM_PROMPT.to_owned()),
+        )
+        .tools(ToolSet::standard())
+        .registry(registry)
+        .permissions(Arc::new(rules))
+        .approver(approver)
+        .events(bus)
+        .max_steps(args.max_steps)
+        .build();
+
+    let mut last: Option<RunResult> = None;
+    if let Some(prompt) = &args.prompt {
+        last = Some(session.run_turn(prompt));
+    }
+    if args.turns_from_stdin {
+        for line in std::io::stdin().lock().lines() {
+            let line = line.map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            last = Some(session.run_turn(&line));
+        }
+    }
+    match last {
+        Some(result) if !result.success => Err(Failure::run_failed(format!(
+            "the run ended unsuccessfully ({}): {}",
+            result.reason, result.output
+        ))),
+        _ => Ok(()),
+    }
+}

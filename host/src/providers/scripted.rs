@@ -1,0 +1,289 @@
+//! The scripted model: a fixed list of responses, one per provider call,
+//! recording every request exactly as it arrived (after all seams).
+//!
+//! ```json
+//! {"responses": [
+//!   {"content": "text", "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "ls"}}],
+//!    "usage": {"input_tokens": 10, "output_tokens": 5}}
+//! ]}
+//! ```
+//! Every field is optional. A call id left out becomes `call_<n>`. Running
+//! out of responses is an error that says so.
+
+use super::{ModelResponse, Provider, ProviderCall, ProviderError, Usage};
+use crate::types::{Arguments, Headers, Message, ToolCall, ToolSchema};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A script that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file could not be read.
+    #[error("cannot read script {}: {source}", path.display())]
+    Read {
+        /// The script path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not a valid script.
+    #[error("malformed script{}: {message}", path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Malformed {
+        /// The script path, when read from a file.
+        path: Option<PathBuf>,
+        /// What is wrong, with line and column.
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    responses: Vec<ScriptedResponse>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedResponse {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ScriptedCall>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    #[serde(default)]
+    id: Option<String>,
+    name: String,
+    #[serde(default)]
+    arguments: Option<Arguments>,
+}
+
+/// One request as the scripted model received it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// The model name.
+    pub model: String,
+    /// Messages received.
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<ToolSchema>,
+    /// Extra options received.
+    pub kwargs: serde_json::Map<String, serde_json::Value>,
+    /// The headers in force during the call (`None`: no header surface).
+    pub headers: Option<Headers>,
+}
+
+/// A fake model that replays a script.
+pub struct ScriptedModel {
+    model: String,
+    responses: Vec<ScriptedResponse>,
+    state: Mutex<State>,
+}
+
+struct State {
+    next: usize,
+    headers: Option<Headers>,
+    recorded: Vec<RecordedRequest>,
+    record_file: Option<std::fs::File>,
+}
+
+impl ScriptedModel {
+    /// Parses a script from JSON text.
+    pub fn from_json(text: &str) -> Result<Self, ScriptError> {
+        Self::parse(text, None)
+    }
+
+    /// Reads and parses a script file.
+    pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, Some(path))
+    }
+
+    fn parse(text: &str, path: Option<&Path>) -> Result<Self, ScriptError> {
+        let script: Script =
+            serde_json::from_str(text).map_err(|error| ScriptError::Malformed {
+                path: path.map(Path::to_owned),
+                message: error.to_string(),
+            })?;
+        Ok(ScriptedModel {
+            model: "scripted".to_owned(),
+            responses: script.responses,
+            state: Mutex::new(State {
+                next: 0,
+                headers: Some(Headers::default()),
+                recorded: Vec::new(),
+                record_file: None,
+            }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the per-request headers of its header surface.
+    pub fn with_headers(self, headers: Headers) -> Self {
+        self.state().headers = Some(headers);
+        self
+    }
+
+    /// Removes the header surface (the envelope then carries no headers).
+    pub fn without_header_surface(self) -> Self {
+        self.state().headers = None;
+        self
+    }
+
+    /// Also appends each request to `path`, one JSON object per line.
+    pub fn record_to(self, path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        self.state().record_file = Some(file);
+        Ok(self)
+    }
+
+    /// Every request received so far.
+    pub fn recorded(&self) -> Vec<RecordedRequest> {
+        self.state().recorded.clone()
+    }
+
+    /// Responses not yet used.
+    pub fn remaining(&self) -> usize {
+        self.responses.len().saturating_sub(self.state().next)
+    }
+}
+
+impl Provider for ScriptedModel {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
+        let mut state = self.state();
+        let request = RecordedRequest {
+            model: self.model.clone(),
+            messages: call.messages.to_vec(),
+            tools: call.tools.to_vec(),
+            kwargs: call.kwargs.clone(),
+            headers: state.headers.clone(),
+        };
+        if let Some(file) = state.record_file.as_mut() {
+            let line =
+                serde_json::to_string(&request).map_err(|e| ProviderError::msg(e.to_string()))?;
+            writeln!(file, "{line}")
+                .map_err(|e| ProviderError::msg(format!("cannot record the request: {e}")))?;
+        }
+        state.recorded.push(request);
+        let index = state.next;
+        let Some(response) = self.responses.get(index) else {
+            return Err(ProviderError::msg(format!(
+                "the script ran out: all {} responses were used and the model was called again",
+                self.responses.len()
+            )));
+        };
+        state.next += 1;
+        let tool_calls = response
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: c
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{}_{}", index + 1, i + 1)),
+                name: c.name.clone(),
+                arguments: c.arguments.clone().unwrap_or_default(),
+            })
+            .collect();
+        Ok(ModelResponse {
+            content: response.content.clone().unwrap_or_default(),
+            tool_calls,
+            usage: response.usage.unwrap_or_default(),
+        })
+    }
+
+    fn request_headers(&self) -> Option<Headers> {
+        self.state().headers.clone()
+    }
+
+    fn set_request_headers(&self, headers: Headers) -> Result<(), ProviderError> {
+        let mut state = self.state();
+        match state.headers.as_mut() {
+            Some(slot) => {
+                *slot = headers;
+                Ok(())
+            }
+            None => Err(ProviderError::msg("this provider has no header surface")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call<'a>(
+        messages: &'a [Message],
+        kwargs: &'a serde_json::Map<String, serde_json::Value>,
+    ) -> ProviderCall<'a> {
+        ProviderCall {
+            messages,
+            tools: &[],
+            kwargs,
+        }
+    }
+
+    #[test]
+    fn responses_are_consumed_in_order_and_running_out_says_so() {
+        let model = ScriptedModel::from_json(
+            r#"{"responses": [{"tool_calls": [{"name": "echo", "arguments": {"message": "hi"}}]}, {"content": "done"}]}"#,
+        )
+        .unwrap();
+        let kwargs = serde_json::Map::new();
+        let messages = [Message::user("go")];
+        let first = model.complete(&call(&messages, &kwargs)).unwrap();
+        assert_eq!(first.tool_calls[0].id, "call_1_1");
+        assert_eq!(
+            first.tool_calls[0].arguments.as_str(),
+            r#"{"message": "hi"}"#
+        );
+        assert_eq!(
+            model.complete(&call(&messages, &kwargs)).unwrap().content,
+            "done"
+        );
+        let error = model.complete(&call(&messages, &kwargs)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("the script ran out: all 2 responses"),
+            "{error}"
+        );
+        assert_eq!(model.recorded().len(), 3);
+    }
+
+    #[test]
+    fn a_malformed_script_is_one_line_with_its_position() {
+        for text in [
+            r#"{"responses": [{"content": 3}]}"#,
+            "{",
+            r#"{"responses": [{"tool_calls": [{}]}]}"#,
+            r#"{"respones": []}"#,
+        ] {
+            let error = ScriptedModel::from_json(text).err().unwrap().to_string();
+            assert!(error.starts_with("malformed script: "), "{error}");
+            assert!(error.contains("line 1"), "{error}");
+            assert!(!error.contains('\n'));
+        }
+    }
+}

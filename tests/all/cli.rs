@@ -1,0 +1,527 @@
+//! The `chimera` binary's outward contract (DESIGN §7), through the built
+//! executable: the JSONL transcript, exit statuses, one-line errors.
+
+use chimera_tests::{chimera_bin, pack_path, packs_dir};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+struct Cli {
+    output: Output,
+}
+
+impl Cli {
+    fn status(&self) -> i32 {
+        self.output
+            .status
+            .code()
+            .expect("exited, not killed by a signal")
+    }
+
+    fn events(&self) -> Vec<Value> {
+        String::from_utf8_lossy(&self.output.stdout)
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+            })
+            .collect()
+    }
+
+    fn of_type(&self, kind: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["type"] == kind)
+            .collect()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// Asserts stderr is exactly one line and returns it.
+    fn error_line(&self) -> String {
+        let stderr = self.stderr();
+        assert_eq!(
+            stderr.lines().count(),
+            1,
+            "one line on stderr, got: {stderr}"
+        );
+        stderr.trim_end().to_owned()
+    }
+}
+
+fn chimera(args: &[&str], stdin: &str, cwd: &Path) -> Cli {
+    let mut child = Command::new(chimera_bin())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CHIMERA_PLUGIN_PATH")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chimera");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    Cli {
+        output: child.wait_with_output().expect("chimera runs"),
+    }
+}
+
+fn write_script(dir: &Path, responses: Value) -> String {
+    let path = dir.join("script.json");
+    std::fs::write(&path, json!({ "responses": responses }).to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn think_then_done() -> Value {
+    json!([
+        {"content": "planning", "tool_calls": [{"id": "c1", "name": "think", "arguments": {"thought": "hello"}}]},
+        {"content": "done"}
+    ])
+}
+
+fn assert_shapes(events: &[Value]) {
+    let keys = |kind: &str| -> &'static [&'static str] {
+        match kind {
+            "user" => &["content"],
+            "assistant" => &["content", "tool_calls"],
+            "tool_result" => &["call_id", "name", "content", "is_error"],
+            "interceptor" => &[
+                "seam",
+                "decision",
+                "reason",
+                "tool_name",
+                "call_id",
+                "interceptor",
+            ],
+            "pack_loaded" | "pack_reloaded" => &["name", "version", "path"],
+            "pack_reload_failed" => &["name", "error"],
+            "run_end" => &["success", "output", "reason"],
+            other => panic!("unexpected event type {other}"),
+        }
+    };
+    for event in events {
+        let kind = event["type"].as_str().expect("every event has a type");
+        for key in keys(kind) {
+            assert!(event.get(key).is_some(), "{kind} lacks {key}: {event}");
+        }
+    }
+}
+
+#[test]
+fn every_seam_blocks_replaces_and_errors_in_the_json_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), think_then_done());
+    let plugins = packs_dir().display().to_string();
+    for seam in ["context", "provider_request", "tool_call", "tool_result"] {
+        for (action, decision) in [
+            ("block", "blocked"),
+            ("replace", "replaced"),
+            ("error", "error"),
+        ] {
+            let config = json!({ seam: {"action": action, "reason": format!("{seam} says {action}"), "with": "+x"} });
+            let pack = format!("fixture={config}");
+            let cli = chimera(
+                &[
+                    "run",
+                    "--plugins-dir",
+                    &plugins,
+                    "--pack",
+                    &pack,
+                    "--script",
+                    &script,
+                    "--json",
+                    "think first",
+                ],
+                "",
+                dir.path(),
+            );
+            let case = format!("{seam}/{action}");
+            let events = cli.events();
+            assert_shapes(&events);
+            assert_eq!(events[0]["type"], "pack_loaded", "{case}");
+            assert_eq!(events[0]["name"], "fixture");
+            assert_eq!(
+                events[0]["path"],
+                pack_path("chimera-fixture-pack").display().to_string()
+            );
+            let interceptor = cli.of_type("interceptor");
+            assert!(!interceptor.is_empty(), "{case}: no interceptor event");
+            let first = &interceptor[0];
+            assert_eq!(first["seam"], seam, "{case}");
+            assert_eq!(first["decision"], decision, "{case}");
+            assert_eq!(first["interceptor"], format!("fixture/{seam}-0"), "{case}");
+            if seam.starts_with("tool") {
+                assert_eq!(
+                    (first["tool_name"].as_str(), first["call_id"].as_str()),
+                    (Some("think"), Some("c1"))
+                );
+            }
+            let end = cli.of_type("run_end").pop().expect("run_end");
+            let pre_provider_block = action == "block" && !seam.starts_with("tool");
+            if pre_provider_block {
+                assert_eq!(cli.status(), 1, "{case}");
+                assert_eq!(end["success"], false);
+                assert_eq!(
+                    end["output"],
+                    format!("Blocked by interceptor: {seam} says block")
+                );
+                assert_eq!(
+                    end["reason"],
+                    format!("interceptor_blocked: {seam} says block")
+                );
+                assert!(
+                    cli.of_type("assistant").is_empty(),
+                    "{case}: no provider call"
+                );
+            } else {
+                assert_eq!(cli.status(), 0, "{case}: {}", cli.stderr());
+                assert_eq!(end["success"], true);
+                assert_eq!(end["output"], "done");
+            }
+            let result = cli.of_type("tool_result").first().cloned();
+            match (seam, action) {
+                ("tool_call", "block") => {
+                    let result = result.unwrap();
+                    assert_eq!(
+                        result["content"],
+                        "Blocked by interceptor: tool_call says block"
+                    );
+                    assert_eq!(result["is_error"], true);
+                }
+                ("tool_call", "error") => {
+                    assert_eq!(
+                        result.unwrap()["content"],
+                        "Blocked by interceptor: interceptor error: tool_call says error"
+                    );
+                }
+                ("tool_result", "block") => {
+                    assert_eq!(
+                        result.unwrap()["content"],
+                        "[tool result withheld by interceptor: tool_result says block]"
+                    );
+                }
+                ("tool_result", "replace") => {
+                    assert_eq!(result.unwrap()["content"], "Thought recorded.+x");
+                }
+                _ if !pre_provider_block => {
+                    assert_eq!(result.unwrap()["is_error"], false, "{case}")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn requests_are_recorded_exactly_as_the_model_received_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), json!([{"content": "done"}]));
+    let record = dir.path().join("requests.jsonl");
+    let cli = chimera(
+        &[
+            "run",
+            "--script",
+            &script,
+            "--record-requests",
+            &record.display().to_string(),
+            "--header",
+            "Authorization: Bearer sk-live",
+            "--system",
+            "be brief",
+            "--json",
+            "hello",
+        ],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 0, "{}", cli.stderr());
+    let lines: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    let request = &lines[0];
+    for key in ["model", "messages", "tools", "kwargs", "headers"] {
+        assert!(request.get(key).is_some(), "recorded request lacks {key}");
+    }
+    assert_eq!(
+        request["messages"][0],
+        json!({"role": "system", "content": "be brief"})
+    );
+    assert_eq!(
+        request["messages"][1],
+        json!({"role": "user", "content": "hello"})
+    );
+    assert_eq!(
+        request["headers"],
+        json!([["Authorization", "Bearer sk-live"]])
+    );
+    let names: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "replace_in_file",
+            "apply_patch",
+            "bash",
+            "think",
+            "todo"
+        ]
+    );
+}
+
+#[test]
+fn turns_from_stdin_continue_one_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        json!([{"content": "one"}, {"content": "two"}, {"content": "three"}]),
+    );
+    let cli = chimera(
+        &[
+            "run",
+            "--script",
+            &script,
+            "--json",
+            "--turns-from-stdin",
+            "first",
+        ],
+        "second\n\nthird\n",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 0, "{}", cli.stderr());
+    let users: Vec<Value> = cli
+        .of_type("user")
+        .into_iter()
+        .map(|e| e["content"].clone())
+        .collect();
+    assert_eq!(users, [json!("first"), json!("second"), json!("third")]);
+    let ends: Vec<Value> = cli
+        .of_type("run_end")
+        .into_iter()
+        .map(|e| e["output"].clone())
+        .collect();
+    assert_eq!(ends, [json!("one"), json!("two"), json!("three")]);
+}
+
+#[test]
+fn a_malformed_script_is_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    std::fs::write(&path, r#"{"responses": [{"content": 42}]}"#).unwrap();
+    let cli = chimera(
+        &["run", "--script", &path.display().to_string(), "hi"],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 2);
+    let line = cli.error_line();
+    assert!(line.starts_with("error: malformed script"), "{line}");
+    assert!(line.contains("line 1"), "{line}");
+}
+
+#[test]
+fn an_unknown_pack_is_exit_3_naming_the_search_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), json!([{"content": "done"}]));
+    let plugins = dir.path().join("plugins");
+    let cli = chimera(
+        &[
+            "run",
+            "--plugins-dir",
+            &plugins.display().to_string(),
+            "--pack",
+            "no-such-pack",
+            "--script",
+            &script,
+            "hi",
+        ],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 3);
+    let line = cli.error_line();
+    assert!(
+        line.contains("no pack entry point named 'no-such-pack'"),
+        "{line}"
+    );
+    assert!(line.contains(&plugins.display().to_string()), "{line}");
+    assert!(
+        line.contains(&packs_dir().display().to_string()),
+        "the executable's directory is searched too: {line}"
+    );
+}
+
+#[test]
+fn a_pack_that_refuses_its_config_is_exit_3_and_bad_json_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), json!([{"content": "done"}]));
+    let cli = chimera(
+        &[
+            "run",
+            "--pack",
+            r#"fixture={"nope": 1}"#,
+            "--script",
+            &script,
+            "hi",
+        ],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 3);
+    assert!(cli
+        .error_line()
+        .contains("fixture: bad config: unknown field `nope`"));
+    let cli = chimera(
+        &["run", "--pack", "fixture={nope", "--script", &script, "hi"],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 2);
+    assert!(cli.error_line().contains("the config is not JSON"));
+}
+
+#[test]
+fn a_script_that_runs_out_is_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        json!([{"tool_calls": [{"id": "c1", "name": "think", "arguments": {"thought": "x"}}]}]),
+    );
+    let cli = chimera(
+        &["run", "--script", &script, "--json", "hi"],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 1);
+    let end = cli.of_type("run_end").pop().unwrap();
+    assert_eq!(end["success"], false);
+    assert_eq!(end["reason"], "provider_error");
+    assert!(end["output"]
+        .as_str()
+        .unwrap()
+        .contains("the script ran out"));
+    assert!(cli.error_line().contains("the script ran out"));
+}
+
+#[test]
+fn usage_errors_are_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["run", "--no-such-flag"],
+        vec!["run", "hi"],
+        vec!["run", "--script", "x.json"],
+        vec!["frobnicate"],
+    ] {
+        let cli = chimera(&args, "", dir.path());
+        assert_eq!(cli.status(), 2, "{args:?}");
+        assert!(cli.error_line().starts_with("error: "), "{args:?}");
+    }
+}
+
+#[test]
+fn file_tools_refuse_paths_outside_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let script = write_script(
+        dir.path(),
+        json!([
+            {"tool_calls": [
+                {"id": "a", "name": "write_file", "arguments": {"path": "../escape.txt", "content": "x"}},
+                {"id": "b", "name": "write_file", "arguments": {"path": dir.path().join("abs.txt"), "content": "x"}},
+                {"id": "c", "name": "read_file", "arguments": {"path": "/etc/passwd"}}
+            ]},
+            {"content": "done"}
+        ]),
+    );
+    let cli = chimera(
+        &[
+            "run",
+            "--workspace",
+            &workspace.display().to_string(),
+            "--script",
+            &script,
+            "--json",
+            "escape",
+        ],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 0, "{}", cli.stderr());
+    let results = cli.of_type("tool_result");
+    assert_eq!(results.len(), 3);
+    for result in results {
+        assert_eq!(result["is_error"], true, "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap()
+                .contains("escapes the workspace"),
+            "{result}"
+        );
+    }
+    assert!(!dir.path().join("escape.txt").exists());
+    assert!(!dir.path().join("abs.txt").exists());
+}
+
+#[test]
+fn packs_list_and_check_read_packs_without_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = packs_dir().display().to_string();
+    let cli = chimera(
+        &["packs", "list", "--plugins-dir", &plugins, "--json"],
+        "",
+        dir.path(),
+    );
+    assert_eq!(cli.status(), 0);
+    let names: Vec<String> = cli
+        .events()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        names.contains(&"fixture".to_owned()) && names.contains(&"fixture-alt".to_owned()),
+        "{names:?}"
+    );
+
+    let fixture = pack_path("chimera-fixture-pack").display().to_string();
+    let cli = chimera(&["packs", "check", &fixture, "--json"], "", dir.path());
+    assert_eq!(cli.status(), 0, "{}", cli.stderr());
+    let checked = cli.events();
+    assert_eq!(checked[0]["name"], "fixture");
+    assert_eq!(
+        checked[0]["seams"],
+        json!(["context", "provider_request", "tool_call", "tool_result"])
+    );
+
+    let garbage = dir.path().join("libgarbage.so");
+    std::fs::write(&garbage, "garbage").unwrap();
+    let bytes = std::fs::read(pack_path("chimera-fixture-pack")).unwrap();
+    let truncated = dir.path().join("libtruncated.so");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    for file in [garbage, truncated] {
+        let cli = chimera(
+            &["packs", "check", &file.display().to_string()],
+            "",
+            dir.path(),
+        );
+        assert_eq!(cli.status(), 3, "{}", cli.stderr());
+        cli.error_line();
+    }
+}
