@@ -12,6 +12,10 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start-up; boxing the run arguments buys nothing"
+)]
 pub(crate) enum Command {
     /// Run an agent session.
     Run(RunArgs),

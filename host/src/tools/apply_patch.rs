@@ -1,22 +1,551 @@
-//! PLACEHOLDER until the tools land: `apply_patch`.
+//! `apply_patch`: a unified diff over one or more files, all or nothing.
+//!
+//! The patch is split into per-file sections (`--- ` / `+++ ` headers and
+//! their `@@` hunks; preamble lines such as `diff --git` or `index` are
+//! skipped), each parsed and applied with `diffy`. Every file's new content
+//! is computed first; files are written only when every section applies.
 
-use super::{Tool, ToolContext};
+use super::args::{read_text, required_str};
+use super::{Tool, ToolContext, Workspace};
 use crate::types::ToolResult;
+use std::fs;
+use std::path::{Path, PathBuf};
 
-/// `apply_patch`.
+/// `apply_patch`: applies a unified diff (possibly touching several files:
+/// `/dev/null` as the old side creates a file, as the new side deletes it).
+/// Either every file applies and is written, or nothing is written.
 pub struct ApplyPatchTool;
 
 impl Tool for ApplyPatchTool {
     fn name(&self) -> &str {
         "apply_patch"
     }
+
     fn description(&self) -> &str {
-        "apply_patch"
+        "Apply a unified diff to files in the workspace. The patch may touch several files; \
+         each starts with `--- a/path` and `+++ b/path` headers (a leading a/ or b/ is \
+         stripped) followed by `@@ -l,s +l,s @@` hunks with a few lines of context. Use \
+         `--- /dev/null` to create a file and `+++ /dev/null` to delete one. All or \
+         nothing: if any hunk does not apply, no file is changed."
     }
+
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object"})
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "patch": {
+                    "type": "string",
+                    "description": "The unified diff text."
+                }
+            },
+            "required": ["patch"],
+            "additionalProperties": false
+        })
     }
-    fn execute(&self, _arguments: &serde_json::Value, _cx: &ToolContext<'_>) -> ToolResult {
-        ToolResult::err("apply_patch is not available yet")
+
+    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
+        let result = required_str(arguments, "patch").and_then(|patch| apply(patch, cx.workspace));
+        match result {
+            Ok(text) => ToolResult::ok(text),
+            Err(error) => ToolResult::err(error),
+        }
+    }
+}
+
+/// One file's part of the patch: its header and hunk lines.
+struct Section {
+    /// 1-based line of its `--- ` header in the patch.
+    line: usize,
+    text: String,
+}
+
+/// A file's pending state.
+struct Change {
+    /// As the patch named it.
+    shown: String,
+    /// Resolved inside the workspace.
+    path: PathBuf,
+    /// Whether it existed before the patch.
+    existed: bool,
+    /// `None` once deleted.
+    content: Option<String>,
+}
+
+fn apply(patch: &str, workspace: &Workspace) -> Result<String, String> {
+    let sections = split(patch)?;
+    if sections.is_empty() {
+        return Err(
+            "patch contains no file changes: give a unified diff with `--- a/path` / `+++ b/path` headers and @@ hunks"
+                .to_owned(),
+        );
+    }
+    let mut changes: Vec<Change> = Vec::new();
+    for section in &sections {
+        apply_section(section, workspace, &mut changes)?;
+    }
+    commit(&changes)?;
+
+    let mut lines = Vec::new();
+    for change in &changes {
+        let verb = match (change.existed, change.content.is_some()) {
+            (false, true) => "created",
+            (true, true) => "modified",
+            (true, false) => "deleted",
+            (false, false) => continue,
+        };
+        lines.push(format!("{verb} {}", change.shown));
+    }
+    let noun = if lines.len() == 1 { "file" } else { "files" };
+    Ok(format!(
+        "Applied patch to {} {noun}:\n{}",
+        lines.len(),
+        lines.join("\n")
+    ))
+}
+
+/// Splits the patch into file sections, following each hunk by its line
+/// counts so that removed lines starting with `--` are not taken for headers.
+fn split(patch: &str) -> Result<Vec<Section>, String> {
+    let lines: Vec<&str> = patch.split_inclusive('\n').collect();
+    let mut sections: Vec<Section> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ ")) {
+            let mut text = String::new();
+            push_line(&mut text, line);
+            push_line(&mut text, lines[i + 1]);
+            sections.push(Section { line: i + 1, text });
+            i += 2;
+        } else if line.starts_with("@@") {
+            let Some(section) = sections.last_mut() else {
+                return Err(format!(
+                    "hunk at patch line {} comes before any `--- `/`+++ ` file header",
+                    i + 1
+                ));
+            };
+            let (mut old_left, mut new_left) = hunk_counts(line).ok_or_else(|| {
+                format!(
+                    "malformed hunk header at patch line {}: {:?} (expected `@@ -l,s +l,s @@`)",
+                    i + 1,
+                    line.trim_end()
+                )
+            })?;
+            push_line(&mut section.text, line);
+            i += 1;
+            while i < lines.len() && (old_left > 0 || new_left > 0) {
+                let body = lines[i];
+                match body.as_bytes().first() {
+                    Some(b' ') | Some(b'\n') | Some(b'\r') | None => {
+                        old_left = old_left.saturating_sub(1);
+                        new_left = new_left.saturating_sub(1);
+                    }
+                    Some(b'-') => old_left = old_left.saturating_sub(1),
+                    Some(b'+') => new_left = new_left.saturating_sub(1),
+                    Some(b'\\') => {}
+                    // Short hunk: diffy reports the count mismatch.
+                    Some(_) => break,
+                }
+                push_line(&mut section.text, body);
+                i += 1;
+            }
+            while i < lines.len() && lines[i].starts_with('\\') {
+                push_line(&mut section.text, lines[i]);
+                i += 1;
+            }
+        } else {
+            // Preamble (`diff --git`, `index`, `new file mode`, prose): skipped.
+            i += 1;
+        }
+    }
+    Ok(sections)
+}
+
+fn push_line(text: &mut String, line: &str) {
+    text.push_str(line);
+    if !line.ends_with('\n') {
+        text.push('\n');
+    }
+}
+
+/// The old and new line counts of a `@@ -l[,s] +l[,s] @@` header.
+fn hunk_counts(header: &str) -> Option<(usize, usize)> {
+    let rest = header.strip_prefix("@@ -")?;
+    let (ranges, _) = rest.split_once(" @@")?;
+    let (old, new) = ranges.split_once(" +")?;
+    Some((range_len(old)?, range_len(new)?))
+}
+
+fn range_len(range: &str) -> Option<usize> {
+    match range.split_once(',') {
+        Some((start, len)) => {
+            start.parse::<usize>().ok()?;
+            len.parse().ok()
+        }
+        None => range.parse::<usize>().ok().map(|_| 1),
+    }
+}
+
+/// A header path without its `a/` / `b/` prefix; `None` for `/dev/null`.
+fn header_path(name: Option<&str>) -> Option<String> {
+    let name = name?.trim_end_matches('\r');
+    if name == "/dev/null" {
+        return None;
+    }
+    let stripped = name
+        .strip_prefix("a/")
+        .or_else(|| name.strip_prefix("b/"))
+        .unwrap_or(name);
+    Some(stripped.to_owned())
+}
+
+fn apply_section(
+    section: &Section,
+    workspace: &Workspace,
+    changes: &mut Vec<Change>,
+) -> Result<(), String> {
+    let at = section.line;
+    let parsed = diffy::Patch::from_str(&section.text)
+        .map_err(|e| format!("file patch at line {at}: {e}; nothing was written"))?;
+    let old = header_path(parsed.original());
+    let new = header_path(parsed.modified());
+    let hunks = parsed.hunks();
+    match (old, new) {
+        (None, None) => Err(format!(
+            "file patch at line {at} has /dev/null on both sides; name the file in its `---` or `+++` header"
+        )),
+        (None, Some(new)) => {
+            let index = change_for(workspace, changes, &new)?;
+            if changes[index].content.is_some() {
+                return Err(format!(
+                    "patch creates {new}, which already exists; use a modification (`--- a/{new}`) instead; nothing was written"
+                ));
+            }
+            let content = apply_hunks(&new, "", &parsed)?;
+            changes[index].content = Some(content);
+            Ok(())
+        }
+        (Some(old), None) => {
+            let index = change_for(workspace, changes, &old)?;
+            let Some(base) = changes[index].content.as_deref() else {
+                return Err(format!(
+                    "patch deletes {old}, which does not exist; nothing was written"
+                ));
+            };
+            if !hunks.is_empty() && !apply_hunks(&old, base, &parsed)?.is_empty() {
+                return Err(format!(
+                    "patch deletes {old} but its hunks do not remove all of the file's content; nothing was written"
+                ));
+            }
+            changes[index].content = None;
+            Ok(())
+        }
+        (Some(old), Some(new)) => {
+            if hunks.is_empty() {
+                return Err(format!(
+                    "file patch for {new} at line {at} has no @@ hunks; nothing was written"
+                ));
+            }
+            let from = change_for(workspace, changes, &old)?;
+            let Some(base) = changes[from].content.as_deref() else {
+                return Err(format!(
+                    "patch modifies {old}, which does not exist; use `--- /dev/null` to create it; nothing was written"
+                ));
+            };
+            let content = apply_hunks(&new, base, &parsed)?;
+            let to = change_for(workspace, changes, &new)?;
+            if from != to {
+                // A rename: the new name must be free.
+                if changes[to].content.is_some() {
+                    return Err(format!(
+                        "patch renames {old} to {new}, which already exists; nothing was written"
+                    ));
+                }
+                changes[from].content = None;
+            }
+            changes[to].content = Some(content);
+            Ok(())
+        }
+    }
+}
+
+fn apply_hunks(shown: &str, base: &str, patch: &diffy::Patch<'_, str>) -> Result<String, String> {
+    diffy::apply(base, patch).map_err(|e| {
+        let message = e.to_string();
+        let number: Option<usize> = message
+            .rsplit('#')
+            .next()
+            .and_then(|n| n.trim().parse().ok());
+        match number.and_then(|n| Some((n, patch.hunks().get(n.checked_sub(1)?)?))) {
+            Some((n, hunk)) => format!(
+                "{shown}: hunk #{n} (@@ -{} +{} @@) does not apply: its context or removed lines do not match the file; nothing was written",
+                hunk.old_range(),
+                hunk.new_range()
+            ),
+            None => format!("{shown}: {message}; nothing was written"),
+        }
+    })
+}
+
+/// The index of `shown`'s pending change, loading its current state from
+/// disk on first touch.
+fn change_for(
+    workspace: &Workspace,
+    changes: &mut Vec<Change>,
+    shown: &str,
+) -> Result<usize, String> {
+    let path = workspace
+        .resolve_for_write(shown)
+        .map_err(|e| format!("{e}; nothing was written"))?;
+    if let Some(index) = changes.iter().position(|c| c.path == path) {
+        return Ok(index);
+    }
+    let content = match fs::symlink_metadata(&path) {
+        Ok(_) => Some(read_text(shown, &path).map_err(|e| format!("{e}; nothing was written"))?),
+        Err(_) => None,
+    };
+    changes.push(Change {
+        shown: shown.to_owned(),
+        path,
+        existed: content.is_some(),
+        content,
+    });
+    Ok(changes.len() - 1)
+}
+
+/// Writes every change: new contents go to temporary files beside their
+/// targets first (so a failure leaves the originals alone), then are renamed
+/// into place; deletions come last.
+fn commit(changes: &[Change]) -> Result<(), String> {
+    let mut staged: Vec<(PathBuf, &Path)> = Vec::new();
+    let cleanup = |staged: &[(PathBuf, &Path)]| {
+        for (tmp, _) in staged {
+            let _ = fs::remove_file(tmp);
+        }
+    };
+    for (i, change) in changes.iter().enumerate() {
+        let Some(content) = &change.content else {
+            continue;
+        };
+        match stage(change, content, i) {
+            Ok(tmp) => staged.push((tmp, &change.path)),
+            Err(error) => {
+                cleanup(&staged);
+                return Err(format!("{error}; nothing was written"));
+            }
+        }
+    }
+    for (index, (tmp, target)) in staged.iter().enumerate() {
+        if let Err(e) = fs::rename(tmp, target) {
+            cleanup(&staged[index..]);
+            return Err(format!(
+                "cannot write {}: {e}; the patch was only partly applied",
+                target.display()
+            ));
+        }
+    }
+    for change in changes {
+        if change.existed && change.content.is_none() {
+            fs::remove_file(&change.path).map_err(|e| {
+                format!(
+                    "cannot delete {}: {e}; the patch was only partly applied",
+                    change.shown
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn stage(change: &Change, content: &str, i: usize) -> Result<PathBuf, String> {
+    let shown = &change.shown;
+    let parent = change
+        .path
+        .parent()
+        .ok_or_else(|| format!("cannot write {shown}: it has no parent directory"))?;
+    fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create the parent directories of {shown}: {e}"))?;
+    let name = change
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = parent.join(format!(
+        ".{name}.apply_patch.{}.{i}.tmp",
+        std::process::id()
+    ));
+    fs::write(&tmp, content).map_err(|e| format!("cannot write {shown}: {e}"))?;
+    if change.existed {
+        if let Ok(meta) = fs::metadata(&change.path) {
+            let _ = fs::set_permissions(&tmp, meta.permissions());
+        }
+    }
+    Ok(tmp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(ws: &Workspace, patch: &str) -> ToolResult {
+        ApplyPatchTool.execute(&json!({ "patch": patch }), &ToolContext { workspace: ws })
+    }
+
+    fn setup() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        (dir, ws)
+    }
+
+    fn read(ws: &Workspace, p: &str) -> String {
+        fs::read_to_string(ws.root().join(p)).unwrap()
+    }
+
+    #[test]
+    fn create_modify_delete_in_one_patch() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("keep.txt"), "one\ntwo\nthree\n").unwrap();
+        fs::write(ws.root().join("gone.txt"), "bye\n").unwrap();
+        let patch = "\
+diff --git a/keep.txt b/keep.txt
+index 1111111..2222222 100644
+--- a/keep.txt
++++ b/keep.txt
+@@ -1,3 +1,3 @@
+ one
+-two
++TWO
+ three
+diff --git a/src/new.txt b/src/new.txt
+new file mode 100644
+--- /dev/null
++++ b/src/new.txt
+@@ -0,0 +1,2 @@
++hello
++world
+--- a/gone.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-bye
+";
+        let r = run(&ws, patch);
+        assert_eq!(r.error, None);
+        assert_eq!(
+            r.output,
+            "Applied patch to 3 files:\nmodified keep.txt\ncreated src/new.txt\ndeleted gone.txt"
+        );
+        assert_eq!(read(&ws, "keep.txt"), "one\nTWO\nthree\n");
+        assert_eq!(read(&ws, "src/new.txt"), "hello\nworld\n");
+        assert!(!ws.root().join("gone.txt").exists());
+        // No temporary files left behind.
+        let names: Vec<_> = fs::read_dir(ws.root())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn all_or_nothing() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("a.txt"), "a1\na2\n").unwrap();
+        fs::write(ws.root().join("b.txt"), "b1\nb2\n").unwrap();
+        let patch = "\
+--- a/a.txt
++++ b/a.txt
+@@ -1,2 +1,2 @@
+-a1
++A1
+ a2
+--- /dev/null
++++ b/c.txt
+@@ -0,0 +1 @@
++c
+--- a/b.txt
++++ b/b.txt
+@@ -1,2 +1,2 @@
+ b1
+-not what is there
++B2
+";
+        let r = run(&ws, patch);
+        let error = r.error.unwrap();
+        assert!(error.starts_with("b.txt: hunk #1"), "{error}");
+        assert!(error.contains("nothing was written"), "{error}");
+        assert_eq!(read(&ws, "a.txt"), "a1\na2\n");
+        assert_eq!(read(&ws, "b.txt"), "b1\nb2\n");
+        assert!(!ws.root().join("c.txt").exists());
+    }
+
+    #[test]
+    fn removed_lines_that_look_like_headers() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("m.md"), "-- a\n++ b\nend\n").unwrap();
+        let patch = "\
+--- a/m.md
++++ b/m.md
+@@ -1,3 +1,1 @@
+--- a
+-++ b
+ end
+";
+        let r = run(&ws, patch);
+        assert_eq!(r.error, None, "{}", r.output);
+        assert_eq!(read(&ws, "m.md"), "end\n");
+    }
+
+    #[test]
+    fn bad_patches() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("x.txt"), "x\n").unwrap();
+        assert!(run(&ws, "").error.unwrap().contains("no file changes"));
+        assert!(run(&ws, "@@ -1 +1 @@\n-x\n+y\n")
+            .error
+            .unwrap()
+            .contains("before any"));
+        let r = run(&ws, "--- /dev/null\n+++ b/x.txt\n@@ -0,0 +1 @@\n+y\n");
+        assert!(r.error.unwrap().contains("already exists"));
+        let r = run(&ws, "--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-x\n+y\n");
+        assert!(r.error.unwrap().contains("does not exist"));
+        let r = run(&ws, "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n-x\n+y\n");
+        assert!(r.is_error());
+        assert!(ApplyPatchTool
+            .execute(&json!({}), &ToolContext { workspace: &ws })
+            .is_error());
+        assert_eq!(read(&ws, "x.txt"), "x\n");
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("out.txt");
+        fs::write(&target, "secret\n").unwrap();
+        let modify = |p: &str| format!("--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-secret\n+pwned\n");
+        let create = |p: &str| format!("--- /dev/null\n+++ b/{p}\n@@ -0,0 +1 @@\n+pwned\n");
+        let mut patches = vec![
+            modify("../x"),
+            create("../x"),
+            format!(
+                "--- {0}\n+++ {0}\n@@ -1 +1 @@\n-secret\n+pwned\n",
+                target.display()
+            ),
+            create("/etc/chimera-nope"),
+        ];
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&target, ws.root().join("l")).unwrap();
+            std::os::unix::fs::symlink(outside.path(), ws.root().join("dl")).unwrap();
+            patches.push(modify("l"));
+            patches.push(create("dl/new.txt"));
+        }
+        for patch in patches {
+            let r = run(&ws, &patch);
+            let error = r.error.unwrap();
+            assert!(error.contains("escapes the workspace"), "{patch}: {error}");
+        }
+        assert_eq!(fs::read_to_string(&target).unwrap(), "secret\n");
+        assert!(!outside.path().join("new.txt").exists());
     }
 }

@@ -1,22 +1,205 @@
-//! PLACEHOLDER until the tools land: `edit_file`.
+//! `edit_file`: exact string replacement in a file.
 
+use super::args::{optional_bool, read_text, required_str};
 use super::{Tool, ToolContext};
 use crate::types::ToolResult;
 
-/// `edit_file`.
+/// `edit_file`: replaces `old_string` with `new_string` in a text file.
+/// `old_string` must occur exactly once unless `replace_all` is true.
 pub struct EditFileTool;
 
 impl Tool for EditFileTool {
     fn name(&self) -> &str {
         "edit_file"
     }
+
     fn description(&self) -> &str {
-        "edit_file"
+        "Replace an exact string in a text file in the workspace. `old_string` must match the \
+         file's text exactly (whitespace and indentation included) and occur exactly once, \
+         unless `replace_all` is true, which replaces every occurrence. Include enough \
+         surrounding lines in `old_string` to make it unique."
     }
+
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object"})
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root."
+                },
+                "old_string": {
+                    "type": "string",
+                    "description": "The exact text to replace (non-empty)."
+                },
+                "new_string": {
+                    "type": "string",
+                    "description": "The text to put in its place."
+                },
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence instead of requiring exactly one (default false)."
+                }
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
     }
-    fn execute(&self, _arguments: &serde_json::Value, _cx: &ToolContext<'_>) -> ToolResult {
-        ToolResult::err("edit_file is not available yet")
+
+    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
+        match edit(arguments, cx) {
+            Ok(text) => ToolResult::ok(text),
+            Err(error) => ToolResult::err(error),
+        }
+    }
+}
+
+fn edit(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
+    let path = required_str(arguments, "path")?;
+    let old = required_str(arguments, "old_string")?;
+    let new = required_str(arguments, "new_string")?;
+    let replace_all = optional_bool(arguments, "replace_all")?.unwrap_or(false);
+    if old.is_empty() {
+        return Err(
+            "old_string is empty: give the exact text to replace (use write_file to create a file)"
+                .to_owned(),
+        );
+    }
+    if old == new {
+        return Err("old_string and new_string are identical: nothing would change".to_owned());
+    }
+    let resolved = cx.workspace.resolve(path)?;
+    let text = read_text(path, &resolved)?;
+    let count = text.matches(old).count();
+    if count == 0 {
+        return Err(format!("old_string not found in {path}"));
+    }
+    if count > 1 && !replace_all {
+        return Err(format!(
+            "old_string occurs {count} times in {path}; add surrounding context to make it unique, or set replace_all to true"
+        ));
+    }
+    let updated = text.replace(old, new);
+    std::fs::write(&resolved, updated).map_err(|e| format!("cannot write {path}: {e}"))?;
+    let noun = if count == 1 {
+        "replacement"
+    } else {
+        "replacements"
+    };
+    Ok(format!("Made {count} {noun} in {path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Workspace;
+    use serde_json::json;
+    use std::fs;
+
+    fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
+        EditFileTool.execute(&args, &ToolContext { workspace: ws })
+    }
+
+    fn setup() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        fs::write(ws.root().join("f.txt"), "alpha beta\nbeta gamma\n").unwrap();
+        (dir, ws)
+    }
+
+    fn content(ws: &Workspace) -> String {
+        fs::read_to_string(ws.root().join("f.txt")).unwrap()
+    }
+
+    #[test]
+    fn zero_occurrences() {
+        let (_dir, ws) = setup();
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "old_string": "delta", "new_string": "x"}),
+        );
+        assert_eq!(r.error.as_deref(), Some("old_string not found in f.txt"));
+        assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
+    }
+
+    #[test]
+    fn one_occurrence() {
+        let (_dir, ws) = setup();
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+        );
+        assert_eq!(r.error, None);
+        assert_eq!(r.output, "Made 1 replacement in f.txt");
+        assert_eq!(content(&ws), "ALPHA beta\nbeta gamma\n");
+    }
+
+    #[test]
+    fn many_occurrences() {
+        let (_dir, ws) = setup();
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "old_string": "beta", "new_string": "B"}),
+        );
+        let error = r.error.unwrap();
+        assert!(error.contains("occurs 2 times"), "{error}");
+        assert!(error.contains("replace_all"), "{error}");
+        assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "old_string": "beta", "new_string": "B", "replace_all": true}),
+        );
+        assert_eq!(r.error, None);
+        assert_eq!(r.output, "Made 2 replacements in f.txt");
+        assert_eq!(content(&ws), "alpha B\nB gamma\n");
+    }
+
+    #[test]
+    fn bad_arguments() {
+        let (_dir, ws) = setup();
+        assert!(run(&ws, json!({"path": "f.txt", "old_string": "a"})).is_error());
+        assert!(run(
+            &ws,
+            json!({"path": "f.txt", "old_string": "", "new_string": "a"})
+        )
+        .error
+        .unwrap()
+        .contains("empty"));
+        assert!(run(
+            &ws,
+            json!({"path": "f.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"})
+        )
+        .error
+        .unwrap()
+        .contains("boolean"));
+        assert!(run(
+            &ws,
+            json!({"path": "nope", "old_string": "a", "new_string": "b"})
+        )
+        .error
+        .unwrap()
+        .contains("no such file"));
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("out.txt");
+        fs::write(&target, "secret").unwrap();
+        let mut paths = vec!["../x".to_owned(), "/etc/passwd".to_owned()];
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&target, ws.root().join("l")).unwrap();
+            paths.push("l".to_owned());
+        }
+        for p in paths {
+            let r = run(
+                &ws,
+                json!({"path": p, "old_string": "secret", "new_string": "x"}),
+            );
+            assert!(r.error.unwrap().contains("escapes the workspace"), "{p}");
+        }
+        assert_eq!(fs::read_to_string(&target).unwrap(), "secret");
     }
 }

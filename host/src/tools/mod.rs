@@ -5,6 +5,7 @@
 //! pointing out — is refused with an error result, never followed.
 
 mod apply_patch;
+mod args;
 mod bash;
 mod edit_file;
 mod read_file;

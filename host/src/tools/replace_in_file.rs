@@ -1,22 +1,169 @@
-//! PLACEHOLDER until the tools land: `replace_in_file`.
+//! `replace_in_file`: regular-expression replace-all in a file.
 
+use super::args::{read_text, required_str};
 use super::{Tool, ToolContext};
 use crate::types::ToolResult;
+use regex::Regex;
 
-/// `replace_in_file`.
+/// `replace_in_file`: replaces every match of a regular expression (the
+/// `regex` crate's syntax) in a text file; `$1` / `${name}` in the
+/// replacement refer to capture groups.
 pub struct ReplaceInFileTool;
 
 impl Tool for ReplaceInFileTool {
     fn name(&self) -> &str {
         "replace_in_file"
     }
+
     fn description(&self) -> &str {
-        "replace_in_file"
+        "Replace every match of a regular expression in a text file in the workspace \
+         (Rust `regex` syntax; use (?m) for ^/$ per line, (?s) for . to match newlines). \
+         In the replacement, $1 or ${name} insert capture groups (write ${1} when letters \
+         or digits follow, and $$ for a literal $). Fails if the pattern matches nothing."
     }
+
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object"})
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root."
+                },
+                "pattern": {
+                    "type": "string",
+                    "description": "Regular expression (Rust regex syntax)."
+                },
+                "replacement": {
+                    "type": "string",
+                    "description": "Replacement text; $1, ${1} or ${name} refer to capture groups, $$ is a literal $."
+                }
+            },
+            "required": ["path", "pattern", "replacement"],
+            "additionalProperties": false
+        })
     }
-    fn execute(&self, _arguments: &serde_json::Value, _cx: &ToolContext<'_>) -> ToolResult {
-        ToolResult::err("replace_in_file is not available yet")
+
+    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
+        match replace(arguments, cx) {
+            Ok(text) => ToolResult::ok(text),
+            Err(error) => ToolResult::err(error),
+        }
+    }
+}
+
+fn replace(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
+    let path = required_str(arguments, "path")?;
+    let pattern = required_str(arguments, "pattern")?;
+    let replacement = required_str(arguments, "replacement")?;
+    let regex = Regex::new(pattern)
+        .map_err(|e| format!("invalid regex {pattern:?}: {}", one_line(&e.to_string())))?;
+    let resolved = cx.workspace.resolve(path)?;
+    let text = read_text(path, &resolved)?;
+    let count = regex.find_iter(&text).count();
+    if count == 0 {
+        return Err(format!("pattern matched nothing in {path}"));
+    }
+    let updated = regex.replace_all(&text, replacement);
+    if updated != text {
+        std::fs::write(&resolved, updated.as_bytes())
+            .map_err(|e| format!("cannot write {path}: {e}"))?;
+    }
+    let noun = if count == 1 { "match" } else { "matches" };
+    Ok(format!("Replaced {count} {noun} in {path}"))
+}
+
+/// A regex error on one line: its `error: ...` line when it has one (the
+/// syntax errors draw a caret diagram over several lines).
+fn one_line(message: &str) -> String {
+    let lines: Vec<&str> = message.lines().map(str::trim).collect();
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("error: "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            lines
+                .iter()
+                .filter(|l| !l.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Workspace;
+    use serde_json::json;
+    use std::fs;
+
+    fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
+        ReplaceInFileTool.execute(&args, &ToolContext { workspace: ws })
+    }
+
+    fn setup() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        fs::write(ws.root().join("f.txt"), "let a = 1;\nlet b = 2;\n").unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn replaces_with_capture_groups() {
+        let (_dir, ws) = setup();
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "pattern": r"let (\w+) = (\d+);", "replacement": "const ${1}_X: i32 = $2;"}),
+        );
+        assert_eq!(r.error, None);
+        assert_eq!(r.output, "Replaced 2 matches in f.txt");
+        assert_eq!(
+            fs::read_to_string(ws.root().join("f.txt")).unwrap(),
+            "const a_X: i32 = 1;\nconst b_X: i32 = 2;\n"
+        );
+    }
+
+    #[test]
+    fn no_match_and_invalid_regex() {
+        let (_dir, ws) = setup();
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "pattern": "zzz", "replacement": "y"}),
+        );
+        assert_eq!(r.error.as_deref(), Some("pattern matched nothing in f.txt"));
+        let r = run(
+            &ws,
+            json!({"path": "f.txt", "pattern": "(unclosed", "replacement": "y"}),
+        );
+        let error = r.error.unwrap();
+        assert!(error.starts_with("invalid regex"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+        assert_eq!(
+            fs::read_to_string(ws.root().join("f.txt")).unwrap(),
+            "let a = 1;\nlet b = 2;\n"
+        );
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("out.txt");
+        fs::write(&target, "secret").unwrap();
+        let mut paths = vec!["../x".to_owned(), "/etc/passwd".to_owned()];
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&target, ws.root().join("l")).unwrap();
+            paths.push("l".to_owned());
+        }
+        for p in paths {
+            let r = run(
+                &ws,
+                json!({"path": p, "pattern": "secret", "replacement": "x"}),
+            );
+            assert!(r.error.unwrap().contains("escapes the workspace"), "{p}");
+        }
+        assert_eq!(fs::read_to_string(&target).unwrap(), "secret");
     }
 }

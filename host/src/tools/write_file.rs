@@ -1,22 +1,147 @@
-//! PLACEHOLDER until the tools land: `write_file`.
+//! `write_file`: create or overwrite a file.
 
+use super::args::required_str;
 use super::{Tool, ToolContext};
 use crate::types::ToolResult;
+use std::fs;
 
-/// `write_file`.
+/// `write_file`: writes `content` to `path` (replacing the whole file),
+/// creating missing parent directories inside the workspace.
 pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
     fn name(&self) -> &str {
         "write_file"
     }
+
     fn description(&self) -> &str {
-        "write_file"
+        "Create or overwrite a file in the workspace with the given content (the whole file \
+         is replaced). Missing parent directories are created. Paths are relative to the \
+         workspace root. Prefer edit_file or apply_patch for changes to existing files."
     }
+
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object"})
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete new content of the file."
+                }
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
     }
-    fn execute(&self, _arguments: &serde_json::Value, _cx: &ToolContext<'_>) -> ToolResult {
-        ToolResult::err("write_file is not available yet")
+
+    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
+        match write(arguments, cx) {
+            Ok(text) => ToolResult::ok(text),
+            Err(error) => ToolResult::err(error),
+        }
+    }
+}
+
+fn write(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
+    let path = required_str(arguments, "path")?;
+    let content = required_str(arguments, "content")?;
+    let resolved = cx.workspace.resolve_for_write(path)?;
+    if resolved.is_dir() {
+        return Err(format!(
+            "{path} is a directory; give a file path to write to"
+        ));
+    }
+    if let Some(parent) = resolved.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create the parent directories of {path}: {e}"))?;
+    }
+    fs::write(&resolved, content).map_err(|e| format!("cannot write {path}: {e}"))?;
+    Ok(format!("Wrote {} bytes to {path}", content.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Workspace;
+    use serde_json::json;
+
+    fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
+        WriteFileTool.execute(&args, &ToolContext { workspace: ws })
+    }
+
+    fn setup() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn writes_and_creates_parents() {
+        let (_dir, ws) = setup();
+        let r = run(&ws, json!({"path": "a/b/c.txt", "content": "hello"}));
+        assert_eq!(r.error, None);
+        assert_eq!(r.output, "Wrote 5 bytes to a/b/c.txt");
+        assert_eq!(
+            fs::read_to_string(ws.root().join("a/b/c.txt")).unwrap(),
+            "hello"
+        );
+        let r = run(&ws, json!({"path": "a/b/c.txt", "content": "x"}));
+        assert_eq!(r.error, None);
+        assert_eq!(
+            fs::read_to_string(ws.root().join("a/b/c.txt")).unwrap(),
+            "x"
+        );
+    }
+
+    #[test]
+    fn bad_arguments_and_directories() {
+        let (_dir, ws) = setup();
+        assert!(run(&ws, json!({"path": "x"}))
+            .error
+            .unwrap()
+            .contains("content"));
+        assert!(run(&ws, json!({"content": "x"}))
+            .error
+            .unwrap()
+            .contains("path"));
+        fs::create_dir(ws.root().join("d")).unwrap();
+        assert!(run(&ws, json!({"path": "d", "content": ""}))
+            .error
+            .unwrap()
+            .contains("is a directory"));
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("out.txt");
+        for p in [
+            "../x".to_owned(),
+            "/etc/passwd".to_owned(),
+            target.to_str().unwrap().to_owned(),
+        ] {
+            let r = run(&ws, json!({"path": p, "content": "pwned"}));
+            assert!(r.error.unwrap().contains("escapes the workspace"), "{p}");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::symlink;
+            fs::write(&target, "original").unwrap();
+            symlink(&target, ws.root().join("l")).unwrap();
+            symlink(outside.path(), ws.root().join("dl")).unwrap();
+            symlink(outside.path().join("new.txt"), ws.root().join("dangling")).unwrap();
+            for p in ["l", "dl/out.txt", "dl/sub/new.txt", "dangling"] {
+                let r = run(&ws, json!({"path": p, "content": "pwned"}));
+                assert!(r.error.unwrap().contains("escapes the workspace"), "{p}");
+            }
+            assert_eq!(fs::read_to_string(&target).unwrap(), "original");
+            assert!(!outside.path().join("new.txt").exists());
+            assert!(!outside.path().join("sub").exists());
+        }
     }
 }
