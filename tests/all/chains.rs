@@ -255,7 +255,7 @@ fn a_failing_context_or_provider_request_interceptor_keeps_the_last_good_value()
         let request = ProviderRequest {
             model: "m".into(),
             messages: messages.clone(),
-            tools: vec![],
+            tools: Default::default(),
             kwargs: Default::default(),
             headers: None,
         };
@@ -288,7 +288,7 @@ fn a_block_is_honoured_on_every_seam_including_fail_open_ones() {
     let request = ProviderRequest {
         model: "m".into(),
         messages,
-        tools: vec![],
+        tools: Default::default(),
         kwargs: Default::default(),
         headers: None,
     };
@@ -352,7 +352,8 @@ fn pack_replacements_on_context_and_provider_request_round_trip_every_field() {
             name: "echo".into(),
             description: "echo".into(),
             parameters: json!({"type": "object"}),
-        }],
+        }]
+        .into(),
         kwargs: Default::default(),
         headers: Some(headers),
     };

@@ -4,14 +4,15 @@ use super::events::AgentEvent;
 use super::session::{AgentSession, RunResult};
 use crate::interception::{run_chain, ChainContext, Interceptors};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
-use crate::types::{Headers, Message, ProviderRequest, ToolSchema};
-use std::borrow::Cow;
+use crate::types::{Headers, Message, ProviderRequest, ToolList};
 use std::sync::Arc;
 
-/// What goes on the wire for one provider call, after both pre-provider seams.
-struct Outgoing<'a> {
-    messages: Cow<'a, [Message]>,
-    tools: Cow<'a, [ToolSchema]>,
+/// What the pre-provider seams changed for one call; `None` fields mean
+/// "as the session has it" (the durable history, the session's tools).
+#[derive(Default)]
+struct Outgoing {
+    messages: Option<Vec<Message>>,
+    tools: Option<ToolList>,
     kwargs: serde_json::Map<String, serde_json::Value>,
     /// Headers to use for this call only, when an interceptor changed them.
     headers: Option<Headers>,
@@ -55,12 +56,12 @@ impl AgentSession {
     }
 
     fn run_steps(&mut self, bundle: Option<&Interceptors>) -> RunResult {
-        let schemas = self.tools.schemas();
+        let tools = self.tool_list.clone();
         for _ in 0..self.max_steps {
             for middleware in &self.hooks.before_model {
                 middleware(&mut self.history);
             }
-            let response = match self.call_provider(bundle, &schemas) {
+            let response = match self.call_provider(bundle, &tools) {
                 Ok(response) => response,
                 Err(end) => return end,
             };
@@ -101,9 +102,9 @@ impl AgentSession {
     fn call_provider(
         &mut self,
         bundle: Option<&Interceptors>,
-        schemas: &[ToolSchema],
+        tools: &ToolList,
     ) -> Result<ModelResponse, RunResult> {
-        let outgoing = self.outgoing(bundle, schemas).map_err(|reason| {
+        let outgoing = self.outgoing(bundle, tools).map_err(|reason| {
             let text = format!("Blocked by interceptor: {reason}");
             RunResult {
                 success: false,
@@ -124,8 +125,8 @@ impl AgentSession {
             }
         }
         let outcome = provider.complete(&ProviderCall {
-            messages: &outgoing.messages,
-            tools: &outgoing.tools,
+            messages: outgoing.messages.as_deref().unwrap_or(&self.history),
+            tools: outgoing.tools.as_ref().unwrap_or(tools),
             kwargs: &outgoing.kwargs,
         });
         drop(restore);
@@ -146,22 +147,18 @@ impl AgentSession {
     }
 
     /// Runs the two pre-provider seams. With no bundle, or both chains
-    /// empty, the history goes out untouched and nothing is emitted.
-    fn outgoing<'a>(
-        &'a self,
+    /// empty, nothing runs and nothing is emitted. Nothing is copied either:
+    /// when the context seam keeps the history, the history itself is moved
+    /// into the envelope for the `provider_request` chain and moved back.
+    fn outgoing(
+        &mut self,
         bundle: Option<&Interceptors>,
-        schemas: &'a [ToolSchema],
-    ) -> Result<Outgoing<'a>, String> {
-        let untouched = Outgoing {
-            messages: Cow::Borrowed(&self.history),
-            tools: Cow::Borrowed(schemas),
-            kwargs: serde_json::Map::new(),
-            headers: None,
-        };
+        tools: &ToolList,
+    ) -> Result<Outgoing, String> {
         let Some(bundle) =
             bundle.filter(|b| !b.context.is_empty() || !b.provider_request.is_empty())
         else {
-            return Ok(untouched);
+            return Ok(Outgoing::default());
         };
         let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
         let cx = ChainContext {
@@ -172,34 +169,52 @@ impl AgentSession {
         if let Some(reason) = context.blocked {
             return Err(reason);
         }
-        let messages = context.replaced.unwrap_or_else(|| self.history.clone());
         if bundle.provider_request.is_empty() {
             return Ok(Outgoing {
-                messages: Cow::Owned(messages),
-                ..untouched
+                messages: context.replaced,
+                ..Outgoing::default()
             });
         }
+        let lent = context.replaced.is_none();
         let original_headers = self.provider.request_headers();
         let envelope = ProviderRequest {
             model: self.provider.model().to_owned(),
-            messages,
-            tools: schemas.to_vec(),
+            messages: context
+                .replaced
+                .unwrap_or_else(|| std::mem::take(&mut self.history)),
+            tools: tools.clone(),
             kwargs: serde_json::Map::new(),
             headers: original_headers.clone(),
         };
+        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
+        let cx = ChainContext {
+            session: &self.facts,
+            events: &sink,
+        };
         let request = run_chain(&bundle.provider_request, &(), &envelope, &cx);
+        let (sent, keep) = match request.replaced {
+            Some(replaced) => (replaced, Some(envelope.messages)),
+            None if lent => {
+                let ProviderRequest { messages, .. } = envelope;
+                self.history = messages;
+                return request.blocked.map_or_else(|| Ok(Outgoing::default()), Err);
+            }
+            None => (envelope, None),
+        };
+        if let Some(history) = keep.filter(|_| lent) {
+            self.history = history;
+        }
         if let Some(reason) = request.blocked {
             return Err(reason);
         }
-        let envelope = request.replaced.unwrap_or(envelope);
-        let headers = match (&original_headers, envelope.headers) {
+        let headers = match (&original_headers, sent.headers) {
             (Some(original), Some(new)) if *original != new => Some(new),
             _ => None,
         };
         Ok(Outgoing {
-            messages: Cow::Owned(envelope.messages),
-            tools: Cow::Owned(envelope.tools),
-            kwargs: envelope.kwargs,
+            messages: Some(sent.messages),
+            tools: Some(sent.tools),
+            kwargs: sent.kwargs,
             headers,
         })
     }

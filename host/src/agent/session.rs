@@ -7,7 +7,7 @@ use crate::interception::{merge_interceptors, Interceptors, SessionFacts};
 use crate::plugins::Registry;
 use crate::providers::Provider;
 use crate::tools::{ToolSet, Workspace};
-use crate::types::Message;
+use crate::types::{Message, ToolList};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -33,6 +33,8 @@ pub struct AgentSession {
     pub(crate) history: Vec<Message>,
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) tools: ToolSet,
+    /// The schemas of `tools`, made once (their JSON rendering is cached too).
+    pub(crate) tool_list: ToolList,
     pub(crate) workspace: Workspace,
     pub(crate) host: Option<Arc<Interceptors>>,
     pub(crate) registry: Option<Arc<Registry>>,
@@ -131,7 +133,12 @@ impl SessionBuilder {
     }
 
     /// The session.
-    pub fn build(self) -> AgentSession {
+    pub fn build(mut self) -> AgentSession {
+        let tool_list = ToolList::new(self.session.tools.schemas());
+        // Rendered now, once per session, rather than inside the first turn
+        // that runs a `provider_request` interceptor.
+        let _ = tool_list.json();
+        self.session.tool_list = tool_list;
         self.session
     }
 }
@@ -145,6 +152,7 @@ impl AgentSession {
                 history: Vec::new(),
                 provider,
                 tools: ToolSet::new(),
+                tool_list: ToolList::default(),
                 workspace,
                 host: None,
                 registry: None,

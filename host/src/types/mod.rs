@@ -9,6 +9,6 @@ mod tool_result;
 
 pub use arguments::Arguments;
 pub use message::{ContentBlock, Message, Role};
-pub use request::{Headers, ProviderRequest, ToolSchema};
+pub use request::{Headers, ProviderRequest, ToolList, ToolSchema};
 pub use tool_call::ToolCall;
 pub use tool_result::ToolResult;

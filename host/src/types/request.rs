@@ -1,7 +1,9 @@
 //! The provider request envelope.
 
 use super::Message;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -12,6 +14,73 @@ pub struct ToolSchema {
     pub description: String,
     /// JSON Schema of its arguments.
     pub parameters: serde_json::Value,
+}
+
+/// The tools offered on one request: an immutable, shared list (cloning is
+/// a reference-count bump) that keeps its JSON rendering once made, so the
+/// `provider_request` seam does not re-serialise the schemas on every call.
+#[derive(Clone, Default)]
+pub struct ToolList(Arc<ToolListInner>);
+
+#[derive(Default)]
+struct ToolListInner {
+    schemas: Vec<ToolSchema>,
+    json: OnceLock<String>,
+}
+
+impl ToolList {
+    /// A list of these schemas.
+    pub fn new(schemas: Vec<ToolSchema>) -> Self {
+        ToolList(Arc::new(ToolListInner {
+            schemas,
+            json: OnceLock::new(),
+        }))
+    }
+
+    /// The schemas as a JSON array (rendered once).
+    pub fn json(&self) -> &str {
+        self.0.json.get_or_init(|| {
+            serde_json::to_string(&self.0.schemas).unwrap_or_else(|_| "[]".to_owned())
+        })
+    }
+}
+
+impl Deref for ToolList {
+    type Target = [ToolSchema];
+
+    fn deref(&self) -> &[ToolSchema] {
+        &self.0.schemas
+    }
+}
+
+impl From<Vec<ToolSchema>> for ToolList {
+    fn from(schemas: Vec<ToolSchema>) -> Self {
+        ToolList::new(schemas)
+    }
+}
+
+impl PartialEq for ToolList {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.schemas == other.0.schemas
+    }
+}
+
+impl std::fmt::Debug for ToolList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for ToolList {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.schemas.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<ToolSchema>::deserialize(deserializer).map(ToolList::new)
+    }
 }
 
 /// Request headers in the provider's order. Names compare ASCII
@@ -57,7 +126,7 @@ pub struct ProviderRequest {
     /// The messages to send (after the context seam).
     pub messages: Vec<Message>,
     /// Tools offered.
-    pub tools: Vec<ToolSchema>,
+    pub tools: ToolList,
     /// Extra call options, passed verbatim (`{"temperature": 0.7}`).
     pub kwargs: serde_json::Map<String, serde_json::Value>,
     /// A copy of the provider's per-request headers; `None` when the provider

@@ -7,7 +7,7 @@
 use super::views::{messages_from_abi, with_message_views};
 use super::{empty_input, Invalid, Sealed, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
-use crate::types::{Headers, ProviderRequest, ToolSchema};
+use crate::types::{Headers, ProviderRequest, ToolList, ToolSchema};
 use abi_stable::std_types::{ROption, RSlice, RStr};
 use chimera_plugin_api::abi::{self, HeaderView, RequestView, SeamInput, SeamValue, SessionView};
 
@@ -41,8 +41,11 @@ impl SeamSpec for ProviderRequestSeam {
         session: &SessionView<'_>,
         f: impl FnOnce(&SeamInput<'_>) -> R,
     ) -> R {
-        let tools_json = serde_json::to_string(&value.tools).unwrap_or_else(|_| "[]".to_owned());
-        let kwargs_json = serde_json::Value::Object(value.kwargs.clone()).to_string();
+        let kwargs_json = if value.kwargs.is_empty() {
+            "{}".to_owned()
+        } else {
+            serde_json::to_string(&value.kwargs).unwrap_or_else(|_| "{}".to_owned())
+        };
         let headers: Option<Vec<HeaderView<'_>>> = value.headers.as_ref().map(|headers| {
             headers
                 .iter()
@@ -54,7 +57,7 @@ impl SeamSpec for ProviderRequestSeam {
         });
         let request = RequestView {
             model: RStr::from_str(&value.model),
-            tools_json: RStr::from_str(&tools_json),
+            tools_json: RStr::from_str(value.tools.json()),
             kwargs_json: RStr::from_str(&kwargs_json),
             headers: headers.as_deref().map(RSlice::from_slice).into(),
         };
@@ -97,7 +100,7 @@ impl SeamSpec for ProviderRequestSeam {
         Ok(ProviderRequest {
             model: request.model.into_string(),
             messages,
-            tools,
+            tools: ToolList::new(tools),
             kwargs,
             headers,
         })
