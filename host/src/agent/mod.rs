@@ -17,6 +17,7 @@ mod hooks;
 mod permission;
 mod react;
 mod session;
+mod subagent;
 mod tool_step;
 
 pub use events::{AgentEvent, EventBus};
@@ -25,3 +26,4 @@ pub use permission::{
     ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover, ToolRules,
 };
 pub use session::{AgentSession, RunResult, SessionBuilder};
+pub use subagent::SessionSubAgent;

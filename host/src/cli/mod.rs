@@ -3,6 +3,7 @@
 //! be loaded. Errors are one line on stderr.
 
 mod args;
+mod demo;
 mod failure;
 mod packs;
 mod render;
@@ -40,9 +41,7 @@ pub fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(args),
-        Command::Demo(_) => Err(Failure::usage(
-            "chimera demo arrives with the bundled packs",
-        )),
+        Command::Demo(args) => demo::demo(args),
         Command::Packs(PacksCommand::List { search, json }) => packs::list(&search, json),
         Command::Packs(PacksCommand::Check { file, json }) => packs::check(&file, json),
     };

@@ -60,7 +60,7 @@ impl Renderer {
                     lines.push(format!(
                         "  {} {}",
                         self.paint("35", &format!("→ {}", call.name)),
-                        self.paint("2", &format!("{}  [{}]", call.arguments.as_str(), call.id))
+                        self.paint("2", &format!("{}  [{}]", call.arguments.parse(), call.id))
                     ));
                 }
                 lines.join("\n")
@@ -140,6 +140,7 @@ impl Renderer {
 }
 
 fn preview(content: &str) -> String {
+    let content = content.trim_end();
     let lines: Vec<&str> = content.lines().collect();
     if lines.len() <= PREVIEW_LINES {
         return content.replace('\n', "\n    ");

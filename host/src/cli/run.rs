@@ -6,11 +6,11 @@ use super::render::Renderer;
 use super::search_path::search_path;
 use crate::agent::{
     AgentEvent, AgentSession, ApproveAll, Approver, EventBus, Permission, RunResult,
-    TerminalApprover, ToolRules,
+    SessionSubAgent, TerminalApprover, ToolRules,
 };
 use crate::plugins::{PackInfo, PluginManager, Registry};
 use crate::providers::{Provider, ScriptedModel};
-use crate::tools::{ToolSet, Workspace};
+use crate::tools::{DelegateTool, ToolSet, Workspace};
 use crate::types::Headers;
 use std::io::BufRead;
 use std::path::Path;
@@ -78,6 +78,22 @@ pub(crate) fn load_packs(
         bus.publish(loaded_event(&info));
     }
     Ok(())
+}
+
+/// The standard tools plus `delegate`, whose sub-agent runs on the same
+/// provider under the same merged interceptors (the same registry).
+pub(crate) fn session_tools(
+    provider: &Arc<dyn Provider>,
+    workspace: &Workspace,
+    registry: &Arc<Registry>,
+    max_steps: usize,
+) -> ToolSet {
+    let mut tools = ToolSet::standard();
+    let sub_agent = SessionSubAgent::new(Arc::clone(provider), workspace.clone(), tools.clone())
+        .registry(Arc::clone(registry))
+        .max_steps(max_steps);
+    tools.insert(Arc::new(DelegateTool::new(Arc::new(sub_agent))));
+    tools
 }
 
 fn workspace(dir: Option<&Path>) -> Result<Workspace, Failure> {

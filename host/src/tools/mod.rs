@@ -7,6 +7,7 @@
 mod apply_patch;
 mod args;
 mod bash;
+mod delegate;
 mod edit_file;
 mod read_file;
 mod replace_in_file;
@@ -17,6 +18,7 @@ mod write_file;
 
 pub use apply_patch::ApplyPatchTool;
 pub use bash::BashTool;
+pub use delegate::{DelegateTool, SubAgent};
 pub use edit_file::EditFileTool;
 pub use read_file::ReadFileTool;
 pub use replace_in_file::ReplaceInFileTool;

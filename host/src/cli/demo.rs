@@ -1,0 +1,100 @@
+//! `chimera demo`: the embedded default. A scripted session with the three
+//! bundled packs loaded by name from the search path, showing each policy
+//! at work: a shell call blocked until a plan, the plan, the allowed calls,
+//! a secret scrubbed on the wire and in a tool result, and a `spawn_` call
+//! turned into a delegated sub-agent task.
+
+use super::args::DemoArgs;
+use super::failure::Failure;
+use super::render::Renderer;
+use super::run::{load_packs, session_tools};
+use super::search_path::search_path;
+use crate::agent::{AgentSession, EventBus};
+use crate::plugins::{PluginManager, Registry};
+use crate::providers::{Provider, ScriptedModel};
+use crate::tools::Workspace;
+use crate::types::Headers;
+use std::sync::Arc;
+
+const SCRIPT: &str = include_str!("demo.json");
+const PROMPT: &str = "Set up the demo project. My deploy key is sk-demo-0123456789abcdef.";
+const PACKS: [&str; 3] = ["plan-gate", "redactor", "delegate-spawner"];
+
+pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
+    let model = ScriptedModel::from_json(SCRIPT)
+        .map_err(|e| Failure::usage(format!("the embedded demo script is broken: {e}")))?
+        .with_headers(Headers(vec![(
+            "Authorization".to_owned(),
+            "Bearer sk-demo-wire-0123456789".to_owned(),
+        )]));
+    let model = Arc::new(model);
+    let scratch = tempfile_dir()?;
+    let workspace =
+        Workspace::new(&scratch).map_err(|e| Failure::usage(format!("demo workspace: {e}")))?;
+
+    let renderer = Arc::new(Renderer::new(args.json));
+    let bus = EventBus::new();
+    let printer = Arc::clone(&renderer);
+    bus.subscribe(move |event| printer.render(event));
+
+    let registry = Arc::new(Registry::new());
+    let manager = PluginManager::new(Arc::clone(&registry), search_path(&args.search));
+    let specs: Vec<String> = PACKS.iter().map(|p| (*p).to_owned()).collect();
+    load_packs(&manager, &specs, &bus).map_err(|failure| {
+        Failure::pack(format!(
+            "{failure} (build the packs first: cargo build --release --workspace)"
+        ))
+    })?;
+
+    let provider: Arc<dyn Provider> = model.clone();
+    let tools = session_tools(&provider, &workspace, &registry, 25);
+    let mut session = AgentSession::builder(provider, workspace)
+        .system(super::run::SYSTEM_PROMPT)
+        .tools(tools)
+        .registry(registry)
+        .events(bus)
+        .build();
+    let result = session.run_turn(PROMPT);
+
+    if !args.json {
+        println!();
+        println!("On the wire (what the model received on its last call, after the seams):");
+        if let Some(last) = model.recorded().last() {
+            if let Some(user) = last
+                .messages
+                .iter()
+                .find(|m| m.role == crate::types::Role::User)
+            {
+                println!("  user: {}", user.content);
+            }
+            for (name, value) in last.headers.iter().flat_map(|h| h.iter()) {
+                println!("  header {name}: {value}");
+            }
+        }
+        println!(
+            "In the durable transcript, the user message keeps its text: {}",
+            session.history()[1].content
+        );
+        if args.keep_workspace {
+            println!("Workspace kept at {}", scratch.display());
+        }
+    }
+    if !args.keep_workspace {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    if result.success {
+        Ok(())
+    } else {
+        Err(Failure::run_failed(format!(
+            "the demo run failed: {}",
+            result.output
+        )))
+    }
+}
+
+fn tempfile_dir() -> Result<std::path::PathBuf, Failure> {
+    let dir = std::env::temp_dir().join(format!("chimera-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::usage(format!("cannot create the demo workspace: {e}")))?;
+    Ok(dir)
+}
