@@ -22,7 +22,7 @@ const NAME: &str = if cfg!(feature = "layout-change") {
 };
 
 #[no_mangle]
-pub static CHIMERA_PACK_MANIFEST: [u8; MANIFEST_LEN] = manifest(&[(NAME, "1.0.0")]);
+pub static CHIMERA_PACK_MANIFEST: [u8; MANIFEST_LEN] = manifest("", &[(NAME, "1.0.0")]);
 
 struct Gate;
 

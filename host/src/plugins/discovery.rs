@@ -71,5 +71,5 @@ fn read_manifest(path: &Path) -> Result<Vec<(String, String)>, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Io)?;
     let len = file.metadata().map_err(FileError::Io)?.len();
     let cache = ReadCache::new(file);
-    inspect(&cache, len).map(|inspection| inspection.manifest)
+    inspect(&cache, len).map(|inspection| inspection.packs().cloned().collect())
 }

@@ -2,15 +2,24 @@
 //! and which entry points does its manifest name? No pack code runs here.
 
 use super::errors::FileError;
-use chimera_plugin_api::abi::manifest::{parse_manifest, MANIFEST_LEN, MANIFEST_SYMBOL};
+use chimera_plugin_api::abi::manifest::{
+    parse_manifest, Manifest, MANIFEST_LEN, MANIFEST_SYMBOL_PREFIX,
+};
 use object::read::ReadRef;
 use object::{Object, ObjectKind, ObjectSection};
 
 /// What a pack file says about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Inspection {
-    /// `(name, version)` per pack, from the manifest.
-    pub(crate) manifest: Vec<(String, String)>,
+    /// One manifest per pack crate linked into the library.
+    pub(crate) manifests: Vec<Manifest>,
+}
+
+impl Inspection {
+    /// `(name, version)` of every pack, in manifest order.
+    pub(crate) fn packs(&self) -> impl Iterator<Item = &(String, String)> {
+        self.manifests.iter().flat_map(|m| m.packs.iter())
+    }
 }
 
 /// Checks `data` (the whole file, `len` bytes) and reads its manifest.
@@ -35,27 +44,40 @@ pub(crate) fn inspect<'data, R: ReadRef<'data>>(
         }
         _ => return Err(FileError::NotALibrary("not a dynamic library".to_owned())),
     }
-    let manifest = read_manifest(&file).ok_or(FileError::NotAPack)?;
-    Ok(Inspection { manifest })
+    let manifests = read_manifests(&file);
+    if manifests.is_empty() {
+        return Err(FileError::NotAPack);
+    }
+    Ok(Inspection { manifests })
 }
 
-fn read_manifest<'data, R: ReadRef<'data>>(
-    file: &object::File<'data, R>,
-) -> Option<Vec<(String, String)>> {
-    let export = file.exports().ok()?.into_iter().find(|export| {
-        let name = export.name();
-        name == MANIFEST_SYMBOL.as_bytes()
-            || name.strip_prefix(b"_") == Some(MANIFEST_SYMBOL.as_bytes())
-    })?;
-    let address = export.address();
-    let len = MANIFEST_LEN as u64;
-    let bytes = file.sections().find_map(|section| {
-        let start = section.address();
-        (address >= start && address + len <= start + section.size())
-            .then(|| section.data_range(address, len).ok().flatten())
-            .flatten()
-    })?;
-    parse_manifest(bytes)
+/// Every manifest the library exports (one per pack crate linked into it).
+fn read_manifests<'data, R: ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<Manifest> {
+    let Ok(exports) = file.exports() else {
+        return Vec::new();
+    };
+    let prefix = MANIFEST_SYMBOL_PREFIX.as_bytes();
+    exports
+        .iter()
+        .filter(|export| {
+            let name = export.name();
+            name.starts_with(prefix)
+                || name
+                    .strip_prefix(b"_")
+                    .is_some_and(|n| n.starts_with(prefix))
+        })
+        .filter_map(|export| {
+            let address = export.address();
+            let len = MANIFEST_LEN as u64;
+            let bytes = file.sections().find_map(|section| {
+                let start = section.address();
+                (address >= start && address + len <= start + section.size())
+                    .then(|| section.data_range(address, len).ok().flatten())
+                    .flatten()
+            })?;
+            parse_manifest(bytes)
+        })
+        .collect()
 }
 
 /// An ELF file is complete when its section header table ends at (or

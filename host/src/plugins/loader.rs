@@ -7,9 +7,11 @@
 //! loaded from there, and never unloaded.
 
 use super::errors::{FileError, LoadError};
-use super::file_check::{inspect, Inspection};
+use super::file_check::inspect;
 use super::platform::create_private_dir;
-use abi_stable::library::{lib_header_from_path, LibraryError};
+use abi_stable::library::{
+    AbiHeaderRef, LibHeader, LibraryError, RawLibrary, ROOT_MODULE_LOADER_NAME,
+};
 use abi_stable::std_types::RStr;
 use chimera_plugin_api::abi::{PackInstanceBox, PackLibraryRef, Seam};
 use sha2::{Digest, Sha256};
@@ -48,7 +50,9 @@ pub struct LibraryInfo {
 /// A loaded (and never unloaded) pack library.
 pub(crate) struct Library {
     pub(crate) info: LibraryInfo,
-    root: PackLibraryRef,
+    /// One root module per pack crate linked into the library, with the
+    /// names its manifest lists.
+    roots: Vec<(PackLibraryRef, Vec<String>)>,
 }
 
 impl Library {
@@ -58,7 +62,13 @@ impl Library {
         name: &str,
         config_json: &str,
     ) -> Result<PackInstanceBox, String> {
-        (self.root.instantiate())(RStr::from_str(name), RStr::from_str(config_json))
+        let root = self
+            .roots
+            .iter()
+            .find(|(_, names)| names.iter().any(|n| n == name))
+            .map(|(root, _)| *root)
+            .ok_or_else(|| format!("this library has no pack named '{name}'"))?;
+        (root.instantiate())(RStr::from_str(name), RStr::from_str(config_json))
             .into_result()
             .map_err(|e| e.into_string())
     }
@@ -114,12 +124,33 @@ impl Loader {
         }
         let inspection = inspect(&bytes[..], bytes.len() as u64)?;
         drop(bytes);
-        let root = lib_header_from_path(copy)
-            .and_then(|header| header.init_root_module::<PackLibraryRef>())
-            .map_err(condense)?;
+        let raw = RawLibrary::load_at(copy).map_err(condense)?;
+        let roots = inspection
+            .manifests
+            .iter()
+            .map(|manifest| {
+                let symbol = manifest
+                    .root_symbol
+                    .as_deref()
+                    .unwrap_or(ROOT_MODULE_LOADER_NAME);
+                let root = library_header(&raw, symbol)
+                    .and_then(|header| header.init_root_module::<PackLibraryRef>())
+                    .map_err(condense)?;
+                Ok((
+                    root,
+                    manifest
+                        .packs
+                        .iter()
+                        .map(|(name, _)| name.clone())
+                        .collect(),
+                ))
+            })
+            .collect::<Result<Vec<_>, FileError>>()?;
+        // Never dlclose (see ARCHITECTURE.md, "What leaks, and why").
+        std::mem::forget(raw);
         let library = Arc::new(Library {
-            info: describe(path, &hash, root, &inspection)?,
-            root,
+            info: describe(path, &hash, &roots)?,
+            roots,
         });
         self.libraries
             .lock()
@@ -164,34 +195,51 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads the library's own account of its packs and checks it against the
-/// manifest the file was indexed by.
+/// The library header exported under `symbol`, checked by abi_stable.
+fn library_header(raw: &RawLibrary, symbol: &str) -> Result<&'static LibHeader, LibraryError> {
+    let mut name = symbol.as_bytes().to_vec();
+    name.push(0);
+    // SAFETY: `symbol` comes from the library's manifest, which names a
+    // `LibHeader` static exported by `export_packs!` (or abi_stable's own
+    // `export_root_module`). abi_stable reads that static exactly this way,
+    // as an `AbiHeaderRef` (`abi_header_from_raw_library`), and `upgrade`
+    // validates the header before anything else is read. The library is
+    // never unloaded, so the `'static` reference stays valid.
+    #[allow(unsafe_code, reason = "reading the library header, as abi_stable does")]
+    let header: AbiHeaderRef = unsafe { *raw.get::<AbiHeaderRef>(&name)? };
+    header.upgrade()
+}
+
+/// Reads each root module's own account of its packs and checks it against
+/// the manifest the file was indexed by.
 fn describe(
     path: &Path,
     hash: &[u8; 32],
-    root: PackLibraryRef,
-    inspection: &Inspection,
+    roots: &[(PackLibraryRef, Vec<String>)],
 ) -> Result<LibraryInfo, FileError> {
-    let packs: Vec<PackDescription> = (root.packs())()
-        .into_iter()
-        .map(|d| PackDescription {
-            name: d.name.into_string(),
-            version: d.version.into_string(),
-            description: d.description.into_string(),
-            seams: d.seams.into_iter().collect(),
-        })
-        .collect();
-    if let Some((name, _)) = inspection
-        .manifest
-        .iter()
-        .find(|(name, _)| !packs.iter().any(|p| &p.name == name))
-    {
-        return Err(FileError::ManifestMismatch(name.clone()));
+    let mut packs = Vec::new();
+    for (root, names) in roots {
+        let provided: Vec<PackDescription> = (root.packs())()
+            .into_iter()
+            .map(|d| PackDescription {
+                name: d.name.into_string(),
+                version: d.version.into_string(),
+                description: d.description.into_string(),
+                seams: d.seams.into_iter().collect(),
+            })
+            .collect();
+        if let Some(name) = names
+            .iter()
+            .find(|n| !provided.iter().any(|p| &&p.name == n))
+        {
+            return Err(FileError::ManifestMismatch(name.clone()));
+        }
+        packs.extend(provided);
     }
     Ok(LibraryInfo {
         path: path.to_owned(),
         sha256: hex(hash),
-        abi_revision: root.abi_revision(),
+        abi_revision: roots.first().map_or(0, |(root, _)| root.abi_revision()),
         packs,
     })
 }

@@ -1,20 +1,48 @@
 //! The pack manifest: entry-point names and versions in an exported static,
 //! so a host indexes a plugins directory by reading symbol tables, without
-//! running any pack code. Part of the frozen contract: symbol, size and
-//! format never change within `0.1.x`.
+//! running any pack code. Part of the frozen contract: symbol prefix, size
+//! and format never change within `0.1.x`.
+//!
+//! ```text
+//! chimera-pack-manifest/1
+//! @root\t<symbol of the library header>      (optional)
+//! <name>\t<version>                          (one line per pack)
+//! ```
+//!
+//! The SDK names both statics after the pack crate
+//! (`CHIMERA_PACK_MANIFEST_<crate>`, `_chimera_pack_root_<crate>`), so a
+//! host can link several pack crates as rlibs without duplicate symbols. A
+//! manifest without `@root` means abi_stable's standard root-module symbol.
 
 /// Size of the manifest static, in bytes.
 pub const MANIFEST_LEN: usize = 1024;
 /// First line of the manifest.
 pub const MANIFEST_MAGIC: &str = "chimera-pack-manifest/1\n";
-/// The exported symbol holding the manifest.
-pub const MANIFEST_SYMBOL: &str = "CHIMERA_PACK_MANIFEST";
+/// Every exported manifest symbol starts with this.
+pub const MANIFEST_SYMBOL_PREFIX: &str = "CHIMERA_PACK_MANIFEST";
+/// The line marker naming the library-header symbol.
+pub const ROOT_MARKER: &str = "@root";
 
-/// The manifest bytes: the magic line, then `name\tversion\n` per pack, zero
-/// padded. Fails the build (a const panic) when the names do not fit.
-pub const fn manifest(packs: &[(&str, &str)]) -> [u8; MANIFEST_LEN] {
+/// A parsed manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The library-header symbol, when not abi_stable's standard one.
+    pub root_symbol: Option<String>,
+    /// `(name, version)` per pack.
+    pub packs: Vec<(String, String)>,
+}
+
+/// The manifest bytes for a library whose header is `root_symbol` (empty:
+/// the standard symbol). Fails the build (a const panic) when it does not fit.
+pub const fn manifest(root_symbol: &str, packs: &[(&str, &str)]) -> [u8; MANIFEST_LEN] {
     let mut out = [0u8; MANIFEST_LEN];
     let mut at = copy(&mut out, 0, MANIFEST_MAGIC.as_bytes());
+    if !root_symbol.is_empty() {
+        at = copy(&mut out, at, ROOT_MARKER.as_bytes());
+        at = copy(&mut out, at, b"\t");
+        at = copy(&mut out, at, root_symbol.as_bytes());
+        at = copy(&mut out, at, b"\n");
+    }
     let mut i = 0;
     while i < packs.len() {
         at = copy(&mut out, at, packs[i].0.as_bytes());
@@ -40,17 +68,23 @@ const fn copy(out: &mut [u8; MANIFEST_LEN], mut at: usize, bytes: &[u8]) -> usiz
     at
 }
 
-/// Parses manifest bytes into `(name, version)` pairs; `None` when the bytes
-/// are not a manifest.
-pub fn parse_manifest(bytes: &[u8]) -> Option<Vec<(String, String)>> {
+/// Parses manifest bytes; `None` when the bytes are not a manifest.
+pub fn parse_manifest(bytes: &[u8]) -> Option<Manifest> {
     let text = std::str::from_utf8(bytes.split(|b| *b == 0).next()?).ok()?;
     let body = text.strip_prefix(MANIFEST_MAGIC)?;
-    body.lines()
-        .map(|line| {
-            let (name, version) = line.split_once('\t')?;
-            Some((name.to_owned(), version.to_owned()))
-        })
-        .collect()
+    let mut manifest = Manifest {
+        root_symbol: None,
+        packs: Vec::new(),
+    };
+    for line in body.lines() {
+        let (key, value) = line.split_once('\t')?;
+        if key == ROOT_MARKER {
+            manifest.root_symbol = Some(value.to_owned());
+        } else {
+            manifest.packs.push((key.to_owned(), value.to_owned()));
+        }
+    }
+    Some(manifest)
 }
 
 #[cfg(test)]
@@ -59,13 +93,25 @@ mod tests {
 
     #[test]
     fn a_manifest_round_trips() {
-        let bytes = manifest(&[("plan-gate", "1.0.0"), ("redactor", "1.2.3")]);
+        let bytes = manifest(
+            "_chimera_pack_root_x",
+            &[("plan-gate", "1.0.0"), ("redactor", "1.2.3")],
+        );
         assert_eq!(
             parse_manifest(&bytes).unwrap(),
-            vec![
-                ("plan-gate".to_owned(), "1.0.0".to_owned()),
-                ("redactor".to_owned(), "1.2.3".to_owned())
-            ]
+            Manifest {
+                root_symbol: Some("_chimera_pack_root_x".to_owned()),
+                packs: vec![
+                    ("plan-gate".to_owned(), "1.0.0".to_owned()),
+                    ("redactor".to_owned(), "1.2.3".to_owned())
+                ],
+            }
+        );
+        assert_eq!(
+            parse_manifest(&manifest("", &[("a", "1")]))
+                .unwrap()
+                .root_symbol,
+            None
         );
         assert_eq!(parse_manifest(b"garbage"), None);
     }

@@ -132,29 +132,23 @@ macro_rules! export_packs {
                 $crate::__private::call_root(__chimera_root)
             }
 
-            /// The header abi_stable looks up (its mangled root-module symbol).
-            #[no_mangle]
-            pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::__private::LibHeader =
+            /// The library header, under a name unique to this pack crate (the
+            /// manifest says which), so several pack crates can be linked
+            /// into one binary as rlibs.
+            #[export_name = concat!("_chimera_pack_root_", env!("CARGO_CRATE_NAME"))]
+            pub static __CHIMERA_ROOT: $crate::__private::LibHeader =
                 $crate::__private::library_header(__chimera_loader);
 
             /// Entry-point names, readable from the symbol table without loading.
-            #[no_mangle]
-            pub static CHIMERA_PACK_MANIFEST: [u8; $crate::__private::MANIFEST_LEN] =
-                $crate::__private::manifest(&[$((
-                    <$pack as $crate::sdk::Pack>::NAME,
-                    <$pack as $crate::sdk::Pack>::VERSION,
-                )),+]);
+            #[export_name = concat!("CHIMERA_PACK_MANIFEST_", env!("CARGO_CRATE_NAME"))]
+            pub static __CHIMERA_MANIFEST: [u8; $crate::__private::MANIFEST_LEN] =
+                $crate::__private::manifest(
+                    concat!("_chimera_pack_root_", env!("CARGO_CRATE_NAME")),
+                    &[$((
+                        <$pack as $crate::sdk::Pack>::NAME,
+                        <$pack as $crate::sdk::Pack>::VERSION,
+                    )),+],
+                );
         };
     };
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_hardcoded_header_symbol_is_abi_stables_loader_name() {
-        assert_eq!(
-            abi_stable::library::ROOT_MODULE_LOADER_NAME,
-            "_1as_0lib_1header_0root_bmodule_bloader"
-        );
-    }
 }
