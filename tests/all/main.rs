@@ -8,6 +8,7 @@ mod harness;
 mod helpers;
 mod loading;
 mod merge;
+mod packs;
 mod plugins_in_the_loop;
 mod registry;
 mod seams_in_the_loop;

@@ -25,7 +25,14 @@ pub fn artifact_dir() -> PathBuf {
 
 /// The packages whose shared libraries (and, for the host, the `chimera`
 /// binary) the tests use.
-pub const PACK_PACKAGES: &[&str] = &["chimera-fixture-pack", "chimera-not-a-pack", "chimera-host"];
+pub const PACK_PACKAGES: &[&str] = &[
+    "chimera-fixture-pack",
+    "chimera-not-a-pack",
+    "chimera-host",
+    "plan-gate",
+    "redactor",
+    "delegate-spawner",
+];
 
 /// The built `chimera` binary.
 pub fn chimera_bin() -> PathBuf {
