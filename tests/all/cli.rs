@@ -280,7 +280,8 @@ fn requests_are_recorded_exactly_as_the_model_received_them() {
             "apply_patch",
             "bash",
             "think",
-            "todo"
+            "todo",
+            "delegate"
         ]
     );
 }
@@ -524,4 +525,140 @@ fn packs_list_and_check_read_packs_without_a_session() {
         assert_eq!(cli.status(), 3, "{}", cli.stderr());
         cli.error_line();
     }
+}
+
+#[test]
+fn each_bundled_pack_shows_its_behaviour_with_the_references_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |pack: &str, responses: Value, prompt: &str, extra: &[&str]| {
+        let script = write_script(dir.path(), responses);
+        let mut args = vec!["run", "--pack", pack, "--script", &script, "--json"];
+        args.extend_from_slice(extra);
+        args.push(prompt);
+        chimera(&args, "", dir.path())
+    };
+
+    let plan = run(
+        "plan-gate",
+        json!([
+            {"content": "editing right away", "tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "early"}}]},
+            {"tool_calls": [{"id": "p1", "name": "think", "arguments": {"thought": "plan: write hello.txt"}}]},
+            {"tool_calls": [{"id": "w2", "name": "write_file", "arguments": {"path": "hello.txt", "content": "planned"}}]},
+            {"content": "done"}
+        ]),
+        "create hello.txt",
+        &[],
+    );
+    assert_eq!(plan.status(), 0, "{}", plan.stderr());
+    let reason = "plan-gate: no plan recorded this turn — call one of [think, todo] to record a plan before using write_file";
+    let blocked = &plan.of_type("interceptor")[0];
+    assert_eq!(
+        (blocked["seam"].as_str(), blocked["decision"].as_str()),
+        (Some("tool_call"), Some("blocked"))
+    );
+    assert_eq!(blocked["reason"], reason);
+    assert_eq!(blocked["interceptor"], "plan-gate/gate");
+    let results = plan.of_type("tool_result");
+    assert_eq!(
+        results[0]["content"],
+        format!("Blocked by interceptor: {reason}")
+    );
+    assert_eq!(results[2]["is_error"], false);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
+        "planned"
+    );
+
+    let record = dir.path().join("wire.jsonl");
+    let record_arg = record.display().to_string();
+    let redact = run(
+        "redactor",
+        json!([
+            {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo connected using sk-livekey12345678 just fine"}}]},
+            {"content": "done"}
+        ]),
+        "authenticate with sk-livekey12345678 please",
+        &["--record-requests", &record_arg],
+    );
+    assert_eq!(redact.status(), 0, "{}", redact.stderr());
+    assert_eq!(
+        redact.of_type("tool_result")[0]["content"],
+        "connected using [redacted] just fine\n"
+    );
+    let wire = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        !wire.contains("sk-livekey12345678")
+            && wire.contains("authenticate with [redacted] please")
+    );
+    assert_eq!(
+        redact.of_type("user")[0]["content"],
+        "authenticate with sk-livekey12345678 please"
+    );
+    let seams: Vec<(String, String)> = redact
+        .of_type("interceptor")
+        .iter()
+        .map(|e| {
+            (
+                e["seam"].as_str().unwrap().to_owned(),
+                e["interceptor"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(seams.contains(&("provider_request".into(), "redactor/wire".into())));
+    assert!(seams.contains(&("tool_result".into(), "redactor/result".into())));
+
+    let spawn = run(
+        "delegate-spawner",
+        json!([
+            {"tool_calls": [{"id": "s1", "name": "spawn_research", "arguments": {"task": "count the beans"}}]},
+            {"content": "sub-agent finished: count the beans"},
+            {"content": "done"}
+        ]),
+        "research",
+        &[],
+    );
+    assert_eq!(spawn.status(), 0, "{}", spawn.stderr());
+    let result = &spawn.of_type("tool_result")[0];
+    assert_eq!(
+        (
+            result["call_id"].as_str(),
+            result["name"].as_str(),
+            result["content"].as_str()
+        ),
+        (
+            Some("s1"),
+            Some("delegate"),
+            Some("sub-agent finished: count the beans")
+        )
+    );
+    assert_eq!(
+        spawn.of_type("interceptor")[0]["interceptor"],
+        "delegate-spawner/rewrite"
+    );
+}
+
+#[test]
+fn the_demo_shows_every_policy_at_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let readable = chimera(&["demo"], "", dir.path());
+    assert_eq!(readable.status(), 0, "{}", readable.stderr());
+    let text = String::from_utf8_lossy(&readable.output.stdout).into_owned();
+    for expected in [
+        "loaded pack plan-gate",
+        "loaded pack redactor",
+        "loaded pack delegate-spawner",
+        "plan-gate: no plan recorded this turn — call one of [think, todo] to record a plan before using bash",
+        "tool_call replaced by delegate-spawner/rewrite",
+        "← bash [c3]: API token: [redacted]",
+        "user: Set up the demo project. My deploy key is [redacted].",
+        "header Authorization: [redacted]",
+        "← delegate [c5]: Pinto, black and kidney beans.",
+        "✓ done:",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    let json = chimera(&["demo", "--json"], "", dir.path());
+    assert_eq!(json.status(), 0);
+    assert_eq!(json.of_type("pack_loaded").len(), 3);
+    assert_eq!(json.of_type("run_end")[0]["success"], true);
 }

@@ -7,7 +7,10 @@
 //! provider call that answers. `no_packs` runs it with nothing registered;
 //! `fixture_allow_4_seams` with the loaded fixture pack allowing on every
 //! seam (context and provider_request run twice, tool_call and tool_result
-//! once). Sessions are built outside the timed part.
+//! once); and `three_chimera_packs` with plan-gate, redactor and
+//! delegate-spawner loaded by name (the turn plans with `think`, so every
+//! pack's interceptors run and allow). Sessions are built outside the timed
+//! part.
 
 use chimera_host::agent::AgentSession;
 use chimera_host::plugins::{PluginManager, Registry};
@@ -48,8 +51,18 @@ fn turn(c: &mut Criterion) {
         )
         .expect("fixture loads");
 
+    let chimera = Arc::new(Registry::new());
+    let packs = PluginManager::new(Arc::clone(&chimera), vec![packs_dir().to_owned()]);
+    for name in ["plan-gate", "redactor", "delegate-spawner"] {
+        packs.load(name, "").expect("pack loads");
+    }
+
     let mut group = c.benchmark_group("scripted_turn_one_tool_call");
-    for (name, registry) in [("no_packs", &empty), ("fixture_allow_4_seams", &with_pack)] {
+    for (name, registry) in [
+        ("no_packs", &empty),
+        ("fixture_allow_4_seams", &with_pack),
+        ("three_chimera_packs", &chimera),
+    ] {
         group.bench_function(name, |b| {
             b.iter_batched(
                 || session(registry, &workspace),

@@ -154,13 +154,14 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     } else {
         Arc::new(TerminalApprover)
     };
+    let tools = session_tools(&provider, &workspace, &registry, args.max_steps);
     let mut session = AgentSession::builder(provider, workspace)
         .system(
             args.system
                 .clone()
                 .unwrap_or_else(|| SYSTEM_PROMPT.to_owned()),
         )
-        .tools(ToolSet::standard())
+        .tools(tools)
         .registry(registry)
         .permissions(Arc::new(rules))
         .approver(approver)

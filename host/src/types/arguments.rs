@@ -71,8 +71,58 @@ impl fmt::Debug for Arguments {
 }
 
 impl Serialize for Arguments {
+    /// Serialises the text as it is, unless it spans lines: then with the
+    /// whitespace between tokens removed (key order and number spelling
+    /// kept), so a JSON-lines transcript stays one object per line.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        let text = self.as_str();
+        if !text.contains(['\n', '\r']) {
+            return self.0.serialize(serializer);
+        }
+        match RawValue::from_string(minify(text)) {
+            Ok(compact) => compact.serialize(serializer),
+            Err(_) => self.0.serialize(serializer),
+        }
+    }
+}
+
+/// Drops whitespace outside JSON strings.
+fn minify(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_ascii_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_line_arguments_serialise_on_one_line_with_their_strings_intact() {
+        let arguments =
+            Arguments::from_json("{\n  \"b\": \"x  y\\\" \",\n  \"a\": [1, 2.50]\n}").unwrap();
+        assert_eq!(
+            serde_json::to_string(&arguments).unwrap(),
+            r#"{"b":"x  y\" ","a":[1,2.50]}"#
+        );
+        let single = Arguments::from_json(r#"{"a": 1}"#).unwrap();
+        assert_eq!(serde_json::to_string(&single).unwrap(), r#"{"a": 1}"#);
     }
 }
 
