@@ -109,6 +109,12 @@ fn minify(text: &str) -> String {
     out
 }
 
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Arguments)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,11 +129,5 @@ mod tests {
         );
         let single = Arguments::from_json(r#"{"a": 1}"#).unwrap();
         assert_eq!(serde_json::to_string(&single).unwrap(), r#"{"a": 1}"#);
-    }
-}
-
-impl<'de> Deserialize<'de> for Arguments {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(Arguments)
     }
 }
