@@ -662,3 +662,124 @@ fn the_demo_shows_every_policy_at_work() {
     assert_eq!(json.of_type("pack_loaded").len(), 3);
     assert_eq!(json.of_type("run_end")[0]["success"], true);
 }
+
+/// Reads the child's stdout line by line on a thread.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Value> {
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(serde_json::from_str(&line).unwrap_or(Value::String(line)));
+        }
+    });
+    receiver
+}
+
+fn until(events: &std::sync::mpsc::Receiver<Value>, kind: &str) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let event = events
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no {kind} event; saw {seen:?}"));
+        let done = event["type"] == kind;
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
+#[test]
+fn a_live_session_picks_up_a_rebuilt_pack_and_survives_a_half_written_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let file = chimera_host::plugins::platform::library_file_name("chimera-fixture-pack");
+    chimera_tests::publish(
+        &plugins,
+        &file,
+        &std::fs::read(pack_path("chimera-fixture-pack")).unwrap(),
+    );
+    let turn = |n: u32| {
+        json!([
+            {"tool_calls": [{"id": format!("b{n}"), "name": "bash", "arguments": {"command": "true"}}]},
+            {"content": format!("turn {n} done")}
+        ])
+    };
+    let responses: Vec<Value> = (1..=3)
+        .flat_map(|n| turn(n).as_array().unwrap().clone())
+        .collect();
+    let script = write_script(dir.path(), Value::Array(responses));
+    let pack = format!(
+        "fixture={}",
+        json!({"tool_call": {"action": "block", "reason": "{tag} says no"}})
+    );
+    let mut child = Command::new(chimera_bin())
+        .args([
+            "run",
+            "--watch",
+            "--turns-from-stdin",
+            "--json",
+            "--plugins-dir",
+        ])
+        .arg(&plugins)
+        .args(["--pack", &pack, "--script", &script])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let events = lines_of(&mut child);
+    let blocked_reason = |events: &[Value]| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_result")
+            .map(|e| e["content"].as_str().unwrap().to_owned())
+    };
+
+    writeln!(stdin, "turn one").unwrap();
+    let first = until(&events, "run_end");
+    assert_eq!(
+        blocked_reason(&first).as_deref(),
+        Some("Blocked by interceptor: v1 says no")
+    );
+
+    let v2 = std::fs::read(chimera_tests::fixture_v2()).unwrap();
+    chimera_tests::publish(&plugins, &file, &v2);
+    let reloaded = until(&events, "pack_reloaded");
+    assert_eq!(reloaded.last().unwrap()["name"], "fixture");
+    writeln!(stdin, "turn two").unwrap();
+    let second = until(&events, "run_end");
+    assert_eq!(
+        blocked_reason(&second).as_deref(),
+        Some("Blocked by interceptor: v2 says no")
+    );
+
+    let mut half = v2.clone();
+    half.truncate(v2.len() / 2);
+    half.extend_from_slice(b"half");
+    chimera_tests::publish(&plugins, &file, &half);
+    let failed = until(&events, "pack_reload_failed");
+    let failure = failed.last().unwrap();
+    assert_eq!(failure["name"], "fixture");
+    assert!(
+        failure["error"].as_str().unwrap().contains("incomplete"),
+        "{failure}"
+    );
+    writeln!(stdin, "turn three").unwrap();
+    let third = until(&events, "run_end");
+    assert_eq!(
+        blocked_reason(&third).as_deref(),
+        Some("Blocked by interceptor: v2 says no")
+    );
+
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}

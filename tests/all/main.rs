@@ -6,6 +6,7 @@ mod chains;
 mod cli;
 mod harness;
 mod helpers;
+mod hot_swap;
 mod loading;
 mod merge;
 mod packs;

@@ -196,3 +196,54 @@ pub mod tools {
         }
     }
 }
+
+/// The fixture pack rebuilt with `CHIMERA_FIXTURE_TAG=v2`: a second,
+/// genuinely different build of the same pack (its `BUILD_TAG` is `v2`),
+/// built once per test run into `<target>/abi-fixtures`.
+pub fn fixture_v2() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let profile_dir = artifact_dir();
+            let target = profile_dir
+                .parent()
+                .expect("profile dir has a parent")
+                .join("abi-fixtures");
+            let release = profile_dir.file_name().is_some_and(|n| n == "release");
+            let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            cargo
+                .current_dir(workspace_root())
+                .env("CHIMERA_FIXTURE_TAG", "v2")
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "chimera-fixture-pack",
+                    "--target-dir",
+                ])
+                .arg(&target);
+            if release {
+                cargo.arg("--release");
+            }
+            let output = cargo.output().expect("run cargo build");
+            assert!(
+                output.status.success(),
+                "building the v2 fixture failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            target.join(if release { "release" } else { "debug" }).join(
+                chimera_host::plugins::platform::library_file_name("chimera-fixture-pack"),
+            )
+        })
+        .clone()
+}
+
+/// Publishes `bytes` as `dir/name` the way a careful writer does: write a
+/// temporary file, then rename it into place.
+pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let target = dir.join(name);
+    let temporary = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&temporary, bytes).expect("write the temporary file");
+    std::fs::rename(&temporary, &target).expect("rename into place");
+    target
+}

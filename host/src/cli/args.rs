@@ -66,6 +66,11 @@ pub(crate) struct RunArgs {
     #[arg(long = "turns-from-stdin")]
     pub(crate) turns_from_stdin: bool,
 
+    /// Watch the loaded packs' files and hot-swap rebuilt ones; a reloaded
+    /// pack takes effect on the next turn.
+    #[arg(long)]
+    pub(crate) watch: bool,
+
     /// Scripted model: append every request, as received after all seams, to FILE.
     #[arg(long = "record-requests", value_name = "FILE")]
     pub(crate) record_requests: Option<PathBuf>,

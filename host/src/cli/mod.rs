@@ -16,8 +16,22 @@ use clap::Parser;
 use failure::Failure;
 use std::process::ExitCode;
 
+/// Log lines (warnings: a failed reload, a removed pack file) go to stderr;
+/// `CHIMERA_LOG` (an env-filter, e.g. `debug`) changes the level.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CHIMERA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
 /// Runs the command line and returns its exit status.
 pub fn main() -> ExitCode {
+    init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error)

@@ -8,7 +8,7 @@ use crate::agent::{
     AgentEvent, AgentSession, ApproveAll, Approver, EventBus, Permission, RunResult,
     SessionSubAgent, TerminalApprover, ToolRules,
 };
-use crate::plugins::{PackInfo, PluginManager, Registry};
+use crate::plugins::{watch, PackInfo, PluginManager, Registry, ReloadEvent, WatchOptions};
 use crate::providers::{Provider, ScriptedModel};
 use crate::tools::{DelegateTool, ToolSet, Workspace};
 use crate::types::Headers;
@@ -57,6 +57,21 @@ pub(crate) fn loaded_event(info: &PackInfo) -> AgentEvent {
         name: info.name.clone(),
         version: info.version.clone(),
         path: info.path().map(|p| p.display().to_string()),
+    }
+}
+
+/// The transcript event for a watcher event (a removed file is only logged).
+fn reload_event(event: ReloadEvent) -> Option<AgentEvent> {
+    match event {
+        ReloadEvent::Reloaded(info) => Some(AgentEvent::PackReloaded {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            path: info.path().map(|p| p.display().to_string()),
+        }),
+        ReloadEvent::Failed { name, error, .. } => {
+            Some(AgentEvent::PackReloadFailed { name, error })
+        }
+        ReloadEvent::Removed { .. } => None,
     }
 }
 
@@ -139,8 +154,27 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     bus.subscribe(move |event| printer.render(event));
 
     let registry = Arc::new(Registry::new());
-    let manager = PluginManager::new(Arc::clone(&registry), search_path(&args.search));
+    let manager = Arc::new(PluginManager::new(
+        Arc::clone(&registry),
+        search_path(&args.search),
+    ));
     load_packs(&manager, &args.packs, &bus)?;
+    let _watcher = if args.watch {
+        let events = bus.clone();
+        let watcher = watch(
+            Arc::clone(&manager),
+            WatchOptions::default(),
+            move |event| {
+                if let Some(event) = reload_event(event) {
+                    events.publish(event);
+                }
+            },
+        )
+        .map_err(|error| Failure::usage(error.to_string()))?;
+        Some(watcher)
+    } else {
+        None
+    };
 
     let mut rules = ToolRules::new(Permission::Allow);
     for tool in &args.ask {

@@ -106,6 +106,9 @@ pub enum LoadError {
     /// No pack by this name is loaded.
     #[error("pack '{0}' is not loaded")]
     NotLoaded(String),
+    /// The pack was not loaded from a file, so there is nothing to reload.
+    #[error("pack '{0}' was not loaded from a file; there is nothing to reload")]
+    NotReloadable(String),
     /// The file is unusable.
     #[error("{}: {kind}", path.display())]
     File {

@@ -26,6 +26,15 @@ pub enum PackSource {
     },
 }
 
+/// What a reload did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// The new build is active, at the old one's load-order position.
+    Reloaded(PackInfo),
+    /// The file's content is what is already loaded: nothing happened.
+    Unchanged,
+}
+
 /// A loaded pack, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackInfo {
@@ -206,6 +215,116 @@ impl PluginManager {
         Ok(info)
     }
 
+    /// Reloads pack `name` from its file, keeping its configuration and its
+    /// load-order position:
+    ///
+    /// copy → check → load → verify the entry point is still there →
+    /// instantiate with the same config → hand over state → swap the chains
+    /// in one step.
+    ///
+    /// Content identical to what is loaded is [`ReloadOutcome::Unchanged`].
+    /// Any failure leaves the running version exactly as it was. A turn
+    /// already in flight keeps the chains it started with (the old code
+    /// stays mapped).
+    pub fn reload(&self, name: &str) -> Result<ReloadOutcome, LoadError> {
+        let (path, sha256, config, owner, old) = {
+            let loaded = self.loaded();
+            let entry = loaded
+                .iter()
+                .find(|l| l.info.name == name)
+                .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
+            let PackSource::File { path, sha256 } = &entry.info.source else {
+                return Err(LoadError::NotReloadable(name.to_owned()));
+            };
+            (
+                path.clone(),
+                sha256.clone(),
+                entry.info.config.clone(),
+                entry.owner,
+                Arc::clone(&entry.plugin),
+            )
+        };
+        let library = self.loader.open(&path)?;
+        if library.info.sha256 == sha256 {
+            return Ok(ReloadOutcome::Unchanged);
+        }
+        let description = library
+            .info
+            .packs
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                LoadError::file(
+                    &path,
+                    FileError::NoSuchPack {
+                        wanted: name.to_owned(),
+                        have: library
+                            .info
+                            .packs
+                            .iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    },
+                )
+            })?;
+        let instance = library
+            .instantiate(name, &config)
+            .map_err(LoadError::Instantiate)?;
+        let plugin: Arc<dyn Plugin> = Arc::new(PackPlugin {
+            name: description.name,
+            version: description.version,
+            description: description.description,
+            instance,
+        });
+        if let Some(state) = old.export_state() {
+            if let Err(error) = plugin.import_state(&state) {
+                tracing::warn!(pack = name, %error, "the new build did not take the old state; it starts fresh");
+            }
+        }
+        let chains = stage(plugin.as_ref())?;
+        let mut loaded = self.loaded();
+        let entry = loaded
+            .iter_mut()
+            .find(|l| l.owner == owner)
+            .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
+        self.registry.replace_owner(owner, chains);
+        entry.info.version = plugin.version().to_owned();
+        entry.info.description = plugin.description().to_owned();
+        entry.info.source = PackSource::File {
+            path,
+            sha256: library.info.sha256.clone(),
+        };
+        entry.plugin = plugin;
+        Ok(ReloadOutcome::Reloaded(entry.info.clone()))
+    }
+
+    /// The files loaded packs came from, with the names loaded from each.
+    pub fn loaded_files(&self) -> Vec<(PathBuf, Vec<String>)> {
+        let mut files: Vec<(PathBuf, Vec<String>)> = Vec::new();
+        for entry in self.loaded().iter() {
+            if let PackSource::File { path, .. } = &entry.info.source {
+                match files.iter_mut().find(|(p, _)| p == path) {
+                    Some((_, names)) => names.push(entry.info.name.clone()),
+                    None => files.push((path.clone(), vec![entry.info.name.clone()])),
+                }
+            }
+        }
+        files
+    }
+
+    /// The SHA-256 of the content `name` was loaded from, when it came from a file.
+    pub fn loaded_sha256(&self, name: &str) -> Option<String> {
+        self.loaded()
+            .iter()
+            .find(|l| l.info.name == name)
+            .and_then(|l| match &l.info.source {
+                PackSource::File { sha256, .. } => Some(sha256.clone()),
+                PackSource::InProcess => None,
+            })
+    }
+
     /// Unloads `name`: calls its `deactivate`, then withdraws every chain it
     /// still owns — even when `deactivate` fails or panics, in which case the
     /// failure is returned after the withdrawal.
@@ -296,6 +415,18 @@ struct PackPlugin {
 impl Plugin for PackPlugin {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn export_state(&self) -> Option<String> {
+        let state = self.instance.export_state().into_string();
+        (!state.is_empty()).then_some(state)
+    }
+
+    fn import_state(&self, state: &str) -> Result<(), PluginError> {
+        self.instance
+            .import_state(abi_stable::std_types::RStr::from_str(state))
+            .into_result()
+            .map_err(|e| PluginError(e.into_string()))
     }
 
     fn version(&self) -> &str {

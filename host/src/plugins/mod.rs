@@ -20,10 +20,12 @@ mod manager;
 pub mod platform;
 mod plugin;
 mod registry;
+mod watch;
 
 pub use discovery::{discover, DiscoveredPack, Discovery};
 pub use errors::{FileError, LoadError, PluginError, RegistryError};
 pub use loader::{LibraryInfo, PackDescription};
-pub use manager::{interceptors_of, PackInfo, PackSource, PluginManager};
+pub use manager::{interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome};
 pub use plugin::{Plugin, PluginRegistrar};
 pub use registry::{OwnerId, Registry};
+pub use watch::{watch, ReloadEvent, WatchError, WatchOptions, Watcher};

@@ -32,6 +32,17 @@ pub trait Plugin: Send + Sync {
     fn deactivate(&self) -> Result<(), PluginError> {
         Ok(())
     }
+
+    /// State to hand to the plugin's next version on hot swap (JSON), if any.
+    fn export_state(&self) -> Option<String> {
+        None
+    }
+
+    /// Adopts state exported by the previous version.
+    fn import_state(&self, state: &str) -> Result<(), PluginError> {
+        let _ = state;
+        Ok(())
+    }
 }
 
 /// Collects a plugin's registrations during activation.

@@ -124,6 +124,11 @@ impl Behavior {
 pub struct Config {
     /// `error` or `panic` to make the constructor fail.
     pub constructor: Option<String>,
+    /// Builds whose [`BUILD_TAG`] is listed refuse this config (a
+    /// constructor error), so a reload to them fails.
+    pub refuse_tags: Vec<String>,
+    /// Builds whose tag is listed panic in the constructor.
+    pub panic_tags: Vec<String>,
     /// `context` behaviour.
     pub context: Option<Behavior>,
     /// `provider_request` behaviour.
@@ -197,6 +202,14 @@ impl<F: Flavor> Pack for Fixture<F> {
     type Config = Config;
 
     fn new(config: Config) -> Result<Self, PackError> {
+        if config.refuse_tags.iter().any(|t| t == BUILD_TAG) {
+            return Err(PackError::msg(format!(
+                "build {BUILD_TAG} refuses this configuration"
+            )));
+        }
+        if config.panic_tags.iter().any(|t| t == BUILD_TAG) {
+            panic!("build {BUILD_TAG} panics on this configuration");
+        }
         match config.constructor.as_deref() {
             Some("error") => return Err(PackError::msg("constructor refused on purpose")),
             Some("panic") => panic!("constructor panicked on purpose"),
