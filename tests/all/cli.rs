@@ -664,7 +664,7 @@ fn the_demo_shows_every_policy_at_work() {
 }
 
 /// Reads the child's stdout line by line on a thread.
-fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Value> {
+pub(crate) fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Value> {
     let stdout = child.stdout.take().unwrap();
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -679,7 +679,7 @@ fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Value>
     receiver
 }
 
-fn until(events: &std::sync::mpsc::Receiver<Value>, kind: &str) -> Vec<Value> {
+pub(crate) fn until(events: &std::sync::mpsc::Receiver<Value>, kind: &str) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
         let event = events

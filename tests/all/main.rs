@@ -13,3 +13,4 @@ mod packs;
 mod plugins_in_the_loop;
 mod registry;
 mod seams_in_the_loop;
+mod trust;

@@ -28,6 +28,7 @@ pub fn artifact_dir() -> PathBuf {
 pub const PACK_PACKAGES: &[&str] = &[
     "chimera-fixture-pack",
     "chimera-not-a-pack",
+    "chimera-hostile-pack",
     "chimera-host",
     "plan-gate",
     "redactor",

@@ -61,6 +61,26 @@ pub enum AgentEvent {
         /// One line.
         error: String,
     },
+    /// A pack was quarantined: its interceptors are no longer called and its
+    /// seams follow their failure policy.
+    PackQuarantined {
+        /// The pack.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// An interceptor call ran over its time budget (measured when it
+    /// returned; native code cannot be preempted).
+    InterceptorSlow {
+        /// The seam.
+        seam: String,
+        /// The interceptor.
+        interceptor: String,
+        /// How long it took, in milliseconds.
+        elapsed_ms: u64,
+        /// The budget, in milliseconds.
+        budget_ms: u64,
+    },
     /// A run (one user turn) ended.
     RunEnd {
         /// Whether it ended with a final answer.

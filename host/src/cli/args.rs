@@ -36,10 +36,53 @@ pub(crate) struct SearchArgs {
     pub(crate) plugins_dirs: Vec<PathBuf>,
 }
 
+/// How far loaded code is trusted, and how failing packs are contained.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct TrustArgs {
+    /// Refuse every pack file that a chimera.lock in its directory does not
+    /// pin (a lock file, where one exists, is always enforced).
+    #[arg(long)]
+    pub(crate) locked: bool,
+
+    /// Load from directories or files that others can write, or that are
+    /// symlinks leading elsewhere (with a warning).
+    #[arg(long = "allow-insecure-plugins-dir")]
+    pub(crate) allow_insecure: bool,
+
+    /// Load-test each pack in a child process before loading it (always done
+    /// for hot reloads unless --no-probe-on-reload).
+    #[arg(long)]
+    pub(crate) probe: bool,
+
+    /// Do not probe rebuilt packs before hot-swapping them in.
+    #[arg(long = "no-probe-on-reload")]
+    pub(crate) no_probe_on_reload: bool,
+
+    /// How long a probe may take, in seconds.
+    #[arg(long = "probe-timeout", value_name = "SECS", default_value_t = 10)]
+    pub(crate) probe_timeout: u64,
+
+    /// Quarantine a pack after this many interceptor errors within the window.
+    #[arg(long = "quarantine-after", value_name = "N", default_value_t = 20)]
+    pub(crate) quarantine_after: u32,
+
+    /// The window for --quarantine-after and budget overruns, in seconds.
+    #[arg(long = "quarantine-window", value_name = "SECS", default_value_t = 60)]
+    pub(crate) quarantine_window: u64,
+
+    /// Report an interceptor call longer than this (milliseconds; 0: off);
+    /// five overruns within the window quarantine the pack.
+    #[arg(long = "call-budget-ms", value_name = "MS", default_value_t = 100)]
+    pub(crate) call_budget_ms: u64,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) search: SearchArgs,
+
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 
     /// Load a pack by entry-point name, optionally with its JSON config
     /// (repeatable; command-line order is load order).
@@ -124,12 +167,29 @@ pub(crate) enum PacksCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Load-test one pack file and print its entry points.
+    /// Load-test one pack file (in this process) and print its entry points.
     Check {
         /// The pack file.
         file: PathBuf,
-        /// One JSON object.
+        /// Also build this pack with this config (repeatable).
+        #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
+        packs: Vec<String>,
+        /// One JSON object per pack.
         #[arg(long)]
         json: bool,
+        /// Check a file in a directory others can write.
+        #[arg(long = "allow-insecure-plugins-dir")]
+        allow_insecure: bool,
+    },
+    /// Pin every pack file in each plugins directory in its chimera.lock
+    /// (trust on first use; no pack code runs).
+    Lock {
+        #[command(flatten)]
+        search: SearchArgs,
+    },
+    /// Check each plugins directory against its chimera.lock.
+    Verify {
+        #[command(flatten)]
+        search: SearchArgs,
     },
 }

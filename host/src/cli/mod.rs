@@ -57,7 +57,14 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Demo(args) => demo::demo(args),
         Command::Packs(PacksCommand::List { search, json }) => packs::list(&search, json),
-        Command::Packs(PacksCommand::Check { file, json }) => packs::check(&file, json),
+        Command::Packs(PacksCommand::Check {
+            file,
+            packs: specs,
+            json,
+            allow_insecure,
+        }) => packs::check(&file, &specs, json, allow_insecure),
+        Command::Packs(PacksCommand::Lock { search }) => packs::lock(&search),
+        Command::Packs(PacksCommand::Verify { search }) => packs::verify(&search),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -124,6 +124,18 @@ impl Renderer {
                 "1;31",
                 &format!("reload of {name} failed, previous version kept: {error}"),
             ),
+            AgentEvent::PackQuarantined { name, reason } => {
+                self.paint("1;31", &format!("quarantined pack {name}: {reason}"))
+            }
+            AgentEvent::InterceptorSlow {
+                seam,
+                interceptor,
+                elapsed_ms,
+                budget_ms,
+            } => self.paint(
+                "33",
+                &format!("  ⏱ {seam} {interceptor} took {elapsed_ms} ms (budget {budget_ms} ms)"),
+            ),
             AgentEvent::RunEnd {
                 success,
                 output,

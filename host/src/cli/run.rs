@@ -1,6 +1,6 @@
 //! `chimera run`: an agent session on the command line.
 
-use super::args::RunArgs;
+use super::args::{RunArgs, TrustArgs};
 use super::failure::Failure;
 use super::render::Renderer;
 use super::search_path::search_path;
@@ -8,6 +8,8 @@ use crate::agent::{
     AgentEvent, AgentSession, ApproveAll, Approver, EventBus, Permission, RunResult,
     SessionSubAgent, TerminalApprover, ToolRules,
 };
+use crate::interception::{HealthEvent, HealthPolicy, HealthSink};
+use crate::plugins::trust::{Probe, TrustSettings};
 use crate::plugins::{watch, PackInfo, PluginManager, Registry, ReloadEvent, WatchOptions};
 use crate::providers::{Provider, ScriptedModel};
 use crate::tools::{DelegateTool, ToolSet, Workspace};
@@ -15,6 +17,7 @@ use crate::types::Headers;
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The default system prompt.
 pub(crate) const SYSTEM_PROMPT: &str =
@@ -58,6 +61,55 @@ pub(crate) fn loaded_event(info: &PackInfo) -> AgentEvent {
         version: info.version.clone(),
         path: info.path().map(|p| p.display().to_string()),
     }
+}
+
+/// Applies the trust and containment flags to `manager`; quarantines and
+/// budget overruns are published on `bus`.
+pub(crate) fn configure_trust(
+    manager: &PluginManager,
+    args: &TrustArgs,
+    bus: &EventBus,
+) -> Result<(), Failure> {
+    let probe =
+        Probe::current_exe(Duration::from_secs(args.probe_timeout.max(1))).map_err(|e| {
+            Failure::usage(format!(
+                "cannot locate the chimera executable for probing: {e}"
+            ))
+        })?;
+    manager.set_trust(TrustSettings {
+        locked: args.locked,
+        allow_insecure: args.allow_insecure,
+        probe_on_load: args.probe.then(|| probe.clone()),
+        probe_on_reload: (!args.no_probe_on_reload).then_some(probe),
+    });
+    let policy = HealthPolicy {
+        max_errors: args.quarantine_after.max(1),
+        window: Duration::from_secs(args.quarantine_window),
+        call_budget: (args.call_budget_ms > 0).then(|| Duration::from_millis(args.call_budget_ms)),
+        ..HealthPolicy::default()
+    };
+    let events = bus.clone();
+    let sink: HealthSink = Arc::new(move |event| {
+        events.publish(match event {
+            HealthEvent::Quarantined { pack, reason } => {
+                AgentEvent::PackQuarantined { name: pack, reason }
+            }
+            HealthEvent::OverBudget {
+                interceptor,
+                seam,
+                elapsed,
+                budget,
+                ..
+            } => AgentEvent::InterceptorSlow {
+                seam: seam.to_owned(),
+                interceptor,
+                elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                budget_ms: u64::try_from(budget.as_millis()).unwrap_or(u64::MAX),
+            },
+        })
+    });
+    manager.set_health(policy, Some(sink));
+    Ok(())
 }
 
 /// The transcript event for a watcher event (a removed file is only logged).
@@ -158,6 +210,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         Arc::clone(&registry),
         search_path(&args.search),
     ));
+    configure_trust(&manager, &args.trust, &bus)?;
     load_packs(&manager, &args.packs, &bus)?;
     let _watcher = if args.watch {
         let events = bus.clone();

@@ -1,6 +1,7 @@
 //! The chain runner: one algorithm for every seam.
 
 use super::events::{EventDecision, InterceptorEvent};
+use super::health::{coarse_now, PackHealth};
 use super::interceptor::{Interceptor, Kind};
 use super::seams::{Invalid, SeamSpec};
 use super::session::SessionFacts;
@@ -36,6 +37,23 @@ enum Verdict<V> {
     Unknown(DecisionKind),
 }
 
+impl<V> Verdict<V> {
+    fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Error(_) | Verdict::Invalid(_) | Verdict::Unknown(_)
+        )
+    }
+}
+
+/// Why a run of pack interceptors stopped before the end.
+enum Stop {
+    /// An interceptor answered something other than allow.
+    Decided(Decision),
+    /// The next interceptor's pack is quarantined; it was not called.
+    Quarantined(String),
+}
+
 enum Flow<V> {
     Continue,
     Replace(V),
@@ -68,12 +86,27 @@ pub fn run_chain<S: SeamSpec>(
         let current = replaced.as_ref().unwrap_or(value);
         let (index, verdict) = match &chain[next].inner.kind {
             Kind::Host(f) => (next, host_verdict::<S>(f, lead, current)),
-            Kind::Pack(_) => {
+            Kind::Pack(..) => {
                 let stop = S::with_input(lead, current, &session, |input| {
-                    while let Some(Kind::Pack(pack)) = chain.get(next).map(|e| &e.inner.kind) {
+                    while let Some(entry) = chain.get(next) {
+                        let Kind::Pack(pack, health) = &entry.inner.kind else {
+                            break;
+                        };
+                        if let Some(reason) = health.as_deref().and_then(PackHealth::quarantine) {
+                            return Some((next, Stop::Quarantined(reason)));
+                        }
+                        let timed = health.as_deref().filter(|h| h.budget().is_some());
+                        let started = timed.map(|_| coarse_now());
                         let decision = pack.intercept(input);
+                        if let (Some(health), Some(started)) = (timed, started) {
+                            health.took(
+                                entry.name(),
+                                S::NAME,
+                                coarse_now().saturating_sub(started),
+                            );
+                        }
                         if decision.kind != DecisionKind::ALLOW {
-                            return Some((next, decision));
+                            return Some((next, Stop::Decided(decision)));
                         }
                         next += 1;
                     }
@@ -81,7 +114,16 @@ pub fn run_chain<S: SeamSpec>(
                 });
                 match stop {
                     None => continue,
-                    Some((index, decision)) => (index, pack_verdict::<S>(decision, current)),
+                    Some((index, Stop::Quarantined(reason))) => (index, Verdict::Error(reason)),
+                    Some((index, Stop::Decided(decision))) => {
+                        let verdict = pack_verdict::<S>(decision, current);
+                        if verdict.is_failure() {
+                            if let Kind::Pack(_, Some(health)) = &chain[index].inner.kind {
+                                health.failed();
+                            }
+                        }
+                        (index, verdict)
+                    }
                 }
             }
         };

@@ -1,5 +1,6 @@
 //! One entry of a chain: a host closure, or an interceptor from a pack.
 
+use super::health::PackHealth;
 use super::seams::SeamSpec;
 use chimera_plugin_api::abi::InterceptorBox;
 use std::fmt;
@@ -20,7 +21,7 @@ pub(crate) struct Entry<S: SeamSpec> {
 
 pub(crate) enum Kind<S: SeamSpec> {
     Host(Box<S::HostFn>),
-    Pack(InterceptorBox),
+    Pack(InterceptorBox, Option<Arc<PackHealth>>),
 }
 
 impl<S: SeamSpec> Interceptor<S> {
@@ -35,10 +36,20 @@ impl<S: SeamSpec> Interceptor<S> {
 
     /// Wraps a pack's interceptor. `name` is its display name (`<pack>/<name>`).
     pub fn from_pack(name: impl Into<String>, interceptor: InterceptorBox) -> Self {
+        Interceptor::from_pack_watched(name, interceptor, None)
+    }
+
+    /// Wraps a pack's interceptor whose failures and call times count
+    /// towards the pack's shared health record (quarantine, budget).
+    pub fn from_pack_watched(
+        name: impl Into<String>,
+        interceptor: InterceptorBox,
+        health: Option<Arc<PackHealth>>,
+    ) -> Self {
         Interceptor {
             inner: Arc::new(Entry {
                 name: name.into(),
-                kind: Kind::Pack(interceptor),
+                kind: Kind::Pack(interceptor, health),
             }),
         }
     }
@@ -50,7 +61,7 @@ impl<S: SeamSpec> Interceptor<S> {
 
     /// True when this interceptor comes from a pack.
     pub fn is_pack(&self) -> bool {
-        matches!(self.inner.kind, Kind::Pack(_))
+        matches!(self.inner.kind, Kind::Pack(..))
     }
 }
 

@@ -54,6 +54,7 @@ mod bundle;
 mod chain;
 mod decision;
 mod events;
+mod health;
 mod interceptor;
 mod merge;
 mod seams;
@@ -66,6 +67,7 @@ pub use bundle::{
 pub use chain::{run_chain, ChainContext, ChainOutcome};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub use events::{EventDecision, InterceptorEvent};
+pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};
 pub use interceptor::Interceptor;
 pub use merge::merge_interceptors;
 pub use seams::{

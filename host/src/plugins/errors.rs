@@ -79,6 +79,15 @@ pub enum FileError {
     /// The manifest names a pack the library does not provide.
     #[error("its manifest lists '{0}' but the library does not provide it")]
     ManifestMismatch(String),
+    /// The file's location is not trusted (permissions, owner, symlink).
+    #[error("{0}")]
+    Untrusted(String),
+    /// The lock file does not pin this content.
+    #[error("{0}")]
+    NotPinned(String),
+    /// The child-process probe failed.
+    #[error("{0}")]
+    ProbeFailed(String),
     /// The requested entry point is not in this library.
     #[error("it provides no pack named '{wanted}' (it has: {have})")]
     NoSuchPack {

@@ -9,6 +9,7 @@
 use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
 use super::platform::create_private_dir;
+use super::trust::{check_location, LockEntry, LockFile, Probe, TrustSettings};
 use abi_stable::library::{
     AbiHeaderRef, LibHeader, LibraryError, RawLibrary, ROOT_MODULE_LOADER_NAME,
 };
@@ -74,6 +75,66 @@ impl Library {
     }
 }
 
+/// What [`Loader::open`] checks besides the file itself.
+pub(crate) struct Checks<'a> {
+    /// Directory policy and lock-file enforcement.
+    pub(crate) trust: &'a TrustSettings,
+    /// Probe the copy in a child (instantiating these packs) before loading it here.
+    pub(crate) probe: Option<(&'a Probe, &'a [(&'a str, &'a str)])>,
+}
+
+/// The directory policy, unless overridden (then a warning is logged).
+fn location(path: &Path, trust: &TrustSettings) -> Result<(), FileError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !path.exists() && path.symlink_metadata().is_err() {
+        return Err(FileError::NotFound);
+    }
+    match check_location(dir, path) {
+        Ok(()) => Ok(()),
+        Err(problem) if trust.allow_insecure => {
+            tracing::warn!(%problem, "loading anyway (--allow-insecure-plugins-dir)");
+            Ok(())
+        }
+        Err(problem) => Err(FileError::Untrusted(problem)),
+    }
+}
+
+/// Checks `hash` against the lock file of `path`'s directory. Returns the
+/// pin (to check the entry points against once the manifest is read).
+fn pinned(path: &Path, hash: &str, trust: &TrustSettings) -> Result<Option<LockEntry>, FileError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match LockFile::read(dir).map_err(|e| FileError::NotPinned(e.to_string()))? {
+        Some(lock) => match lock.entry(&file) {
+            Some(entry) if entry.sha256 == hash => Ok(Some(entry.clone())),
+            Some(_) => Err(FileError::NotPinned(format!(
+                "its SHA-256 ({}…) is not the one chimera.lock pins: the file changed after it was locked; re-run `chimera packs lock` if the change is yours",
+                &hash[..12]
+            ))),
+            None => Err(FileError::NotPinned(format!(
+                "{} has a chimera.lock that does not pin {file}; run `chimera packs lock --plugins-dir {}` to trust it",
+                dir.display(),
+                dir.display()
+            ))),
+        },
+        None if trust.locked => Err(FileError::NotPinned(format!(
+            "--locked, but {} has no chimera.lock; run `chimera packs lock --plugins-dir {}` first",
+            dir.display(),
+            dir.display()
+        ))),
+        None => Ok(None),
+    }
+}
+
 /// Opens libraries, once per distinct content.
 pub(crate) struct Loader {
     cache_dir: PathBuf,
@@ -102,28 +163,51 @@ impl Loader {
     /// Everything is read from the private copy — hash, format, completeness,
     /// manifest — and that same copy is what `dlopen` maps, so nothing can
     /// change between the checks and the load.
-    pub(crate) fn open(&self, path: &Path) -> Result<Arc<Library>, LoadError> {
+    pub(crate) fn open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
         let fail = |kind| LoadError::file(path, kind);
+        location(path, checks.trust).map_err(fail)?;
         let copy = self
             .private_copy(path)
             .map_err(|error| match error.kind() {
                 io::ErrorKind::NotFound => fail(FileError::NotFound),
                 _ => fail(FileError::Io(error)),
             })?;
-        let outcome = self.open_copy(path, &copy);
+        let outcome = self.open_copy(path, &copy, checks);
         // The mapping survives the unlink; the copy is never needed again.
         let _ = std::fs::remove_file(&copy);
         outcome.map_err(fail)
     }
 
-    fn open_copy(&self, path: &Path, copy: &Path) -> Result<Arc<Library>, FileError> {
+    fn open_copy(
+        &self,
+        path: &Path,
+        copy: &Path,
+        checks: &Checks<'_>,
+    ) -> Result<Arc<Library>, FileError> {
         let bytes = std::fs::read(copy).map_err(FileError::Io)?;
         let hash: [u8; 32] = Sha256::digest(&bytes).into();
+        let pin = pinned(path, &hex(&hash), checks.trust)?;
         if let Some(library) = self.cached(&hash) {
             return Ok(library);
         }
         let inspection = inspect(&bytes[..], bytes.len() as u64)?;
         drop(bytes);
+        if let Some(pin) = pin {
+            let mut found: Vec<&str> = inspection.packs().map(|(name, _)| name.as_str()).collect();
+            let mut pinned: Vec<&str> = pin.entry_points.iter().map(String::as_str).collect();
+            found.sort_unstable();
+            pinned.sort_unstable();
+            if found != pinned {
+                return Err(FileError::NotPinned(format!(
+                    "it provides [{}] but chimera.lock pins [{}]; re-run `chimera packs lock` if this change is yours",
+                    found.join(", "),
+                    pinned.join(", ")
+                )));
+            }
+        }
+        if let Some((probe, packs)) = checks.probe {
+            probe.run(copy, packs).map_err(FileError::ProbeFailed)?;
+        }
         let raw = RawLibrary::load_at(copy).map_err(condense)?;
         let roots = inspection
             .manifests

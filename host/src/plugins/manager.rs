@@ -2,15 +2,17 @@
 
 use super::discovery::{discover, Discovery};
 use super::errors::{FileError, LoadError, PluginError};
-use super::loader::{Library, Loader};
+use super::loader::{Checks, Library, Loader};
 use super::plugin::{Plugin, PluginRegistrar};
 use super::registry::{OwnerId, Registry};
+use super::trust::TrustSettings;
 use crate::interception::{AnyInterceptor, Interceptor, Interceptors, SeamName};
+use crate::interception::{HealthPolicy, HealthSink, PackHealth};
 use chimera_plugin_api::abi::{PackInstanceBox, Seam};
 use chimera_plugin_api::sdk::{self, Pack};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Where a loaded pack came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +74,15 @@ pub struct PluginManager {
     search_path: Vec<PathBuf>,
     loader: Loader,
     loaded: Mutex<Vec<Loaded>>,
+    trust: RwLock<TrustSettings>,
+    health: RwLock<HealthSettings>,
+}
+
+/// How loaded packs' health is watched, and who hears about it.
+#[derive(Clone, Default)]
+struct HealthSettings {
+    policy: HealthPolicy,
+    sink: Option<HealthSink>,
 }
 
 impl PluginManager {
@@ -83,7 +94,34 @@ impl PluginManager {
             search_path,
             loader: Loader::new(),
             loaded: Mutex::new(Vec::new()),
+            trust: RwLock::new(TrustSettings::default()),
+            health: RwLock::new(HealthSettings::default()),
         }
+    }
+
+    /// Sets how pack files are trusted (lock file, directory policy, probe).
+    pub fn set_trust(&self, trust: TrustSettings) {
+        *self.trust.write().unwrap_or_else(|p| p.into_inner()) = trust;
+    }
+
+    fn trust(&self) -> TrustSettings {
+        self.trust.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Sets the quarantine and time-budget policy for packs loaded from now
+    /// on, and who is told when a pack is quarantined or a call runs over
+    /// its budget.
+    pub fn set_health(&self, policy: HealthPolicy, sink: Option<HealthSink>) {
+        *self.health.write().unwrap_or_else(|p| p.into_inner()) = HealthSettings { policy, sink };
+    }
+
+    fn new_health(&self, pack: &str) -> Arc<PackHealth> {
+        let settings = self
+            .health
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Arc::new(PackHealth::new(pack, settings.policy, settings.sink))
     }
 
     /// The registry this manager feeds.
@@ -132,7 +170,17 @@ impl PluginManager {
         name: Option<&str>,
         config_json: &str,
     ) -> Result<PackInfo, LoadError> {
-        let library = self.loader.open(path)?;
+        let trust = self.trust();
+        let probe_packs: Vec<(&str, &str)> =
+            name.map(|n| vec![(n, config_json)]).unwrap_or_default();
+        let checks = Checks {
+            trust: &trust,
+            probe: trust
+                .probe_on_load
+                .as_ref()
+                .map(|p| (p, probe_packs.as_slice())),
+        };
+        let library = self.loader.open(path, &checks)?;
         let name = pick(&library, path, name)?;
         self.refuse_duplicate(&name)?;
         let instance = library
@@ -146,6 +194,7 @@ impl PluginManager {
             .cloned()
             .ok_or_else(|| LoadError::file(path, FileError::ManifestMismatch(name.clone())))?;
         let plugin = PackPlugin {
+            health: self.new_health(&description.name),
             name: description.name,
             version: description.version,
             description: description.description,
@@ -167,6 +216,7 @@ impl PluginManager {
             version: P::VERSION.to_owned(),
             description: P::DESCRIPTION.to_owned(),
             instance,
+            health: self.new_health(P::NAME),
         };
         self.activate(Arc::new(plugin), PackSource::InProcess, config_json)
     }
@@ -244,7 +294,16 @@ impl PluginManager {
                 Arc::clone(&entry.plugin),
             )
         };
-        let library = self.loader.open(&path)?;
+        let trust = self.trust();
+        let probe_packs = [(name, config.as_str())];
+        let checks = Checks {
+            trust: &trust,
+            probe: trust
+                .probe_on_reload
+                .as_ref()
+                .map(|p| (p, &probe_packs[..])),
+        };
+        let library = self.loader.open(&path, &checks)?;
         if library.info.sha256 == sha256 {
             return Ok(ReloadOutcome::Unchanged);
         }
@@ -273,6 +332,7 @@ impl PluginManager {
             .instantiate(name, &config)
             .map_err(LoadError::Instantiate)?;
         let plugin: Arc<dyn Plugin> = Arc::new(PackPlugin {
+            health: self.new_health(name),
             name: description.name,
             version: description.version,
             description: description.description,
@@ -349,7 +409,32 @@ impl PluginManager {
     /// Opens the library at `path` and reports what it provides, without
     /// instantiating or activating anything.
     pub fn inspect_file(&self, path: &Path) -> Result<super::loader::LibraryInfo, LoadError> {
-        Ok(self.loader.open(path)?.info.clone())
+        self.check_file(path, &[])
+    }
+
+    /// Opens the library at `path` (with this manager's trust settings, but
+    /// never a probe) and builds each of `packs` (name, config) without
+    /// activating it: a load test. Returns what the library provides.
+    pub fn check_file(
+        &self,
+        path: &Path,
+        packs: &[(&str, &str)],
+    ) -> Result<super::loader::LibraryInfo, LoadError> {
+        let trust = self.trust();
+        let library = self.loader.open(
+            path,
+            &Checks {
+                trust: &trust,
+                probe: None,
+            },
+        )?;
+        for (name, config) in packs {
+            pick(&library, path, Some(name))?;
+            library
+                .instantiate(name, config)
+                .map_err(LoadError::Instantiate)?;
+        }
+        Ok(library.info.clone())
     }
 
     /// The loaded packs, in load order.
@@ -410,6 +495,7 @@ struct PackPlugin {
     version: String,
     description: String,
     instance: PackInstanceBox,
+    health: Arc<PackHealth>,
 }
 
 impl Plugin for PackPlugin {
@@ -438,7 +524,7 @@ impl Plugin for PackPlugin {
     }
 
     fn activate(&self, registrar: &mut PluginRegistrar) -> Result<(), PluginError> {
-        for interceptor in pack_interceptors(&self.name, &self.instance)? {
+        for interceptor in pack_interceptors(&self.name, &self.instance, &self.health)? {
             let seam = interceptor.seam();
             registrar.register(seam.as_str(), interceptor)?;
         }
@@ -451,6 +537,7 @@ impl Plugin for PackPlugin {
 pub(crate) fn pack_interceptors(
     pack: &str,
     instance: &PackInstanceBox,
+    health: &Arc<PackHealth>,
 ) -> Result<Vec<AnyInterceptor>, PluginError> {
     instance
         .registrations()
@@ -467,15 +554,22 @@ pub(crate) fn pack_interceptors(
                     ))
                 })?;
             let interceptor = registration.interceptor;
+            let health = Some(Arc::clone(health));
             Ok(match seam {
-                SeamName::ProviderRequest => {
-                    AnyInterceptor::ProviderRequest(Interceptor::from_pack(name, interceptor))
+                SeamName::ProviderRequest => AnyInterceptor::ProviderRequest(
+                    Interceptor::from_pack_watched(name, interceptor, health),
+                ),
+                SeamName::ToolCall => {
+                    AnyInterceptor::ToolCall(Interceptor::from_pack_watched(name, interceptor, health))
                 }
-                SeamName::ToolCall => AnyInterceptor::ToolCall(Interceptor::from_pack(name, interceptor)),
-                SeamName::ToolResult => {
-                    AnyInterceptor::ToolResult(Interceptor::from_pack(name, interceptor))
+                SeamName::ToolResult => AnyInterceptor::ToolResult(Interceptor::from_pack_watched(
+                    name,
+                    interceptor,
+                    health,
+                )),
+                SeamName::Context => {
+                    AnyInterceptor::Context(Interceptor::from_pack_watched(name, interceptor, health))
                 }
-                SeamName::Context => AnyInterceptor::Context(Interceptor::from_pack(name, interceptor)),
             })
         })
         .collect()
@@ -485,9 +579,10 @@ pub(crate) fn pack_interceptors(
 /// and hands the chains to a session itself (no registry, no library file).
 pub fn interceptors_of<P: Pack>(config_json: &str) -> Result<Interceptors, LoadError> {
     let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
+    let health = Arc::new(PackHealth::new(P::NAME, HealthPolicy::default(), None));
     let mut bundle = Interceptors::new();
     for interceptor in
-        pack_interceptors(P::NAME, &instance).map_err(|source| LoadError::Activation {
+        pack_interceptors(P::NAME, &instance, &health).map_err(|source| LoadError::Activation {
             name: P::NAME.to_owned(),
             source,
         })?

@@ -14,12 +14,13 @@
 
 mod discovery;
 mod errors;
-mod file_check;
+pub(crate) mod file_check;
 mod loader;
 mod manager;
 pub mod platform;
 mod plugin;
 mod registry;
+pub mod trust;
 mod watch;
 
 pub use discovery::{discover, DiscoveredPack, Discovery};

@@ -67,6 +67,8 @@ pub struct Behavior {
     pub set_headers: BTreeMap<String, String>,
     /// `provider_request` replace: kwargs to use instead of the originals.
     pub set_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Sleep this long in every call before answering (a slow pack).
+    pub sleep_ms: u64,
 }
 
 impl Default for Behavior {
@@ -80,6 +82,7 @@ impl Default for Behavior {
             tools: Vec::new(),
             set_headers: BTreeMap::new(),
             set_kwargs: None,
+            sleep_ms: 0,
         }
     }
 }
@@ -107,6 +110,9 @@ impl Behavior {
         replace: impl FnOnce() -> T,
         invalid: impl FnOnce() -> T,
     ) -> InterceptResult<T> {
+        if self.sleep_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(self.sleep_ms));
+        }
         match self.action {
             Action::Allow => Ok(Decision::Allow),
             Action::Block => Ok(Decision::Block(self.reason())),
