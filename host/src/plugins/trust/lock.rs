@@ -147,56 +147,6 @@ impl fmt::Display for LockFile {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HASH: &str = "5f2c0d9b8a7e6f5041322314f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e";
-
-    #[test]
-    fn a_lock_file_round_trips() {
-        let lock = LockFile {
-            entries: vec![
-                LockEntry {
-                    file: "libplan_gate.so".into(),
-                    sha256: HASH.into(),
-                    entry_points: vec!["plan-gate".into()],
-                },
-                LockEntry {
-                    file: "libbundle.so".into(),
-                    sha256: HASH.into(),
-                    entry_points: vec!["redactor".into(), "delegate-spawner".into()],
-                },
-            ],
-        };
-        assert_eq!(LockFile::parse(&lock.to_string()).unwrap(), lock);
-    }
-
-    #[test]
-    fn every_problem_names_its_line() {
-        for (text, fragment) in [
-            ("libx.so sha256:abc x", "line 1: the hash must be"),
-            ("\n# comment\nlibx.so", "line 3: expected"),
-            (&format!("../libx.so sha256:{HASH} x"), "bare file name"),
-            (
-                &format!("libx.so sha256:{HASH} a,,b"),
-                "entry-point name is empty",
-            ),
-            (
-                &format!("libx.so sha256:{HASH} a\nlibx.so sha256:{HASH} b"),
-                "line 2: libx.so is pinned twice",
-            ),
-            (
-                &format!("libx.so sha256:{} a", HASH.to_uppercase()),
-                "lower-case hex",
-            ),
-        ] {
-            let error = LockFile::parse(text).unwrap_err().to_string();
-            assert!(error.contains(fragment), "{error:?} lacks {fragment:?}");
-        }
-    }
-}
-
 /// The pack files of `dir`, pinned: file name, SHA-256 of the content and
 /// the entry points its manifest lists. No pack code runs. Files that are
 /// not packs are left out (and returned as problems).
@@ -282,4 +232,54 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "5f2c0d9b8a7e6f5041322314f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e";
+
+    #[test]
+    fn a_lock_file_round_trips() {
+        let lock = LockFile {
+            entries: vec![
+                LockEntry {
+                    file: "libplan_gate.so".into(),
+                    sha256: HASH.into(),
+                    entry_points: vec!["plan-gate".into()],
+                },
+                LockEntry {
+                    file: "libbundle.so".into(),
+                    sha256: HASH.into(),
+                    entry_points: vec!["redactor".into(), "delegate-spawner".into()],
+                },
+            ],
+        };
+        assert_eq!(LockFile::parse(&lock.to_string()).unwrap(), lock);
+    }
+
+    #[test]
+    fn every_problem_names_its_line() {
+        for (text, fragment) in [
+            ("libx.so sha256:abc x", "line 1: the hash must be"),
+            ("\n# comment\nlibx.so", "line 3: expected"),
+            (&format!("../libx.so sha256:{HASH} x"), "bare file name"),
+            (
+                &format!("libx.so sha256:{HASH} a,,b"),
+                "entry-point name is empty",
+            ),
+            (
+                &format!("libx.so sha256:{HASH} a\nlibx.so sha256:{HASH} b"),
+                "line 2: libx.so is pinned twice",
+            ),
+            (
+                &format!("libx.so sha256:{} a", HASH.to_uppercase()),
+                "lower-case hex",
+            ),
+        ] {
+            let error = LockFile::parse(text).unwrap_err().to_string();
+            assert!(error.contains(fragment), "{error:?} lacks {fragment:?}");
+        }
+    }
 }
