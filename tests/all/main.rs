@@ -11,6 +11,7 @@ mod loading;
 mod merge;
 mod packs;
 mod plugins_in_the_loop;
+mod providers;
 mod registry;
 mod seams_in_the_loop;
 mod trust;

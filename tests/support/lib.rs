@@ -248,3 +248,179 @@ pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     std::fs::rename(&temporary, &target).expect("rename into place");
     target
 }
+
+pub mod http {
+    //! A loopback HTTP/1.1 server for provider tests: scripted replies,
+    //! recorded requests, no outside network.
+
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// One request as it reached the wire.
+    #[derive(Debug, Clone)]
+    pub struct Request {
+        /// `POST` …
+        pub method: String,
+        /// The path.
+        pub path: String,
+        /// Header names lower-cased, in order.
+        pub headers: Vec<(String, String)>,
+        /// The body.
+        pub body: String,
+    }
+
+    impl Request {
+        /// The first header named `name` (lower-case).
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        }
+
+        /// The body as JSON.
+        pub fn json(&self) -> serde_json::Value {
+            serde_json::from_str(&self.body).expect("a JSON body")
+        }
+    }
+
+    /// One scripted reply.
+    #[derive(Debug, Clone)]
+    pub enum Reply {
+        /// A complete response.
+        Body {
+            /// Status code.
+            status: u16,
+            /// Extra headers.
+            headers: Vec<(String, String)>,
+            /// Body text.
+            body: String,
+        },
+        /// A server-sent-event stream, one chunk per item, flushed apart.
+        Stream(Vec<String>),
+    }
+
+    impl Reply {
+        /// 200 with a JSON body.
+        pub fn json(body: serde_json::Value) -> Reply {
+            Reply::Body {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: body.to_string(),
+            }
+        }
+
+        /// A status with a body and extra headers.
+        pub fn status(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+            Reply::Body {
+                status,
+                headers: headers
+                    .iter()
+                    .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                    .collect(),
+                body: body.to_owned(),
+            }
+        }
+    }
+
+    /// The server: replies in order (the last one repeats), records requests.
+    pub struct Server {
+        /// `http://127.0.0.1:PORT`.
+        pub url: String,
+        requests: Arc<Mutex<Vec<Request>>>,
+    }
+
+    impl Server {
+        /// Starts serving `replies` on a free loopback port.
+        pub fn start(replies: Vec<Reply>) -> Server {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+            let url = format!("http://{}", listener.local_addr().expect("address"));
+            let requests = Arc::new(Mutex::new(Vec::new()));
+            let seen = Arc::clone(&requests);
+            std::thread::spawn(move || {
+                let mut next = 0;
+                for stream in listener.incoming() {
+                    let Ok(stream) = stream else { continue };
+                    let reply = replies[next.min(replies.len() - 1)].clone();
+                    next += 1;
+                    serve(stream, &reply, &seen);
+                }
+            });
+            Server { url, requests }
+        }
+
+        /// Every request so far.
+        pub fn requests(&self) -> Vec<Request> {
+            self.requests.lock().unwrap().clone()
+        }
+    }
+
+    /// Reads one request, records it (before replying, so a client that
+    /// has its answer never races the record), then replies.
+    fn serve(mut stream: TcpStream, reply: &Reply, seen: &Mutex<Vec<Request>>) -> Option<()> {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        let mut reader = BufReader::new(stream.try_clone().ok()?);
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let mut parts = line.split_whitespace();
+        let (method, path) = (parts.next()?.to_owned(), parts.next()?.to_owned());
+        let mut headers = Vec::new();
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).ok()?;
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':')?;
+            headers.push((name.trim().to_lowercase(), value.trim().to_owned()));
+        }
+        let length: usize = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        seen.lock().unwrap().push(Request {
+            method,
+            path,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        match reply {
+            Reply::Body {
+                status,
+                headers,
+                body,
+            } => {
+                let mut head = format!(
+                    "HTTP/1.1 {status} Reply\r\ncontent-length: {}\r\nconnection: close\r\n",
+                    body.len()
+                );
+                for (name, value) in headers {
+                    head.push_str(&format!("{name}: {value}\r\n"));
+                }
+                let _ = stream.write_all(format!("{head}\r\n{body}").as_bytes());
+            }
+            Reply::Stream(chunks) => {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+                );
+                for chunk in chunks {
+                    let _ =
+                        stream.write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes());
+                    let _ = stream.flush();
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                let _ = stream.write_all(b"0\r\n\r\n");
+            }
+        }
+        let _ = stream.flush();
+        Some(())
+    }
+}

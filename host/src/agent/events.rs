@@ -23,6 +23,12 @@ pub enum AgentEvent {
         /// Proposed tool calls.
         tool_calls: Vec<ToolCall>,
     },
+    /// A piece of the model's reply text, as it streams in (`--stream`).
+    /// The `assistant` event that follows carries the whole reply.
+    AssistantDelta {
+        /// The new text.
+        content: String,
+    },
     /// A tool call was settled: executed, denied or blocked.
     ToolResult {
         /// The call it answers.

@@ -17,6 +17,7 @@ mod hooks;
 mod permission;
 mod react;
 mod session;
+mod stream;
 mod subagent;
 mod tool_step;
 

@@ -2,6 +2,7 @@
 
 use super::events::AgentEvent;
 use super::session::{AgentSession, RunResult};
+use super::stream::Assembler;
 use crate::interception::{run_chain, ChainContext, Interceptors};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolList};
@@ -124,11 +125,24 @@ impl AgentSession {
                 restore.original = original;
             }
         }
-        let outcome = provider.complete(&ProviderCall {
+        let call = ProviderCall {
             messages: outgoing.messages.as_deref().unwrap_or(&self.history),
             tools: outgoing.tools.as_ref().unwrap_or(tools),
             kwargs: &outgoing.kwargs,
-        });
+        };
+        let outcome = if self.stream {
+            let mut assembler = Assembler::default();
+            let bus = &self.bus;
+            provider
+                .stream(&call, &mut |delta| {
+                    if let Some(text) = assembler.push(delta) {
+                        bus.publish(AgentEvent::AssistantDelta { content: text });
+                    }
+                })
+                .map(|()| assembler.finish())
+        } else {
+            provider.complete(&call)
+        };
         drop(restore);
         self.facts.provider_calls_this_turn += 1;
         match outcome {

@@ -45,6 +45,7 @@ pub struct AgentSession {
     pub(crate) max_steps: usize,
     pub(crate) output_cap: usize,
     pub(crate) turns: u64,
+    pub(crate) stream: bool,
 }
 
 /// Builds an [`AgentSession`].
@@ -126,6 +127,12 @@ impl SessionBuilder {
         self
     }
 
+    /// Stream replies: text is published (`assistant_delta`) as it arrives.
+    pub fn stream(mut self, on: bool) -> Self {
+        self.session.stream = on;
+        self
+    }
+
     /// The session id packs key their state by (default: unique in the process).
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session.facts.session_id = id.into();
@@ -163,6 +170,7 @@ impl AgentSession {
                 max_steps: 25,
                 output_cap: 30_000,
                 turns: 0,
+                stream: false,
             },
         }
     }

@@ -93,9 +93,34 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) script: Option<PathBuf>,
 
-    /// A header of the provider's per-request header surface, `K: V` or `K:V` (repeatable).
+    /// A real provider instead of a script: `openai` (any OpenAI-compatible
+    /// chat-completions server) or `anthropic`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) provider: Option<String>,
+
+    /// The provider's base URL (default: $OPENAI_BASE_URL or
+    /// https://api.openai.com/v1; $ANTHROPIC_BASE_URL or https://api.anthropic.com).
+    #[arg(long = "base-url", value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+
+    /// The model name (required with --provider).
+    #[arg(long, value_name = "M")]
+    pub(crate) model: Option<String>,
+
+    /// The environment variable holding the API key (default
+    /// OPENAI_API_KEY / ANTHROPIC_API_KEY).
+    #[arg(long = "api-key-env", value_name = "VAR")]
+    pub(crate) api_key_env: Option<String>,
+
+    /// A header of the provider's per-request header surface, `K: V` or
+    /// `K:V` (repeatable): the scripted model's, or the OpenAI provider's
+    /// extra headers.
     #[arg(long = "header", value_name = "K: V")]
     pub(crate) headers: Vec<String>,
+
+    /// Stream the model's replies (text shows as it arrives).
+    #[arg(long)]
+    pub(crate) stream: bool,
 
     /// The directory tools are confined to (default: the current directory).
     #[arg(long, value_name = "DIR")]

@@ -8,7 +8,16 @@ use std::sync::Mutex;
 pub(crate) struct Renderer {
     json: bool,
     color: bool,
-    out: Mutex<std::io::Stdout>,
+    out: Mutex<Output>,
+}
+
+/// The terminal, and whether a streamed reply line is still open.
+struct Output {
+    stdout: std::io::Stdout,
+    /// A streamed reply is being printed on the current line.
+    open: bool,
+    /// This step's reply text was already printed as it streamed.
+    streamed: bool,
 }
 
 const PREVIEW_LINES: usize = 12;
@@ -20,7 +29,11 @@ impl Renderer {
         Renderer {
             json,
             color,
-            out: Mutex::new(stdout),
+            out: Mutex::new(Output {
+                stdout,
+                open: false,
+                streamed: false,
+            }),
         }
     }
 
@@ -33,18 +46,43 @@ impl Renderer {
     }
 
     pub(crate) fn render(&self, event: &AgentEvent) {
-        let text = if self.json {
-            serde_json::to_string(event).unwrap_or_default()
-        } else {
-            self.readable(event)
-        };
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
+        if self.json {
+            let text = serde_json::to_string(event).unwrap_or_default();
+            let _ = writeln!(out.stdout, "{text}");
+            let _ = out.stdout.flush();
+            return;
+        }
+        if let AgentEvent::AssistantDelta { content } = event {
+            if !out.open {
+                let head = self.paint("1", "assistant:");
+                let _ = write!(out.stdout, "  {head} ");
+                out.open = true;
+                out.streamed = true;
+            }
+            let _ = write!(out.stdout, "{content}");
+            let _ = out.stdout.flush();
+            return;
+        }
+        if out.open {
+            let _ = writeln!(out.stdout);
+            out.open = false;
+        }
+        let text = self.readable(event, out.streamed);
+        if matches!(event, AgentEvent::Assistant { .. }) {
+            out.streamed = false;
+        }
+        if !text.is_empty() {
+            let _ = writeln!(out.stdout, "{text}");
+        }
+        let _ = out.stdout.flush();
     }
 
-    fn readable(&self, event: &AgentEvent) -> String {
+    /// One event as readable text; `streamed` says the reply text was
+    /// already printed as it arrived.
+    fn readable(&self, event: &AgentEvent, streamed: bool) -> String {
         match event {
+            AgentEvent::AssistantDelta { content } => content.clone(),
             AgentEvent::User { content } => {
                 format!("{} {content}", self.paint("1;36", "» user:"))
             }
@@ -53,7 +91,7 @@ impl Renderer {
                 tool_calls,
             } => {
                 let mut lines = Vec::new();
-                if !content.is_empty() {
+                if !content.is_empty() && !streamed {
                     lines.push(format!("  {} {content}", self.paint("1", "assistant:")));
                 }
                 for call in tool_calls {

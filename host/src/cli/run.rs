@@ -11,7 +11,10 @@ use crate::agent::{
 use crate::interception::{HealthEvent, HealthPolicy, HealthSink};
 use crate::plugins::trust::{Probe, TrustSettings};
 use crate::plugins::{watch, PackInfo, PluginManager, Registry, ReloadEvent, WatchOptions};
-use crate::providers::{Provider, ScriptedModel};
+use crate::providers::{
+    AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
+    ScriptedModel,
+};
 use crate::tools::{DelegateTool, ToolSet, Workspace};
 use crate::types::Headers;
 use std::io::BufRead;
@@ -170,26 +173,110 @@ fn workspace(dir: Option<&Path>) -> Result<Workspace, Failure> {
 }
 
 fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
-    let Some(script) = &args.script else {
-        return Err(Failure::usage(
-            "no model: give --script FILE (the scripted model)",
-        ));
-    };
+    let headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.record_requests.is_some() && args.script.is_none() {
+        return Err(Failure::usage("--record-requests works with --script only"));
+    }
+    match (&args.script, args.provider.as_deref()) {
+        (Some(_), Some(provider)) if provider != "scripted" => Err(Failure::usage(format!(
+            "--script and --provider {provider} cannot be used together"
+        ))),
+        (Some(script), _) => scripted(script, headers, args.record_requests.as_deref()),
+        (None, Some("openai")) => {
+            let base_url = setting(
+                &args.base_url,
+                "OPENAI_BASE_URL",
+                "https://api.openai.com/v1",
+            );
+            let official = base_url.contains("api.openai.com");
+            Ok(Arc::new(OpenAiProvider::new(OpenAiConfig {
+                api_key: api_key(args, "OPENAI_API_KEY", official)?,
+                model: model(args, "openai")?,
+                base_url,
+                headers: Headers(headers),
+                http: HttpSettings::default(),
+            })))
+        }
+        (None, Some("anthropic")) => {
+            if !headers.is_empty() {
+                return Err(Failure::usage(
+                    "--header: the anthropic provider has no per-request header surface",
+                ));
+            }
+            let base_url = setting(
+                &args.base_url,
+                "ANTHROPIC_BASE_URL",
+                "https://api.anthropic.com",
+            );
+            let official = base_url.contains("api.anthropic.com");
+            Ok(Arc::new(AnthropicProvider::new(AnthropicConfig {
+                api_key: api_key(args, "ANTHROPIC_API_KEY", official)?,
+                model: model(args, "anthropic")?,
+                base_url,
+                max_tokens: 4096,
+                http: HttpSettings::default(),
+            })))
+        }
+        (None, Some(other)) => Err(Failure::usage(format!(
+            "unknown provider '{other}' (known: openai, anthropic; or --script FILE)"
+        ))),
+        (None, None) => Err(Failure::usage(
+            "no model: give --script FILE, or --provider openai|anthropic --model M",
+        )),
+    }
+}
+
+fn scripted(
+    script: &Path,
+    headers: Vec<(String, String)>,
+    record: Option<&Path>,
+) -> Result<Arc<dyn Provider>, Failure> {
     let mut model = ScriptedModel::from_file(script).map_err(|e| Failure::usage(e.to_string()))?;
-    if !args.headers.is_empty() {
-        let headers = args
-            .headers
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<Result<Vec<_>, _>>()?;
+    if !headers.is_empty() {
         model = model.with_headers(Headers(headers));
     }
-    if let Some(path) = &args.record_requests {
+    if let Some(path) = record {
         model = model.record_to(path).map_err(|error| {
             Failure::usage(format!("--record-requests {}: {error}", path.display()))
         })?;
     }
     Ok(Arc::new(model))
+}
+
+/// The flag, else the environment variable, else the default.
+fn setting(flag: &Option<String>, env: &str, default: &str) -> String {
+    flag.clone()
+        .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| default.to_owned())
+}
+
+fn model(args: &RunArgs, provider: &str) -> Result<String, Failure> {
+    args.model
+        .clone()
+        .ok_or_else(|| Failure::usage(format!("--provider {provider} needs --model M")))
+}
+
+/// The key from `--api-key-env VAR` (which must then be set) or from the
+/// provider's usual variable; required only by the official endpoints.
+fn api_key(args: &RunArgs, default_env: &str, required: bool) -> Result<Option<String>, Failure> {
+    let (name, explicit) = match &args.api_key_env {
+        Some(name) => (name.as_str(), true),
+        None => (default_env, false),
+    };
+    match std::env::var(name).ok().filter(|v| !v.is_empty()) {
+        Some(key) => Ok(Some(key)),
+        None if explicit => Err(Failure::usage(format!(
+            "--api-key-env {name}: the variable is not set"
+        ))),
+        None if required => Err(Failure::usage(format!(
+            "set {name} (or name another variable with --api-key-env VAR)"
+        ))),
+        None => Ok(None),
+    }
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
@@ -254,6 +341,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .approver(approver)
         .events(bus)
         .max_steps(args.max_steps)
+        .stream(args.stream)
         .build();
 
     let mut last: Option<RunResult> = None;

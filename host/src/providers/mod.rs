@@ -1,8 +1,17 @@
-//! Model providers: the trait the loop calls, and the scripted model that is
-//! the embedded default.
+//! Model providers: the trait the loop calls, the scripted model (the
+//! embedded default), and real providers: OpenAI-compatible chat
+//! completions (with streaming) and Anthropic's Messages API.
 
+mod anthropic;
+mod http;
+mod openai;
 mod scripted;
+mod sse;
 
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use http::{HttpSettings, RetryPolicy};
+pub(crate) use openai::arguments_from_text;
+pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use scripted::{RecordedRequest, ScriptError, ScriptedModel};
 
 use crate::types::{Headers, Message, ToolCall, ToolSchema};
@@ -41,6 +50,28 @@ pub struct ModelResponse {
     pub usage: Usage,
 }
 
+/// One piece of a streamed reply, as the provider received it. Text and
+/// tool-call arguments may be split anywhere; the loop assembles them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// More reply text.
+    Text(String),
+    /// A piece of the tool call at `index` (id and name arrive once, the
+    /// arguments' JSON text in pieces).
+    ToolCall {
+        /// Position of the call in the reply.
+        index: usize,
+        /// The call id, when this piece carries it.
+        id: Option<String>,
+        /// The tool name, when this piece carries it.
+        name: Option<String>,
+        /// A piece of the arguments' JSON text.
+        arguments: String,
+    },
+    /// Usage, usually last.
+    Usage(Usage),
+}
+
 /// A provider failure, one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -61,6 +92,30 @@ pub trait Provider: Send + Sync {
 
     /// One completion.
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError>;
+
+    /// One completion, streamed: `on_delta` receives the pieces as they
+    /// arrive. Providers that cannot stream answer with the whole reply as a
+    /// few pieces (the default).
+    fn stream(
+        &self,
+        call: &ProviderCall<'_>,
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) -> Result<(), ProviderError> {
+        let response = self.complete(call)?;
+        if !response.content.is_empty() {
+            on_delta(StreamDelta::Text(response.content));
+        }
+        for (index, tool_call) in response.tool_calls.into_iter().enumerate() {
+            on_delta(StreamDelta::ToolCall {
+                index,
+                id: Some(tool_call.id),
+                name: Some(tool_call.name),
+                arguments: tool_call.arguments.as_str().to_owned(),
+            });
+        }
+        on_delta(StreamDelta::Usage(response.usage));
+        Ok(())
+    }
 
     /// A copy of the per-request headers, when the provider has a header
     /// surface; `None` otherwise (the default).

@@ -1,0 +1,185 @@
+//! Anthropic's Messages API: tools, system prompt, usage. It exposes no
+//! per-request header surface (its headers belong to the client), so the
+//! `provider_request` seam sees none.
+
+use super::http::{read_json, HttpSettings, Transport};
+use super::{ModelResponse, Provider, ProviderCall, ProviderError, Usage};
+use crate::types::{Arguments, Message, Role, ToolCall};
+use serde_json::{json, Map, Value};
+
+/// The API version sent in `anthropic-version`.
+const API_VERSION: &str = "2023-06-01";
+
+/// How to reach the Messages API.
+#[derive(Debug, Clone)]
+pub struct AnthropicConfig {
+    /// Base URL (`https://api.anthropic.com`); `/v1/messages` is appended.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// The API key (`x-api-key`).
+    pub api_key: Option<String>,
+    /// `max_tokens` when the request's kwargs do not set it.
+    pub max_tokens: u64,
+    /// Timeouts and retries.
+    pub http: HttpSettings,
+}
+
+/// The provider.
+pub struct AnthropicProvider {
+    config: AnthropicConfig,
+    transport: Transport,
+}
+
+impl AnthropicProvider {
+    /// A provider for `config`.
+    pub fn new(config: AnthropicConfig) -> Self {
+        AnthropicProvider {
+            transport: Transport::new(config.http),
+            config,
+        }
+    }
+
+    fn body(&self, call: &ProviderCall<'_>) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("max_tokens".into(), json!(self.config.max_tokens));
+        let system: Vec<&str> = call
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(|m| m.content.as_str())
+            .collect();
+        if !system.is_empty() {
+            body.insert("system".into(), json!(system.join("\n\n")));
+        }
+        body.insert("messages".into(), Value::Array(messages(call.messages)));
+        if !call.tools.is_empty() {
+            let tools: Vec<Value> = call
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        for (key, value) in call.kwargs {
+            body.insert(key.clone(), value.clone());
+        }
+        Value::Object(body)
+    }
+}
+
+/// Conversation messages as Messages-API turns: tool results become
+/// `tool_result` blocks of a user turn, and consecutive turns of the same
+/// role are merged (the API wants them alternating).
+fn messages(conversation: &[Message]) -> Vec<Value> {
+    let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
+    for message in conversation {
+        let (role, blocks) = match message.role {
+            Role::System => continue,
+            Role::User => (
+                "user",
+                vec![json!({"type": "text", "text": message.content})],
+            ),
+            Role::Tool => (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": message.tool_call_id.clone().unwrap_or_default(), "content": message.content}),
+                ],
+            ),
+            Role::Assistant => {
+                let mut blocks = Vec::new();
+                if !message.content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": message.content}));
+                }
+                for call in &message.tool_calls {
+                    let input = match call.arguments.parse() {
+                        Value::Object(map) => Value::Object(map),
+                        other => json!({ "value": other }),
+                    };
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                ("assistant", blocks)
+            }
+        };
+        match turns.last_mut() {
+            Some((last, existing)) if last == role => existing.extend(blocks),
+            _ => turns.push((role.to_owned(), blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn parse_response(body: &Value) -> Result<ModelResponse, ProviderError> {
+    let blocks = body["content"].as_array().ok_or_else(|| {
+        ProviderError::msg("malformed response from the provider: no content blocks")
+    })?;
+    let mut response = ModelResponse::default();
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text") => response
+                .content
+                .push_str(block["text"].as_str().unwrap_or_default()),
+            Some("tool_use") => response.tool_calls.push(ToolCall {
+                id: block["id"].as_str().unwrap_or_default().to_owned(),
+                name: block["name"].as_str().unwrap_or_default().to_owned(),
+                arguments: Arguments::from_value(&block["input"]),
+            }),
+            _ => {}
+        }
+    }
+    response.usage = Usage {
+        input_tokens: body["usage"]["input_tokens"].as_u64().unwrap_or(0),
+        output_tokens: body["usage"]["output_tokens"].as_u64().unwrap_or(0),
+    };
+    Ok(response)
+}
+
+impl Provider for AnthropicProvider {
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
+        let mut headers = vec![("anthropic-version".to_owned(), API_VERSION.to_owned())];
+        if let Some(key) = &self.config.api_key {
+            headers.push(("x-api-key".to_owned(), key.clone()));
+        }
+        let response = self.transport.post(&url, &headers, &self.body(call))?;
+        parse_response(&read_json(response)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_join_one_user_turn_and_roles_alternate() {
+        let conversation = vec![
+            Message::system("be brief"),
+            Message::user("list files"),
+            Message::assistant(
+                "",
+                vec![
+                    ToolCall::new("t1", "bash", json!({"command": "ls"})),
+                    ToolCall::new("t2", "bash", json!({"command": "pwd"})),
+                ],
+            ),
+            Message::tool("t1", "a.txt"),
+            Message::tool("t2", "/work"),
+        ];
+        let turns = messages(&conversation);
+        assert_eq!(turns.len(), 3);
+        assert_eq!(
+            turns[1]["content"][1],
+            json!({"type": "tool_use", "id": "t2", "name": "bash", "input": {"command": "pwd"}})
+        );
+        assert_eq!(turns[2]["role"], "user");
+        assert_eq!(turns[2]["content"].as_array().unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,560 @@
+//! Real providers against a loopback server started by each test: request
+//! shapes on the wire, the redactor on the wire, streaming, retries and
+//! one-line errors — through the library and through the binary.
+
+use chimera_host::agent::{AgentEvent, AgentSession, EventBus};
+use chimera_host::plugins::{PluginManager, Registry};
+use chimera_host::providers::{
+    AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
+    RetryPolicy,
+};
+use chimera_host::tools::{ToolSet, Workspace};
+use chimera_host::types::Headers;
+use chimera_tests::http::{Reply, Server};
+use chimera_tests::{chimera_bin, packs_dir};
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn fast_http() -> HttpSettings {
+    HttpSettings {
+        retry: RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(1),
+            max_wait: Duration::from_secs(1),
+        },
+        ..HttpSettings::default()
+    }
+}
+
+fn openai(server: &Server, headers: &[(&str, &str)]) -> Arc<OpenAiProvider> {
+    Arc::new(OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("{}/v1", server.url),
+        model: "test-model".into(),
+        api_key: Some("sk-bearer-key-000111".into()),
+        headers: Headers(
+            headers
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+        ),
+        http: fast_http(),
+    }))
+}
+
+fn tool_call_reply(id: &str, name: &str, arguments: Value) -> Reply {
+    Reply::json(json!({
+        "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}
+        ]}}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5}
+    }))
+}
+
+fn text_reply(text: &str) -> Reply {
+    Reply::json(
+        json!({"choices": [{"message": {"role": "assistant", "content": text}}], "usage": {"prompt_tokens": 20, "completion_tokens": 2}}),
+    )
+}
+
+struct Outcome {
+    result: chimera_host::agent::RunResult,
+    events: Vec<AgentEvent>,
+    session: AgentSession,
+}
+
+fn run(
+    provider: Arc<dyn Provider>,
+    registry: Option<Arc<Registry>>,
+    stream: bool,
+    prompt: &str,
+) -> Outcome {
+    let workspace = tempfile::tempdir().unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let bus = EventBus::new();
+    let sink = Arc::clone(&events);
+    bus.subscribe(move |e| sink.lock().unwrap().push(e.clone()));
+    let mut builder = AgentSession::builder(provider, Workspace::new(workspace.path()).unwrap())
+        .system("be brief")
+        .tools(ToolSet::standard())
+        .events(bus)
+        .stream(stream);
+    if let Some(registry) = registry {
+        builder = builder.registry(registry);
+    }
+    let mut session = builder.build();
+    let result = session.run_turn(prompt);
+    let events = events.lock().unwrap().clone();
+    Outcome {
+        result,
+        events,
+        session,
+    }
+}
+
+#[test]
+fn openai_requests_reach_the_wire_in_the_chat_completions_shape() {
+    let server = Server::start(vec![
+        tool_call_reply("call_1", "think", json!({"thought": "plan"})),
+        text_reply("done"),
+    ]);
+    let outcome = run(
+        openai(&server, &[("X-Title", "chimera")]),
+        None,
+        false,
+        "hello",
+    );
+    assert!(outcome.result.success, "{:?}", outcome.result);
+    assert_eq!(outcome.session.facts().input_tokens, 31);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0];
+    assert_eq!(
+        (first.method.as_str(), first.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(
+        first.header("authorization"),
+        Some("Bearer sk-bearer-key-000111")
+    );
+    assert_eq!(first.header("x-title"), Some("chimera"));
+    assert_eq!(first.header("content-type"), Some("application/json"));
+    let body = first.json();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}])
+    );
+    assert_eq!(body["tools"][6]["type"], "function");
+    assert_eq!(body["tools"][6]["function"]["name"], "think");
+    assert!(body.get("stream").is_none());
+    let second = requests[1].json();
+    assert_eq!(
+        second["messages"][2],
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "think", "arguments": "{\"thought\":\"plan\"}"}}
+        ]})
+    );
+    assert_eq!(
+        second["messages"][3],
+        json!({"role": "tool", "content": "Thought recorded.", "tool_call_id": "call_1"})
+    );
+}
+
+#[test]
+fn the_redactor_scrubs_the_wire_and_the_provider_headers_come_back_afterwards() {
+    let server = Server::start(vec![
+        tool_call_reply(
+            "call_1",
+            "bash",
+            json!({"command": "echo token-tooloutput123456"}),
+        ),
+        text_reply("done"),
+    ]);
+    let registry = Arc::new(Registry::new());
+    PluginManager::new(Arc::clone(&registry), vec![packs_dir().to_owned()])
+        .load("redactor", "")
+        .unwrap();
+    let provider = openai(
+        &server,
+        &[
+            ("Authorization", "Bearer sk-surface-secret-999"),
+            ("X-Trace", "id sk-trace-secret-12345"),
+        ],
+    );
+    let outcome = run(
+        provider.clone(),
+        Some(registry),
+        false,
+        "deploy with sk-prompt-secret-777",
+    );
+    assert!(outcome.result.success, "{:?}", outcome.result);
+    for request in server.requests() {
+        let wire = format!("{:?} {}", request.headers, request.body);
+        for secret in [
+            "sk-prompt-secret-777",
+            "token-tooloutput123456",
+            "sk-trace-secret-12345",
+            "sk-surface-secret-999",
+        ] {
+            assert!(!wire.contains(secret), "{secret} reached the wire: {wire}");
+        }
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer sk-bearer-key-000111"),
+            "the key is not on the surface"
+        );
+        assert_eq!(request.header("x-trace"), Some("id [redacted]"));
+    }
+    let after = provider.request_headers().unwrap();
+    assert_eq!(
+        after.get("X-Trace"),
+        Some("id sk-trace-secret-12345"),
+        "restored after the call"
+    );
+    assert_eq!(
+        after.get("Authorization"),
+        Some("Bearer sk-surface-secret-999")
+    );
+}
+
+fn sse(chunks: &[Value]) -> Reply {
+    let mut events: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    events.push("data: [DONE]\n\n".into());
+    Reply::Stream(events)
+}
+
+#[test]
+fn streaming_assembles_text_and_tool_calls_split_across_events() {
+    let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d}]});
+    let server = Server::start(vec![
+        sse(&[
+            delta(json!({"role": "assistant", "content": "Let me "})),
+            delta(json!({"content": "think."})),
+            delta(
+                json!({"tool_calls": [{"index": 0, "id": "call_9", "type": "function", "function": {"name": "think", "arguments": ""}}]}),
+            ),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"thou"}}]})),
+            delta(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "ght\": \"split\"}"}}]}),
+            ),
+            json!({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}}),
+        ]),
+        sse(&[
+            delta(json!({"content": "All "})),
+            delta(json!({"content": "done."})),
+        ]),
+    ]);
+    let outcome = run(openai(&server, &[]), None, true, "go");
+    assert!(outcome.result.success, "{:?}", outcome.result);
+    assert_eq!(outcome.result.output, "All done.");
+    let deltas: Vec<String> = outcome
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AssistantDelta { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["Let me ", "think.", "All ", "done."]);
+    let calls = outcome.session.history()[2].tool_calls.clone();
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].name.as_str()),
+        ("call_9", "think")
+    );
+    assert_eq!(calls[0].arguments.parse(), json!({"thought": "split"}));
+    assert_eq!(outcome.session.facts().input_tokens, 9);
+    assert_eq!(server.requests()[0].json()["stream"], true);
+}
+
+#[test]
+fn a_429_is_retried_honouring_retry_after_and_then_succeeds() {
+    let server = Server::start(vec![
+        Reply::status(
+            429,
+            &[("retry-after", "0")],
+            r#"{"error": {"message": "slow down"}}"#,
+        ),
+        text_reply("done"),
+    ]);
+    let outcome = run(openai(&server, &[]), None, false, "go");
+    assert!(outcome.result.success);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_500_that_never_clears_exhausts_the_retries_with_one_line() {
+    let server = Server::start(vec![Reply::status(
+        500,
+        &[("retry-after", "0")],
+        r#"{"error": {"message": "upstream\nbroke"}}"#,
+    )]);
+    let outcome = run(openai(&server, &[]), None, false, "go");
+    assert!(!outcome.result.success);
+    assert_eq!(outcome.result.reason, "provider_error");
+    assert_eq!(
+        outcome.result.output,
+        "the provider kept failing: HTTP 500 Internal Server Error after 3 retries: upstream broke"
+    );
+    assert_eq!(server.requests().len(), 4, "one attempt and three retries");
+}
+
+#[test]
+fn a_malformed_response_and_a_client_error_are_one_line() {
+    let server = Server::start(vec![Reply::status(
+        200,
+        &[("content-type", "application/json")],
+        "{not json",
+    )]);
+    let outcome = run(openai(&server, &[]), None, false, "go");
+    assert!(
+        outcome
+            .result
+            .output
+            .starts_with("malformed response from the provider (not JSON"),
+        "{}",
+        outcome.result.output
+    );
+    assert!(!outcome.result.output.contains('\n'));
+
+    let server = Server::start(vec![Reply::status(
+        401,
+        &[],
+        r#"{"error": {"message": "bad key"}}"#,
+    )]);
+    let outcome = run(openai(&server, &[]), None, false, "go");
+    assert_eq!(
+        outcome.result.output,
+        "the provider refused the request: HTTP 401 Unauthorized: bad key"
+    );
+    assert_eq!(server.requests().len(), 1, "client errors are not retried");
+}
+
+#[test]
+fn a_refused_connection_is_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let provider = Arc::new(OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        model: "m".into(),
+        api_key: None,
+        headers: Headers::default(),
+        http: fast_http(),
+    }));
+    let outcome = run(provider, None, false, "go");
+    assert_eq!(
+        outcome.result.output,
+        format!("cannot reach http://127.0.0.1:{port}/v1/chat/completions: connection refused (is the server running?)")
+    );
+}
+
+#[test]
+fn anthropic_requests_have_the_messages_api_shape() {
+    let server = Server::start(vec![
+        Reply::json(json!({"content": [
+            {"type": "text", "text": "thinking"},
+            {"type": "tool_use", "id": "toolu_1", "name": "think", "input": {"thought": "plan"}}
+        ], "usage": {"input_tokens": 12, "output_tokens": 6}})),
+        Reply::json(
+            json!({"content": [{"type": "text", "text": "done"}], "usage": {"input_tokens": 30, "output_tokens": 1}}),
+        ),
+    ]);
+    let provider = Arc::new(AnthropicProvider::new(AnthropicConfig {
+        base_url: server.url.clone(),
+        model: "claude-test".into(),
+        api_key: Some("ak-test".into()),
+        max_tokens: 1024,
+        http: fast_http(),
+    }));
+    assert!(provider.request_headers().is_none(), "no header surface");
+    let outcome = run(provider, None, false, "hello");
+    assert!(outcome.result.success, "{:?}", outcome.result);
+    assert_eq!(outcome.session.facts().output_tokens, 7);
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].header("x-api-key"), Some("ak-test"));
+    assert_eq!(requests[0].header("anthropic-version"), Some("2023-06-01"));
+    let first = requests[0].json();
+    assert_eq!(
+        (first["model"].as_str(), first["max_tokens"].as_u64()),
+        (Some("claude-test"), Some(1024))
+    );
+    assert_eq!(first["system"], "be brief");
+    assert_eq!(
+        first["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "hello"}]}])
+    );
+    assert!(first["tools"][0]["input_schema"].is_object());
+    let second = requests[1].json();
+    assert_eq!(
+        second["messages"][1]["content"][1],
+        json!({"type": "tool_use", "id": "toolu_1", "name": "think", "input": {"thought": "plan"}})
+    );
+    assert_eq!(
+        second["messages"][2],
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Thought recorded."}]})
+    );
+}
+
+fn chimera(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(chimera_bin());
+    command
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("CHIMERA_PLUGIN_PATH")
+        .stdin(Stdio::null());
+    for var in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"] {
+        command.env_remove(var);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn the_binary_runs_a_redacted_tool_calling_session_against_a_local_openai_server() {
+    for stream in [false, true] {
+        let (first, second) = if stream {
+            let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d}]});
+            (
+                sse(&[delta(
+                    json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "bash", "arguments": "{\"command\": \"echo token-tooloutput123456\"}"}}]}),
+                )]),
+                sse(&[delta(json!({"content": "done"}))]),
+            )
+        } else {
+            (
+                tool_call_reply(
+                    "c1",
+                    "bash",
+                    json!({"command": "echo token-tooloutput123456"}),
+                ),
+                text_reply("done"),
+            )
+        };
+        let server = Server::start(vec![first, second]);
+        let base = format!("{}/v1", server.url);
+        let mut args = vec![
+            "run",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "M",
+            "--api-key-env",
+            "TEST_KEY",
+            "--pack",
+            "redactor",
+            "--header",
+            "X-Trace: sk-header-secret-4242",
+            "--json",
+        ];
+        if stream {
+            args.push("--stream");
+        }
+        args.push("my key is sk-prompt-secret-777");
+        let output = chimera(&args, &[("TEST_KEY", "sk-bearer-key-000111")]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let requests = server.requests();
+        assert_eq!(
+            requests.len(),
+            2,
+            "stream {stream}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for request in &requests {
+            let wire = format!("{:?} {}", request.headers, request.body);
+            for secret in [
+                "sk-prompt-secret-777",
+                "token-tooloutput123456",
+                "sk-header-secret-4242",
+            ] {
+                assert!(
+                    !wire.contains(secret),
+                    "{secret} on the wire (stream {stream})"
+                );
+            }
+            assert_eq!(
+                request.header("authorization"),
+                Some("Bearer sk-bearer-key-000111")
+            );
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains(r#""type":"run_end","success":true,"output":"done""#),
+            "{stdout}"
+        );
+        if stream {
+            assert!(stdout.contains(r#""type":"assistant_delta""#));
+        }
+    }
+}
+
+#[test]
+fn provider_errors_through_the_binary_are_one_line_with_exit_1_or_2() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let refused = chimera(
+        &[
+            "run",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "M",
+            "hi",
+        ],
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+
+    for (args, fragment) in [
+        (
+            vec!["run", "--provider", "openai", "--model", "M", "hi"],
+            "set OPENAI_API_KEY",
+        ),
+        (
+            vec!["run", "--provider", "openai", "--base-url", &base, "hi"],
+            "--provider openai needs --model M",
+        ),
+        (
+            vec![
+                "run",
+                "--provider",
+                "openai",
+                "--base-url",
+                &base,
+                "--model",
+                "M",
+                "--api-key-env",
+                "NOPE_UNSET",
+                "hi",
+            ],
+            "NOPE_UNSET: the variable is not set",
+        ),
+        (
+            vec!["run", "--provider", "gemini", "--model", "M", "hi"],
+            "unknown provider 'gemini'",
+        ),
+        (
+            vec![
+                "run",
+                "--provider",
+                "anthropic",
+                "--model",
+                "M",
+                "--header",
+                "A: b",
+                "hi",
+            ],
+            "no per-request header surface",
+        ),
+    ] {
+        let output = chimera(&args, &[]);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(fragment), "{stderr}");
+    }
+}
