@@ -3,7 +3,7 @@
 //! policy; then the transcript, the recorded requests and the events.
 
 use chimera_host::agent::{
-    AgentEvent, AgentSession, Approver, EventBus, PermissionPolicy, RunResult,
+    AgentEvent, AgentSession, Approver, EventBus, Hooks, PermissionPolicy, RunResult,
 };
 use chimera_host::interception::{EventDecision, InterceptorEvent, Interceptors};
 use chimera_host::plugins::Registry;
@@ -22,6 +22,7 @@ pub(crate) struct Harness {
     approver: Option<Arc<dyn Approver>>,
     headers: Option<Headers>,
     header_surface: bool,
+    hooks: Option<Hooks>,
     pub(crate) workspace: tempfile::TempDir,
 }
 
@@ -47,6 +48,7 @@ impl Harness {
             approver: None,
             headers: None,
             header_surface: true,
+            hooks: None,
             workspace: tempfile::tempdir().expect("temp dir"),
         }
     }
@@ -96,6 +98,11 @@ impl Harness {
         self
     }
 
+    pub(crate) fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
     pub(crate) fn without_header_surface(mut self) -> Self {
         self.header_surface = false;
         self
@@ -138,6 +145,9 @@ impl Harness {
         }
         if let Some(approver) = self.approver {
             builder = builder.approver(approver);
+        }
+        if let Some(hooks) = self.hooks {
+            builder = builder.hooks(hooks);
         }
         (builder.build(), model, events, self.workspace)
     }

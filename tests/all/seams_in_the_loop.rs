@@ -618,10 +618,24 @@ fn pub20_resumed_approvals_skip_interceptors() {
 
 #[test]
 fn an_unknown_tool_and_a_script_that_runs_out_are_reported() {
+    let mut bundle = Interceptors::new();
+    bundle.tool_result.push(Interceptor::tool_result(
+        "never",
+        |_: &ToolCall, _: &ToolResult| {
+            Ok(InterceptDecision::block(
+                "tool_result ran for a tool that does not exist",
+            ))
+        },
+    ));
     let run = Harness::new(script(json!([
         {"tool_calls": [{"id": "t", "name": "nope"}]}
     ])))
+    .host(bundle)
     .run("go");
+    assert!(
+        run.interceptor_events().is_empty(),
+        "synthetic results never pass through tool_result"
+    );
     assert_eq!(run.tool_messages(), ["Unknown tool: nope"]);
     assert!(!run.result.success);
     assert_eq!(run.result.reason, "provider_error");
@@ -629,5 +643,108 @@ fn an_unknown_tool_and_a_script_that_runs_out_are_reported() {
         run.result.output.contains("the script ran out"),
         "{}",
         run.result.output
+    );
+}
+
+#[test]
+fn hooks_sit_where_the_order_says_and_see_the_effective_call() {
+    use chimera_host::agent::{Hooks, PreToolUse};
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let (o1, o2, o3, o4) = (order.clone(), order.clone(), order.clone(), order.clone());
+    let mut bundle = Interceptors::new();
+    bundle.context.push(Interceptor::context(
+        "ctx",
+        move |messages: &[Message]| {
+            o1.lock()
+                .unwrap()
+                .push(format!("context sees {} messages", messages.len()));
+            Ok(InterceptDecision::Allow)
+        },
+    ));
+    bundle
+        .tool_call
+        .push(Interceptor::tool_call("rename", move |c: &ToolCall| {
+            o2.lock().unwrap().push(format!("tool_call {}", c.name));
+            if c.name == "say" {
+                return Ok(InterceptDecision::Replace(ToolCall::new(
+                    &c.id,
+                    "echo",
+                    c.arguments.parse(),
+                )));
+            }
+            Ok(InterceptDecision::Allow)
+        }));
+    let hooks = Hooks::new()
+        .before_model(move |history: &mut Vec<Message>| {
+            o3.lock().unwrap().push("before-model".to_owned());
+            if history.iter().all(|m| m.content != "[anchor]") {
+                history.push(Message::user("[anchor]"));
+            }
+        })
+        .pre_tool_use(move |call: &ToolCall| {
+            o4.lock()
+                .unwrap()
+                .push(format!("pre-tool-use {}", call.name));
+            match call.arguments.get_str("message").as_deref() {
+                Some("forbidden") => PreToolUse {
+                    deny: Some("not today".into()),
+                    ..PreToolUse::default()
+                },
+                _ => PreToolUse {
+                    updated_input: Some(
+                        json!({"message": "rewritten"}).as_object().unwrap().clone(),
+                    ),
+                    ..PreToolUse::default()
+                },
+            }
+        });
+    let seen_after = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen_after.clone();
+    let hooks = hooks.post_tool_use(move |call: &ToolCall, result: &ToolResult| {
+        sink.lock()
+            .unwrap()
+            .push((call.name.clone(), result.output.clone()));
+    });
+    let run = Harness::new(script(json!([
+        {"tool_calls": [
+            {"id": "a", "name": "say", "arguments": {"message": "hi"}},
+            {"id": "b", "name": "echo", "arguments": {"message": "forbidden"}}
+        ]},
+        {"content": "done"}
+    ])))
+    .host(bundle)
+    .hooks(hooks)
+    .run("go");
+    let (result, session) = (run.result.clone(), &run.session);
+    assert!(result.success);
+    let order = order.lock().unwrap().clone();
+    assert_eq!(
+        order[..5],
+        [
+            "before-model",
+            "context sees 3 messages",
+            "tool_call say",
+            "pre-tool-use echo",
+            "tool_call echo"
+        ]
+    );
+    assert_eq!(order[5], "pre-tool-use echo");
+    let tool_messages: Vec<&str> = session
+        .history()
+        .iter()
+        .filter(|m| m.role == chimera_host::types::Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        tool_messages,
+        ["Echo: rewritten", "Blocked by hook: not today"]
+    );
+    assert_eq!(
+        *seen_after.lock().unwrap(),
+        [("echo".to_owned(), "Echo: rewritten".to_owned())]
+    );
+    assert!(
+        session.history().iter().any(|m| m.content == "[anchor]"),
+        "middleware edits are durable"
     );
 }

@@ -33,21 +33,26 @@ impl AgentSession {
         } else {
             self.gate(call, bundle, detached)
         };
-        let (effective, result) = match gate {
-            Gate::Refuse(effective, text) => (effective, ToolResult::err(text)),
+        let (effective, result, executed) = match gate {
+            Gate::Refuse(effective, text) => (effective, ToolResult::err(text), false),
+            Gate::Run(effective) if self.tools.get(&effective.name).is_none() => {
+                let text = format!("Unknown tool: {}", effective.name);
+                (effective, ToolResult::err(text), false)
+            }
             Gate::Run(effective) => {
                 let result = self.execute(&effective);
                 let result = match (bundle, *detached) {
                     (Some(bundle), false) => self.result_seam(bundle, &effective, result),
                     _ => result,
                 };
-                (effective, self.truncate(result))
+                (effective, self.truncate(result), true)
             }
         };
         let content = result.transcript_text();
         self.history
             .push(Message::tool(call.id.clone(), content.clone()));
-        if !*detached {
+        // PostToolUse follows execution only: a refused call short-circuits it.
+        if executed && !*detached {
             for hook in &self.hooks.post_tool_use {
                 hook(&effective, &result);
             }
@@ -114,6 +119,7 @@ impl AgentSession {
         }
     }
 
+    /// Runs a tool that exists (see `settle_call`).
     fn execute(&self, call: &ToolCall) -> ToolResult {
         let Some(tool) = self.tools.get(&call.name) else {
             return ToolResult::err(format!("Unknown tool: {}", call.name));

@@ -118,6 +118,23 @@ mod tests {
     }
 
     #[test]
+    fn a_file_owned_by_another_user_is_refused_but_root_is_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("libx.so");
+        std::fs::write(&file, "x").unwrap();
+        if rustix::process::geteuid().as_raw() != 0 {
+            // Only root can hand a file to someone else; the check itself is
+            // the same `uid` comparison exercised below when run as root.
+            return;
+        }
+        std::os::unix::fs::chown(&file, Some(12345), None).unwrap();
+        let error = check_location(dir.path(), &file).unwrap_err();
+        assert!(error.contains("owned by user 12345"), "{error}");
+        std::os::unix::fs::chown(&file, Some(0), None).unwrap();
+        check_location(dir.path(), &file).unwrap();
+    }
+
+    #[test]
     fn a_symlink_out_of_the_directory_is_refused() {
         let outside = tempfile::tempdir().unwrap();
         let target = outside.path().join("libevil.so");
