@@ -1,76 +1,15 @@
 //! The `chimera` binary's outward contract (DESIGN §7), through the built
 //! executable: the JSONL transcript, exit statuses, one-line errors.
 
-use chimera_tests::{chimera_bin, pack_path, packs_dir};
+use chimera_tests::cli::{command, lines_of, until, Ran};
+use chimera_tests::{pack_path, packs_dir};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
-struct Cli {
-    output: Output,
-}
-
-impl Cli {
-    fn status(&self) -> i32 {
-        self.output
-            .status
-            .code()
-            .expect("exited, not killed by a signal")
-    }
-
-    fn events(&self) -> Vec<Value> {
-        String::from_utf8_lossy(&self.output.stdout)
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-            })
-            .collect()
-    }
-
-    fn of_type(&self, kind: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["type"] == kind)
-            .collect()
-    }
-
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-
-    /// Asserts stderr is exactly one line and returns it.
-    fn error_line(&self) -> String {
-        let stderr = self.stderr();
-        assert_eq!(
-            stderr.lines().count(),
-            1,
-            "one line on stderr, got: {stderr}"
-        );
-        stderr.trim_end().to_owned()
-    }
-}
-
-fn chimera(args: &[&str], stdin: &str, cwd: &Path) -> Cli {
-    let mut child = Command::new(chimera_bin())
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("CHIMERA_PLUGIN_PATH")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn chimera");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    Cli {
-        output: child.wait_with_output().expect("chimera runs"),
-    }
+fn chimera(args: &[&str], stdin: &str, cwd: &Path) -> Ran {
+    chimera_tests::cli::chimera(cwd, args, &[], stdin)
 }
 
 fn write_script(dir: &Path, responses: Value) -> String {
@@ -663,36 +602,6 @@ fn the_demo_shows_every_policy_at_work() {
     assert_eq!(json.of_type("run_end")[0]["success"], true);
 }
 
-/// Reads the child's stdout line by line on a thread.
-pub(crate) fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Value> {
-    let stdout = child.stdout.take().unwrap();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = sender.send(serde_json::from_str(&line).unwrap_or(Value::String(line)));
-        }
-    });
-    receiver
-}
-
-pub(crate) fn until(events: &std::sync::mpsc::Receiver<Value>, kind: &str) -> Vec<Value> {
-    let mut seen = Vec::new();
-    loop {
-        let event = events
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("no {kind} event; saw {seen:?}"));
-        let done = event["type"] == kind;
-        seen.push(event);
-        if done {
-            return seen;
-        }
-    }
-}
-
 #[test]
 fn a_live_session_picks_up_a_rebuilt_pack_and_survives_a_half_written_one() {
     let dir = tempfile::tempdir().unwrap();
@@ -718,17 +627,20 @@ fn a_live_session_picks_up_a_rebuilt_pack_and_survives_a_half_written_one() {
         "fixture={}",
         json!({"tool_call": {"action": "block", "reason": "{tag} says no"}})
     );
-    let mut child = Command::new(chimera_bin())
-        .args([
-            "run",
-            "--watch",
-            "--turns-from-stdin",
-            "--json",
-            "--plugins-dir",
-        ])
-        .arg(&plugins)
-        .args(["--pack", &pack, "--script", &script])
-        .current_dir(dir.path())
+    let plugins_arg = plugins.display().to_string();
+    let args = [
+        "run",
+        "--watch",
+        "--turns-from-stdin",
+        "--json",
+        "--plugins-dir",
+        &plugins_arg,
+        "--pack",
+        &pack,
+        "--script",
+        &script,
+    ];
+    let mut child = command(dir.path(), &args, &[])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -10,10 +10,10 @@ use chimera_host::providers::{
 };
 use chimera_host::tools::{ToolSet, Workspace};
 use chimera_host::types::Headers;
+use chimera_tests::cli::Ran;
 use chimera_tests::http::{Reply, Server};
-use chimera_tests::{chimera_bin, packs_dir};
+use chimera_tests::packs_dir;
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -380,21 +380,9 @@ fn anthropic_requests_have_the_messages_api_shape() {
     );
 }
 
-fn chimera(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+fn chimera(args: &[&str], env: &[(&str, &str)]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::new(chimera_bin());
-    command
-        .args(args)
-        .current_dir(dir.path())
-        .env_remove("CHIMERA_PLUGIN_PATH")
-        .stdin(Stdio::null());
-    for var in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"] {
-        command.env_remove(var);
-    }
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    command.output().unwrap()
+    chimera_tests::cli::chimera(dir.path(), args, env, "")
 }
 
 #[test]
@@ -441,19 +429,14 @@ fn the_binary_runs_a_redacted_tool_calling_session_against_a_local_openai_server
         }
         args.push("my key is sk-prompt-secret-777");
         let output = chimera(&args, &[("TEST_KEY", "sk-bearer-key-000111")]);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_eq!(output.code(), Some(0), "{}", output.stderr());
         let requests = server.requests();
         assert_eq!(
             requests.len(),
             2,
             "stream {stream}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            output.stdout(),
+            output.stderr()
         );
         for request in &requests {
             let wire = format!("{:?} {}", request.headers, request.body);
@@ -472,7 +455,7 @@ fn the_binary_runs_a_redacted_tool_calling_session_against_a_local_openai_server
                 Some("Bearer sk-bearer-key-000111")
             );
         }
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stdout = output.stdout();
         assert!(
             stdout.contains(r#""type":"run_end","success":true,"output":"done""#),
             "{stdout}"
@@ -504,8 +487,8 @@ fn provider_errors_through_the_binary_are_one_line_with_exit_1_or_2() {
         ],
         &[],
     );
-    assert_eq!(refused.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.code(), Some(1));
+    let stderr = refused.stderr();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("connection refused"), "{stderr}");
 
@@ -552,8 +535,8 @@ fn provider_errors_through_the_binary_are_one_line_with_exit_1_or_2() {
         ),
     ] {
         let output = chimera(&args, &[]);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.code(), Some(2), "{args:?}");
+        let stderr = output.stderr();
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(fragment), "{stderr}");
     }

@@ -6,53 +6,16 @@ use chimera_host::interception::{run_chain, ChainContext, HealthPolicy, SessionF
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::types::{ToolCall, ToolResult};
-use chimera_tests::{chimera_bin, pack_path, publish};
+use chimera_tests::cli::Ran;
+use chimera_tests::{pack_path, publish};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
-struct Run {
-    output: Output,
-}
-
-impl Run {
-    fn status(&self) -> Option<i32> {
-        self.output.status.code()
-    }
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-    /// The one `error:` line; asserts there is exactly one line on stderr.
-    fn error_line(&self) -> String {
-        let stderr = self.stderr();
-        let lines: Vec<&str> = stderr.lines().collect();
-        assert_eq!(lines.len(), 1, "one line on stderr, got: {stderr}");
-        lines[0].to_owned()
-    }
-    fn events(&self, kind: &str) -> Vec<Value> {
-        String::from_utf8_lossy(&self.output.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|e| e["type"] == kind)
-            .collect()
-    }
-}
-
-fn chimera(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Run {
-    let mut command = Command::new(chimera_bin());
-    command
-        .args(args)
-        .current_dir(dir)
-        .env_remove("CHIMERA_PLUGIN_PATH")
-        .env_remove("CHIMERA_HOSTILE")
-        .stdin(Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    Run {
-        output: command.output().expect("chimera runs"),
-    }
+fn chimera(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Ran {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    chimera_tests::cli::chimera(dir, args, &env, "")
 }
 
 /// A scratch dir with `plugins/` holding the given packages' libraries and a
@@ -85,7 +48,7 @@ impl Scene {
         self.root.path().join("plugins")
     }
 
-    fn run(&self, extra: &[&str], env: &[(&str, String)]) -> Run {
+    fn run(&self, extra: &[&str], env: &[(&str, String)]) -> Ran {
         let plugins = self.plugins().display().to_string();
         let mut args = vec![
             "run",
@@ -107,7 +70,7 @@ impl Scene {
             &["packs", "lock", "--plugins-dir", &plugins],
             &[],
         );
-        assert_eq!(run.status(), Some(0), "{}", run.stderr());
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
     }
 }
 
@@ -121,7 +84,7 @@ fn a_byte_tampered_after_locking_is_refused_before_loading() {
             && lock.contains("fixture,fixture-alt"),
         "{lock}"
     );
-    assert_eq!(scene.run(&["--pack", "fixture"], &[]).status(), Some(0));
+    assert_eq!(scene.run(&["--pack", "fixture"], &[]).code(), Some(0));
 
     let file = scene
         .plugins()
@@ -135,7 +98,7 @@ fn a_byte_tampered_after_locking_is_refused_before_loading() {
         &bytes,
     );
     let run = scene.run(&["--pack", "fixture"], &[]);
-    assert_eq!(run.status(), Some(3));
+    assert_eq!(run.code(), Some(3));
     let line = run.error_line();
     assert!(
         line.contains("is not the one chimera.lock pins")
@@ -149,7 +112,7 @@ fn a_byte_tampered_after_locking_is_refused_before_loading() {
         &["packs", "verify", "--plugins-dir", &plugins],
         &[],
     );
-    assert_eq!(verify.status(), Some(3));
+    assert_eq!(verify.code(), Some(3));
     assert!(String::from_utf8_lossy(&verify.output.stdout)
         .contains("content changed since it was locked"));
 }
@@ -162,7 +125,7 @@ fn load_time_code_never_runs_for_a_pack_the_lock_does_not_pin() {
 
     // Control: with no lock, loading runs the pack's constructor.
     let open = Scene::new(&["chimera-hostile-pack"]);
-    assert_eq!(open.run(&["--pack", "hostile"], &env).status(), Some(0));
+    assert_eq!(open.run(&["--pack", "hostile"], &env).code(), Some(0));
     assert!(canary.exists(), "the canary mechanism works");
     std::fs::remove_file(&canary).unwrap();
 
@@ -175,7 +138,7 @@ fn load_time_code_never_runs_for_a_pack_the_lock_does_not_pin() {
         &std::fs::read(pack_path("chimera-hostile-pack")).unwrap(),
     );
     let run = locked.run(&["--pack", "hostile"], &env);
-    assert_eq!(run.status(), Some(3));
+    assert_eq!(run.code(), Some(3));
     assert!(run
         .error_line()
         .contains("does not pin libchimera_hostile_pack.so"));
@@ -183,7 +146,7 @@ fn load_time_code_never_runs_for_a_pack_the_lock_does_not_pin() {
 
     // --locked with no lock file at all: refused too.
     let run = open.run(&["--locked", "--pack", "hostile"], &env);
-    assert_eq!(run.status(), Some(3));
+    assert_eq!(run.code(), Some(3));
     assert!(run.error_line().contains("--locked, but"));
     assert!(!canary.exists());
 }
@@ -195,7 +158,7 @@ fn a_world_writable_plugins_directory_is_refused_unless_overridden() {
     let scene = Scene::new(&["chimera-fixture-pack"]);
     std::fs::set_permissions(scene.plugins(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let run = scene.run(&["--pack", "fixture"], &[]);
-    assert_eq!(run.status(), Some(3));
+    assert_eq!(run.code(), Some(3));
     let line = run.error_line();
     assert!(
         line.contains(&scene.plugins().display().to_string()),
@@ -206,7 +169,7 @@ fn a_world_writable_plugins_directory_is_refused_unless_overridden() {
         "names the fix: {line}"
     );
     let run = scene.run(&["--allow-insecure-plugins-dir", "--pack", "fixture"], &[]);
-    assert_eq!(run.status(), Some(0), "{}", run.stderr());
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
     assert!(
         run.stderr().contains("loading anyway"),
         "a warning: {}",
@@ -235,7 +198,7 @@ fn a_symlink_leading_out_of_the_plugins_directory_is_refused() {
     )
     .unwrap();
     let run = scene.run(&["--pack", "fixture"], &[]);
-    assert_eq!(run.status(), Some(3));
+    assert_eq!(run.code(), Some(3));
     assert!(run
         .error_line()
         .contains("symlink leading out of the plugins directory"));
@@ -249,7 +212,7 @@ fn a_constructor_that_aborts_or_hangs_in_the_probe_never_reaches_the_live_host()
         &[("CHIMERA_HOSTILE", "abort".into())],
     );
     assert_eq!(
-        run.status(),
+        run.code(),
         Some(3),
         "the host exits normally, not by a signal: {}",
         run.stderr()
@@ -262,14 +225,14 @@ fn a_constructor_that_aborts_or_hangs_in_the_probe_never_reaches_the_live_host()
         &["--probe", "--probe-timeout", "1", "--pack", "hostile"],
         &[("CHIMERA_HOSTILE", "hang".into())],
     );
-    assert_eq!(run.status(), Some(3));
+    assert_eq!(run.code(), Some(3));
     assert!(run
         .error_line()
         .contains("did not finish loading it within 1s"));
 
     // Without the variable the same pack passes the probe and loads.
     assert_eq!(
-        scene.run(&["--probe", "--pack", "hostile"], &[]).status(),
+        scene.run(&["--probe", "--pack", "hostile"], &[]).code(),
         Some(0)
     );
 }
@@ -294,9 +257,9 @@ fn a_pack_is_quarantined_after_n_errors_and_tool_call_then_names_the_quarantine(
         json!({"tool_call": {"action": "error", "reason": "broken gate"}})
     );
     let run = scene.run(&["--quarantine-after", "3", "--pack", &pack], &[]);
-    assert_eq!(run.status(), Some(0), "{}", run.stderr());
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
     let contents: Vec<String> = run
-        .events("tool_result")
+        .of_type("tool_result")
         .iter()
         .map(|e| e["content"].as_str().unwrap().to_owned())
         .collect();
@@ -311,7 +274,7 @@ fn a_pack_is_quarantined_after_n_errors_and_tool_call_then_names_the_quarantine(
             quarantined
         ]
     );
-    let events = run.events("pack_quarantined");
+    let events = run.of_type("pack_quarantined");
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["name"], "fixture");
     assert!(
@@ -334,14 +297,14 @@ fn slow_calls_are_reported_and_repeated_overruns_quarantine() {
         json!({"tool_call": {"action": "allow", "sleep_ms": 30}})
     );
     let run = scene.run(&["--call-budget-ms", "10", "--pack", &pack], &[]);
-    assert_eq!(run.status(), Some(0), "{}", run.stderr());
-    let slow = run.events("interceptor_slow");
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let slow = run.of_type("interceptor_slow");
     assert_eq!(slow.len(), 5, "five overruns, then the pack is quarantined");
     assert_eq!(slow[0]["interceptor"], "fixture/tool_call-0");
     assert_eq!(slow[0]["budget_ms"], 10);
     assert!(slow[0]["elapsed_ms"].as_u64().unwrap() >= 10);
-    assert_eq!(run.events("pack_quarantined").len(), 1);
-    let last = run.events("tool_result").pop().unwrap();
+    assert_eq!(run.of_type("pack_quarantined").len(), 1);
+    let last = run.of_type("tool_result").pop().unwrap();
     assert!(
         last["content"]
             .as_str()
@@ -409,41 +372,44 @@ fn a_hot_reload_is_probed_and_a_crashing_rebuild_never_reaches_the_live_session(
         json!({"responses": responses}).to_string(),
     )
     .unwrap();
-    let mut child = Command::new(chimera_bin())
-        .args([
-            "run",
-            "--watch",
-            "--turns-from-stdin",
-            "--json",
-            "--plugins-dir",
-        ])
-        .arg(scene.plugins())
-        .args(["--pack", "fixture", "--script", "script.json"])
-        .current_dir(scene.root.path())
-        .env("CHIMERA_HOSTILE", "abort")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let plugins = scene.plugins().display().to_string();
+    let args = [
+        "run",
+        "--watch",
+        "--turns-from-stdin",
+        "--json",
+        "--plugins-dir",
+        &plugins,
+        "--pack",
+        "fixture",
+        "--script",
+        "script.json",
+    ];
+    let mut child =
+        chimera_tests::cli::command(scene.root.path(), &args, &[("CHIMERA_HOSTILE", "abort")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let events = crate::cli::lines_of(&mut child);
+    let events = chimera_tests::cli::lines_of(&mut child);
     writeln!(stdin, "one").unwrap();
-    crate::cli::until(&events, "run_end");
+    chimera_tests::cli::until(&events, "run_end");
     // The rebuild aborts whoever loads it; the probe loads it first, in a child.
     publish(
         &scene.plugins(),
         &library_file_name("chimera-fixture-pack"),
         &std::fs::read(pack_path("chimera-hostile-pack")).unwrap(),
     );
-    let failed = crate::cli::until(&events, "pack_reload_failed");
+    let failed = chimera_tests::cli::until(&events, "pack_reload_failed");
     let error = failed.last().unwrap()["error"].as_str().unwrap().to_owned();
     assert!(
         error.contains("the probe crashed while loading it (SIGABRT)"),
         "{error}"
     );
     writeln!(stdin, "two").unwrap();
-    let second = crate::cli::until(&events, "run_end");
+    let second = chimera_tests::cli::until(&events, "run_end");
     assert_eq!(
         second.last().unwrap()["output"],
         "turn 2 done",

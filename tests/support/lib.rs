@@ -40,32 +40,45 @@ pub fn chimera_bin() -> PathBuf {
     packs_dir().join(format!("chimera{}", std::env::consts::EXE_SUFFIX))
 }
 
+fn release() -> bool {
+    artifact_dir().file_name().is_some_and(|n| n == "release")
+}
+
+/// `<target>/abi-fixtures`: where projects built apart from the workspace go.
+fn fixtures_target() -> PathBuf {
+    artifact_dir()
+        .parent()
+        .expect("profile dir has a parent")
+        .join("abi-fixtures")
+}
+
+/// Runs `cargo build --quiet <args>` in `dir` with this profile; panics
+/// with cargo's output when it fails.
+fn cargo_build(dir: &Path, args: &[&str], env: &[(&str, &str)], what: &str) {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo.current_dir(dir).args(["build", "--quiet"]).args(args);
+    if release() {
+        cargo.arg("--release");
+    }
+    for (key, value) in env {
+        cargo.env(key, value);
+    }
+    let output = cargo.output().expect("run cargo build");
+    assert!(
+        output.status.success(),
+        "building {what} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Builds every pack package once per test run (a no-op when `cargo test
 /// --workspace` already built them) and returns the artifact directory.
-/// Panics with cargo's output when the build fails.
 pub fn packs_dir() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let dir = artifact_dir();
-        let profile_is_release = dir.file_name().is_some_and(|n| n == "release");
-        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cargo
-            .current_dir(workspace_root())
-            .arg("build")
-            .arg("--quiet");
-        if profile_is_release {
-            cargo.arg("--release");
-        }
-        for package in PACK_PACKAGES {
-            cargo.args(["-p", package]);
-        }
-        let output = cargo.output().expect("run cargo build for the packs");
-        assert!(
-            output.status.success(),
-            "building the packs failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        dir
+        let args: Vec<&str> = PACK_PACKAGES.iter().flat_map(|p| ["-p", p]).collect();
+        cargo_build(&workspace_root(), &args, &[], "the packs");
+        artifact_dir()
     })
 }
 
@@ -88,29 +101,17 @@ pub const OUT_OF_TREE: &[&str] = &[
 pub fn out_of_tree_dir() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let profile_dir = artifact_dir();
-        let target = profile_dir
-            .parent()
-            .expect("profile dir has a parent")
-            .join("abi-fixtures");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let target = fixtures_target();
+        let target_arg = target.display().to_string();
         for project in OUT_OF_TREE {
-            let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            cargo
-                .current_dir(workspace_root().join(project))
-                .args(["build", "--quiet", "--target-dir"])
-                .arg(&target);
-            if release {
-                cargo.arg("--release");
-            }
-            let output = cargo.output().expect("run cargo build");
-            assert!(
-                output.status.success(),
-                "building {project} failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
+            cargo_build(
+                &workspace_root().join(project),
+                &["--target-dir", &target_arg],
+                &[],
+                project,
             );
         }
-        target.join(if release { "release" } else { "debug" })
+        target.join(if release() { "release" } else { "debug" })
     })
 }
 
@@ -205,36 +206,19 @@ pub fn fixture_v2() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let profile_dir = artifact_dir();
-            let target = profile_dir
-                .parent()
-                .expect("profile dir has a parent")
-                .join("abi-fixtures");
-            let release = profile_dir.file_name().is_some_and(|n| n == "release");
-            let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            cargo
-                .current_dir(workspace_root())
-                .env("CHIMERA_FIXTURE_TAG", "v2")
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "chimera-fixture-pack",
-                    "--target-dir",
-                ])
-                .arg(&target);
-            if release {
-                cargo.arg("--release");
-            }
-            let output = cargo.output().expect("run cargo build");
-            assert!(
-                output.status.success(),
-                "building the v2 fixture failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
+            let target = fixtures_target();
+            let target_arg = target.display().to_string();
+            cargo_build(
+                &workspace_root(),
+                &["-p", "chimera-fixture-pack", "--target-dir", &target_arg],
+                &[("CHIMERA_FIXTURE_TAG", "v2")],
+                "the v2 fixture",
             );
-            target.join(if release { "release" } else { "debug" }).join(
-                chimera_host::plugins::platform::library_file_name("chimera-fixture-pack"),
-            )
+            target
+                .join(if release() { "release" } else { "debug" })
+                .join(chimera_host::plugins::platform::library_file_name(
+                    "chimera-fixture-pack",
+                ))
         })
         .clone()
 }
@@ -422,5 +406,148 @@ pub mod http {
         }
         let _ = stream.flush();
         Some(())
+    }
+}
+
+pub mod cli {
+    //! Running the built `chimera` binary in tests: a clean environment, and
+    //! the transcript and exit status read back.
+
+    use serde_json::Value;
+    use std::io::Write;
+    use std::path::Path;
+    use std::process::{Child, Command, Output, Stdio};
+    use std::sync::mpsc::{self, Receiver};
+    use std::time::Duration;
+
+    /// Environment variables the binary reads that a test must not inherit.
+    const INHERITED: &[&str] = &[
+        "CHIMERA_PLUGIN_PATH",
+        "CHIMERA_HOSTILE",
+        "CHIMERA_LOG",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ];
+
+    /// `chimera <args>` in `cwd`, with `env` set on a clean environment.
+    pub fn command(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut command = Command::new(super::chimera_bin());
+        command.args(args).current_dir(cwd).env("NO_COLOR", "1");
+        for name in INHERITED {
+            command.env_remove(name);
+        }
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command
+    }
+
+    /// A finished run.
+    pub struct Ran {
+        /// What the process left.
+        pub output: Output,
+    }
+
+    impl Ran {
+        /// The exit code (`None`: killed by a signal).
+        pub fn code(&self) -> Option<i32> {
+            self.output.status.code()
+        }
+
+        /// The exit code; panics when a signal ended the process.
+        pub fn status(&self) -> i32 {
+            self.code().expect("exited, not killed by a signal")
+        }
+
+        /// Standard output.
+        pub fn stdout(&self) -> String {
+            String::from_utf8_lossy(&self.output.stdout).into_owned()
+        }
+
+        /// Standard error.
+        pub fn stderr(&self) -> String {
+            String::from_utf8_lossy(&self.output.stderr).into_owned()
+        }
+
+        /// The single line on stderr (asserted single).
+        pub fn error_line(&self) -> String {
+            let stderr = self.stderr();
+            assert_eq!(
+                stderr.lines().count(),
+                1,
+                "one line on stderr, got: {stderr}"
+            );
+            stderr.trim_end().to_owned()
+        }
+
+        /// Every stdout line, parsed as JSON (panics on a line that is not).
+        pub fn events(&self) -> Vec<Value> {
+            self.stdout()
+                .lines()
+                .map(|line| {
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+                })
+                .collect()
+        }
+
+        /// The events of one `type`.
+        pub fn of_type(&self, kind: &str) -> Vec<Value> {
+            self.events()
+                .into_iter()
+                .filter(|e| e["type"] == kind)
+                .collect()
+        }
+    }
+
+    /// Runs `chimera <args>` to completion, feeding `stdin`.
+    pub fn chimera(cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Ran {
+        let mut child = command(cwd, args, env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn chimera");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
+        Ran {
+            output: child.wait_with_output().expect("chimera runs"),
+        }
+    }
+
+    /// Reads a live child's stdout line by line (JSON, else the raw line).
+    pub fn lines_of(child: &mut Child) -> Receiver<Value> {
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = sender.send(serde_json::from_str(&line).unwrap_or(Value::String(line)));
+            }
+        });
+        receiver
+    }
+
+    /// Collects events up to and including the next one of `kind`.
+    pub fn until(events: &Receiver<Value>, kind: &str) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let event = events
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no {kind} event; saw {seen:?}"));
+            let done = event["type"] == kind;
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
     }
 }

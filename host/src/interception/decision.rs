@@ -1,64 +1,16 @@
-//! What a host interceptor returns.
+//! What a host interceptor returns: the very vocabulary packs use
+//! (`chimera_plugin_api::sdk`), so a policy reads the same on either side of
+//! the boundary.
+//!
+//! | variant | the value | later interceptors | event |
+//! |---|---|---|---|
+//! | `Allow` | unchanged (the very same value) | run | none |
+//! | `Replace(v)` | becomes `v` | run, and see `v` | `replaced` |
+//! | `Block(reason)` | — | never run | `blocked` |
+//! | `Err(InterceptError)` | the seam's failure policy | fail-open: run; `tool_call`: never | `error` |
+//!
+//! What a block *means* is the seam's: a denied tool call, a withheld tool
+//! result, or a run that ends before the provider is called. An empty block
+//! reason reads `blocked by interceptor`.
 
-use std::fmt;
-
-/// An interceptor's decision about one value of type `T`.
-///
-/// | variant | the value | later interceptors | event |
-/// |---|---|---|---|
-/// | `Allow` | unchanged (the very same value) | run | none |
-/// | `Replace(v)` | becomes `v` | run, and see `v` | `replaced` |
-/// | `Block(reason)` | — | never run | `blocked` |
-///
-/// What a block *means* is the seam's: a denied tool call, a withheld tool
-/// result, or a run that ends before the provider is called.
-#[derive(Debug, Clone, PartialEq)]
-pub enum InterceptDecision<T> {
-    /// Pass through unchanged.
-    Allow,
-    /// Substitute the value.
-    Replace(T),
-    /// Stop the chain with a human-readable reason (empty means
-    /// `blocked by interceptor`).
-    Block(String),
-}
-
-impl<T> InterceptDecision<T> {
-    /// A block with `reason`.
-    pub fn block(reason: impl Into<String>) -> Self {
-        InterceptDecision::Block(reason.into())
-    }
-}
-
-/// An interceptor failure: handled by the seam's failure policy
-/// (`tool_call` blocks the call; the other seams skip the interceptor and go
-/// on with the last good value). Reported as an `error` event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InterceptError(String);
-
-impl InterceptError {
-    /// An error with this text.
-    pub fn msg(text: impl Into<String>) -> Self {
-        InterceptError(text.into())
-    }
-
-    /// The error text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for InterceptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl<E: std::error::Error> From<E> for InterceptError {
-    fn from(error: E) -> Self {
-        InterceptError(error.to_string())
-    }
-}
-
-/// What an interceptor closure returns.
-pub type InterceptResult<T> = Result<InterceptDecision<T>, InterceptError>;
+pub use chimera_plugin_api::sdk::{Decision as InterceptDecision, InterceptError, InterceptResult};

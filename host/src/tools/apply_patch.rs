@@ -6,7 +6,7 @@
 //! is computed first; files are written only when every section applies.
 
 use super::args::{read_text, required_str};
-use super::{Tool, ToolContext, Workspace};
+use super::{outcome, Tool, ToolContext, Workspace};
 use crate::types::ToolResult;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -44,11 +44,7 @@ impl Tool for ApplyPatchTool {
     }
 
     fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        let result = required_str(arguments, "patch").and_then(|patch| apply(patch, cx.workspace));
-        match result {
-            Ok(text) => ToolResult::ok(text),
-            Err(error) => ToolResult::err(error),
-        }
+        outcome(required_str(arguments, "patch").and_then(|patch| apply(patch, cx.workspace)))
     }
 }
 
@@ -392,11 +388,7 @@ mod tests {
         ApplyPatchTool.execute(&json!({ "patch": patch }), &ToolContext { workspace: ws })
     }
 
-    fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        (dir, ws)
-    }
+    use crate::tools::testing::setup;
 
     fn read(ws: &Workspace, p: &str) -> String {
         fs::read_to_string(ws.root().join(p)).unwrap()

@@ -306,11 +306,7 @@ mod tests {
     use crate::tools::Workspace;
     use serde_json::json;
 
-    fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        (dir, ws)
-    }
+    use crate::tools::testing::setup;
 
     fn run(tool: &BashTool, ws: &Workspace, args: serde_json::Value) -> ToolResult {
         tool.execute(&args, &ToolContext { workspace: ws })

@@ -1,7 +1,7 @@
 //! `edit_file`: exact string replacement in a file.
 
 use super::args::{optional_bool, read_text, required_str};
-use super::{Tool, ToolContext};
+use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
 
 /// `edit_file`: replaces `old_string` with `new_string` in a text file.
@@ -47,10 +47,7 @@ impl Tool for EditFileTool {
     }
 
     fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        match edit(arguments, cx) {
-            Ok(text) => ToolResult::ok(text),
-            Err(error) => ToolResult::err(error),
-        }
+        outcome(edit(arguments, cx))
     }
 }
 
@@ -101,8 +98,7 @@ mod tests {
     }
 
     fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
+        let (dir, ws) = crate::tools::testing::setup();
         fs::write(ws.root().join("f.txt"), "alpha beta\nbeta gamma\n").unwrap();
         (dir, ws)
     }

@@ -59,6 +59,29 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// A tool's result from its outcome: the text on success, the one-line
+/// error otherwise.
+pub(crate) fn outcome(result: Result<String, String>) -> ToolResult {
+    match result {
+        Ok(text) => ToolResult::ok(text),
+        Err(error) => ToolResult::err(error),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Shared set-up for the tools' unit tests.
+
+    use super::Workspace;
+
+    /// A fresh workspace (the directory lives as long as the guard).
+    pub(crate) fn setup() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let workspace = Workspace::new(dir.path()).expect("workspace");
+        (dir, workspace)
+    }
+}
+
 /// An ordered set of tools, by name.
 #[derive(Clone, Default)]
 pub struct ToolSet {

@@ -1,7 +1,7 @@
 //! `read_file`: a text file's contents, or a range of its lines.
 
 use super::args::{optional_u64, read_text, required_str};
-use super::{Tool, ToolContext};
+use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
 
 /// At most this many bytes of text are returned.
@@ -49,10 +49,7 @@ impl Tool for ReadFileTool {
     }
 
     fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        match read(arguments, cx) {
-            Ok(text) => ToolResult::ok(text),
-            Err(error) => ToolResult::err(error),
-        }
+        outcome(read(arguments, cx))
     }
 }
 
@@ -137,11 +134,7 @@ mod tests {
         ReadFileTool.execute(&args, &ToolContext { workspace: ws })
     }
 
-    fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        (dir, ws)
-    }
+    use crate::tools::testing::setup;
 
     #[test]
     fn reads_whole_file_and_ranges() {

@@ -1,7 +1,7 @@
 //! `replace_in_file`: regular-expression replace-all in a file.
 
 use super::args::{read_text, required_str};
-use super::{Tool, ToolContext};
+use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
 use regex::Regex;
 
@@ -45,10 +45,7 @@ impl Tool for ReplaceInFileTool {
     }
 
     fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        match replace(arguments, cx) {
-            Ok(text) => ToolResult::ok(text),
-            Err(error) => ToolResult::err(error),
-        }
+        outcome(replace(arguments, cx))
     }
 }
 
@@ -103,8 +100,7 @@ mod tests {
     }
 
     fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
+        let (dir, ws) = crate::tools::testing::setup();
         fs::write(ws.root().join("f.txt"), "let a = 1;\nlet b = 2;\n").unwrap();
         (dir, ws)
     }

@@ -153,11 +153,7 @@ mod tests {
     use super::*;
     use std::fs;
 
-    fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        (dir, ws)
-    }
+    use crate::tools::testing::setup;
 
     #[test]
     fn new_requires_existing_root() {

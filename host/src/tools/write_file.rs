@@ -1,7 +1,7 @@
 //! `write_file`: create or overwrite a file.
 
 use super::args::required_str;
-use super::{Tool, ToolContext};
+use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
 use std::fs;
 
@@ -39,10 +39,7 @@ impl Tool for WriteFileTool {
     }
 
     fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        match write(arguments, cx) {
-            Ok(text) => ToolResult::ok(text),
-            Err(error) => ToolResult::err(error),
-        }
+        outcome(write(arguments, cx))
     }
 }
 
@@ -73,11 +70,7 @@ mod tests {
         WriteFileTool.execute(&args, &ToolContext { workspace: ws })
     }
 
-    fn setup() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        (dir, ws)
-    }
+    use crate::tools::testing::setup;
 
     #[test]
     fn writes_and_creates_parents() {
