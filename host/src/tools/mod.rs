@@ -139,3 +139,56 @@ impl ToolSet {
         self.tools.iter().map(|t| t.name()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn every_file_tool_refuses_paths_that_leave_the_workspace() {
+        let (_dir, workspace) = testing::setup();
+        let outside = tempfile::tempdir().expect("temp dir");
+        let target = outside.path().join("out.txt");
+        std::fs::write(&target, "secret").expect("write");
+        let mut paths = vec![
+            "../x".to_owned(),
+            "/etc/passwd".to_owned(),
+            target.display().to_string(),
+        ];
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&target, workspace.root().join("link")).expect("symlink");
+            paths.push("link".to_owned());
+        }
+        type Case<'a> = (&'a dyn Tool, fn(&str) -> Value);
+        let cases: [Case<'_>; 4] = [
+            (&ReadFileTool, |p| json!({"path": p})),
+            (&WriteFileTool, |p| json!({"path": p, "content": "pwned"})),
+            (
+                &EditFileTool,
+                |p| json!({"path": p, "old_string": "secret", "new_string": "x"}),
+            ),
+            (
+                &ReplaceInFileTool,
+                |p| json!({"path": p, "pattern": "secret", "replacement": "x"}),
+            ),
+        ];
+        let cx = ToolContext {
+            workspace: &workspace,
+        };
+        for (tool, arguments) in cases {
+            for path in &paths {
+                let result = tool.execute(&arguments(path), &cx);
+                let error = result.error.unwrap_or_default();
+                assert!(
+                    error.contains("escapes the workspace"),
+                    "{} {path}: {error}",
+                    tool.name()
+                );
+                assert!(result.output.is_empty());
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "secret");
+    }
+}

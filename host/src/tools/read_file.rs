@@ -196,22 +196,4 @@ mod tests {
         assert!(r.output.ends_with("[truncated: 50000 more bytes]"));
         assert!(r.output.len() < MAX_BYTES + 40);
     }
-
-    #[test]
-    fn refuses_escapes() {
-        let (_dir, ws) = setup();
-        let outside = tempfile::tempdir().unwrap();
-        fs::write(outside.path().join("secret"), "s").unwrap();
-        for p in ["../x", "/etc/passwd"] {
-            let r = run(&ws, json!({"path": p}));
-            assert!(r.error.unwrap().contains("escapes the workspace"), "{p}");
-        }
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink(outside.path().join("secret"), ws.root().join("l")).unwrap();
-            let r = run(&ws, json!({"path": "l"}));
-            assert!(r.error.unwrap().contains("escapes the workspace"));
-            assert_eq!(r.output, "");
-        }
-    }
 }
