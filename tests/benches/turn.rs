@@ -12,6 +12,8 @@
 //! pack's interceptors run and allow). Sessions are built outside the timed
 //! part.
 
+#![allow(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+
 use chimera_host::agent::AgentSession;
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::providers::ScriptedModel;
