@@ -10,7 +10,10 @@
 //! * `load/fixture`: copy, dlopen, version and layout checks, instantiate and
 //!   activate one pack from a file whose content was never loaded before.
 
-#![allow(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented pub fn"
+)]
 
 use chimera_host::interception::*;
 use chimera_host::plugins::{PluginManager, Registry};

@@ -12,7 +12,10 @@
 //! pack's interceptors run and allow). Sessions are built outside the timed
 //! part.
 
-#![allow(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented pub fn"
+)]
 
 use chimera_host::agent::AgentSession;
 use chimera_host::plugins::{PluginManager, Registry};

@@ -28,9 +28,12 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
             "Bearer sk-demo-wire-0123456789".to_owned(),
         )]));
     let model = Arc::new(model);
-    let scratch = tempfile_dir()?;
-    let workspace =
-        Workspace::new(&scratch).map_err(|e| Failure::usage(format!("demo workspace: {e}")))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("chimera-demo-")
+        .tempdir()
+        .map_err(|e| Failure::usage(format!("cannot create the demo workspace: {e}")))?;
+    let workspace = Workspace::new(scratch.path())
+        .map_err(|e| Failure::usage(format!("demo workspace: {e}")))?;
 
     let renderer = Arc::new(Renderer::new(args.json));
     let bus = EventBus::new();
@@ -76,11 +79,11 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
             session.history()[1].content
         );
         if args.keep_workspace {
-            println!("Workspace kept at {}", scratch.display());
+            println!("Workspace kept at {}", scratch.path().display());
         }
     }
-    if !args.keep_workspace {
-        let _ = std::fs::remove_dir_all(&scratch);
+    if args.keep_workspace {
+        let _kept = scratch.keep();
     }
     if result.success {
         Ok(())
@@ -90,11 +93,4 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
             result.output
         )))
     }
-}
-
-fn tempfile_dir() -> Result<std::path::PathBuf, Failure> {
-    let dir = std::env::temp_dir().join(format!("chimera-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Failure::usage(format!("cannot create the demo workspace: {e}")))?;
-    Ok(dir)
 }

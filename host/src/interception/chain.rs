@@ -8,6 +8,7 @@ use super::session::SessionFacts;
 use super::InterceptDecision;
 use chimera_plugin_api::abi::{Decision, DecisionKind};
 use std::panic::{self, AssertUnwindSafe};
+use std::time::Duration;
 
 /// What a chain run produced.
 #[derive(Debug)]
@@ -88,6 +89,8 @@ pub fn run_chain<S: SeamSpec>(
             Kind::Host(f) => (next, host_verdict::<S>(f, lead, current)),
             Kind::Pack(..) => {
                 let stop = S::with_input(lead, current, &session, |input| {
+                    // One clock read per call: each call's end is the next one's start.
+                    let mut clock: Option<Duration> = None;
                     while let Some(entry) = chain.get(next) {
                         let Kind::Pack(pack, health) = &entry.inner.kind else {
                             break;
@@ -96,14 +99,14 @@ pub fn run_chain<S: SeamSpec>(
                             return Some((next, Stop::Quarantined(reason)));
                         }
                         let timed = health.as_deref().filter(|h| h.budget().is_some());
-                        let started = timed.map(|_| coarse_now());
+                        if timed.is_some() && clock.is_none() {
+                            clock = Some(coarse_now());
+                        }
                         let decision = pack.intercept(input);
-                        if let (Some(health), Some(started)) = (timed, started) {
-                            health.took(
-                                entry.name(),
-                                S::NAME,
-                                coarse_now().saturating_sub(started),
-                            );
+                        if let (Some(health), Some(started)) = (timed, clock) {
+                            let now = coarse_now();
+                            health.took(entry.name(), S::NAME, now.saturating_sub(started));
+                            clock = Some(now);
                         }
                         if decision.kind != DecisionKind::ALLOW {
                             return Some((next, Stop::Decided(decision)));

@@ -8,7 +8,6 @@
 
 use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
-use super::platform::create_private_dir;
 use super::trust::{check_location, LockEntry, LockFile, Probe, TrustSettings};
 use abi_stable::library::{
     AbiHeaderRef, LibHeader, LibraryError, RawLibrary, ROOT_MODULE_LOADER_NAME,
@@ -20,7 +19,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One pack a library provides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,21 +136,18 @@ fn pinned(path: &Path, hash: &str, trust: &TrustSettings) -> Result<Option<LockE
 
 /// Opens libraries, once per distinct content.
 pub(crate) struct Loader {
-    cache_dir: PathBuf,
+    /// A fresh directory only this user can enter (made like `mkdtemp`: a
+    /// random name created atomically with mode 0700), made on first use and
+    /// removed when the loader goes.
+    cache_dir: OnceLock<tempfile::TempDir>,
     counter: AtomicU64,
     libraries: Mutex<HashMap<[u8; 32], Arc<Library>>>,
 }
 
 impl Loader {
     pub(crate) fn new() -> Self {
-        static LOADERS: AtomicU64 = AtomicU64::new(0);
-        let cache_dir = std::env::temp_dir().join("chimera-packs").join(format!(
-            "{}-{}",
-            std::process::id(),
-            LOADERS.fetch_add(1, Ordering::Relaxed)
-        ));
         Loader {
-            cache_dir,
+            cache_dir: OnceLock::new(),
             counter: AtomicU64::new(0),
             libraries: Mutex::new(HashMap::new()),
         }
@@ -255,23 +251,25 @@ impl Loader {
     /// new path and a new inode, so `dlopen` cannot hand back a stale library,
     /// and a file no one else can write.
     fn private_copy(&self, original: &Path) -> io::Result<PathBuf> {
-        create_private_dir(&self.cache_dir)?;
+        let cache_dir = match self.cache_dir.get() {
+            Some(dir) => dir.path(),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("chimera-packs-")
+                    .tempdir()?;
+                self.cache_dir.get_or_init(|| dir).path()
+            }
+        };
         let stem = original
             .file_stem()
             .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
-        let copy = self.cache_dir.join(format!(
+        let copy = cache_dir.join(format!(
             "{stem}-{}.{}",
             self.counter.fetch_add(1, Ordering::Relaxed),
             std::env::consts::DLL_EXTENSION
         ));
         std::fs::copy(original, &copy)?;
         Ok(copy)
-    }
-}
-
-impl Drop for Loader {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.cache_dir);
     }
 }
 

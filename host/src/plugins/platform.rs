@@ -1,11 +1,10 @@
-//! Platform specifics, in one place: pack file names and the private cache.
+//! Platform specifics, in one place: pack file names.
 //!
 //! Packs are `.so` on Linux, `.dylib` on macOS and `.dll` on Windows. CI runs
 //! on Linux; the completeness check ([`super`]'s loader) is ELF-only, other
 //! platforms rely on the size-stability check of the watcher.
 
 use std::ffi::OsStr;
-use std::io;
 use std::path::Path;
 
 /// True when `path` has this platform's shared-library extension.
@@ -23,16 +22,4 @@ pub fn library_file_name(package: &str) -> String {
     libloading::library_filename(package.replace('-', "_"))
         .to_string_lossy()
         .into_owned()
-}
-
-/// Creates `dir` readable and writable by this user only.
-pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
