@@ -5,7 +5,7 @@ use crate::harness::{script, Harness, Run};
 use crate::helpers::manager;
 use chimera_host::agent::AgentEvent;
 use chimera_host::plugins::{PluginManager, Registry};
-use chimera_host::tools::{DelegateTool, SubAgent, ToolSet};
+use chimera_host::tools::{DelegateTool, SubAgent, ToolContext, ToolSet};
 use chimera_host::types::Role;
 use chimera_tests::tools::Fixed;
 use serde_json::{json, Value};
@@ -424,7 +424,7 @@ fn pub34_redactor_envelope_details() {
         fn execute(
             &self,
             _: &Value,
-            _: &chimera_host::tools::ToolContext<'_>,
+            _: &ToolContext<'_>,
         ) -> chimera_host::types::ToolResult {
             chimera_host::types::ToolResult::err("auth failed for sk-livekey12345678")
         }
@@ -476,7 +476,7 @@ struct RecordingSubAgent {
 }
 
 impl SubAgent for RecordingSubAgent {
-    fn run(&self, task: &str) -> Result<String, (String, String)> {
+    fn run(&self, task: &str, _cx: &ToolContext<'_>) -> Result<String, (String, String)> {
         self.tasks.lock().unwrap().push(task.to_owned());
         Ok(format!("sub-agent finished: {task}"))
     }

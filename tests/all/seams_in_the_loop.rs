@@ -2,7 +2,7 @@
 //! (SCENARIOS PUB-01 … PUB-17, PUB-20), with host closures.
 
 use crate::harness::{script, Harness};
-use chimera_host::agent::{ApproveAll, Permission, PermissionPolicy, ToolRules};
+use chimera_host::agent::{Approver, Permission, PermissionPolicy, ToolRules};
 use chimera_host::interception::*;
 use chimera_host::types::{Message, ProviderRequest, ToolCall, ToolResult};
 use chimera_tests::tools::{Dangerous, Fixed};
@@ -552,8 +552,30 @@ fn pub16_a_pre_provider_block_reports_interceptor_blocked_as_the_reason() {
     assert_eq!(run.result.reason, "interceptor_blocked: sealed");
 }
 
+/// An approver that answers from a list and records what it was asked.
+struct Answers {
+    answers: Mutex<Vec<bool>>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Answers {
+    fn new(answers: &[bool]) -> Arc<Answers> {
+        Arc::new(Answers {
+            answers: Mutex::new(answers.iter().rev().copied().collect()),
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Approver for Answers {
+    fn approve(&self, call: &ToolCall) -> bool {
+        self.asked.lock().unwrap().push(call.id.clone());
+        self.answers.lock().unwrap().pop().unwrap_or(false)
+    }
+}
+
 #[test]
-fn pub20_resumed_approvals_skip_interceptors() {
+fn one_approval_lets_exactly_one_call_through_and_the_rest_of_the_batch_is_still_checked() {
     let dangerous = Dangerous::default();
     let recorded = Arc::new(Mutex::new(Vec::new()));
     let sink = recorded.clone();
@@ -561,59 +583,43 @@ fn pub20_resumed_approvals_skip_interceptors() {
     bundle
         .tool_call
         .push(Interceptor::tool_call("rec", move |c: &ToolCall| {
-            sink.lock().unwrap().push(c.name.clone());
+            sink.lock().unwrap().push(c.id.clone());
             if c.name == "dangerous_delete" {
                 return Ok(InterceptDecision::block("never"));
             }
             Ok(InterceptDecision::Allow)
         }));
-    let policy = Arc::new(Recording {
-        ask_for: Some("echo"),
-        ..Recording::default()
-    });
+    let answers = Answers::new(&[true]);
     let run = Harness::new(script(json!([
-        {"tool_calls": [{"id": "a", "name": "echo", "arguments": {"message": "hi"}}, {"id": "b", "name": "dangerous_delete"}]},
+        {"tool_calls": [
+            {"id": "a", "name": "echo", "arguments": {"message": "hi"}},
+            {"id": "b", "name": "dangerous_delete"},
+            {"id": "c", "name": "echo", "arguments": {"message": "again"}}
+        ]},
         {"content": "done"}
     ])))
     .tool(Arc::new(dangerous.clone()))
     .host(bundle)
-    .permissions(policy)
-    .approver(Arc::new(ApproveAll))
+    .permissions(Arc::new(
+        ToolRules::new(Permission::Allow).set("echo", Permission::Ask),
+    ))
+    .approver(answers.clone())
     .run("go");
-    assert_eq!(*recorded.lock().unwrap(), ["echo"]);
-    assert!(
-        dangerous.ran(),
-        "the resumed batch bypasses every configured check"
-    );
-    assert!(run.result.success);
-
-    // Without approval the call is denied and the rest of the batch is checked as usual.
-    let dangerous = Dangerous::default();
-    let mut bundle = Interceptors::new();
-    bundle
-        .tool_call
-        .push(Interceptor::tool_call("gate", |c: &ToolCall| {
-            if c.name == "dangerous_delete" {
-                return Ok(InterceptDecision::block("never"));
-            }
-            Ok(InterceptDecision::Allow)
-        }));
-    let run = Harness::new(script(json!([
-        {"tool_calls": [{"id": "a", "name": "echo", "arguments": {"message": "hi"}}, {"id": "b", "name": "dangerous_delete"}]},
-        {"content": "done"}
-    ])))
-    .tool(Arc::new(dangerous.clone()))
-    .host(bundle)
-    .permissions(Arc::new(ToolRules::new(Permission::Allow).set("echo", Permission::Ask)))
-    .run("go");
+    // Every call of the batch passed the tool_call seam.
+    assert_eq!(*recorded.lock().unwrap(), ["a", "b", "c"]);
+    assert!(!dangerous.ran(), "an approval never waves a later call through");
+    // Each `Ask` was put to the approver: the first was approved, the
+    // second (no answer left) was denied.
+    assert_eq!(*answers.asked.lock().unwrap(), ["a", "c"]);
     assert_eq!(
         run.tool_messages(),
         [
-            "Permission denied for echo",
-            "Blocked by interceptor: never"
+            "Echo: hi",
+            "Blocked by interceptor: never",
+            "Permission denied for echo"
         ]
     );
-    assert!(!dangerous.ran());
+    assert!(run.result.success);
 }
 
 #[test]

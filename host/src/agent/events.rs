@@ -96,6 +96,52 @@ pub enum AgentEvent {
         /// `completed`, `interceptor_blocked: <reason>`, `provider_error`, `max_steps`.
         reason: String,
     },
+    /// An event of a sub-agent (the `delegate` tool's session). In JSON it is
+    /// the inner event's object with two more fields, `depth` (1 for a
+    /// sub-agent of the top-level session) and `parent_call_id` (the
+    /// delegating call).
+    #[serde(untagged)]
+    Nested(NestedEvent),
+}
+
+/// A sub-agent's event, as its parent session publishes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestedEvent {
+    /// How many delegations deep the session that published it is.
+    pub depth: u32,
+    /// The call that started that session.
+    pub parent_call_id: String,
+    /// The event itself.
+    pub event: Box<AgentEvent>,
+}
+
+/// The inner event's object plus `depth` and `parent_call_id`. (Written
+/// out rather than `#[serde(flatten)]`, which recurses without end through
+/// an enum that contains itself.)
+impl Serialize for NestedEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut object = match serde_json::to_value(&*self.event) {
+            Ok(serde_json::Value::Object(object)) => object,
+            Ok(_) => serde_json::Map::new(),
+            Err(error) => return Err(serde::ser::Error::custom(error)),
+        };
+        object.insert("depth".to_owned(), self.depth.into());
+        object.insert(
+            "parent_call_id".to_owned(),
+            self.parent_call_id.clone().into(),
+        );
+        object.serialize(serializer)
+    }
+}
+
+impl AgentEvent {
+    pub(crate) fn nested(depth: u32, parent_call_id: &str, event: AgentEvent) -> AgentEvent {
+        AgentEvent::Nested(NestedEvent {
+            depth,
+            parent_call_id: parent_call_id.to_owned(),
+            event: Box::new(event),
+        })
+    }
 }
 
 type Subscriber = Arc<dyn Fn(&AgentEvent) + Send + Sync>;

@@ -21,7 +21,7 @@ mod stream;
 mod subagent;
 mod tool_step;
 
-pub use events::{AgentEvent, EventBus};
+pub use events::{AgentEvent, EventBus, NestedEvent};
 pub use hooks::{Hooks, PreToolUse};
 pub use permission::{
     ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover, ToolRules,

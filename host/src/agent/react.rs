@@ -47,7 +47,7 @@ impl AgentSession {
             content: input.to_owned(),
         });
         let bundle = self.effective_interceptors();
-        let result = self.run_steps(bundle.as_deref());
+        let result = self.run_steps(bundle.as_ref());
         self.bus.publish(AgentEvent::RunEnd {
             success: result.success,
             output: result.output.clone(),
@@ -56,13 +56,13 @@ impl AgentSession {
         result
     }
 
-    fn run_steps(&mut self, bundle: Option<&Interceptors>) -> RunResult {
+    fn run_steps(&mut self, bundle: Option<&Arc<Interceptors>>) -> RunResult {
         let tools = self.tool_list.clone();
         for _ in 0..self.max_steps {
             for middleware in &self.hooks.before_model {
                 middleware(&mut self.history);
             }
-            let response = match self.call_provider(bundle, &tools) {
+            let response = match self.call_provider(bundle.map(Arc::as_ref), &tools) {
                 Ok(response) => response,
                 Err(end) => return end,
             };
@@ -81,9 +81,8 @@ impl AgentSession {
                     reason: "completed".to_owned(),
                 };
             }
-            let mut detached = false;
             for call in &response.tool_calls {
-                self.settle_call(call, bundle, &mut detached);
+                self.settle_call(call, bundle);
             }
         }
         let error = format!(

@@ -46,6 +46,8 @@ pub struct AgentSession {
     pub(crate) output_cap: usize,
     pub(crate) turns: u64,
     pub(crate) stream: bool,
+    /// Delegations above this session (0: a top-level session).
+    pub(crate) depth: u32,
 }
 
 /// Builds an [`AgentSession`].
@@ -133,6 +135,12 @@ impl SessionBuilder {
         self
     }
 
+    /// A sub-agent's session: `depth` delegations below the top level.
+    pub(crate) fn depth(mut self, depth: u32) -> Self {
+        self.session.depth = depth;
+        self
+    }
+
     /// The session id packs key their state by (default: unique in the process).
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session.facts.session_id = id.into();
@@ -171,6 +179,7 @@ impl AgentSession {
                 output_cap: 30_000,
                 turns: 0,
                 stream: false,
+                depth: 0,
             },
         }
     }

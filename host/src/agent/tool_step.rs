@@ -3,9 +3,11 @@
 use super::events::AgentEvent;
 use super::permission::Permission;
 use super::session::AgentSession;
+use super::subagent::Inherited;
 use crate::interception::{run_chain, withheld_result, ChainContext, Interceptors};
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
+use std::sync::Arc;
 
 /// How a call was settled before execution.
 enum Gate {
@@ -17,33 +19,21 @@ enum Gate {
 
 impl AgentSession {
     /// Settles one call: seams, hooks, permission, execution, transcript,
-    /// event. `detached` is the resumed-approval carve-out: once an `Ask` is
-    /// approved, that call and the rest of its batch run with no
-    /// interceptors, hooks or permission checks (the reference's pinned
-    /// behaviour for resumed approvals).
-    pub(crate) fn settle_call(
-        &mut self,
-        call: &ToolCall,
-        bundle: Option<&Interceptors>,
-        detached: &mut bool,
-    ) {
+    /// event. Every call of a batch goes through all of it: an approval
+    /// covers exactly the call it was given for.
+    pub(crate) fn settle_call(&mut self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) {
         self.facts.tool_calls_this_turn += 1;
-        let gate = if *detached {
-            Gate::Run(call.clone())
-        } else {
-            self.gate(call, bundle, detached)
-        };
-        let (effective, result, executed) = match gate {
+        let (effective, result, executed) = match self.gate(call, bundle.map(Arc::as_ref)) {
             Gate::Refuse(effective, text) => (effective, ToolResult::err(text), false),
             Gate::Run(effective) if self.tools.get(&effective.name).is_none() => {
                 let text = format!("Unknown tool: {}", effective.name);
                 (effective, ToolResult::err(text), false)
             }
             Gate::Run(effective) => {
-                let result = self.execute(&effective);
-                let result = match (bundle, *detached) {
-                    (Some(bundle), false) => self.result_seam(bundle, &effective, result),
-                    _ => result,
+                let result = self.execute(&effective, bundle);
+                let result = match bundle {
+                    Some(bundle) => self.result_seam(bundle, &effective, result),
+                    None => result,
                 };
                 (effective, self.truncate(result), true)
             }
@@ -52,7 +42,7 @@ impl AgentSession {
         self.history
             .push(Message::tool(call.id.clone(), content.clone()));
         // PostToolUse follows execution only: a refused call short-circuits it.
-        if executed && !*detached {
+        if executed {
             for hook in &self.hooks.post_tool_use {
                 hook(&effective, &result);
             }
@@ -66,7 +56,7 @@ impl AgentSession {
     }
 
     /// tool_call seam → PreToolUse hooks → permission policy.
-    fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>, detached: &mut bool) -> Gate {
+    fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
         let mut effective = call.clone();
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
             let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
@@ -104,29 +94,33 @@ impl AgentSession {
         };
         match permission {
             Permission::Allow => Gate::Run(effective),
-            Permission::Deny => {
-                let text = format!("Permission denied for {}", effective.name);
-                Gate::Refuse(effective, text)
-            }
-            Permission::Ask if self.approver.approve(&effective) => {
-                *detached = true;
-                Gate::Run(effective)
-            }
-            Permission::Ask => {
+            Permission::Ask if self.approver.approve(&effective) => Gate::Run(effective),
+            Permission::Deny | Permission::Ask => {
                 let text = format!("Permission denied for {}", effective.name);
                 Gate::Refuse(effective, text)
             }
         }
     }
 
-    /// Runs a tool that exists (see `settle_call`).
-    fn execute(&self, call: &ToolCall) -> ToolResult {
+    /// Runs a tool that exists (see `settle_call`), handing down this
+    /// session's policy with the call (for `delegate`'s sub-agent).
+    fn execute(&self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) -> ToolResult {
         let Some(tool) = self.tools.get(&call.name) else {
             return ToolResult::err(format!("Unknown tool: {}", call.name));
         };
         let arguments = call.arguments.parse();
+        let inherited = Inherited {
+            bundle: bundle.cloned(),
+            permissions: self.permissions.clone(),
+            approver: Arc::clone(&self.approver),
+            hooks: self.hooks.clone(),
+            bus: self.bus.clone(),
+            depth: self.depth,
+        };
         let cx = ToolContext {
             workspace: &self.workspace,
+            call_id: &call.id,
+            extensions: &inherited,
         };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tool.execute(&arguments, &cx)

@@ -54,6 +54,7 @@ impl Renderer {
             return;
         }
         if let AgentEvent::AssistantDelta { content } = event {
+            let content = clean(content);
             if !out.open {
                 let head = self.paint("1", "assistant:");
                 let _ = write!(out.stdout, "  {head} ");
@@ -82,9 +83,9 @@ impl Renderer {
     /// already printed as it arrived.
     fn readable(&self, event: &AgentEvent, streamed: bool) -> String {
         match event {
-            AgentEvent::AssistantDelta { content } => content.clone(),
+            AgentEvent::AssistantDelta { content } => clean(content),
             AgentEvent::User { content } => {
-                format!("{} {content}", self.paint("1;36", "» user:"))
+                format!("{} {}", self.paint("1;36", "» user:"), clean(content))
             }
             AgentEvent::Assistant {
                 content,
@@ -92,13 +93,20 @@ impl Renderer {
             } => {
                 let mut lines = Vec::new();
                 if !content.is_empty() && !streamed {
-                    lines.push(format!("  {} {content}", self.paint("1", "assistant:")));
+                    lines.push(format!(
+                        "  {} {}",
+                        self.paint("1", "assistant:"),
+                        clean(content)
+                    ));
                 }
                 for call in tool_calls {
                     lines.push(format!(
                         "  {} {}",
-                        self.paint("35", &format!("→ {}", call.name)),
-                        self.paint("2", &format!("{}  [{}]", call.arguments.parse(), call.id))
+                        self.paint("35", &format!("→ {}", clean(&call.name))),
+                        self.paint(
+                            "2",
+                            &clean(&format!("{}  [{}]", call.arguments.parse(), call.id))
+                        )
                     ));
                 }
                 lines.join("\n")
@@ -109,13 +117,13 @@ impl Renderer {
                 content,
                 is_error,
             } => {
-                let head = format!("← {name} [{call_id}]");
+                let head = clean(&format!("← {name} [{call_id}]"));
                 let head = if *is_error {
                     self.paint("31", &format!("{head} error:"))
                 } else {
                     self.paint("32", &format!("{head}:"))
                 };
-                format!("  {head} {}", preview(content))
+                format!("  {head} {}", preview(&clean(content)))
             }
             AgentEvent::Interceptor(e) => {
                 let target = if e.tool_name.is_empty() {
@@ -130,10 +138,10 @@ impl Renderer {
                 };
                 self.paint(
                     "33",
-                    &format!(
+                    &clean(&format!(
                         "  ⚑ {} {} by {}{reason}{target}",
                         e.seam, e.decision, e.interceptor
-                    ),
+                    )),
                 )
             }
             AgentEvent::PackLoaded {
@@ -142,10 +150,10 @@ impl Renderer {
                 path,
             } => self.paint(
                 "2",
-                &format!(
+                &clean(&format!(
                     "loaded pack {name} {version} ({})",
                     path.as_deref().unwrap_or("in-process")
-                ),
+                )),
             ),
             AgentEvent::PackReloaded {
                 name,
@@ -153,17 +161,19 @@ impl Renderer {
                 path,
             } => self.paint(
                 "1;34",
-                &format!(
+                &clean(&format!(
                     "reloaded pack {name} {version} ({})",
                     path.as_deref().unwrap_or("in-process")
-                ),
+                )),
             ),
             AgentEvent::PackReloadFailed { name, error } => self.paint(
                 "1;31",
-                &format!("reload of {name} failed, previous version kept: {error}"),
+                &clean(&format!(
+                    "reload of {name} failed, previous version kept: {error}"
+                )),
             ),
             AgentEvent::PackQuarantined { name, reason } => {
-                self.paint("1;31", &format!("quarantined pack {name}: {reason}"))
+                self.paint("1;31", &clean(&format!("quarantined pack {name}: {reason}")))
             }
             AgentEvent::InterceptorSlow {
                 seam,
@@ -172,7 +182,9 @@ impl Renderer {
                 budget_ms,
             } => self.paint(
                 "33",
-                &format!("  ⏱ {seam} {interceptor} took {elapsed_ms} ms (budget {budget_ms} ms)"),
+                &clean(&format!(
+                    "  ⏱ {seam} {interceptor} took {elapsed_ms} ms (budget {budget_ms} ms)"
+                )),
             ),
             AgentEvent::RunEnd {
                 success,
@@ -180,13 +192,50 @@ impl Renderer {
                 reason,
             } => {
                 if *success {
-                    format!("{} {output}", self.paint("1;32", "✓ done:"))
+                    format!("{} {}", self.paint("1;32", "✓ done:"), clean(output))
                 } else {
-                    format!("{} {output} ({reason})", self.paint("1;31", "✗ failed:"))
+                    format!(
+                        "{} {}",
+                        self.paint("1;31", "✗ failed:"),
+                        clean(&format!("{output} ({reason})"))
+                    )
                 }
+            }
+            AgentEvent::Nested(nested) => {
+                let inner = self.readable(&nested.event, false);
+                let prefix = format!("{}↳ ", "  ".repeat(nested.depth as usize));
+                inner
+                    .lines()
+                    .map(|line| format!("{prefix}{}", line.trim_start()))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             }
         }
     }
+}
+
+/// `text` made safe to print on a terminal: control characters (other than
+/// newline and tab), escape sequences, C1 controls and bidirectional
+/// overrides are shown escaped (`\u{1b}[2J`), never interpreted. Model,
+/// tool and pack text is hostile until shown this way.
+pub(crate) fn clean(text: &str) -> String {
+    if !text.chars().any(needs_escape) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }
 
 fn preview(content: &str) -> String {
@@ -200,4 +249,18 @@ fn preview(content: &str) -> String {
         lines[..PREVIEW_LINES].join("\n    "),
         lines.len() - PREVIEW_LINES
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    #[test]
+    fn escape_sequences_are_shown_escaped_not_interpreted() {
+        assert_eq!(clean("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(clean("\u{1b}[2Jgone"), "\\u{1b}[2Jgone");
+        assert_eq!(clean("a\rb\u{7}"), "a\\u{d}b\\u{7}");
+        assert_eq!(clean("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(clean("abc\u{202e}fed"), "abc\\u{202e}fed");
+    }
 }

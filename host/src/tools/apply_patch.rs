@@ -385,7 +385,7 @@ mod tests {
     use serde_json::json;
 
     fn run(ws: &Workspace, patch: &str) -> ToolResult {
-        ApplyPatchTool.execute(&json!({ "patch": patch }), &ToolContext { workspace: ws })
+        ApplyPatchTool.execute(&json!({ "patch": patch }), &ToolContext::new(ws))
     }
 
     use crate::tools::testing::setup;
@@ -503,7 +503,7 @@ new file mode 100644
         let r = run(&ws, "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n-x\n+y\n");
         assert!(r.is_error());
         assert!(ApplyPatchTool
-            .execute(&json!({}), &ToolContext { workspace: &ws })
+            .execute(&json!({}), &ToolContext::new(&ws))
             .is_error());
         assert_eq!(read(&ws, "x.txt"), "x\n");
     }

@@ -309,7 +309,7 @@ mod tests {
     use crate::tools::testing::setup;
 
     fn run(tool: &BashTool, ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        tool.execute(&args, &ToolContext { workspace: ws })
+        tool.execute(&args, &ToolContext::new(ws))
     }
 
     /// Alive and not a zombie (a zombie may wait for a reaper that is slow

@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 /// Runs a task to completion in a fresh conversation.
 pub trait SubAgent: Send + Sync {
-    /// The sub-agent's final answer, or `Err((output, error))`.
-    fn run(&self, task: &str) -> Result<String, (String, String)>;
+    /// The sub-agent's final answer, or `Err((output, error))`. `cx` is the
+    /// delegating call's context: its id, and what the calling session
+    /// handed down with it (see [`ToolContext::extensions`]).
+    fn run(&self, task: &str, cx: &ToolContext<'_>) -> Result<String, (String, String)>;
 }
 
 /// The `delegate` tool.
@@ -48,11 +50,11 @@ impl Tool for DelegateTool {
         })
     }
 
-    fn execute(&self, arguments: &serde_json::Value, _cx: &ToolContext<'_>) -> ToolResult {
+    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
         let Some(task) = arguments.get("task").and_then(|t| t.as_str()) else {
             return ToolResult::err("missing required argument `task` (a string)");
         };
-        match self.agent.run(task) {
+        match self.agent.run(task, cx) {
             Ok(output) => ToolResult::ok(output),
             Err((output, error)) => ToolResult {
                 output,

@@ -94,7 +94,7 @@ mod tests {
     use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        EditFileTool.execute(&args, &ToolContext { workspace: ws })
+        EditFileTool.execute(&args, &ToolContext::new(ws))
     }
 
     fn setup() -> (tempfile::TempDir, Workspace) {

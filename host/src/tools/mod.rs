@@ -30,10 +30,28 @@ pub use write_file::WriteFileTool;
 use crate::types::{ToolResult, ToolSchema};
 use std::sync::Arc;
 
-/// What a tool gets besides its arguments.
+/// What a tool gets besides its arguments: per-call data travels with the
+/// call, never through shared state on the tool.
 pub struct ToolContext<'a> {
     /// The directory every path is confined to.
     pub workspace: &'a Workspace,
+    /// The id of the call being run (empty outside a session).
+    pub call_id: &'a str,
+    /// What the caller hands down with the call, for tools that need more
+    /// than the workspace: an agent session passes its policy here, so the
+    /// sub-agent behind `delegate` inherits it. `&()` when there is nothing.
+    pub extensions: &'a (dyn std::any::Any + Send + Sync),
+}
+
+impl<'a> ToolContext<'a> {
+    /// A context with only a workspace: no call id, no extensions.
+    pub fn new(workspace: &'a Workspace) -> Self {
+        ToolContext {
+            workspace,
+            call_id: "",
+            extensions: &(),
+        }
+    }
 }
 
 /// A tool. `execute` never panics on bad input: a missing or ill-typed
@@ -174,9 +192,7 @@ mod tests {
                 |p| json!({"path": p, "pattern": "secret", "replacement": "x"}),
             ),
         ];
-        let cx = ToolContext {
-            workspace: &workspace,
-        };
+        let cx = ToolContext::new(&workspace);
         for (tool, arguments) in cases {
             for path in &paths {
                 let result = tool.execute(&arguments(path), &cx);

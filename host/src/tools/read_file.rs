@@ -131,7 +131,7 @@ mod tests {
     use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        ReadFileTool.execute(&args, &ToolContext { workspace: ws })
+        ReadFileTool.execute(&args, &ToolContext::new(ws))
     }
 
     use crate::tools::testing::setup;

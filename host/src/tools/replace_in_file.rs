@@ -96,7 +96,7 @@ mod tests {
     use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        ReplaceInFileTool.execute(&args, &ToolContext { workspace: ws })
+        ReplaceInFileTool.execute(&args, &ToolContext::new(ws))
     }
 
     fn setup() -> (tempfile::TempDir, Workspace) {

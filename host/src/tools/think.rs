@@ -52,7 +52,7 @@ mod tests {
     fn records_thoughts() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
-        let cx = ToolContext { workspace: &ws };
+        let cx = ToolContext::new(&ws);
         let r = ThinkTool.execute(&json!({"thought": "first, read the code"}), &cx);
         assert_eq!(r.error, None);
         assert_eq!(r.output, "Thought recorded.");

@@ -174,7 +174,7 @@ mod tests {
     fn replaces_and_renders() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
-        let cx = ToolContext { workspace: &ws };
+        let cx = ToolContext::new(&ws);
         let tool = TodoTool::default();
         assert_eq!(tool.rendered(), "The todo list is empty.");
         let r = tool.execute(
@@ -199,7 +199,7 @@ mod tests {
     fn invalid_input_keeps_the_list() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
-        let cx = ToolContext { workspace: &ws };
+        let cx = ToolContext::new(&ws);
         let tool = TodoTool::default();
         tool.execute(
             &json!({"todos": [{"content": "a", "status": "pending"}]}),

@@ -67,7 +67,7 @@ mod tests {
     use serde_json::json;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        WriteFileTool.execute(&args, &ToolContext { workspace: ws })
+        WriteFileTool.execute(&args, &ToolContext::new(ws))
     }
 
     use crate::tools::testing::setup;
