@@ -24,7 +24,8 @@ mod tool_step;
 pub use events::{AgentEvent, EventBus, NestedEvent};
 pub use hooks::{Hooks, PreToolUse};
 pub use permission::{
-    ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover, ToolRules,
+    AnswersFile, ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover,
+    ToolRules,
 };
 pub use session::{AgentSession, RunResult, SessionBuilder};
 pub use subagent::SessionSubAgent;

@@ -29,9 +29,10 @@ pub(crate) enum Command {
 /// Where packs are found.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct SearchArgs {
-    /// A directory to search for packs (repeatable). Default:
-    /// $CHIMERA_PLUGIN_PATH (colon-separated), else ./plugins; the directory
-    /// of the chimera executable is always searched last.
+    /// A directory to search for packs (repeatable). Also searched:
+    /// $CHIMERA_PLUGIN_PATH (colon-separated), the per-user data directory
+    /// (~/.local/share/chimera/plugins), and the bundled packs beside the
+    /// chimera executable. Never the current directory, unless named here.
     #[arg(long = "plugins-dir", value_name = "DIR")]
     pub(crate) plugins_dirs: Vec<PathBuf>,
 }
@@ -43,6 +44,11 @@ pub(crate) struct TrustArgs {
     /// pin (a lock file, where one exists, is always enforced).
     #[arg(long)]
     pub(crate) locked: bool,
+
+    /// The lock file to enforce, kept outside the plugins directories
+    /// (written by `chimera packs lock --lock FILE`; implies --locked).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) lock: Option<PathBuf>,
 
     /// Load from directories or files that others can write, or that are
     /// symlinks leading elsewhere (with a warning).
@@ -160,8 +166,15 @@ pub(crate) struct RunArgs {
     pub(crate) deny: Vec<String>,
 
     /// Approve every `--ask` without prompting.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "approvals")]
     pub(crate) yes: bool,
+
+    /// Answer `--ask` prompts from FILE: one JSON object per line, in the
+    /// order the prompts come, `{"answer": "allow"}` or `{"answer": "reject"}`
+    /// (optionally with `"tool": NAME`, which must match the call asked
+    /// about). A prompt with no line left is rejected.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) approvals: Option<PathBuf>,
 
     /// The first user turn.
     #[arg(value_name = "PROMPT")]
@@ -195,7 +208,12 @@ pub(crate) enum PacksCommand {
     /// Load-test one pack file (in this process) and print its entry points.
     Check {
         /// The pack file.
-        file: PathBuf,
+        #[arg(required_unless_present = "sealed_stdin")]
+        file: Option<PathBuf>,
+        /// Load the sealed pack handed over on standard input (how the
+        /// probe runs; not for people).
+        #[arg(long = "sealed-stdin", hide = true, conflicts_with = "file")]
+        sealed_stdin: bool,
         /// Also build this pack with this config (repeatable).
         #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
         packs: Vec<String>,
@@ -211,10 +229,17 @@ pub(crate) enum PacksCommand {
     Lock {
         #[command(flatten)]
         search: SearchArgs,
+        /// Write one lock for every directory here instead (absolute paths),
+        /// to keep outside the plugins directories and pass to `run --lock`.
+        #[arg(long, value_name = "FILE")]
+        lock: Option<PathBuf>,
     },
     /// Check each plugins directory against its chimera.lock.
     Verify {
         #[command(flatten)]
         search: SearchArgs,
+        /// Check against this lock (see `packs lock --lock`) instead.
+        #[arg(long, value_name = "FILE")]
+        lock: Option<PathBuf>,
     },
 }

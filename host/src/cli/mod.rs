@@ -59,12 +59,15 @@ pub fn main() -> ExitCode {
         Command::Packs(PacksCommand::List { search, json }) => packs::list(&search, json),
         Command::Packs(PacksCommand::Check {
             file,
+            sealed_stdin: _,
             packs: specs,
             json,
             allow_insecure,
-        }) => packs::check(&file, &specs, json, allow_insecure),
-        Command::Packs(PacksCommand::Lock { search }) => packs::lock(&search),
-        Command::Packs(PacksCommand::Verify { search }) => packs::verify(&search),
+        }) => packs::check(file.as_deref(), &specs, json, allow_insecure),
+        Command::Packs(PacksCommand::Lock { search, lock }) => packs::lock(&search, lock.as_deref()),
+        Command::Packs(PacksCommand::Verify { search, lock }) => {
+            packs::verify(&search, lock.as_deref())
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

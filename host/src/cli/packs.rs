@@ -4,8 +4,10 @@ use super::args::SearchArgs;
 use super::failure::Failure;
 use super::run::parse_pack_spec;
 use super::search_path::{configured_dirs, search_path};
-use crate::plugins::trust::{pin_directory, verify_directory, TrustSettings, LOCK_FILE_NAME};
-use crate::plugins::{discover, PluginManager, Registry};
+use crate::plugins::trust::{
+    pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
+};
+use crate::plugins::{discover, PluginManager, Registry, SearchDir};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -28,8 +30,13 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
         }
     }
     if discovery.packs.is_empty() && !json {
-        let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        let searched: Vec<String> = dirs.iter().map(|d| d.path.display().to_string()).collect();
         println!("no packs found (searched: {})", searched.join(":"));
+    }
+    for name in discovery.conflicts() {
+        if let Err(error) = discovery.find(name) {
+            eprintln!("warning: {error}");
+        }
     }
     Ok(())
 }
@@ -38,7 +45,7 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
 /// foreign formats before mapping them), builds each `--pack` with its
 /// config, and prints what the file provides. The probe re-executes this.
 pub(crate) fn check(
-    file: &Path,
+    file: Option<&Path>,
     specs: &[String],
     json: bool,
     allow_insecure: bool,
@@ -51,14 +58,16 @@ pub(crate) fn check(
         .iter()
         .map(|(n, c)| (n.as_str(), c.as_str()))
         .collect();
-    let manager = PluginManager::new(Arc::new(Registry::new()), Vec::new());
+    let manager = PluginManager::new(Arc::new(Registry::new()), Vec::<SearchDir>::new());
     manager.set_trust(TrustSettings {
         allow_insecure,
         ..TrustSettings::default()
     });
-    let info = manager
-        .check_file(file, &packs)
-        .map_err(|error| Failure::pack(error.to_string()))?;
+    let info = match file {
+        Some(file) => manager.check_file(file, &packs),
+        None => manager.check_inherited_stdin(&packs),
+    }
+    .map_err(|error| Failure::pack(error.to_string()))?;
     for pack in &info.packs {
         let seams: Vec<String> = pack.seams.iter().map(|s| s.to_string()).collect();
         if json {
@@ -83,17 +92,61 @@ pub(crate) fn check(
     Ok(())
 }
 
-pub(crate) fn lock(search: &SearchArgs) -> Result<(), Failure> {
-    for dir in configured_dirs(search) {
-        let (lock, skipped) = pin_directory(&dir).map_err(|e| Failure::usage(e.to_string()))?;
+/// The directories `packs lock` / `verify` work on; at least one.
+fn lock_dirs(search: &SearchArgs) -> Result<Vec<std::path::PathBuf>, Failure> {
+    let dirs = configured_dirs(search);
+    if dirs.is_empty() {
+        return Err(Failure::usage(
+            "no plugins directory to lock: give --plugins-dir DIR (or set CHIMERA_PLUGIN_PATH)",
+        ));
+    }
+    Ok(dirs)
+}
+
+/// Writes `text` to `path` atomically: a new temporary file beside it
+/// (random name, created exclusively), mode 0644 set on the descriptor,
+/// then renamed into place.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::usage(format!("cannot write {}: {e}", path.display()));
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temporary = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    std::io::Write::write_all(&mut temporary, text.as_bytes()).map_err(fail)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(fail)?;
+    }
+    temporary.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+pub(crate) fn lock(search: &SearchArgs, external: Option<&Path>) -> Result<(), Failure> {
+    let mut written = Vec::new();
+    match external {
+        Some(path) => {
+            let (lock, skipped) =
+                pin_external(&search_path(search)).map_err(|e| Failure::usage(e.to_string()))?;
+            written.push((path.to_owned(), lock, skipped));
+        }
+        None => {
+            for dir in lock_dirs(search)? {
+                let (lock, skipped) =
+                    pin_directory(&dir).map_err(|e| Failure::usage(e.to_string()))?;
+                written.push((dir.join(LOCK_FILE_NAME), lock, skipped));
+            }
+        }
+    }
+    for (path, lock, skipped) in written {
         for line in skipped {
             eprintln!("note: {line}");
         }
-        let path = dir.join(LOCK_FILE_NAME);
-        let temporary = dir.join(format!(".{LOCK_FILE_NAME}.tmp"));
-        std::fs::write(&temporary, lock.to_string())
-            .and_then(|()| std::fs::rename(&temporary, &path))
-            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
+        write_atomically(&path, &lock.to_string())?;
         println!(
             "pinned {} pack file(s) in {}",
             lock.entries.len(),
@@ -103,15 +156,29 @@ pub(crate) fn lock(search: &SearchArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-pub(crate) fn verify(search: &SearchArgs) -> Result<(), Failure> {
+pub(crate) fn verify(search: &SearchArgs, external: Option<&Path>) -> Result<(), Failure> {
     let mut problems = Vec::new();
-    for dir in configured_dirs(search) {
-        let found = verify_directory(&dir).map_err(|e| Failure::usage(e.to_string()))?;
+    let mut checked = Vec::new();
+    match external {
+        Some(path) => {
+            checked.push((
+                path.display().to_string(),
+                verify_external(path, &search_path(search))
+                    .map_err(|e| Failure::usage(e.to_string()))?,
+            ));
+        }
+        None => {
+            for dir in lock_dirs(search)? {
+                checked.push((
+                    dir.join(LOCK_FILE_NAME).display().to_string(),
+                    verify_directory(&dir).map_err(|e| Failure::usage(e.to_string()))?,
+                ));
+            }
+        }
+    }
+    for (lock, found) in checked {
         if found.is_empty() {
-            println!(
-                "{}: every pack file matches {LOCK_FILE_NAME}",
-                dir.display()
-            );
+            println!("every pack file matches {lock}");
         }
         problems.extend(found);
     }

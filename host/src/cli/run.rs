@@ -5,7 +5,7 @@ use super::failure::Failure;
 use super::render::Renderer;
 use super::search_path::search_path;
 use crate::agent::{
-    AgentEvent, AgentSession, ApproveAll, Approver, EventBus, Permission, RunResult,
+    AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, EventBus, Permission, RunResult,
     SessionSubAgent, TerminalApprover, ToolRules,
 };
 use crate::interception::{HealthEvent, HealthPolicy, HealthSink};
@@ -17,7 +17,7 @@ use crate::providers::{
 };
 use crate::tools::{DelegateTool, ToolSet, Workspace};
 use crate::types::Headers;
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,16 +45,77 @@ pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
     Ok((name.to_owned(), config.to_owned()))
 }
 
-/// Parses `K: V` or `K:V`.
+/// Parses `K: V` or `K:V`. The name must be an HTTP token and the value may
+/// not hold control characters (a CR or LF would start a header of its own).
 fn parse_header(spec: &str) -> Result<(String, String), Failure> {
-    match spec.split_once(':') {
-        Some((name, value)) if !name.trim().is_empty() => {
-            Ok((name.trim().to_owned(), value.trim().to_owned()))
-        }
-        _ => Err(Failure::usage(format!(
-            "--header '{spec}': expected `Name: value`"
-        ))),
+    let shown = crate::types::terminal_safe(spec);
+    let Some((name, value)) = spec
+        .split_once(':')
+        .map(|(n, v)| (n.trim(), v.trim()))
+        .filter(|(n, _)| !n.is_empty())
+    else {
+        return Err(Failure::usage(format!(
+            "--header '{shown}': expected `Name: value`"
+        )));
+    };
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if !name.chars().all(token) {
+        return Err(Failure::usage(format!(
+            "--header '{shown}': the name may hold only letters, digits and !#$%&'*+-.^_`|~"
+        )));
     }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(Failure::usage(format!(
+            "--header '{shown}': the value holds a control character (CR, LF, …); a header is one line"
+        )));
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+/// Who answers `--ask`: `--yes`, an answers file, or the terminal, which
+/// must then be there: a prompt nobody can answer is refused at start-up
+/// rather than silently denied.
+fn approver(args: &RunArgs) -> Result<Arc<dyn Approver>, Failure> {
+    if args.yes {
+        return Ok(Arc::new(ApproveAll));
+    }
+    if let Some(path) = &args.approvals {
+        return AnswersFile::from_file(path)
+            .map(|answers| Arc::new(answers) as Arc<dyn Approver>)
+            .map_err(|e| Failure::usage(format!("--approvals {}: {e}", path.display())));
+    }
+    if !args.ask.is_empty() && !std::io::stdin().is_terminal() {
+        return Err(Failure::usage(
+            "--ask needs a terminal to answer on, and stdin is not one: pass --yes to approve every ask, or --approvals FILE to answer from a file",
+        ));
+    }
+    Ok(Arc::new(TerminalApprover))
+}
+
+/// Each line of standard input as a user turn. A line that is not UTF-8 is
+/// skipped with one line on stderr; the session goes on.
+fn stdin_turns(session: &mut AgentSession, last: &mut Option<RunResult>) -> Result<(), Failure> {
+    let mut stdin = std::io::stdin().lock();
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        let read = stdin
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            eprintln!("warning: line {number} of standard input is not valid UTF-8; skipped");
+            continue;
+        };
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        *last = Some(session.run_turn(text));
+    }
+    Ok(())
 }
 
 /// The event published when a pack loads.
@@ -80,7 +141,8 @@ pub(crate) fn configure_trust(
             ))
         })?;
     manager.set_trust(TrustSettings {
-        locked: args.locked,
+        locked: args.locked || args.lock.is_some(),
+        lock_file: args.lock.clone(),
         allow_insecure: args.allow_insecure,
         probe_on_load: args.probe.then(|| probe.clone()),
         probe_on_reload: (!args.no_probe_on_reload).then_some(probe),
@@ -287,6 +349,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     }
     let workspace = workspace(args.workspace.as_deref())?;
     let provider = provider(&args)?;
+    let approver = approver(&args)?;
     let renderer = Arc::new(Renderer::new(args.json));
     let bus = EventBus::new();
     let printer = Arc::clone(&renderer);
@@ -323,11 +386,6 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     for tool in &args.deny {
         rules = rules.set(tool.clone(), Permission::Deny);
     }
-    let approver: Arc<dyn Approver> = if args.yes {
-        Arc::new(ApproveAll)
-    } else {
-        Arc::new(TerminalApprover)
-    };
     let tools = session_tools(&provider, &workspace, &registry, args.max_steps);
     let mut session = AgentSession::builder(provider, workspace)
         .system(
@@ -349,13 +407,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         last = Some(session.run_turn(prompt));
     }
     if args.turns_from_stdin {
-        for line in std::io::stdin().lock().lines() {
-            let line = line.map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            last = Some(session.run_turn(&line));
-        }
+        stdin_turns(&mut session, &mut last)?;
     }
     match last {
         Some(result) if !result.success => Err(Failure::run_failed(format!(

@@ -1,32 +1,64 @@
-//! The plugin search path (DESIGN §7).
+//! The plugin search path: only directories the user chose.
+//!
+//! In order: each `--plugins-dir`, each entry of `$CHIMERA_PLUGIN_PATH`
+//! (colon-separated), the per-user data directory
+//! (`$XDG_DATA_HOME/chimera/plugins`, else `~/.local/share/chimera/plugins`),
+//! and the directory of the `chimera` executable — there only the bundled
+//! packs' files, so test doubles or anything else dropped beside the binary
+//! are never found by name. The current directory is never searched unless
+//! it is named: a cloned repository's `./plugins` must not run code just
+//! because `chimera` was started inside it.
+//!
+//! Order does not decide which file wins: a name claimed by two files is
+//! refused (see `PluginManager::load`).
 
 use super::args::SearchArgs;
+use crate::plugins::platform::library_file_name;
+use crate::plugins::SearchDir;
 use std::path::PathBuf;
 
-/// Each `--plugins-dir`, else `$CHIMERA_PLUGIN_PATH` (colon-separated), else
-/// `./plugins`.
+/// The packs shipped beside the `chimera` executable.
+pub(crate) const BUNDLED_PACKAGES: &[&str] = &["plan-gate", "redactor", "delegate-spawner"];
+
+/// The directories the user chose, in order: flags, environment, the
+/// per-user data directory (when it exists).
 pub(crate) fn configured_dirs(args: &SearchArgs) -> Vec<PathBuf> {
-    if !args.plugins_dirs.is_empty() {
-        args.plugins_dirs.clone()
-    } else if let Some(path) = std::env::var_os("CHIMERA_PLUGIN_PATH").filter(|p| !p.is_empty()) {
-        std::env::split_paths(&path).collect()
-    } else {
-        vec![PathBuf::from("plugins")]
+    let mut dirs = args.plugins_dirs.clone();
+    if let Some(path) = std::env::var_os("CHIMERA_PLUGIN_PATH").filter(|p| !p.is_empty()) {
+        dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
     }
+    dirs.extend(user_data_dir().filter(|dir| dir.is_dir()));
+    dirs
 }
 
-/// The configured directories, then the directory of the running executable,
-/// so packs built by `cargo build --workspace` next to `chimera` are found
-/// without copying.
-pub(crate) fn search_path(args: &SearchArgs) -> Vec<PathBuf> {
-    let mut dirs = configured_dirs(args);
+/// `$XDG_DATA_HOME/chimera/plugins`, else `$HOME/.local/share/chimera/plugins`.
+pub(crate) fn user_data_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_DATA_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/share")))
+        .map(|data| data.join("chimera").join("plugins"))
+}
+
+/// The configured directories, then the executable's directory restricted
+/// to the bundled packs' files.
+pub(crate) fn search_path(args: &SearchArgs) -> Vec<SearchDir> {
+    let mut dirs: Vec<SearchDir> = configured_dirs(args)
+        .into_iter()
+        .map(SearchDir::all)
+        .collect();
     if let Some(exe_dir) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(PathBuf::from))
     {
-        if !dirs.contains(&exe_dir) {
-            dirs.push(exe_dir);
-        }
+        let files = BUNDLED_PACKAGES
+            .iter()
+            .map(|p| library_file_name(p))
+            .collect();
+        dirs.push(SearchDir::only(exe_dir, files));
     }
     dirs
 }

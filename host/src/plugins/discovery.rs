@@ -1,10 +1,61 @@
 //! Indexing a search path by entry-point name, from manifests alone.
 
-use super::errors::FileError;
+use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
 use super::platform::is_library_file;
 use object::read::ReadCache;
 use std::path::{Path, PathBuf};
+
+/// A directory on the search path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// `None`: every pack file in it is indexed. `Some(names)`: only files
+    /// with these names (the executable's directory holds the bundled packs,
+    /// and nothing else there is found by name).
+    pub files: Option<Vec<String>>,
+}
+
+impl SearchDir {
+    /// Every pack file in `path`.
+    pub fn all(path: impl Into<PathBuf>) -> Self {
+        SearchDir {
+            path: path.into(),
+            files: None,
+        }
+    }
+
+    /// Only the files of `path` named in `files`.
+    pub fn only(path: impl Into<PathBuf>, files: Vec<String>) -> Self {
+        SearchDir {
+            path: path.into(),
+            files: Some(files),
+        }
+    }
+
+    pub(crate) fn admits(&self, file: &Path) -> bool {
+        match &self.files {
+            None => true,
+            Some(names) => file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| names.iter().any(|allowed| allowed == n)),
+        }
+    }
+}
+
+impl From<PathBuf> for SearchDir {
+    fn from(path: PathBuf) -> Self {
+        SearchDir::all(path)
+    }
+}
+
+impl From<&Path> for SearchDir {
+    fn from(path: &Path) -> Self {
+        SearchDir::all(path)
+    }
+}
 
 /// A pack found on the search path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,44 +71,75 @@ pub struct DiscoveredPack {
 /// The index of a search path.
 #[derive(Debug, Default)]
 pub struct Discovery {
-    /// Packs by name; the first directory that provides a name wins.
+    /// Every entry point found, with the file providing it, in search-path
+    /// order. A name may appear more than once: that is a conflict, which
+    /// [`Discovery::find`] refuses.
     pub packs: Vec<DiscoveredPack>,
     /// Library files that are not usable packs, and why.
     pub problems: Vec<(PathBuf, FileError)>,
 }
 
 impl Discovery {
-    /// The file providing `name`, if any.
-    pub fn find(&self, name: &str) -> Option<&DiscoveredPack> {
-        self.packs.iter().find(|pack| pack.name == name)
+    /// The one file providing `name`: `Ok(None)` when none does, an error
+    /// naming both files when two do. Never "first wins": an impostor earlier
+    /// on the path must not shadow the real pack, and a later one must not
+    /// be silently ignored either.
+    pub fn find(&self, name: &str) -> Result<Option<&DiscoveredPack>, LoadError> {
+        let mut claimants = self.packs.iter().filter(|pack| pack.name == name);
+        let first = claimants.next();
+        match (first, claimants.next()) {
+            (Some(first), Some(second)) => Err(LoadError::ClaimedTwice {
+                name: name.to_owned(),
+                first: first.path.clone(),
+                second: second.path.clone(),
+            }),
+            (first, _) => Ok(first),
+        }
+    }
+
+    /// The names provided by more than one file.
+    pub fn conflicts(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for (i, pack) in self.packs.iter().enumerate() {
+            if self.packs[..i].iter().any(|p| p.name == pack.name) && !names.contains(&&*pack.name)
+            {
+                names.push(&pack.name);
+            }
+        }
+        names
     }
 }
 
 /// Indexes every library file in `search_path`, reading only symbol tables:
-/// no pack code runs. Missing directories are skipped.
-pub fn discover(search_path: &[PathBuf]) -> Discovery {
+/// no pack code runs. Missing directories are skipped; a directory listed
+/// twice (by any spelling) is indexed once.
+pub fn discover<D: Into<SearchDir> + Clone>(search_path: &[D]) -> Discovery {
     let mut discovery = Discovery::default();
-    for dir in search_path {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for dir in search_path.iter().cloned().map(Into::into) {
+        let canonical = dir.path.canonicalize().unwrap_or_else(|_| dir.path.clone());
+        if seen.contains(&canonical) {
+            continue;
+        }
+        seen.push(canonical);
+        let Ok(entries) = std::fs::read_dir(&dir.path) else {
             continue;
         };
         let mut files: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|entry| entry.path())
-            .filter(|path| is_library_file(path) && path.is_file())
+            .filter(|path| is_library_file(path) && dir.admits(path) && path.is_file())
             .collect();
         files.sort();
         for path in files {
             match read_manifest(&path) {
                 Ok(manifest) => {
                     for (name, version) in manifest {
-                        if discovery.find(&name).is_none() {
-                            discovery.packs.push(DiscoveredPack {
-                                name,
-                                version,
-                                path: path.clone(),
-                            });
-                        }
+                        discovery.packs.push(DiscoveredPack {
+                            name,
+                            version,
+                            path: path.clone(),
+                        });
                     }
                 }
                 Err(problem) => discovery.problems.push((path, problem)),

@@ -109,6 +109,17 @@ pub enum LoadError {
         /// The directories searched, `:`-joined.
         searched: String,
     },
+    /// Two files on the search path provide this entry point. Neither is
+    /// loaded: which one is genuine is for the user to decide.
+    #[error("pack '{name}' is provided by two files, {} and {}; refusing to choose: remove the one you did not put there, or leave its directory off the search path", first.display(), second.display())]
+    ClaimedTwice {
+        /// The entry point.
+        name: String,
+        /// The first file on the search path that provides it.
+        first: PathBuf,
+        /// Another.
+        second: PathBuf,
+    },
     /// A pack by this name is already loaded.
     #[error("pack '{0}' is already loaded")]
     AlreadyLoaded(String),

@@ -3,12 +3,15 @@
 //! Never through `RootModule::load_from*` (one cached module per type for the
 //! whole process) and never the watched file itself (`dlopen` returns a stale
 //! handle for a path it has seen, and a file rewritten under a mapping
-//! crashes the host): each new content is copied to a unique private path,
-//! loaded from there, and never unloaded.
+//! crashes the host): each new content is read once, sealed (a memfd, or a
+//! private copy), loaded from there, and never unloaded.
 
 use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
-use super::trust::{check_location, LockEntry, LockFile, Probe, TrustSettings};
+use super::file_check::Inspection;
+use super::sealed::{PrivateDir, Sealed};
+use super::trust::{trusted_canonical, LockEntry, LockError, LockFile, Probe, TrustSettings, TrustedDir};
+use super::MAX_PACK_BYTES;
 use abi_stable::library::{
     AbiHeaderRef, LibHeader, LibraryError, RawLibrary, ROOT_MODULE_LOADER_NAME,
 };
@@ -16,10 +19,9 @@ use abi_stable::std_types::RStr;
 use chimera_plugin_api::abi::{PackInstanceBox, PackLibraryRef, Seam};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// One pack a library provides.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,57 +80,49 @@ impl Library {
 pub(crate) struct Checks<'a> {
     /// Directory policy and lock-file enforcement.
     pub(crate) trust: &'a TrustSettings,
-    /// Probe the copy in a child (instantiating these packs) before loading it here.
+    /// Probe the sealed bytes in a child (instantiating these packs) before
+    /// loading them here.
     pub(crate) probe: Option<(&'a Probe, &'a [(&'a str, &'a str)])>,
 }
 
-/// The directory policy, unless overridden (then a warning is logged).
-fn location(path: &Path, trust: &TrustSettings) -> Result<(), FileError> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    if !path.exists() && path.symlink_metadata().is_err() {
-        return Err(FileError::NotFound);
-    }
-    match check_location(dir, path) {
-        Ok(()) => Ok(()),
-        Err(problem) if trust.allow_insecure => {
-            tracing::warn!(%problem, "loading anyway (--allow-insecure-plugins-dir)");
-            Ok(())
+/// Checks `hash` against the lock that governs `name` in `dir`: the
+/// `--lock FILE` when one is set, else the directory's own `chimera.lock`.
+/// Returns the pin (to check the entry points against once the manifest is
+/// read).
+fn pinned(
+    dir: &TrustedDir,
+    name: &Path,
+    hash: &str,
+    trust: &TrustSettings,
+) -> Result<Option<LockEntry>, FileError> {
+    let not_pinned = |e: LockError| FileError::NotPinned(e.to_string());
+    let (lock, key, relock) = match &trust.lock_file {
+        Some(external) => {
+            let lock = LockFile::read_external(external).map_err(not_pinned)?;
+            let key = trusted_canonical(dir.path(), name).map_err(FileError::NotPinned)?;
+            let relock = format!("chimera packs lock --lock {}", external.display());
+            (Some(lock), key.to_string_lossy().into_owned(), relock)
         }
-        Err(problem) => Err(FileError::Untrusted(problem)),
-    }
-}
-
-/// Checks `hash` against the lock file of `path`'s directory. Returns the
-/// pin (to check the entry points against once the manifest is read).
-fn pinned(path: &Path, hash: &str, trust: &TrustSettings) -> Result<Option<LockEntry>, FileError> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
+        None => {
+            let lock = LockFile::read_in(dir).map_err(not_pinned)?;
+            let relock = format!("chimera packs lock --plugins-dir {}", dir.path().display());
+            (lock, name.to_string_lossy().into_owned(), relock)
+        }
     };
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match LockFile::read(dir).map_err(|e| FileError::NotPinned(e.to_string()))? {
-        Some(lock) => match lock.entry(&file) {
+    match lock {
+        Some(lock) => match lock.entry(&key) {
             Some(entry) if entry.sha256 == hash => Ok(Some(entry.clone())),
             Some(_) => Err(FileError::NotPinned(format!(
-                "its SHA-256 ({}…) is not the one chimera.lock pins: the file changed after it was locked; re-run `chimera packs lock` if the change is yours",
+                "its SHA-256 ({}…) is not the one the lock file pins: the file changed after it was locked; re-run `{relock}` if the change is yours",
                 &hash[..12]
             ))),
             None => Err(FileError::NotPinned(format!(
-                "{} has a chimera.lock that does not pin {file}; run `chimera packs lock --plugins-dir {}` to trust it",
-                dir.display(),
-                dir.display()
+                "the lock file does not pin {key}; run `{relock}` to trust it"
             ))),
         },
         None if trust.locked => Err(FileError::NotPinned(format!(
-            "--locked, but {} has no chimera.lock; run `chimera packs lock --plugins-dir {}` first",
-            dir.display(),
-            dir.display()
+            "--locked, but {} has no chimera.lock; run `{relock}` first (or keep the lock elsewhere with --lock FILE)",
+            dir.path().display(),
         ))),
         None => Ok(None),
     }
@@ -136,58 +130,80 @@ fn pinned(path: &Path, hash: &str, trust: &TrustSettings) -> Result<Option<LockE
 
 /// Opens libraries, once per distinct content.
 pub(crate) struct Loader {
-    /// A fresh directory only this user can enter (made like `mkdtemp`: a
-    /// random name created atomically with mode 0700), made on first use and
-    /// removed when the loader goes.
-    cache_dir: OnceLock<tempfile::TempDir>,
-    counter: AtomicU64,
+    /// Where copies go where sealed memfds are not available.
+    cache: PrivateDir,
     libraries: Mutex<HashMap<[u8; 32], Arc<Library>>>,
 }
 
 impl Loader {
     pub(crate) fn new() -> Self {
         Loader {
-            cache_dir: OnceLock::new(),
-            counter: AtomicU64::new(0),
+            cache: PrivateDir::new(),
             libraries: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Copies, checks and loads the library at `path` (or returns the one
+    /// Reads, checks and loads the library at `path` (or returns the one
     /// already loaded with the same content).
     ///
-    /// Everything is read from the private copy — hash, format, completeness,
-    /// manifest — and that same copy is what `dlopen` maps, so nothing can
-    /// change between the checks and the load.
+    /// The directory is opened once and checked; the file is opened through
+    /// it and read once; the hash, the lock pin, the format, the
+    /// completeness and the manifest are all taken from those bytes; and
+    /// exactly those bytes, sealed, are what the probe and `dlopen` map. No
+    /// path is looked up twice, so nothing can change between the checks and
+    /// the load.
     pub(crate) fn open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
         let fail = |kind| LoadError::file(path, kind);
-        location(path, checks.trust).map_err(fail)?;
-        let copy = self
-            .private_copy(path)
-            .map_err(|error| match error.kind() {
-                io::ErrorKind::NotFound => fail(FileError::NotFound),
-                _ => fail(FileError::Io(error)),
-            })?;
-        let outcome = self.open_copy(path, &copy, checks);
-        // The mapping survives the unlink; the copy is never needed again.
-        let _ = std::fs::remove_file(&copy);
-        outcome.map_err(fail)
-    }
-
-    fn open_copy(
-        &self,
-        path: &Path,
-        copy: &Path,
-        checks: &Checks<'_>,
-    ) -> Result<Arc<Library>, FileError> {
-        let bytes = std::fs::read(copy).map_err(FileError::Io)?;
+        let name = path
+            .file_name()
+            .map(Path::new)
+            .ok_or_else(|| fail(FileError::NotFound))?;
+        let parent = path.parent().unwrap_or(Path::new("."));
+        let dir = TrustedDir::open(parent, "plugins directory", checks.trust.allow_insecure)
+            .map_err(|problem| fail(FileError::Untrusted(problem)))?;
+        let file = dir
+            .open_file(name, "pack file")
+            .map_err(|problem| fail(FileError::Untrusted(problem)))?
+            .ok_or_else(|| fail(FileError::NotFound))?;
+        let bytes = read_bounded(file.file).map_err(fail)?;
         let hash: [u8; 32] = Sha256::digest(&bytes).into();
-        let pin = pinned(path, &hex(&hash), checks.trust)?;
+        let pin = pinned(&dir, name, &hex(&hash), checks.trust).map_err(fail)?;
         if let Some(library) = self.cached(&hash) {
             return Ok(library);
         }
-        let inspection = inspect(&bytes[..], bytes.len() as u64)?;
+        let stem = path
+            .file_stem()
+            .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
+        self.load_bytes(path, &bytes, &hash, &stem, pin, checks)
+            .map_err(fail)
+    }
+
+    /// The probe's side: loads the sealed bytes this process was handed on
+    /// its standard input by [`Probe`] (no directory or lock checks: the
+    /// parent made them on these very bytes).
+    pub(crate) fn open_inherited_stdin(&self) -> Result<Arc<Library>, LoadError> {
+        let shown = Path::new("(sealed pack on stdin)");
+        let fail = |kind| LoadError::file(shown, kind);
+        let (bytes, path) = inherited_stdin().map_err(|e| fail(FileError::Io(e)))?;
+        let hash: [u8; 32] = Sha256::digest(&bytes).into();
+        let inspection = inspect(&bytes[..], bytes.len() as u64).map_err(fail)?;
         drop(bytes);
+        let library = self
+            .map(shown, &path, &hash, &inspection)
+            .map_err(fail)?;
+        Ok(library)
+    }
+
+    fn load_bytes(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        hash: &[u8; 32],
+        stem: &str,
+        pin: Option<LockEntry>,
+        checks: &Checks<'_>,
+    ) -> Result<Arc<Library>, FileError> {
+        let inspection = inspect(bytes, bytes.len() as u64)?;
         if let Some(pin) = pin {
             let mut found: Vec<&str> = inspection.packs().map(|(name, _)| name.as_str()).collect();
             let mut pinned: Vec<&str> = pin.entry_points.iter().map(String::as_str).collect();
@@ -195,16 +211,36 @@ impl Loader {
             pinned.sort_unstable();
             if found != pinned {
                 return Err(FileError::NotPinned(format!(
-                    "it provides [{}] but chimera.lock pins [{}]; re-run `chimera packs lock` if this change is yours",
+                    "it provides [{}] but the lock file pins [{}]; re-run `chimera packs lock` if this change is yours",
                     found.join(", "),
                     pinned.join(", ")
                 )));
             }
         }
+        let sealed = Sealed::new(bytes, stem, &self.cache).map_err(FileError::Io)?;
         if let Some((probe, packs)) = checks.probe {
-            probe.run(copy, packs).map_err(FileError::ProbeFailed)?;
+            if let Err(problem) = probe.run(&sealed, packs) {
+                sealed.discard();
+                return Err(FileError::ProbeFailed(problem));
+            }
         }
-        let raw = RawLibrary::load_at(copy).map_err(condense)?;
+        let outcome = self.map(path, &sealed.path(), hash, &inspection);
+        match &outcome {
+            Ok(_) => sealed.loaded(),
+            Err(_) => sealed.discard(),
+        }
+        outcome
+    }
+
+    /// `dlopen`s `load_path` and reads its root modules.
+    fn map(
+        &self,
+        path: &Path,
+        load_path: &Path,
+        hash: &[u8; 32],
+        inspection: &Inspection,
+    ) -> Result<Arc<Library>, FileError> {
+        let raw = RawLibrary::load_at(load_path).map_err(condense)?;
         let roots = inspection
             .manifests
             .iter()
@@ -229,13 +265,13 @@ impl Loader {
         // Never dlclose (see ARCHITECTURE.md, "What leaks, and why").
         std::mem::forget(raw);
         let library = Arc::new(Library {
-            info: describe(path, &hash, &roots)?,
+            info: describe(path, hash, &roots)?,
             roots,
         });
         self.libraries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(hash, Arc::clone(&library));
+            .insert(*hash, Arc::clone(&library));
         Ok(library)
     }
 
@@ -246,30 +282,43 @@ impl Loader {
             .get(hash)
             .cloned()
     }
+}
 
-    /// Copies `original` to a unique path in the private cache directory: a
-    /// new path and a new inode, so `dlopen` cannot hand back a stale library,
-    /// and a file no one else can write.
-    fn private_copy(&self, original: &Path) -> io::Result<PathBuf> {
-        let cache_dir = match self.cache_dir.get() {
-            Some(dir) => dir.path(),
-            None => {
-                let dir = tempfile::Builder::new()
-                    .prefix("chimera-packs-")
-                    .tempdir()?;
-                self.cache_dir.get_or_init(|| dir).path()
-            }
-        };
-        let stem = original
-            .file_stem()
-            .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
-        let copy = cache_dir.join(format!(
-            "{stem}-{}.{}",
-            self.counter.fetch_add(1, Ordering::Relaxed),
-            std::env::consts::DLL_EXTENSION
-        ));
-        std::fs::copy(original, &copy)?;
-        Ok(copy)
+/// The whole file, up to [`MAX_PACK_BYTES`].
+fn read_bounded(file: std::fs::File) -> Result<Vec<u8>, FileError> {
+    let mut bytes = Vec::new();
+    file.take(MAX_PACK_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(FileError::Io)?;
+    if bytes.len() as u64 > MAX_PACK_BYTES {
+        return Err(FileError::NotALibrary(format!(
+            "larger than {} MiB, which no pack is",
+            MAX_PACK_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The bytes of the sealed file on stdin, and the path `dlopen` reads it by.
+fn inherited_stdin() -> io::Result<(Vec<u8>, PathBuf)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?);
+        let len = file.metadata()?.len();
+        if len > MAX_PACK_BYTES {
+            return Err(io::Error::other("the sealed pack is too large"));
+        }
+        let mut bytes = vec![0; usize::try_from(len).map_err(io::Error::other)?];
+        file.read_exact_at(&mut bytes, 0)?;
+        Ok((bytes, PathBuf::from("/proc/self/fd/0")))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(io::Error::other(
+            "sealed packs are handed over on Linux only",
+        ))
     }
 }
 

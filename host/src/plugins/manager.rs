@@ -1,6 +1,6 @@
 //! The plugin manager: load by name, by file or in-process; unload; list.
 
-use super::discovery::{discover, Discovery};
+use super::discovery::{discover, Discovery, SearchDir};
 use super::errors::{FileError, LoadError, PluginError};
 use super::loader::{Checks, Library, Loader};
 use super::plugin::{Plugin, PluginRegistrar};
@@ -71,7 +71,7 @@ struct Loaded {
 /// Loads packs and plugins into a [`Registry`], and takes them out again.
 pub struct PluginManager {
     registry: Arc<Registry>,
-    search_path: Vec<PathBuf>,
+    search_path: Vec<SearchDir>,
     loader: Loader,
     loaded: Mutex<Vec<Loaded>>,
     trust: RwLock<TrustSettings>,
@@ -86,12 +86,12 @@ struct HealthSettings {
 }
 
 impl PluginManager {
-    /// A manager feeding `registry`, finding packs by name in `search_path`
-    /// (earlier directories win).
-    pub fn new(registry: Arc<Registry>, search_path: Vec<PathBuf>) -> Self {
+    /// A manager feeding `registry`, finding packs by name in the
+    /// directories of `search_path`. A name two files provide is refused.
+    pub fn new<D: Into<SearchDir>>(registry: Arc<Registry>, search_path: Vec<D>) -> Self {
         PluginManager {
             registry,
-            search_path,
+            search_path: search_path.into_iter().map(Into::into).collect(),
             loader: Loader::new(),
             loaded: Mutex::new(Vec::new()),
             trust: RwLock::new(TrustSettings::default()),
@@ -130,7 +130,7 @@ impl PluginManager {
     }
 
     /// The directories searched by name.
-    pub fn search_path(&self) -> &[PathBuf] {
+    pub fn search_path(&self) -> &[SearchDir] {
         &self.search_path
     }
 
@@ -148,13 +148,13 @@ impl PluginManager {
     pub fn load(&self, name: &str, config_json: &str) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(name)?;
         let discovery = self.discover();
-        let Some(found) = discovery.find(name) else {
+        let Some(found) = discovery.find(name)? else {
             return Err(LoadError::UnknownName {
                 name: name.to_owned(),
                 searched: self
                     .search_path
                     .iter()
-                    .map(|d| d.display().to_string())
+                    .map(|d| d.path.display().to_string())
                     .collect::<Vec<_>>()
                     .join(":"),
             });
@@ -428,19 +428,39 @@ impl PluginManager {
                 probe: None,
             },
         )?;
-        for (name, config) in packs {
-            pick(&library, path, Some(name))?;
-            library
-                .instantiate(name, config)
-                .map_err(LoadError::Instantiate)?;
-        }
-        Ok(library.info.clone())
+        build_each(&library, path, packs)
+    }
+
+    /// The probe's side of [`PluginManager::check_file`]: the same load test
+    /// on the sealed pack this process was handed on its standard input.
+    pub fn check_inherited_stdin(
+        &self,
+        packs: &[(&str, &str)],
+    ) -> Result<super::loader::LibraryInfo, LoadError> {
+        let library = self.loader.open_inherited_stdin()?;
+        build_each(&library, Path::new("(sealed pack on stdin)"), packs)
     }
 
     /// The loaded packs, in load order.
     pub fn list(&self) -> Vec<PackInfo> {
         self.loaded().iter().map(|l| l.info.clone()).collect()
     }
+}
+
+/// Builds each of `packs` (name, config) from `library` without activating
+/// it; returns what the library provides.
+fn build_each(
+    library: &Library,
+    path: &Path,
+    packs: &[(&str, &str)],
+) -> Result<super::loader::LibraryInfo, LoadError> {
+    for (name, config) in packs {
+        pick(library, path, Some(name))?;
+        library
+            .instantiate(name, config)
+            .map_err(LoadError::Instantiate)?;
+    }
+    Ok(library.info.clone())
 }
 
 /// Stages a plugin's registrations; a failure or panic stages nothing.

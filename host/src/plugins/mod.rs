@@ -2,7 +2,8 @@
 //! loaded from shared libraries.
 //!
 //! ```text
-//!  search path ──discover──▶ index (name → file), read from symbol tables: no pack code runs
+//!  search path ──discover──▶ index (name → file), read from symbol tables: no pack code runs;
+//!                             a name two files claim is refused
 //!  load(name) ─▶ read file ─▶ hash ─▶ inspect (format, completeness, manifest)
 //!             ─▶ private copy ─▶ dlopen copy ─▶ abi_stable version + layout check
 //!             ─▶ verify entry-point name ─▶ instantiate(config) ─▶ stage registrations
@@ -20,10 +21,14 @@ mod manager;
 pub mod platform;
 mod plugin;
 mod registry;
+mod sealed;
 pub mod trust;
 mod watch;
 
-pub use discovery::{discover, DiscoveredPack, Discovery};
+/// The largest pack file read (no real pack comes near it).
+pub(crate) const MAX_PACK_BYTES: u64 = 512 << 20;
+
+pub use discovery::{discover, DiscoveredPack, Discovery, SearchDir};
 pub use errors::{FileError, LoadError, PluginError, RegistryError};
 pub use loader::{LibraryInfo, PackDescription};
 pub use manager::{interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome};

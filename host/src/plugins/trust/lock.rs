@@ -9,9 +9,19 @@
 //!
 //! One line per file: the file name, its SHA-256, and the entry points it
 //! provides (comma-separated). `#` starts a comment; blank lines are ignored.
+//!
+//! A lock kept outside the plugins directories (`--lock FILE`) names each
+//! file by its absolute path instead, so one lock covers every directory.
+//!
+//! A lock file is read under the same policy as a pack: through the handle
+//! of a directory that passed the directory policy, a regular file (no
+//! symlink, no FIFO), not writable by group or others, owned by you or root.
 
+use super::policy::TrustedDir;
+use crate::plugins::SearchDir;
 use std::fmt;
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 /// The lock file's name, in each plugins directory.
 pub const LOCK_FILE_NAME: &str = "chimera.lock";
@@ -62,9 +72,27 @@ fn is_hex64(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The largest lock file read.
+const MAX_LOCK_BYTES: u64 = 1 << 20;
+
+/// How a lock file names the files it pins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScope {
+    /// A `chimera.lock` in a plugins directory: bare file names.
+    Directory,
+    /// A lock kept elsewhere (`--lock FILE`): absolute paths.
+    External,
+}
+
 impl LockFile {
-    /// Parses lock-file text. Every problem names its line.
+    /// Parses the text of a `chimera.lock` in a plugins directory. Every
+    /// problem names its line.
     pub fn parse(text: &str) -> Result<LockFile, LockError> {
+        LockFile::parse_scoped(text, LockScope::Directory)
+    }
+
+    /// Parses lock-file text whose entries are named as `scope` says.
+    pub fn parse_scoped(text: &str, scope: LockScope) -> Result<LockFile, LockError> {
         let mut entries: Vec<LockEntry> = Vec::new();
         for (index, raw) in text.lines().enumerate() {
             let line = index + 1;
@@ -82,10 +110,20 @@ impl LockFile {
                     "expected `<file> sha256:<hex> <entry-point>[,<entry-point>…]`",
                 ));
             };
-            if file.contains('/') || file.contains('\\') || file == "." || file == ".." {
-                return Err(syntax(
-                    "the file must be a bare file name in this directory",
-                ));
+            match scope {
+                LockScope::Directory
+                    if file.contains('/') || file.contains('\\') || file == "." || file == ".." =>
+                {
+                    return Err(syntax(
+                        "the file must be a bare file name in this directory",
+                    ));
+                }
+                LockScope::External if !Path::new(file).is_absolute() => {
+                    return Err(syntax(
+                        "a lock kept outside the plugins directories names each pack file by its absolute path",
+                    ));
+                }
+                _ => {}
             }
             let sha256 = hash
                 .strip_prefix("sha256:")
@@ -109,26 +147,82 @@ impl LockFile {
 
     /// Reads `dir/chimera.lock`; `Ok(None)` when there is none.
     pub fn read(dir: &Path) -> Result<Option<LockFile>, LockError> {
-        let path = dir.join(LOCK_FILE_NAME);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => LockFile::parse(&text).map(Some),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(LockError::Read {
-                path: path.display().to_string(),
-                problem: error.to_string(),
-            }),
-        }
+        let trusted =
+            TrustedDir::open(dir, "plugins directory", false).map_err(|problem| LockError::Read {
+                path: dir.join(LOCK_FILE_NAME).display().to_string(),
+                problem,
+            })?;
+        LockFile::read_in(&trusted)
     }
 
-    /// The pin for `file`.
+    /// Reads the `chimera.lock` of an opened plugins directory, through its
+    /// handle; `Ok(None)` when there is none.
+    pub(crate) fn read_in(dir: &TrustedDir) -> Result<Option<LockFile>, LockError> {
+        let path = dir.path().join(LOCK_FILE_NAME);
+        read_checked(dir, Path::new(LOCK_FILE_NAME), &path, LockScope::Directory)
+    }
+
+    /// Reads a lock kept outside the plugins directories (`--lock FILE`):
+    /// its directory passes the directory policy, the file the lock-file
+    /// policy, and it must exist.
+    pub fn read_external(path: &Path) -> Result<LockFile, LockError> {
+        let error = |problem: String| LockError::Read {
+            path: path.display().to_string(),
+            problem,
+        };
+        let name = path
+            .file_name()
+            .ok_or_else(|| error("it names no file".to_owned()))?;
+        let dir = TrustedDir::open(
+            path.parent().unwrap_or(Path::new(".")),
+            "directory of the lock file",
+            false,
+        )
+        .map_err(error)?;
+        read_checked(&dir, Path::new(name), path, LockScope::External)?
+            .ok_or_else(|| error("no such file (write it with `chimera packs lock --lock FILE`)".to_owned()))
+    }
+
+    /// The pin for `file` (a bare name, or an absolute path in an external lock).
     pub fn entry(&self, file: &str) -> Option<&LockEntry> {
         self.entries.iter().find(|e| e.file == file)
     }
 }
 
+/// Opens `name` through `dir` under the lock-file policy and parses it.
+fn read_checked(
+    dir: &TrustedDir,
+    name: &Path,
+    shown: &Path,
+    scope: LockScope,
+) -> Result<Option<LockFile>, LockError> {
+    let error = |problem: String| LockError::Read {
+        path: shown.display().to_string(),
+        problem,
+    };
+    let Some(file) = dir
+        .open_file_nofollow(name, "lock file")
+        .map_err(error)?
+    else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    file.file
+        .take(MAX_LOCK_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| error(e.to_string()))?;
+    if text.len() as u64 > MAX_LOCK_BYTES {
+        return Err(error(format!(
+            "it is larger than {MAX_LOCK_BYTES} bytes; a lock file is a few lines per pack"
+        )));
+    }
+    LockFile::parse_scoped(&text, scope).map(Some)
+}
+
+
 impl fmt::Display for LockFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "# chimera.lock: pack files trusted in this directory.")?;
+        writeln!(f, "# chimera.lock: trusted pack files.")?;
         writeln!(
             f,
             "# Written by `chimera packs lock`; checked before any pack is loaded."
@@ -149,37 +243,96 @@ impl fmt::Display for LockFile {
 
 /// The pack files of `dir`, pinned: file name, SHA-256 of the content and
 /// the entry points its manifest lists. No pack code runs. Files that are
-/// not packs are left out (and returned as problems).
+/// not packs, or that fail the directory policy, are left out (and returned
+/// as problems).
 pub fn pin_directory(dir: &Path) -> Result<(LockFile, Vec<String>), LockError> {
-    let read_error = |problem: String| LockError::Read {
-        path: dir.display().to_string(),
-        problem,
-    };
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| read_error(e.to_string()))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| crate::plugins::platform::is_library_file(path) && path.is_file())
-        .collect();
-    files.sort();
+    pin(&[SearchDir::all(dir)], LockScope::Directory)
+}
+
+/// Every pack file of `dirs` (as each admits), pinned by absolute path for a
+/// lock kept outside them (`chimera packs lock --lock FILE`). Directories
+/// that do not exist are skipped.
+pub fn pin_external(dirs: &[SearchDir]) -> Result<(LockFile, Vec<String>), LockError> {
+    let existing: Vec<SearchDir> = dirs.iter().filter(|d| d.path.is_dir()).cloned().collect();
+    pin(&existing, LockScope::External)
+}
+
+fn pin(dirs: &[SearchDir], scope: LockScope) -> Result<(LockFile, Vec<String>), LockError> {
     let mut lock = LockFile::default();
     let mut skipped = Vec::new();
-    for path in files {
-        let bytes = std::fs::read(&path).map_err(|e| read_error(e.to_string()))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match crate::plugins::file_check::inspect(&bytes[..], bytes.len() as u64) {
-            Ok(inspection) => lock.entries.push(LockEntry {
-                file: name,
-                sha256: sha256_hex(&bytes),
-                entry_points: inspection.packs().map(|(n, _)| n.clone()).collect(),
-            }),
-            Err(problem) => skipped.push(format!("{}: skipped, {problem}", path.display())),
+    for search_dir in dirs {
+        let dir = &search_dir.path;
+        let read_error = |problem: String| LockError::Read {
+            path: dir.display().to_string(),
+            problem,
+        };
+        let trusted = TrustedDir::open(dir, "plugins directory", false).map_err(read_error)?;
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| read_error(e.to_string()))?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| {
+                crate::plugins::platform::is_library_file(path) && search_dir.admits(path)
+            })
+            .collect();
+        files.sort();
+        for path in files {
+            let name = path.file_name().map(PathBuf::from).unwrap_or_default();
+            let bytes = match read_pack(&trusted, &name) {
+                Ok(bytes) => bytes,
+                Err(problem) => {
+                    skipped.push(format!("{}: skipped, {problem}", path.display()));
+                    continue;
+                }
+            };
+            let file = match scope {
+                LockScope::Directory => name.to_string_lossy().into_owned(),
+                LockScope::External => {
+                    let canonical = trusted_canonical(dir, &name).map_err(read_error)?;
+                    if canonical.to_string_lossy().contains(char::is_whitespace) {
+                        skipped.push(format!(
+                            "{}: skipped, a path with whitespace cannot be pinned in a lock file",
+                            path.display()
+                        ));
+                        continue;
+                    }
+                    canonical.to_string_lossy().into_owned()
+                }
+            };
+            if lock.entry(&file).is_some() {
+                continue;
+            }
+            match crate::plugins::file_check::inspect(&bytes[..], bytes.len() as u64) {
+                Ok(inspection) => lock.entries.push(LockEntry {
+                    file,
+                    sha256: sha256_hex(&bytes),
+                    entry_points: inspection.packs().map(|(n, _)| n.clone()).collect(),
+                }),
+                Err(problem) => skipped.push(format!("{}: skipped, {problem}", path.display())),
+            }
         }
     }
     Ok((lock, skipped))
+}
+
+/// A pack file's bytes, read through the directory handle.
+fn read_pack(dir: &TrustedDir, name: &Path) -> Result<Vec<u8>, String> {
+    let file = dir
+        .open_file(name, "pack file")?
+        .ok_or_else(|| "it disappeared".to_owned())?;
+    let mut bytes = Vec::new();
+    file.file
+        .take(crate::plugins::MAX_PACK_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// The absolute path an external lock pins `name` of `dir` under.
+pub(crate) fn trusted_canonical(dir: &Path, name: &Path) -> Result<PathBuf, String> {
+    dir.canonicalize()
+        .map(|canonical| canonical.join(name))
+        .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))
 }
 
 /// What is wrong in `dir` against its lock file, one line per problem.
@@ -192,9 +345,20 @@ pub fn verify_directory(dir: &Path) -> Result<Vec<String>, LockError> {
         )]);
     };
     let (current, _) = pin_directory(dir)?;
+    Ok(compare(&lock, &current, |file| dir.join(file)))
+}
+
+/// What is wrong in `dirs` against the lock kept at `lock_path`.
+pub fn verify_external(lock_path: &Path, dirs: &[SearchDir]) -> Result<Vec<String>, LockError> {
+    let lock = LockFile::read_external(lock_path)?;
+    let (current, _) = pin_external(dirs)?;
+    Ok(compare(&lock, &current, |file| PathBuf::from(file)))
+}
+
+fn compare(lock: &LockFile, current: &LockFile, shown: impl Fn(&str) -> PathBuf) -> Vec<String> {
     let mut problems = Vec::new();
     for pin in &lock.entries {
-        let path = dir.join(&pin.file);
+        let path = shown(&pin.file);
         match current.entry(&pin.file) {
             None => problems.push(format!(
                 "{}: pinned but missing (or no longer a pack)",
@@ -218,12 +382,12 @@ pub fn verify_directory(dir: &Path) -> Result<Vec<String>, LockError> {
     for entry in &current.entries {
         if lock.entry(&entry.file).is_none() {
             problems.push(format!(
-                "{}: not pinned in {LOCK_FILE_NAME}",
-                dir.join(&entry.file).display()
+                "{}: not pinned in the lock file",
+                shown(&entry.file).display()
             ));
         }
     }
-    Ok(problems)
+    problems
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -1,10 +1,12 @@
 //! Trust: what is checked before a pack's code ever runs in this process.
 //!
 //! ```text
-//!  file ─▶ directory policy (owner, permissions, symlinks)      ← before reading it
-//!       ─▶ private copy ─▶ SHA-256 of the copy ─▶ lock file pin  ← before dlopen
-//!       ─▶ format + completeness ─▶ probe the copy in a child    ← before dlopen here
-//!       ─▶ dlopen the copy in the host
+//!  dir  ─▶ opened once; it and its ancestors pass the directory policy
+//!  file ─▶ opened through that handle (no symlink out, no FIFO; owner, mode)
+//!       ─▶ its bytes, read once ─▶ SHA-256 ─▶ lock file pin     ← before dlopen
+//!       ─▶ format + completeness ─▶ sealed (memfd) copy of those bytes
+//!       ─▶ probe the sealed copy in a child                     ← before dlopen here
+//!       ─▶ dlopen the sealed copy in the host
 //! ```
 //!
 //! Loading a shared library runs its code (ELF constructors) before any
@@ -15,7 +17,12 @@ mod lock;
 mod policy;
 mod probe;
 
-pub use lock::{pin_directory, verify_directory, LockEntry, LockError, LockFile, LOCK_FILE_NAME};
+pub use lock::{
+    pin_directory, pin_external, verify_directory, verify_external, LockEntry, LockError, LockFile,
+    LockScope, LOCK_FILE_NAME,
+};
+pub(crate) use lock::trusted_canonical;
+pub(crate) use policy::TrustedDir;
 pub use policy::check_location;
 pub use probe::Probe;
 
@@ -26,6 +33,10 @@ pub struct TrustSettings {
     /// directory, even where no lock file exists (`--locked`). A lock file,
     /// where one exists, is always enforced.
     pub locked: bool,
+    /// A lock kept outside the plugins directories (`--lock FILE`): when
+    /// set, it is the only lock consulted, and every pack file must be
+    /// pinned in it by absolute path.
+    pub lock_file: Option<std::path::PathBuf>,
     /// Load from directories and files others can write (with a warning).
     pub allow_insecure: bool,
     /// Load-test new content in a child process before loading it here, at

@@ -1,7 +1,8 @@
 //! Probe before trust: load-test a pack file in a child process first, so a
 //! pack whose load-time code crashes, aborts or hangs never reaches the host.
 
-use std::path::{Path, PathBuf};
+use crate::plugins::sealed::Sealed;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,11 +25,26 @@ impl Probe {
         })
     }
 
-    /// Loads `file` in a child and instantiates `packs` (name, config) there.
-    /// `Err` is one line: how the child failed.
-    pub fn run(&self, file: &Path, packs: &[(&str, &str)]) -> Result<(), String> {
+    /// Loads `sealed` in a child and instantiates `packs` (name, config)
+    /// there. A sealed memfd is handed to the child as its standard input, so
+    /// the child maps exactly the bytes this process checked. `Err` is one
+    /// line: how the child failed.
+    pub(crate) fn run(&self, sealed: &Sealed, packs: &[(&str, &str)]) -> Result<(), String> {
         let mut command = Command::new(&self.program);
-        command.args(["packs", "check"]).arg(file);
+        command.args(["packs", "check"]);
+        let stdin = match sealed
+            .for_child()
+            .map_err(|e| format!("cannot hand the pack to the probe: {e}"))?
+        {
+            Some(stdin) => {
+                command.arg("--sealed-stdin");
+                stdin
+            }
+            None => {
+                command.arg(sealed.path());
+                Stdio::null()
+            }
+        };
         for (name, config) in packs {
             command.arg("--pack").arg(if config.is_empty() {
                 (*name).to_owned()
@@ -37,7 +53,7 @@ impl Probe {
             });
         }
         let mut child = command
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,39 @@
+//! Text from models, tools and packs, made safe to show on a terminal.
+
+/// `text` made safe to print on a terminal: control characters (other than
+/// newline and tab), escape sequences, C1 controls and bidirectional
+/// overrides are shown escaped (`\u{1b}[2J`), never interpreted. Model,
+/// tool and pack text is hostile until shown this way.
+pub fn terminal_safe(text: &str) -> String {
+    if !text.chars().any(needs_escape) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe as clean;
+
+    #[test]
+    fn escape_sequences_are_shown_escaped_not_interpreted() {
+        assert_eq!(clean("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(clean("\u{1b}[2Jgone"), "\\u{1b}[2Jgone");
+        assert_eq!(clean("a\rb\u{7}"), "a\\u{d}b\\u{7}");
+        assert_eq!(clean("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(clean("abc\u{202e}fed"), "abc\\u{202e}fed");
+    }
+}
