@@ -311,9 +311,12 @@ fn an_unknown_pack_is_exit_3_naming_the_search_path() {
 fn a_pack_that_refuses_its_config_is_exit_3_and_bad_json_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let script = write_script(dir.path(), json!([{"content": "done"}]));
+    let plugins = packs_dir().display().to_string();
     let cli = chimera(
         &[
             "run",
+            "--plugins-dir",
+            &plugins,
             "--pack",
             r#"fixture={"nope": 1}"#,
             "--script",

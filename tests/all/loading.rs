@@ -44,10 +44,13 @@ fn the_fixture_pack_loads_by_entry_point_name_from_the_search_path() {
 #[test]
 fn discovery_indexes_names_from_manifests_and_reports_files_that_are_not_packs() {
     let discovery = discover(&[packs_dir().to_owned()]);
-    let fixture_entry = discovery.find("fixture").expect("fixture indexed");
+    let fixture_entry = discovery
+        .find("fixture")
+        .expect("one file provides it")
+        .expect("fixture indexed");
     assert_eq!(fixture_entry.path, fixture());
     assert!(
-        discovery.find("fixture-alt").is_some(),
+        discovery.find("fixture-alt").unwrap().is_some(),
         "both packs of one library are indexed"
     );
     assert!(discovery.problems.iter().any(|(path, problem)| {

@@ -50,7 +50,7 @@ fn pub27_the_bundled_packs_are_discoverable_and_load_by_name() {
     let manager = manager();
     let discovery = manager.discover();
     for name in ["plan-gate", "redactor", "delegate-spawner"] {
-        assert!(discovery.find(name).is_some(), "{name} not discovered");
+        assert!(discovery.find(name).unwrap().is_some(), "{name} not discovered");
     }
     manager.load("plan-gate", "").unwrap();
     let all = manager.registry().get_all();

@@ -41,7 +41,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
     bus.subscribe(move |event| printer.render(event));
 
     let registry = Arc::new(Registry::new());
-    let manager = PluginManager::new(Arc::clone(&registry), search_path(&args.search));
+    let manager = PluginManager::with_search_path(Arc::clone(&registry), search_path(&args.search));
     let specs: Vec<String> = PACKS.iter().map(|p| (*p).to_owned()).collect();
     load_packs(&manager, &specs, &bus).map_err(|failure| {
         Failure::pack(format!(

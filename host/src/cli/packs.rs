@@ -7,7 +7,7 @@ use super::search_path::{configured_dirs, search_path};
 use crate::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };
-use crate::plugins::{discover, PluginManager, Registry, SearchDir};
+use crate::plugins::{discover, PluginManager, Registry};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -58,7 +58,7 @@ pub(crate) fn check(
         .iter()
         .map(|(n, c)| (n.as_str(), c.as_str()))
         .collect();
-    let manager = PluginManager::new(Arc::new(Registry::new()), Vec::<SearchDir>::new());
+    let manager = PluginManager::new(Arc::new(Registry::new()), Vec::new());
     manager.set_trust(TrustSettings {
         allow_insecure,
         ..TrustSettings::default()

@@ -356,7 +356,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     bus.subscribe(move |event| printer.render(event));
 
     let registry = Arc::new(Registry::new());
-    let manager = Arc::new(PluginManager::new(
+    let manager = Arc::new(PluginManager::with_search_path(
         Arc::clone(&registry),
         search_path(&args.search),
     ));

@@ -96,28 +96,30 @@ fn pinned(
     trust: &TrustSettings,
 ) -> Result<Option<LockEntry>, FileError> {
     let not_pinned = |e: LockError| FileError::NotPinned(e.to_string());
-    let (lock, key, relock) = match &trust.lock_file {
+    let (lock, key, lock_name, relock) = match &trust.lock_file {
         Some(external) => {
             let lock = LockFile::read_external(external).map_err(not_pinned)?;
             let key = trusted_canonical(dir.path(), name).map_err(FileError::NotPinned)?;
             let relock = format!("chimera packs lock --lock {}", external.display());
-            (Some(lock), key.to_string_lossy().into_owned(), relock)
+            let lock_name = external.display().to_string();
+            (Some(lock), key.to_string_lossy().into_owned(), lock_name, relock)
         }
         None => {
             let lock = LockFile::read_in(dir).map_err(not_pinned)?;
             let relock = format!("chimera packs lock --plugins-dir {}", dir.path().display());
-            (lock, name.to_string_lossy().into_owned(), relock)
+            let lock_name = super::trust::LOCK_FILE_NAME.to_owned();
+            (lock, name.to_string_lossy().into_owned(), lock_name, relock)
         }
     };
     match lock {
         Some(lock) => match lock.entry(&key) {
             Some(entry) if entry.sha256 == hash => Ok(Some(entry.clone())),
             Some(_) => Err(FileError::NotPinned(format!(
-                "its SHA-256 ({}…) is not the one the lock file pins: the file changed after it was locked; re-run `{relock}` if the change is yours",
+                "its SHA-256 ({}…) is not the one {lock_name} pins: the file changed after it was locked; re-run `{relock}` if the change is yours",
                 &hash[..12]
             ))),
             None => Err(FileError::NotPinned(format!(
-                "the lock file does not pin {key}; run `{relock}` to trust it"
+                "{lock_name} does not pin {key}; run `{relock}` to trust it"
             ))),
         },
         None if trust.locked => Err(FileError::NotPinned(format!(
@@ -158,7 +160,13 @@ impl Loader {
             .file_name()
             .map(Path::new)
             .ok_or_else(|| fail(FileError::NotFound))?;
-        let parent = path.parent().unwrap_or(Path::new("."));
+        let parent = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(fail(FileError::NotFound));
+        }
         let dir = TrustedDir::open(parent, "plugins directory", checks.trust.allow_insecure)
             .map_err(|problem| fail(FileError::Untrusted(problem)))?;
         let file = dir

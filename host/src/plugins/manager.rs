@@ -86,12 +86,22 @@ struct HealthSettings {
 }
 
 impl PluginManager {
-    /// A manager feeding `registry`, finding packs by name in the
-    /// directories of `search_path`. A name two files provide is refused.
-    pub fn new<D: Into<SearchDir>>(registry: Arc<Registry>, search_path: Vec<D>) -> Self {
+    /// A manager feeding `registry`, finding packs by name in every pack
+    /// file of the directories of `search_path`. A name two files provide is
+    /// refused.
+    pub fn new(registry: Arc<Registry>, search_path: Vec<PathBuf>) -> Self {
+        PluginManager::with_search_path(
+            registry,
+            search_path.into_iter().map(SearchDir::all).collect(),
+        )
+    }
+
+    /// [`PluginManager::new`] with directories that may admit only some
+    /// files (see [`SearchDir`]).
+    pub fn with_search_path(registry: Arc<Registry>, search_path: Vec<SearchDir>) -> Self {
         PluginManager {
             registry,
-            search_path: search_path.into_iter().map(Into::into).collect(),
+            search_path,
             loader: Loader::new(),
             loaded: Mutex::new(Vec::new()),
             trust: RwLock::new(TrustSettings::default()),

@@ -116,9 +116,9 @@ impl TrustedDir {
     }
 
     /// Opens `name` in this directory for reading and checks the opened file:
-    /// `Ok(None)` when there is no such file. A symlink may lead to another
-    /// file in the directory, never out of it; `what` names the file in
-    /// errors ("pack file").
+    /// `Ok(None)` when there is no such file. A relative symlink may lead to
+    /// another file in the directory, never out of it (an absolute symlink
+    /// counts as out); `what` names the file in errors ("pack file").
     pub(crate) fn open_file(&self, name: &Path, what: &str) -> Result<Option<TrustedFile>, String> {
         self.open_checked(name, what, FollowSymlinks::Yes)
     }
@@ -160,9 +160,8 @@ impl TrustedDir {
             Err(error) if is_escape(&error) => {
                 return self
                     .overridable(Err(format!(
-                        "{} is a symlink leading out of the {}; copy the {what} into {} instead",
+                        "{} is a symlink leading out of the plugins directory {} (or an absolute one); copy the {what} into it, or link to it with a relative path inside it",
                         shown.display(),
-                        self.path.display(),
                         self.path.display()
                     )))
                     .and_then(|()| self.open_outside(&shown, what))
@@ -377,7 +376,11 @@ mod tests {
         let inside = dir.path().join("libreal.so");
         std::fs::write(&inside, "x").unwrap();
         let link = dir.path().join("libalias.so");
-        std::os::unix::fs::symlink(&inside, &link).unwrap();
+        std::os::unix::fs::symlink("libreal.so", &link).unwrap();
         check_location(dir.path(), &link).unwrap();
+        // An absolute link is resolved outside the directory handle: refused.
+        let absolute = dir.path().join("libabsolute.so");
+        std::os::unix::fs::symlink(&inside, &absolute).unwrap();
+        assert!(check_location(dir.path(), &absolute).is_err());
     }
 }
