@@ -1,15 +1,16 @@
 //! Real providers against a loopback server started by each test: request
-//! shapes on the wire, the redactor on the wire, streaming, retries and
-//! one-line errors — through the library and through the binary.
+//! shapes on the wire, the redactor on the wire, streaming, retries,
+//! one-line errors, body and line limits, refused redirects and masked
+//! credentials — through the library and through the binary.
 
 use chimera_host::agent::{AgentEvent, AgentSession, EventBus};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
-    RetryPolicy,
+    ProviderCall, ProviderError, RetryPolicy, StreamDelta,
 };
 use chimera_host::tools::{ToolSet, Workspace};
-use chimera_host::types::Headers;
+use chimera_host::types::{Headers, Message};
 use chimera_tests::cli::Ran;
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::packs_dir;
@@ -540,4 +541,301 @@ fn provider_errors_through_the_binary_are_one_line_with_exit_1_or_2() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(fragment), "{stderr}");
     }
+}
+
+/// One call straight to the provider (no loop): `Ok` with the streamed
+/// text's length, or the error.
+fn call(provider: &dyn Provider, stream: bool) -> Result<usize, ProviderError> {
+    let messages = [Message::user("hi")];
+    let kwargs = serde_json::Map::new();
+    let call = ProviderCall {
+        messages: &messages,
+        tools: &[],
+        kwargs: &kwargs,
+    };
+    if stream {
+        let mut text = 0;
+        provider
+            .stream(&call, &mut |delta| {
+                if let StreamDelta::Text(piece) = delta {
+                    text += piece.len();
+                }
+            })
+            .map(|()| text)
+    } else {
+        provider.complete(&call).map(|r| r.content.len())
+    }
+}
+
+fn anthropic(base_url: &str, http: HttpSettings) -> Arc<AnthropicProvider> {
+    Arc::new(AnthropicProvider::new(AnthropicConfig {
+        base_url: base_url.to_owned(),
+        model: "claude-test".into(),
+        api_key: Some("ak-anthropic-key-424242".into()),
+        max_tokens: 64,
+        http,
+    }))
+}
+
+const MIB: u64 = 1 << 20;
+
+/// A streamed chunk carrying `text`, as one event.
+fn text_event(text: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": text}}]})
+    )
+}
+
+#[test]
+fn a_stream_longer_than_the_body_limit_is_refused_with_one_line_and_reading_stops_there() {
+    let server = Server::start(vec![Reply::Generated {
+        first: String::new(),
+        repeat: text_event(&"x".repeat(1000)),
+        bytes: 256 * MIB,
+    }]);
+    let provider = openai(&server, &[]);
+    let error = call(&*provider, true).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the provider's stream exceeded the body limit of 64 MiB"
+    );
+    assert_eq!((error.status(), error.retryable()), (None, false));
+    let sent = server.generated_bytes_sent();
+    assert!(
+        sent < 96 * MIB,
+        "the client stopped reading near the limit, {sent} bytes went out"
+    );
+}
+
+#[test]
+fn the_body_limit_is_a_setting_and_bounds_plain_json_replies_too() {
+    let small = HttpSettings {
+        max_body_bytes: MIB,
+        ..fast_http()
+    };
+    let server = Server::start(vec![Reply::Generated {
+        first: String::new(),
+        repeat: text_event("some text"),
+        bytes: 2 * MIB,
+    }]);
+    let provider = OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("{}/v1", server.url),
+        model: "m".into(),
+        api_key: None,
+        headers: Headers::default(),
+        http: small,
+    });
+    assert_eq!(
+        call(&provider, true).unwrap_err().to_string(),
+        "the provider's stream exceeded the body limit of 1 MiB"
+    );
+
+    let big = "y".repeat(2 * MIB as usize);
+    let server = Server::start(vec![Reply::json(json!({"content": [
+        {"type": "text", "text": big}
+    ]}))]);
+    assert_eq!(
+        call(&*anthropic(&server.url, small), false)
+            .unwrap_err()
+            .to_string(),
+        "the provider's response exceeded the body limit of 1 MiB"
+    );
+    let fits = "y".repeat(1000);
+    let server = Server::start(vec![Reply::json(json!({"content": [
+        {"type": "text", "text": fits}
+    ]}))]);
+    assert_eq!(call(&*anthropic(&server.url, small), false).unwrap(), 1000);
+}
+
+#[test]
+fn a_stream_with_one_overlong_line_is_refused_with_one_line() {
+    let server = Server::start(vec![Reply::Generated {
+        first: "data: ".into(),
+        repeat: "x".repeat(1024),
+        bytes: 8 * MIB,
+    }]);
+    let outcome = run(openai(&server, &[]), None, true, "go");
+    assert!(!outcome.result.success);
+    assert_eq!(outcome.result.reason, "provider_error");
+    assert_eq!(
+        outcome.result.output,
+        "a line of the provider's stream exceeded the line limit of 1 MiB"
+    );
+}
+
+#[test]
+fn a_stream_that_carries_no_events_fails_instead_of_succeeding_empty() {
+    let server = Server::start(vec![Reply::Stream(vec![
+        ": keep-alive\n\n".into(),
+        "event: ping\n\n".into(),
+    ])]);
+    let outcome = run(openai(&server, &[]), None, true, "go");
+    assert!(!outcome.result.success);
+    assert_eq!(outcome.result.reason, "provider_error");
+    assert_eq!(outcome.result.output, "the stream carried no events");
+
+    let server = Server::start(vec![text_reply("not a stream")]);
+    assert_eq!(
+        call(&*openai(&server, &[]), true).unwrap_err().to_string(),
+        "the stream carried no events (the response was application/json, not text/event-stream)"
+    );
+}
+
+#[test]
+fn streamed_lines_may_end_with_a_bare_carriage_return() {
+    let event = |text: &str| {
+        format!(
+            "data: {}\r\r",
+            json!({"choices": [{"index": 0, "delta": {"content": text}}]})
+        )
+    };
+    let server = Server::start(vec![Reply::Stream(vec![
+        event("carriage "),
+        event("returns"),
+        "data: [DONE]\r\r".into(),
+    ])]);
+    let outcome = run(openai(&server, &[]), None, true, "go");
+    assert!(outcome.result.success, "{:?}", outcome.result);
+    assert_eq!(outcome.result.output, "carriage returns");
+}
+
+#[test]
+fn a_redirect_is_refused_and_the_server_it_points_at_hears_nothing() {
+    let elsewhere = Server::start(vec![text_reply("caught the key")]);
+    let location = format!("{}/v1/chat/completions", elsewhere.url);
+    for stream in [false, true] {
+        let server = Server::start(vec![Reply::redirect(302, &location)]);
+        let provider = openai(&server, &[("X-Api-Token", "tok-header-secret-55")]);
+        let error = call(&*provider, stream).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the provider answered HTTP 302 Found, a redirect to {location}; redirects are \
+                 not followed for API calls: point the base URL at the final address"
+            ),
+            "stream {stream}"
+        );
+        assert_eq!((error.status(), error.retryable()), (Some(302), false));
+        assert_eq!(server.requests().len(), 1, "asked once, not retried");
+    }
+    let server = Server::start(vec![Reply::redirect(307, &elsewhere.url)]);
+    let error = call(&*anthropic(&server.url, fast_http()), false).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("the provider answered HTTP 307 Temporary Redirect, a redirect to "),
+        "{error}"
+    );
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the redirect target received {:?}",
+        elsewhere.requests()
+    );
+}
+
+#[test]
+fn an_error_body_that_echoes_the_key_is_shown_with_the_key_masked() {
+    let server = Server::start(vec![Reply::status(
+        401,
+        &[],
+        r#"{"error": {"message": "Incorrect API key provided: sk-bearer-key-000111"}}"#,
+    )]);
+    let error = call(&*openai(&server, &[]), false).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the provider refused the request: HTTP 401 Unauthorized: Incorrect API key provided: ***"
+    );
+    assert_eq!((error.status(), error.retryable()), (Some(401), false));
+
+    let server = Server::start(vec![Reply::status(
+        403,
+        &[],
+        "echo: x-api-key=ak-anthropic-key-424242 and a custom secret tok-header-secret-55",
+    )]);
+    let error = call(&*anthropic(&server.url, fast_http()), false).unwrap_err();
+    assert!(!error.to_string().contains("ak-anthropic"), "{error}");
+
+    let server = Server::start(vec![Reply::status(
+        500,
+        &[("retry-after", "0")],
+        "upstream saw Authorization: Bearer sk-bearer-key-000111",
+    )]);
+    let provider = openai(&server, &[("X-Api-Token", "tok-header-secret-55")]);
+    let error = call(&*provider, true).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the provider kept failing: HTTP 500 Internal Server Error after 3 retries: \
+         upstream saw Authorization: ***"
+    );
+    assert_eq!((error.status(), error.retryable()), (Some(500), true));
+}
+
+#[test]
+fn a_base_url_with_userinfo_is_shown_without_it() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let provider = OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("http://user:secret@127.0.0.1:{port}/v1"),
+        model: "m".into(),
+        api_key: None,
+        headers: Headers::default(),
+        http: fast_http(),
+    });
+    let error = call(&provider, false).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot reach http://***@127.0.0.1:{port}/v1/chat/completions: connection refused \
+             (is the server running?)"
+        )
+    );
+    assert!(error.retryable(), "a refused connection may clear");
+    let error = call(
+        &*anthropic(&format!("http://user:secret@127.0.0.1:{port}"), fast_http()),
+        false,
+    )
+    .unwrap_err();
+    assert!(!error.to_string().contains("secret"), "{error}");
+}
+
+#[test]
+fn the_binary_refuses_a_redirect_with_exit_1_and_one_line_naming_it() {
+    let elsewhere = Server::start(vec![text_reply("caught the key")]);
+    let location = format!("{}/v1/chat/completions", elsewhere.url);
+    let server = Server::start(vec![Reply::redirect(302, &location)]);
+    let base = format!("{}/v1", server.url);
+    for stream in [false, true] {
+        let mut args = vec![
+            "run",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "M",
+            "--api-key-env",
+            "TEST_KEY",
+            "--header",
+            "X-Api-Token: tok-header-secret-55",
+        ];
+        if stream {
+            args.push("--stream");
+        }
+        args.push("hi");
+        let output = chimera(&args, &[("TEST_KEY", "sk-bearer-key-000111")]);
+        assert_eq!(output.code(), Some(1), "{}", output.stderr());
+        let line = output.error_line();
+        assert!(
+            line.contains(&format!(
+                "HTTP 302 Found, a redirect to {location}; redirects are not followed"
+            )),
+            "{line}"
+        );
+    }
+    assert_eq!(server.requests().len(), 2);
+    assert!(elsewhere.requests().is_empty());
 }

@@ -239,6 +239,7 @@ pub mod http {
 
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
@@ -284,6 +285,17 @@ pub mod http {
         },
         /// A server-sent-event stream, one chunk per item, flushed apart.
         Stream(Vec<String>),
+        /// A server-sent-event stream made on the fly, never held whole:
+        /// `first`, then `repeat` over and over until at least `bytes` bytes
+        /// of body went out (or the client hung up).
+        Generated {
+            /// The body's beginning.
+            first: String,
+            /// What follows, repeated.
+            repeat: String,
+            /// How long the body gets, at least.
+            bytes: u64,
+        },
     }
 
     impl Reply {
@@ -307,6 +319,11 @@ pub mod http {
                 body: body.to_owned(),
             }
         }
+
+        /// A redirect (`status`, e.g. 302) to `location`, with no body.
+        pub fn redirect(status: u16, location: &str) -> Reply {
+            Reply::status(status, &[("location", location)], "")
+        }
     }
 
     /// The server: replies in order (the last one repeats), records requests.
@@ -314,6 +331,7 @@ pub mod http {
         /// `http://127.0.0.1:PORT`.
         pub url: String,
         requests: Arc<Mutex<Vec<Request>>>,
+        sent: Arc<AtomicU64>,
     }
 
     impl Server {
@@ -323,27 +341,77 @@ pub mod http {
             let url = format!("http://{}", listener.local_addr().expect("address"));
             let requests = Arc::new(Mutex::new(Vec::new()));
             let seen = Arc::clone(&requests);
+            let sent = Arc::new(AtomicU64::new(0));
+            let counter = Arc::clone(&sent);
             std::thread::spawn(move || {
                 let mut next = 0;
                 for stream in listener.incoming() {
                     let Ok(stream) = stream else { continue };
                     let reply = replies[next.min(replies.len() - 1)].clone();
                     next += 1;
-                    serve(stream, &reply, &seen);
+                    serve(stream, &reply, &seen, &counter);
                 }
             });
-            Server { url, requests }
+            Server {
+                url,
+                requests,
+                sent,
+            }
         }
 
         /// Every request so far.
         pub fn requests(&self) -> Vec<Request> {
             self.requests.lock().unwrap().clone()
         }
+
+        /// Body bytes of [`Reply::Generated`] replies the client accepted
+        /// so far (the kernel's socket buffers included).
+        pub fn generated_bytes_sent(&self) -> u64 {
+            self.sent.load(Ordering::SeqCst)
+        }
+    }
+
+    /// Writes `bytes` as one chunk of a chunked body.
+    fn write_chunk(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+        stream.write_all(format!("{:x}\r\n", bytes.len()).as_bytes())?;
+        stream.write_all(bytes)?;
+        stream.write_all(b"\r\n")
+    }
+
+    /// Sends a [`Reply::Generated`] body, counting what went out into `sent`.
+    fn generate(
+        stream: &mut TcpStream,
+        first: &str,
+        repeat: &str,
+        bytes: u64,
+        sent: &AtomicU64,
+    ) -> std::io::Result<()> {
+        let mut total = 0u64;
+        if !first.is_empty() {
+            write_chunk(stream, first.as_bytes())?;
+            total += first.len() as u64;
+            sent.fetch_add(first.len() as u64, Ordering::SeqCst);
+        }
+        if !repeat.is_empty() {
+            // About 64 KiB of whole repeats per chunk.
+            let block = repeat.repeat((64 * 1024 / repeat.len()).max(1));
+            while total < bytes {
+                write_chunk(stream, block.as_bytes())?;
+                total += block.len() as u64;
+                sent.fetch_add(block.len() as u64, Ordering::SeqCst);
+            }
+        }
+        stream.write_all(b"0\r\n\r\n")
     }
 
     /// Reads one request, records it (before replying, so a client that
     /// has its answer never races the record), then replies.
-    fn serve(mut stream: TcpStream, reply: &Reply, seen: &Mutex<Vec<Request>>) -> Option<()> {
+    fn serve(
+        mut stream: TcpStream,
+        reply: &Reply,
+        seen: &Mutex<Vec<Request>>,
+        sent: &AtomicU64,
+    ) -> Option<()> {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .ok()?;
@@ -402,6 +470,18 @@ pub mod http {
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 let _ = stream.write_all(b"0\r\n\r\n");
+            }
+            Reply::Generated {
+                first,
+                repeat,
+                bytes,
+            } => {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+                );
+                // The client hanging up ends the body early; that is the
+                // point of most tests that use this.
+                let _ = generate(&mut stream, first, repeat, *bytes, sent);
             }
         }
         let _ = stream.flush();

@@ -2,7 +2,7 @@
 //! per-request header surface (its headers belong to the client), so the
 //! `provider_request` seam sees none.
 
-use super::http::{read_json, HttpSettings, Transport};
+use super::http::{HttpSettings, Transport};
 use super::{ModelResponse, Provider, ProviderCall, ProviderError, Usage};
 use crate::types::{Arguments, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
@@ -149,8 +149,8 @@ impl Provider for AnthropicProvider {
         if let Some(key) = &self.config.api_key {
             headers.push(("x-api-key".to_owned(), key.clone()));
         }
-        let response = self.transport.post(&url, &headers, &self.body(call))?;
-        parse_response(&read_json(response)?)
+        let reply = self.transport.post(&url, &headers, &self.body(call))?;
+        parse_response(&reply.json()?)
     }
 }
 

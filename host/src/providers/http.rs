@@ -1,8 +1,16 @@
 //! The blocking HTTP transport real providers share: JSON POSTs with
-//! bounded retries on 429 and 5xx that honour `Retry-After`, and one-line
-//! errors.
+//! bounded retries on 429 and 5xx that honour `Retry-After`, bounded reads
+//! of every body, no redirects, and one-line errors that never show a
+//! credential.
+//!
+//! Everything a provider says about a failed call goes through here, so the
+//! masking is done once: the values of credential-bearing headers (and of
+//! any userinfo in the URL) become `***` in every error text, and URLs are
+//! shown with their userinfo replaced (`http://***@host/v1`).
 
+use super::sse::{self, Event, Limits, SseError};
 use super::ProviderError;
+use std::io::Read;
 use std::time::Duration;
 use ureq::http::Response;
 use ureq::{Agent, Body};
@@ -28,15 +36,21 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Timeouts and retries of a provider's HTTP client.
+/// Timeouts, retries and size limits of a provider's HTTP client.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpSettings {
     /// Connecting.
     pub connect_timeout: Duration,
-    /// Waiting for the response (and, between chunks, for the body).
+    /// Waiting for the response headers, and then for the whole body.
     pub read_timeout: Duration,
     /// Retries.
     pub retry: RetryPolicy,
+    /// The most bytes of one response body the client reads, streamed or
+    /// not; a longer body is an error (64 MiB by default).
+    pub max_body_bytes: u64,
+    /// The longest line of a streamed response, in bytes; a longer line is
+    /// an error (1 MiB by default).
+    pub max_line_bytes: usize,
 }
 
 impl Default for HttpSettings {
@@ -45,20 +59,43 @@ impl Default for HttpSettings {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(300),
             retry: RetryPolicy::default(),
+            max_body_bytes: 64 * MIB,
+            max_line_bytes: 1 << 20,
         }
     }
 }
+
+const MIB: u64 = 1 << 20;
+
+/// How much of an error body is read (its message is shown, shortened).
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+
+/// The most characters of a peer-supplied text (an error body, a
+/// `Location`) an error line shows.
+const SHOWN_CHARS: usize = 300;
 
 /// A blocking client.
 pub(crate) struct Transport {
     agent: Agent,
     retry: RetryPolicy,
+    limits: Limits,
+}
+
+/// A 2xx response, with what is needed to read its body safely: the limits,
+/// and the secrets to keep out of any error about it.
+pub(crate) struct Reply {
+    response: Response<Body>,
+    secrets: Secrets,
+    limits: Limits,
 }
 
 impl Transport {
     pub(crate) fn new(settings: HttpSettings) -> Self {
         let config = Agent::config_builder()
             .http_status_as_error(false)
+            // A redirect would carry the credentials to wherever it points;
+            // a 3xx is answered as an error instead.
+            .max_redirects(0)
             .timeout_connect(Some(settings.connect_timeout))
             .timeout_recv_response(Some(settings.read_timeout))
             .timeout_recv_body(Some(settings.read_timeout))
@@ -66,17 +103,23 @@ impl Transport {
         Transport {
             agent: config.into(),
             retry: settings.retry,
+            limits: Limits {
+                max_bytes: settings.max_body_bytes,
+                max_line: settings.max_line_bytes,
+            },
         }
     }
 
     /// POSTs `body` to `url`; retries 429 and 5xx; returns the first 2xx
-    /// response. Everything else is one line.
+    /// response. Everything else is one line, with the credentials in
+    /// `headers` (see [`is_secret_header`]) and in the URL masked.
     pub(crate) fn post(
         &self,
         url: &str,
         headers: &[(String, String)],
         body: &serde_json::Value,
-    ) -> Result<Response<Body>, ProviderError> {
+    ) -> Result<Reply, ProviderError> {
+        let secrets = Secrets::new(url, headers);
         let payload = body.to_string();
         let mut attempt = 0;
         loop {
@@ -89,10 +132,18 @@ impl Transport {
             }
             let mut response = request
                 .send(payload.as_str())
-                .map_err(|error| transport_error(url, &error))?;
+                .map_err(|error| transport_error(url, &error, &secrets))?;
             let status = response.status().as_u16();
             if (200..300).contains(&status) {
-                return Ok(response);
+                return Ok(Reply {
+                    response,
+                    secrets,
+                    limits: self.limits,
+                });
+            }
+            let reason = response.status().canonical_reason().unwrap_or("");
+            if (300..400).contains(&status) {
+                return Err(redirect_error(status, reason, &response, &secrets));
             }
             let retryable = status == 429 || status >= 500;
             if retryable && attempt < self.retry.max_retries {
@@ -100,22 +151,27 @@ impl Transport {
                 attempt += 1;
                 continue;
             }
-            let text = response
+            let mut text = Vec::new();
+            // A body that breaks off is shown as far as it came.
+            let _ = response
                 .body_mut()
-                .with_config()
-                .limit(64 * 1024)
-                .read_to_string()
-                .unwrap_or_default();
-            let detail = error_message(&text);
-            let reason = response.status().canonical_reason().unwrap_or("");
-            return Err(ProviderError::msg(if retryable {
+                .as_reader()
+                .take(ERROR_BODY_LIMIT)
+                .read_to_end(&mut text);
+            let detail = error_detail(&String::from_utf8_lossy(&text), &secrets);
+            let message = if retryable {
                 format!(
                     "the provider kept failing: HTTP {status} {reason} after {} retries{detail}",
                     self.retry.max_retries
                 )
             } else {
                 format!("the provider refused the request: HTTP {status} {reason}{detail}")
-            }));
+            };
+            return Err(ProviderError::http(
+                status,
+                retryable,
+                secrets.mask(&message),
+            ));
         }
     }
 
@@ -133,9 +189,224 @@ impl Transport {
     }
 }
 
-/// The error message inside a JSON error body (`{"error": {"message": …}}`),
-/// as `: <message>`; empty when there is none.
-fn error_message(body: &str) -> String {
+impl Reply {
+    /// Reads the whole body as JSON, at most the body limit of it; a body
+    /// that is longer, breaks off or is not JSON is one line.
+    pub(crate) fn json(self) -> Result<serde_json::Value, ProviderError> {
+        let limit = self.limits.max_bytes;
+        let too_large = || {
+            ProviderError::msg(format!(
+                "the provider's response exceeded the body limit of {}",
+                size(limit)
+            ))
+        };
+        if self
+            .response
+            .body()
+            .content_length()
+            .is_some_and(|length| length > limit)
+        {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::new();
+        self.response
+            .into_body()
+            .into_reader()
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|error| {
+                ProviderError::msg(self.secrets.mask(&format!(
+                    "cannot read the provider's response: {}",
+                    one_line(&error.to_string())
+                )))
+                .with_retryable(true)
+            })?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large());
+        }
+        serde_json::from_slice(&bytes).map_err(|error| {
+            ProviderError::msg(format!(
+                "malformed response from the provider (not JSON: {error})"
+            ))
+        })
+    }
+
+    /// Reads the body as server-sent events within the body and line
+    /// limits, calling `on_event` per event: `Ok(true)` goes on, `Ok(false)`
+    /// stops, an error stops with that error. A stream that carries no event
+    /// at all is an error, as is one that breaks off or passes a limit.
+    pub(crate) fn events(
+        self,
+        mut on_event: impl FnMut(Event) -> Result<bool, ProviderError>,
+    ) -> Result<(), ProviderError> {
+        let content_type = self
+            .response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| one_line(v).chars().take(80).collect::<String>());
+        let mut problem = None;
+        let read = sse::read_events(
+            self.response.into_body().into_reader(),
+            self.limits,
+            |event| match on_event(event) {
+                Ok(go_on) => go_on,
+                Err(error) => {
+                    problem = Some(error);
+                    false
+                }
+            },
+        );
+        let secrets = &self.secrets;
+        let mask = |error: ProviderError| ProviderError {
+            message: secrets.mask(error.message()),
+            ..error
+        };
+        if let Some(error) = problem {
+            return Err(mask(error));
+        }
+        match read {
+            Ok(0) => {
+                let hint = match content_type {
+                    Some(kind) if !kind.starts_with("text/event-stream") => {
+                        format!(" (the response was {kind}, not text/event-stream)")
+                    }
+                    _ => String::new(),
+                };
+                Err(ProviderError::msg(format!(
+                    "the stream carried no events{hint}"
+                )))
+            }
+            Ok(_) => Ok(()),
+            Err(SseError::BodyTooLarge(limit)) => Err(ProviderError::msg(format!(
+                "the provider's stream exceeded the body limit of {}",
+                size(limit)
+            ))),
+            Err(SseError::LineTooLong(limit)) => Err(ProviderError::msg(format!(
+                "a line of the provider's stream exceeded the line limit of {}",
+                size(limit as u64)
+            ))),
+            Err(SseError::Io(error)) => Err(mask(
+                ProviderError::msg(format!(
+                    "the stream broke off: {}",
+                    one_line(&error.to_string())
+                ))
+                .with_retryable(true),
+            )),
+        }
+    }
+}
+
+/// A byte count as people read limits: `64 MiB`, `512 KiB`, `1000 bytes`.
+fn size(bytes: u64) -> String {
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= 1024 && bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Whether a header carries a credential, by its name: `Authorization`,
+/// `Proxy-Authorization`, `Cookie`, `x-api-key`, `api-key`, and any name
+/// mentioning a key, token, secret, password or session.
+pub(crate) fn is_secret_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "auth", "cookie", "key", "token", "secret", "password", "session",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// Values shorter than this are not masked: they cannot be guessed-at
+/// secrets, and masking them would garble the message.
+const MIN_SECRET: usize = 4;
+
+/// The credentials of one call, to be masked in any text about it.
+#[derive(Debug, Default)]
+pub(crate) struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// The secret header values (whole, and without an auth scheme such as
+    /// `Bearer `) and the URL's userinfo (whole, and its password).
+    pub(crate) fn new(url: &str, headers: &[(String, String)]) -> Secrets {
+        let mut secrets = Vec::new();
+        for (name, value) in headers {
+            if !is_secret_header(name) {
+                continue;
+            }
+            let value = value.trim();
+            secrets.push(value.to_owned());
+            if let Some((_scheme, credential)) = value.split_once(' ') {
+                secrets.push(credential.trim().to_owned());
+            }
+        }
+        if let Some(userinfo) = userinfo(url) {
+            secrets.push(userinfo.to_owned());
+            match userinfo.split_once(':') {
+                Some((_user, password)) => secrets.push(password.to_owned()),
+                // `https://TOKEN@host`: the user part is the credential.
+                None => secrets.push(userinfo.to_owned()),
+            }
+        }
+        secrets.retain(|s| s.len() >= MIN_SECRET);
+        // Longest first, so a whole `Bearer …` value goes before its token.
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        Secrets(secrets)
+    }
+
+    /// `text` with every secret replaced by `***` and URLs shown without
+    /// their userinfo.
+    pub(crate) fn mask(&self, text: &str) -> String {
+        let mut masked = hide_userinfo(text);
+        for secret in &self.0 {
+            if masked.contains(secret.as_str()) {
+                masked = masked.replace(secret.as_str(), "***");
+            }
+        }
+        masked
+    }
+}
+
+/// The userinfo of `url` (`user:pass` in `http://user:pass@host/`), if any.
+fn userinfo(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    authority.rfind('@').map(|at| &authority[..at])
+}
+
+/// `text` with the userinfo of every URL in it replaced by `***`
+/// (`http://user:pass@host/v1` → `http://***@host/v1`).
+pub(crate) fn hide_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let end = after
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        match authority.rfind('@') {
+            Some(sign) => {
+                out.push_str("***");
+                out.push_str(&authority[sign..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The detail of an error body, as `: <message>`: the message inside a JSON
+/// error body (`{"error": {"message": …}}`), else the body's text; masked,
+/// on one line and shortened. Empty when the body is.
+fn error_detail(body: &str, secrets: &Secrets) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let message = parsed.as_ref().and_then(|v| {
         v["error"]["message"]
@@ -144,13 +415,20 @@ fn error_message(body: &str) -> String {
             .or_else(|| v["message"].as_str())
             .map(str::to_owned)
     });
-    match message {
-        Some(message) => format!(": {}", one_line(&message)),
-        None if !body.trim().is_empty() => format!(
-            ": {}",
-            one_line(&body.chars().take(200).collect::<String>())
-        ),
-        None => String::new(),
+    let text = message.unwrap_or_else(|| body.to_owned());
+    // Masked before shortening, so a secret cut in half cannot show.
+    let text = one_line(&secrets.mask(&text));
+    if text.is_empty() {
+        return String::new();
+    }
+    format!(": {}", shorten(&text))
+}
+
+/// At most [`SHOWN_CHARS`] characters, `…` marking a cut.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 
@@ -158,50 +436,153 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn transport_error(url: &str, error: &ureq::Error) -> ProviderError {
-    let detail = match error {
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            "connection refused (is the server running?)".to_owned()
+/// A 3xx answer: not followed, since the request's credentials would go
+/// wherever it points.
+fn redirect_error(
+    status: u16,
+    reason: &str,
+    response: &Response<Body>,
+    secrets: &Secrets,
+) -> ProviderError {
+    let target = match response.headers().get("location") {
+        Some(location) => {
+            let location = String::from_utf8_lossy(location.as_bytes());
+            // Masked before shortening, so a secret cut in half cannot show.
+            format!(
+                "a redirect to {}",
+                shorten(&one_line(&secrets.mask(&location)))
+            )
         }
-        ureq::Error::ConnectionFailed => "the connection failed".to_owned(),
-        ureq::Error::HostNotFound => "host not found".to_owned(),
-        ureq::Error::Timeout(what) => format!("timed out ({what})"),
-        other => one_line(&other.to_string()),
+        None => "a redirect without a Location".to_owned(),
     };
-    ProviderError::msg(format!("cannot reach {url}: {detail}"))
+    ProviderError::http(
+        status,
+        false,
+        format!(
+            "the provider answered HTTP {status} {reason}, {target}; redirects are not \
+             followed for API calls: point the base URL at the final address"
+        ),
+    )
 }
 
-/// Reads a whole JSON response body; a body that is not JSON is one line.
-pub(crate) fn read_json(mut response: Response<Body>) -> Result<serde_json::Value, ProviderError> {
-    let text = response
-        .body_mut()
-        .with_config()
-        .limit(64 * 1024 * 1024)
-        .read_to_string()
-        .map_err(|e| {
-            ProviderError::msg(format!(
-                "cannot read the provider's response: {}",
-                one_line(&e.to_string())
-            ))
-        })?;
-    serde_json::from_str(&text).map_err(|error| {
-        ProviderError::msg(format!(
-            "malformed response from the provider (not JSON: {error})"
-        ))
-    })
+fn transport_error(url: &str, error: &ureq::Error, secrets: &Secrets) -> ProviderError {
+    let (detail, retryable) = match error {
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => (
+            "connection refused (is the server running?)".to_owned(),
+            true,
+        ),
+        ureq::Error::Io(io) => (one_line(&io.to_string()), true),
+        ureq::Error::ConnectionFailed => ("the connection failed".to_owned(), true),
+        ureq::Error::HostNotFound => ("host not found".to_owned(), false),
+        ureq::Error::Timeout(what) => (format!("timed out ({what})"), true),
+        other => (one_line(&other.to_string()), false),
+    };
+    ProviderError::msg(secrets.mask(&format!("cannot reach {url}: {detail}")))
+        .with_retryable(retryable)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::error_message;
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect()
+    }
 
     #[test]
     fn error_bodies_become_one_line_details() {
+        let none = Secrets::default();
         assert_eq!(
-            error_message(r#"{"error": {"message": "bad\nkey"}}"#),
+            error_detail(r#"{"error": {"message": "bad\nkey"}}"#, &none),
             ": bad key"
         );
-        assert_eq!(error_message(""), "");
-        assert_eq!(error_message("plain text"), ": plain text");
+        assert_eq!(error_detail("", &none), "");
+        assert_eq!(error_detail("plain text", &none), ": plain text");
+        let long = "x".repeat(1000);
+        assert_eq!(
+            error_detail(&long, &none),
+            format!(": {}…", "x".repeat(SHOWN_CHARS))
+        );
+    }
+
+    #[test]
+    fn credential_headers_are_recognised_by_name() {
+        for name in [
+            "Authorization",
+            "proxy-authorization",
+            "x-api-key",
+            "api-key",
+            "Cookie",
+            "X-Auth-Token",
+            "X-Client-Secret",
+        ] {
+            assert!(is_secret_header(name), "{name}");
+        }
+        for name in ["X-Title", "anthropic-version", "content-type", "X-Trace"] {
+            assert!(!is_secret_header(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn secret_header_values_are_masked_whole_and_without_their_scheme() {
+        let secrets = Secrets::new(
+            "http://h/v1",
+            &headers(&[
+                ("Authorization", "Bearer sk-live-123456"),
+                ("x-api-key", "ak-7890abcd"),
+                ("X-Title", "chimera"),
+            ]),
+        );
+        assert_eq!(
+            secrets
+                .mask("got Bearer sk-live-123456, key sk-live-123456 and ak-7890abcd for chimera"),
+            "got ***, key *** and *** for chimera"
+        );
+    }
+
+    #[test]
+    fn short_values_are_not_masked() {
+        let secrets = Secrets::new("http://h", &headers(&[("Authorization", "x")]));
+        assert_eq!(secrets.mask("a text with x in it"), "a text with x in it");
+    }
+
+    #[test]
+    fn a_secret_cut_by_the_shortening_does_not_show_half() {
+        let key = "sk-cut-in-half-000000000";
+        let secrets = Secrets::new("http://h", &headers(&[("x-api-key", key)]));
+        let body = format!("{}{key}", "y".repeat(SHOWN_CHARS - 5));
+        let detail = error_detail(&body, &secrets);
+        assert!(!detail.contains("sk-cut"), "{detail}");
+    }
+
+    #[test]
+    fn userinfo_is_hidden_in_urls_and_its_password_masked_anywhere() {
+        assert_eq!(
+            hide_userinfo("cannot reach http://user:pass@host:80/v1/x: refused"),
+            "cannot reach http://***@host:80/v1/x: refused"
+        );
+        assert_eq!(
+            hide_userinfo("a https://token@h?q=a@b and http://plain/a@b"),
+            "a https://***@h?q=a@b and http://plain/a@b"
+        );
+        assert_eq!(hide_userinfo("no url here"), "no url here");
+        let secrets = Secrets::new("http://user:s3cr3t-pw@h/v1", &[]);
+        assert_eq!(
+            secrets.mask("http://user:s3cr3t-pw@h/v1 said s3cr3t-pw"),
+            "http://***@h/v1 said ***"
+        );
+        let token = Secrets::new("https://tok-abcdef@h/v1", &[]);
+        assert_eq!(token.mask("echo tok-abcdef"), "echo ***");
+    }
+
+    #[test]
+    fn limits_are_named_in_readable_units() {
+        assert_eq!(size(64 * MIB), "64 MiB");
+        assert_eq!(size(1 << 20), "1 MiB");
+        assert_eq!(size(512 * 1024), "512 KiB");
+        assert_eq!(size(1000), "1000 bytes");
     }
 }

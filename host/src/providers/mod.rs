@@ -72,17 +72,75 @@ pub enum StreamDelta {
     Usage(Usage),
 }
 
-/// A provider failure, one line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProviderError(pub String);
+/// A provider failure: one line of text, plus what the transport knew about
+/// it — the HTTP status when the provider answered with one, and whether the
+/// failure is transient (a later attempt may succeed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderError {
+    message: String,
+    status: Option<u16>,
+    retryable: bool,
+}
 
 impl ProviderError {
-    /// An error with this text.
+    /// An error with this text, no HTTP status, not retryable.
     pub fn msg(text: impl Into<String>) -> Self {
-        ProviderError(text.into())
+        ProviderError {
+            message: text.into(),
+            status: None,
+            retryable: false,
+        }
+    }
+
+    /// An error about an HTTP answer with `status`.
+    pub fn http(status: u16, retryable: bool, text: impl Into<String>) -> Self {
+        ProviderError {
+            message: text.into(),
+            status: Some(status),
+            retryable,
+        }
+    }
+
+    /// The same error, marked transient or not.
+    #[must_use]
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// The message (what `Display` shows, line breaks aside).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The HTTP status the provider answered with, when it answered.
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// Whether the failure is transient: 429, a 5xx, a timeout, a dropped or
+    /// refused connection. The transport has already spent its own retries
+    /// on the statuses it retries; this says whether trying again later
+    /// could help.
+    pub fn retryable(&self) -> bool {
+        self.retryable
     }
 }
+
+impl std::fmt::Display for ProviderError {
+    /// The message on one line: each run of line breaks shows as a space.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut rest = self.message.as_str();
+        while let Some(at) = rest.find(['\r', '\n']) {
+            f.write_str(&rest[..at])?;
+            f.write_str(" ")?;
+            rest = rest[at..].trim_start_matches(['\r', '\n']);
+        }
+        f.write_str(rest)
+    }
+}
+
+impl std::error::Error for ProviderError {}
 
 /// A model provider. Shared (`Arc<dyn Provider>`) so a sub-agent can use the
 /// same provider as its parent.
@@ -128,5 +186,21 @@ pub trait Provider: Send + Sync {
     fn set_request_headers(&self, headers: Headers) -> Result<(), ProviderError> {
         let _ = headers;
         Err(ProviderError::msg("this provider has no header surface"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProviderError;
+
+    #[test]
+    fn a_provider_error_displays_on_one_line_and_keeps_its_status() {
+        let plain = ProviderError::msg("no\nheader\r\nsurface");
+        assert_eq!(plain.to_string(), "no header surface");
+        assert_eq!((plain.status(), plain.retryable()), (None, false));
+        let http = ProviderError::http(503, true, "busy");
+        assert_eq!((http.status(), http.retryable()), (Some(503), true));
+        assert_eq!(http.to_string(), "busy");
+        assert!(ProviderError::msg("x").with_retryable(true).retryable());
     }
 }

@@ -6,12 +6,10 @@
 //! key is *not* on that surface — the transport adds `Authorization: Bearer`
 //! itself — so a redactor scrubbing headers never breaks authentication.
 
-use super::http::{read_json, HttpSettings, Transport};
-use super::sse::read_events;
+use super::http::{HttpSettings, Transport};
 use super::{ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage};
 use crate::types::{Arguments, Headers, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
-use std::io::BufReader;
 use std::sync::Mutex;
 
 /// How to reach an OpenAI-compatible server.
@@ -217,10 +215,10 @@ impl Provider for OpenAiProvider {
     }
 
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        let response =
+        let reply =
             self.transport
                 .post(&self.url(), &self.wire_headers(), &self.body(call, false))?;
-        parse_response(&read_json(response)?)
+        parse_response(&reply.json()?)
     }
 
     fn stream(
@@ -228,28 +226,18 @@ impl Provider for OpenAiProvider {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let response =
+        let reply =
             self.transport
                 .post(&self.url(), &self.wire_headers(), &self.body(call, true))?;
-        let reader = BufReader::new(response.into_body().into_reader());
-        let mut problem = None;
-        read_events(reader, |event| {
+        reply.events(|event| {
             if event.data.trim() == "[DONE]" {
-                return false;
+                return Ok(false);
             }
-            match serde_json::from_str::<Value>(&event.data) {
-                Ok(chunk) => {
-                    deltas(&chunk, on_delta);
-                    true
-                }
-                Err(error) => {
-                    problem = Some(malformed(&format!("a stream event is not JSON: {error}")));
-                    false
-                }
-            }
+            let chunk = serde_json::from_str::<Value>(&event.data)
+                .map_err(|error| malformed(&format!("a stream event is not JSON: {error}")))?;
+            deltas(&chunk, on_delta);
+            Ok(true)
         })
-        .map_err(|e| ProviderError::msg(format!("the stream broke off: {e}")))?;
-        problem.map_or(Ok(()), Err)
     }
 
     fn request_headers(&self) -> Option<Headers> {

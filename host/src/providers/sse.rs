@@ -1,8 +1,14 @@
 //! Server-sent events, read from a blocking body: the framing only (`data:`
 //! lines joined, a blank line ends an event). Written by hand because the
 //! SSE crates are async; this is the whole of the format the providers use.
+//!
+//! The reader is bounded: it counts every byte it takes from the peer and
+//! refuses a body longer than [`Limits::max_bytes`] or a line longer than
+//! [`Limits::max_line`], so a peer that never ends a line (or never ends the
+//! stream) costs at most those amounts of memory. Lines end at `\r\n`, `\n`
+//! or a bare `\r`, as the format allows.
 
-use std::io::BufRead;
+use std::io::{ErrorKind, Read};
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -13,77 +19,369 @@ pub(crate) struct Event {
     pub(crate) data: String,
 }
 
-/// Calls `on_event` for each complete event; `on_event` returns false to stop.
+/// How much of a peer's stream the reader accepts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Bytes of the whole body, line endings included.
+    pub(crate) max_bytes: u64,
+    /// Bytes of one line, its ending excluded.
+    pub(crate) max_line: usize,
+}
+
+/// Why reading stopped early.
+#[derive(Debug)]
+pub(crate) enum SseError {
+    /// The body could not be read.
+    Io(std::io::Error),
+    /// The body went past [`Limits::max_bytes`] (the limit).
+    BodyTooLarge(u64),
+    /// A line went past [`Limits::max_line`] (the limit).
+    LineTooLong(usize),
+}
+
+/// The size of one read from the peer.
+const CHUNK: usize = 8 * 1024;
+
+/// Calls `on_event` for each complete event; `on_event` returns false to
+/// stop. Returns how many events were delivered. An event still open when
+/// the body ends is delivered too (servers that close without the final
+/// blank line are common).
 pub(crate) fn read_events(
-    reader: impl BufRead,
-    mut on_event: impl FnMut(Event) -> bool,
-) -> std::io::Result<()> {
-    let mut event = Event::default();
-    let mut has_data = false;
-    for line in reader.lines() {
-        let line = line?;
-        let line = line.strip_suffix('\r').unwrap_or(&line);
-        if line.is_empty() {
-            if has_data && !on_event(std::mem::take(&mut event)) {
-                return Ok(());
+    mut reader: impl Read,
+    limits: Limits,
+    on_event: impl FnMut(Event) -> bool,
+) -> Result<u64, SseError> {
+    let mut parser = Parser {
+        on_event,
+        event: Event::default(),
+        has_data: false,
+        delivered: 0,
+        first_line: true,
+    };
+    let mut splitter = Splitter {
+        line: Vec::new(),
+        after_cr: false,
+        max_line: limits.max_line,
+    };
+    let mut buffer = vec![0u8; CHUNK];
+    let mut total: u64 = 0;
+    loop {
+        // Never ask for more than one byte past the limit: enough to know
+        // the body is too long.
+        let room = limits.max_bytes.saturating_sub(total).saturating_add(1);
+        let want = usize::try_from(room).map_or(CHUNK, |room| room.min(CHUNK));
+        let read = match reader.read(&mut buffer[..want]) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+            Err(error) => return Err(SseError::Io(error)),
+        };
+        // The bytes inside the limit are still read as events, so what
+        // arrived before the limit is delivered before the refusal.
+        let allowed = limits.max_bytes - total;
+        let within = usize::try_from(allowed).map_or(read, |allowed| allowed.min(read));
+        total += read as u64;
+        if !splitter.feed(&buffer[..within], &mut |line| parser.line(line))? {
+            return Ok(parser.delivered);
+        }
+        if total > limits.max_bytes {
+            return Err(SseError::BodyTooLarge(limits.max_bytes));
+        }
+    }
+    if !splitter.line.is_empty() {
+        let line = std::mem::take(&mut splitter.line);
+        if !parser.line(&line) {
+            return Ok(parser.delivered);
+        }
+    }
+    parser.finish();
+    Ok(parser.delivered)
+}
+
+/// Cuts bytes into lines at `\r\n`, `\n` and bare `\r`, holding at most one
+/// line (of at most `max_line` bytes).
+struct Splitter {
+    line: Vec<u8>,
+    /// The last byte seen was a `\r`: a `\n` right after it belongs to it.
+    after_cr: bool,
+    max_line: usize,
+}
+
+impl Splitter {
+    /// Feeds `bytes`, calling `on_line` per complete line; false from
+    /// `on_line` stops (and is returned).
+    fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        on_line: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, SseError> {
+        if std::mem::take(&mut self.after_cr) && bytes.first() == Some(&b'\n') {
+            bytes = &bytes[1..];
+        }
+        while let Some(at) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            self.push(&bytes[..at])?;
+            let line = std::mem::take(&mut self.line);
+            let keep_going = on_line(&line);
+            // Reuse the allocation for the next line.
+            self.line = line;
+            self.line.clear();
+            let ending = if bytes[at] == b'\r' {
+                match bytes.get(at + 1) {
+                    Some(b'\n') => 2,
+                    Some(_) => 1,
+                    None => {
+                        self.after_cr = true;
+                        1
+                    }
+                }
+            } else {
+                1
+            };
+            bytes = &bytes[at + ending..];
+            if !keep_going {
+                return Ok(false);
             }
-            event = Event::default();
-            has_data = false;
-            continue;
         }
-        if line.starts_with(':') {
-            continue;
+        self.push(bytes)?;
+        Ok(true)
+    }
+
+    fn push(&mut self, piece: &[u8]) -> Result<(), SseError> {
+        if self.line.len() + piece.len() > self.max_line {
+            return Err(SseError::LineTooLong(self.max_line));
         }
-        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        self.line.extend_from_slice(piece);
+        Ok(())
+    }
+}
+
+/// Turns lines into events.
+struct Parser<F> {
+    on_event: F,
+    event: Event,
+    has_data: bool,
+    delivered: u64,
+    first_line: bool,
+}
+
+impl<F: FnMut(Event) -> bool> Parser<F> {
+    /// Takes one line; false when `on_event` asked to stop.
+    fn line(&mut self, bytes: &[u8]) -> bool {
+        let mut bytes = bytes;
+        if std::mem::take(&mut self.first_line) {
+            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        }
+        if bytes.is_empty() {
+            return self.dispatch();
+        }
+        if bytes.starts_with(b":") {
+            return true;
+        }
+        let line = String::from_utf8_lossy(bytes);
+        let (field, value) = line.split_once(':').unwrap_or((&*line, ""));
         let value = value.strip_prefix(' ').unwrap_or(value);
         match field {
             "data" => {
-                if has_data {
-                    event.data.push('\n');
+                if self.has_data {
+                    self.event.data.push('\n');
                 }
-                event.data.push_str(value);
-                has_data = true;
+                self.event.data.push_str(value);
+                self.has_data = true;
             }
-            "event" => event.kind = value.to_owned(),
+            "event" => value.clone_into(&mut self.event.kind),
             _ => {}
         }
+        true
     }
-    if has_data {
-        on_event(event);
+
+    /// Delivers the open event, if it has data; false when `on_event` asked
+    /// to stop.
+    fn dispatch(&mut self) -> bool {
+        let event = std::mem::take(&mut self.event);
+        if !std::mem::take(&mut self.has_data) {
+            return true;
+        }
+        self.delivered += 1;
+        (self.on_event)(event)
     }
-    Ok(())
+
+    fn finish(&mut self) {
+        self.dispatch();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const ROOMY: Limits = Limits {
+        max_bytes: 1 << 20,
+        max_line: 1 << 10,
+    };
+
+    fn events(bytes: &[u8], limits: Limits) -> Result<Vec<Event>, SseError> {
+        let mut seen = Vec::new();
+        read_events(bytes, limits, |e| {
+            seen.push(e);
+            true
+        })?;
+        Ok(seen)
+    }
+
+    fn event(kind: &str, data: &str) -> Event {
+        Event {
+            kind: kind.into(),
+            data: data.into(),
+        }
+    }
+
+    /// A reader that hands out its bytes `step` at a time, so line endings
+    /// fall on read boundaries.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(self.bytes.len()).min(buffer.len());
+            buffer[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
     #[test]
     fn events_are_framed_by_blank_lines_and_data_lines_join() {
         let text =
             ": comment\r\ndata: one\r\n\r\nevent: delta\ndata: two\ndata: three\n\ndata:four";
-        let mut seen = Vec::new();
-        read_events(text.as_bytes(), |e| {
-            seen.push(e);
+        assert_eq!(
+            events(text.as_bytes(), ROOMY).unwrap(),
+            [
+                event("", "one"),
+                event("delta", "two\nthree"),
+                event("", "four")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bare_carriage_return_ends_a_line_like_a_line_feed() {
+        let text = "event: a\rdata: one\rdata: two\r\rdata: three\r\n\r\ndata: four\n\n";
+        assert_eq!(
+            events(text.as_bytes(), ROOMY).unwrap(),
+            [
+                event("a", "one\ntwo"),
+                event("", "three"),
+                event("", "four")
+            ]
+        );
+    }
+
+    #[test]
+    fn line_endings_split_across_reads_are_one_ending_each() {
+        let text = b"data: one\r\n\r\ndata: two\r\rdata: three\n\n";
+        for step in 1..text.len() {
+            let mut seen = Vec::new();
+            read_events(Trickle { bytes: text, step }, ROOMY, |e| {
+                seen.push(e);
+                true
+            })
+            .unwrap();
+            assert_eq!(
+                seen,
+                [event("", "one"), event("", "two"), event("", "three")],
+                "reads of {step} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_dropped() {
+        assert_eq!(
+            events(b"\xEF\xBB\xBFdata: x\n\n", ROOMY).unwrap(),
+            [event("", "x")]
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_line_limit_is_refused_before_it_is_held() {
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            max_line: 16,
+        };
+        let exactly = format!("data: {}\n\n", "x".repeat(10));
+        assert_eq!(
+            events(exactly.as_bytes(), limits).unwrap(),
+            [event("", &"x".repeat(10))]
+        );
+        let over = format!("data: {}\n\n", "x".repeat(11));
+        assert!(matches!(
+            events(over.as_bytes(), limits),
+            Err(SseError::LineTooLong(16))
+        ));
+        let unterminated = "x".repeat(100_000);
+        let mut trickle = Trickle {
+            bytes: unterminated.as_bytes(),
+            step: 7,
+        };
+        let result = read_events(&mut trickle, limits, |_| true);
+        assert!(matches!(result, Err(SseError::LineTooLong(16))));
+        assert!(trickle.bytes.len() > 99_000, "stopped reading at the limit");
+    }
+
+    #[test]
+    fn a_body_longer_than_the_byte_limit_is_refused_and_reading_stops_there() {
+        let body = "data: x\n\n".repeat(1000);
+        let limits = Limits {
+            max_bytes: 90,
+            max_line: 1 << 10,
+        };
+        let mut reader = body.as_bytes();
+        let mut delivered = 0;
+        let result = read_events(&mut reader, limits, |_| {
+            delivered += 1;
             true
+        });
+        assert!(matches!(result, Err(SseError::BodyTooLarge(90))));
+        assert_eq!(delivered, 10, "the events inside the limit were delivered");
+        assert_eq!(
+            reader.len(),
+            body.len() - 91,
+            "read one byte past the limit"
+        );
+        let exactly = &body.as_bytes()[..90];
+        assert_eq!(events(exactly, limits).unwrap().len(), 10);
+    }
+
+    #[test]
+    fn a_stream_without_data_lines_delivers_no_events() {
+        let count = read_events(
+            &b": keep-alive\n\nevent: ping\n\nretry: 10\n\n"[..],
+            ROOMY,
+            |_| true,
+        )
+        .unwrap();
+        assert_eq!(count, 0);
+        assert_eq!(read_events(&b""[..], ROOMY, |_| true).unwrap(), 0);
+    }
+
+    #[test]
+    fn returning_false_stops_at_that_event() {
+        let mut seen = 0;
+        let count = read_events(&b"data: 1\n\ndata: 2\n\ndata: 3\n\n"[..], ROOMY, |_| {
+            seen += 1;
+            seen < 2
         })
         .unwrap();
+        assert_eq!((seen, count), (2, 2));
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_fatal() {
         assert_eq!(
-            seen,
-            [
-                Event {
-                    kind: String::new(),
-                    data: "one".into()
-                },
-                Event {
-                    kind: "delta".into(),
-                    data: "two\nthree".into()
-                },
-                Event {
-                    kind: String::new(),
-                    data: "four".into()
-                },
-            ]
+            events(b"data: a\xFFb\n\n", ROOMY).unwrap(),
+            [event("", "a\u{FFFD}b")]
         );
     }
 }
