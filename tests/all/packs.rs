@@ -50,7 +50,10 @@ fn pub27_the_bundled_packs_are_discoverable_and_load_by_name() {
     let manager = manager();
     let discovery = manager.discover();
     for name in ["plan-gate", "redactor", "delegate-spawner"] {
-        assert!(discovery.find(name).unwrap().is_some(), "{name} not discovered");
+        assert!(
+            discovery.find(name).unwrap().is_some(),
+            "{name} not discovered"
+        );
     }
     manager.load("plan-gate", "").unwrap();
     let all = manager.registry().get_all();
@@ -421,11 +424,7 @@ fn pub34_redactor_envelope_details() {
         fn parameters(&self) -> Value {
             json!({"type": "object"})
         }
-        fn execute(
-            &self,
-            _: &Value,
-            _: &ToolContext<'_>,
-        ) -> chimera_host::types::ToolResult {
+        fn execute(&self, _: &Value, _: &ToolContext<'_>) -> chimera_host::types::ToolResult {
             chimera_host::types::ToolResult::err("auth failed for sk-livekey12345678")
         }
     }

@@ -207,7 +207,8 @@ mod tests {
 
     #[test]
     fn a_bad_answers_line_is_one_error_naming_the_line() {
-        let error = AnswersFile::parse("{\"answer\": \"allow\"}\n{\"answer\": \"maybe\"}").unwrap_err();
+        let error =
+            AnswersFile::parse("{\"answer\": \"allow\"}\n{\"answer\": \"maybe\"}").unwrap_err();
         assert!(error.starts_with("line 2:"), "{error}");
     }
 }

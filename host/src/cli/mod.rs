@@ -64,7 +64,9 @@ pub fn main() -> ExitCode {
             json,
             allow_insecure,
         }) => packs::check(file.as_deref(), &specs, json, allow_insecure),
-        Command::Packs(PacksCommand::Lock { search, lock }) => packs::lock(&search, lock.as_deref()),
+        Command::Packs(PacksCommand::Lock { search, lock }) => {
+            packs::lock(&search, lock.as_deref())
+        }
         Command::Packs(PacksCommand::Verify { search, lock }) => {
             packs::verify(&search, lock.as_deref())
         }

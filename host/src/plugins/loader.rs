@@ -10,7 +10,9 @@ use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
 use super::file_check::Inspection;
 use super::sealed::{PrivateDir, Sealed};
-use super::trust::{trusted_canonical, LockEntry, LockError, LockFile, Probe, TrustSettings, TrustedDir};
+use super::trust::{
+    trusted_canonical, LockEntry, LockError, LockFile, Probe, TrustSettings, TrustedDir,
+};
 use super::MAX_PACK_BYTES;
 use abi_stable::library::{
     AbiHeaderRef, LibHeader, LibraryError, RawLibrary, ROOT_MODULE_LOADER_NAME,
@@ -102,7 +104,12 @@ fn pinned(
             let key = trusted_canonical(dir.path(), name).map_err(FileError::NotPinned)?;
             let relock = format!("chimera packs lock --lock {}", external.display());
             let lock_name = external.display().to_string();
-            (Some(lock), key.to_string_lossy().into_owned(), lock_name, relock)
+            (
+                Some(lock),
+                key.to_string_lossy().into_owned(),
+                lock_name,
+                relock,
+            )
         }
         None => {
             let lock = LockFile::read_in(dir).map_err(not_pinned)?;
@@ -196,9 +203,7 @@ impl Loader {
         let hash: [u8; 32] = Sha256::digest(&bytes).into();
         let inspection = inspect(&bytes[..], bytes.len() as u64).map_err(fail)?;
         drop(bytes);
-        let library = self
-            .map(shown, &path, &hash, &inspection)
-            .map_err(fail)?;
+        let library = self.map(shown, &path, &hash, &inspection).map_err(fail)?;
         Ok(library)
     }
 

@@ -85,7 +85,11 @@ impl Sealed {
 fn memfd(bytes: &[u8], stem: &str) -> Option<std::os::fd::OwnedFd> {
     use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
     let name = format!("chimera-pack-{stem}");
-    let fd = memfd_create(name.as_str(), MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).ok()?;
+    let fd = memfd_create(
+        name.as_str(),
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )
+    .ok()?;
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes).ok()?;
     let fd = std::os::fd::OwnedFd::from(file);
@@ -216,7 +220,10 @@ mod tests {
         let mut file = std::fs::File::from(fd.try_clone().unwrap());
         assert!(file.write_all(b"changed").is_err());
         assert!(file.set_len(1).is_err());
-        assert_eq!(std::fs::read(sealed.path()).unwrap(), b"exactly these bytes");
+        assert_eq!(
+            std::fs::read(sealed.path()).unwrap(),
+            b"exactly these bytes"
+        );
         sealed.discard();
     }
 }

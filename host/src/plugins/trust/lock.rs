@@ -147,11 +147,12 @@ impl LockFile {
 
     /// Reads `dir/chimera.lock`; `Ok(None)` when there is none.
     pub fn read(dir: &Path) -> Result<Option<LockFile>, LockError> {
-        let trusted =
-            TrustedDir::open(dir, "plugins directory", false).map_err(|problem| LockError::Read {
+        let trusted = TrustedDir::open(dir, "plugins directory", false).map_err(|problem| {
+            LockError::Read {
                 path: dir.join(LOCK_FILE_NAME).display().to_string(),
                 problem,
-            })?;
+            }
+        })?;
         LockFile::read_in(&trusted)
     }
 
@@ -179,8 +180,9 @@ impl LockFile {
             false,
         )
         .map_err(error)?;
-        read_checked(&dir, Path::new(name), path, LockScope::External)?
-            .ok_or_else(|| error("no such file (write it with `chimera packs lock --lock FILE`)".to_owned()))
+        read_checked(&dir, Path::new(name), path, LockScope::External)?.ok_or_else(|| {
+            error("no such file (write it with `chimera packs lock --lock FILE`)".to_owned())
+        })
     }
 
     /// The pin for `file` (a bare name, or an absolute path in an external lock).
@@ -200,10 +202,7 @@ fn read_checked(
         path: shown.display().to_string(),
         problem,
     };
-    let Some(file) = dir
-        .open_file_nofollow(name, "lock file")
-        .map_err(error)?
-    else {
+    let Some(file) = dir.open_file_nofollow(name, "lock file").map_err(error)? else {
         return Ok(None);
     };
     let mut text = String::new();
@@ -218,7 +217,6 @@ fn read_checked(
     }
     LockFile::parse_scoped(&text, scope).map(Some)
 }
-
 
 impl fmt::Display for LockFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -17,13 +17,13 @@ mod lock;
 mod policy;
 mod probe;
 
+pub(crate) use lock::trusted_canonical;
 pub use lock::{
     pin_directory, pin_external, verify_directory, verify_external, LockEntry, LockError, LockFile,
     LockScope, LOCK_FILE_NAME,
 };
-pub(crate) use lock::trusted_canonical;
-pub(crate) use policy::TrustedDir;
 pub use policy::check_location;
+pub(crate) use policy::TrustedDir;
 pub use probe::Probe;
 
 /// How strictly pack files are trusted.

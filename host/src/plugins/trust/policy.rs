@@ -74,9 +74,10 @@ impl TrustedDir {
     #[cfg(unix)]
     fn check(&self, what: &str) -> Result<(), String> {
         use cap_std::fs::MetadataExt;
-        let canonical = self.path.canonicalize().map_err(|e| {
-            format!("cannot resolve the {what} {}: {e}", self.path.display())
-        })?;
+        let canonical = self
+            .path
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve the {what} {}: {e}", self.path.display()))?;
         for ancestor in canonical.ancestors().skip(1) {
             let meta = std::fs::symlink_metadata(ancestor)
                 .map_err(|e| format!("cannot inspect {}: {e}", ancestor.display()))?;
@@ -216,7 +217,13 @@ fn is_escape(error: &io::Error) -> bool {
 /// `sticky_ok` and the sticky bit is set: others can then not replace what
 /// is ours).
 #[cfg(unix)]
-fn owner_and_mode(path: &Path, what: &str, uid: u32, mode: u32, sticky_ok: bool) -> Result<(), String> {
+fn owner_and_mode(
+    path: &Path,
+    what: &str,
+    uid: u32,
+    mode: u32,
+    sticky_ok: bool,
+) -> Result<(), String> {
     let sticky = sticky_ok && mode & 0o1000 != 0;
     if mode & 0o002 != 0 && !sticky {
         return Err(format!(
@@ -369,10 +376,7 @@ mod tests {
         let link = dir.path().join("libevil.so");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let error = check_location(dir.path(), &link).unwrap_err();
-        assert!(
-            error.contains("symlink leading out of the"),
-            "{error}"
-        );
+        assert!(error.contains("symlink leading out of the"), "{error}");
         let inside = dir.path().join("libreal.so");
         std::fs::write(&inside, "x").unwrap();
         let link = dir.path().join("libalias.so");
