@@ -15,3 +15,4 @@ mod providers;
 mod registry;
 mod seams_in_the_loop;
 mod trust;
+mod trust_model;

@@ -503,6 +503,7 @@ pub mod cli {
     /// Environment variables the binary reads that a test must not inherit.
     const INHERITED: &[&str] = &[
         "CHIMERA_PLUGIN_PATH",
+        "XDG_DATA_HOME",
         "CHIMERA_HOSTILE",
         "CHIMERA_LOG",
         "OPENAI_API_KEY",
@@ -518,6 +519,8 @@ pub mod cli {
         for name in INHERITED {
             command.env_remove(name);
         }
+        // No per-user packs: a test names every plugins directory it uses.
+        command.env("XDG_DATA_HOME", "/nonexistent/chimera-tests-data");
         for (key, value) in env {
             command.env(key, value);
         }
@@ -582,7 +585,12 @@ pub mod cli {
     }
 
     /// Runs `chimera <args>` to completion, feeding `stdin`.
-    pub fn chimera(cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Ran {
+    pub fn chimera(
+        cwd: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdin: impl AsRef<[u8]>,
+    ) -> Ran {
         let mut child = command(cwd, args, env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -593,7 +601,7 @@ pub mod cli {
             .stdin
             .take()
             .expect("stdin")
-            .write_all(stdin.as_bytes())
+            .write_all(stdin.as_ref())
             .expect("write stdin");
         Ran {
             output: child.wait_with_output().expect("chimera runs"),
