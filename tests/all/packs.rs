@@ -421,11 +421,7 @@ fn pub34_redactor_envelope_details() {
         fn parameters(&self) -> Value {
             json!({"type": "object"})
         }
-        fn execute(
-            &self,
-            _: &Value,
-            _: &ToolContext<'_>,
-        ) -> chimera_host::types::ToolResult {
+        fn execute(&self, _: &Value, _: &ToolContext<'_>) -> chimera_host::types::ToolResult {
             chimera_host::types::ToolResult::err("auth failed for sk-livekey12345678")
         }
     }

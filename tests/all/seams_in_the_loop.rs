@@ -607,7 +607,10 @@ fn one_approval_lets_exactly_one_call_through_and_the_rest_of_the_batch_is_still
     .run("go");
     // Every call of the batch passed the tool_call seam.
     assert_eq!(*recorded.lock().unwrap(), ["a", "b", "c"]);
-    assert!(!dangerous.ran(), "an approval never waves a later call through");
+    assert!(
+        !dangerous.ran(),
+        "an approval never waves a later call through"
+    );
     // Each `Ask` was put to the approver: the first was approved, the
     // second (no answer left) was denied.
     assert_eq!(*answers.asked.lock().unwrap(), ["a", "c"]);

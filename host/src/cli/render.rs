@@ -172,9 +172,10 @@ impl Renderer {
                     "reload of {name} failed, previous version kept: {error}"
                 )),
             ),
-            AgentEvent::PackQuarantined { name, reason } => {
-                self.paint("1;31", &clean(&format!("quarantined pack {name}: {reason}")))
-            }
+            AgentEvent::PackQuarantined { name, reason } => self.paint(
+                "1;31",
+                &clean(&format!("quarantined pack {name}: {reason}")),
+            ),
             AgentEvent::InterceptorSlow {
                 seam,
                 interceptor,

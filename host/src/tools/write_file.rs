@@ -1,12 +1,15 @@
 //! `write_file`: create or overwrite a file.
 
 use super::args::required_str;
+use super::workspace::Access;
 use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
-use std::fs;
+use std::io::Write;
 
 /// `write_file`: writes `content` to `path` (replacing the whole file),
-/// creating missing parent directories inside the workspace.
+/// creating missing parent directories inside the workspace. An existing
+/// file is emptied and rewritten in place through the descriptor that was
+/// checked (a regular file with one link), so its mode is kept.
 pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
@@ -46,17 +49,10 @@ impl Tool for WriteFileTool {
 fn write(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
     let path = required_str(arguments, "path")?;
     let content = required_str(arguments, "content")?;
-    let resolved = cx.workspace.resolve_for_write(path)?;
-    if resolved.is_dir() {
-        return Err(format!(
-            "{path} is a directory; give a file path to write to"
-        ));
-    }
-    if let Some(parent) = resolved.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create the parent directories of {path}: {e}"))?;
-    }
-    fs::write(&resolved, content).map_err(|e| format!("cannot write {path}: {e}"))?;
+    cx.workspace.create_parents(path)?;
+    let mut file = cx.workspace.open(path, Access::Write)?;
+    file.write_all(content.as_bytes())
+        .map_err(|e| format!("cannot write {path}: {e}"))?;
     Ok(format!("Wrote {} bytes to {path}", content.len()))
 }
 
@@ -65,6 +61,7 @@ mod tests {
     use super::*;
     use crate::tools::Workspace;
     use serde_json::json;
+    use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
         WriteFileTool.execute(&args, &ToolContext::new(ws))
