@@ -652,4 +652,117 @@ new file mode 100644
         assert_eq!(fs::read_to_string(&target).unwrap(), "secret\n");
         assert!(!outside.path().join("new.txt").exists());
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_planted_at_staging_names_are_never_written_through() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "victim\n").unwrap();
+        fs::set_permissions(&victim, Permissions::from_mode(0o600)).unwrap();
+        let kept = ws.root().join("f.txt");
+        fs::write(&kept, "one\n").unwrap();
+        fs::set_permissions(&kept, Permissions::from_mode(0o751)).unwrap();
+        // Every name the old code could have staged this patch's files under.
+        let pid = std::process::id();
+        let mut planted = Vec::new();
+        for name in ["f.txt", "new.txt"] {
+            for i in 0..4 {
+                let link = ws.root().join(format!(".{name}.apply_patch.{pid}.{i}.tmp"));
+                symlink(&victim, &link).unwrap();
+                planted.push(link);
+            }
+        }
+        let patch = "\
+--- a/f.txt
++++ b/f.txt
+@@ -1 +1 @@
+-one
++two
+--- /dev/null
++++ b/new.txt
+@@ -0,0 +1 @@
++new
+";
+        let r = run(&ws, patch);
+        assert_eq!(r.error, None);
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim\n");
+        assert_eq!(mode(&victim), 0o600);
+        assert_eq!(read(&ws, "f.txt"), "two\n");
+        assert_eq!(mode(&kept), 0o751);
+        assert_eq!(read(&ws, "new.txt"), "new\n");
+        for link in planted {
+            assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_out_never_receives_a_patch() {
+        crate::tools::testing::race_swapped_subdirectory(2000, |ws, i| {
+            let patch = format!(
+                "--- /dev/null\n+++ b/sub/new-{i}.txt\n@@ -0,0 +1 @@\n+pwned\n\
+                 --- a/sub/secret.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-secret\n"
+            );
+            let applied = run(ws, &patch).error.is_none();
+            if applied {
+                // Put the deleted file back for the next try, inside.
+                let _ = run(
+                    ws,
+                    "--- /dev/null\n+++ b/sub/secret.txt\n@@ -0,0 +1 @@\n+secret\n",
+                );
+            }
+            applied
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn two_spellings_of_one_file_are_one_change() {
+        let (_dir, ws) = setup();
+        fs::create_dir(ws.root().join("sub")).unwrap();
+        fs::write(ws.root().join("sub/f.txt"), "one\n").unwrap();
+        std::os::unix::fs::symlink("sub", ws.root().join("link")).unwrap();
+        let patch = "\
+--- a/sub/f.txt
++++ b/sub/f.txt
+@@ -1 +1 @@
+-one
++two
+--- a/link/./f.txt
++++ b/link/./f.txt
+@@ -1 +1 @@
+-two
++three
+";
+        let r = run(&ws, patch);
+        assert_eq!(r.error, None);
+        assert_eq!(r.output, "Applied patch to 1 file:\nmodified sub/f.txt");
+        assert_eq!(read(&ws, "sub/f.txt"), "three\n");
+        assert!(fs::symlink_metadata(ws.root().join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_file_inside_is_patched_at_its_target() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("real.txt"), "one\n").unwrap();
+        std::os::unix::fs::symlink("real.txt", ws.root().join("alias.txt")).unwrap();
+        let r = run(
+            &ws,
+            "--- a/alias.txt\n+++ b/alias.txt\n@@ -1 +1 @@\n-one\n+two\n",
+        );
+        assert_eq!(r.error, None);
+        assert_eq!(read(&ws, "real.txt"), "two\n");
+        assert!(fs::symlink_metadata(ws.root().join("alias.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
 }

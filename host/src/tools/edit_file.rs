@@ -178,4 +178,14 @@ mod tests {
         .unwrap()
         .contains("no such file"));
     }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_out_is_never_edited() {
+        crate::tools::testing::race_swapped_subdirectory(2000, |ws, _| {
+            let args =
+                json!({"path": "sub/secret.txt", "old_string": "secret", "new_string": "secret!"});
+            run(ws, args).error.is_none()
+        });
+    }
 }

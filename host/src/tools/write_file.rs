@@ -134,4 +134,58 @@ mod tests {
             assert!(!outside.path().join("sub").exists());
         }
     }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_out_never_receives_a_write() {
+        crate::tools::testing::race_swapped_subdirectory(2000, |ws, i| {
+            let path = format!("sub/new-{i}.txt");
+            run(ws, json!({"path": path, "content": "pwned"}))
+                .error
+                .is_none()
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_even_with_a_reader_waiting() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let (_dir, ws) = setup();
+        let fifo = ws.root().join("fifo");
+        crate::tools::testing::make_fifo(&fifo);
+        let _reader = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&fifo)
+            .unwrap();
+        crate::tools::testing::within_seconds(10, move || {
+            let r = run(&ws, json!({"path": "fifo", "content": "x"}));
+            assert_eq!(
+                r.error.as_deref(),
+                Some("fifo is not a regular file; only regular files can be read or written")
+            );
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn overwriting_keeps_the_mode_and_refuses_hard_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, ws) = setup();
+        let file = ws.root().join("script.sh");
+        fs::write(&file, "old").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o750)).unwrap();
+        let r = run(&ws, json!({"path": "script.sh", "content": "new"}));
+        assert_eq!(r.error, None);
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        let mode = fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o750);
+        fs::hard_link(&file, ws.root().join("other")).unwrap();
+        let r = run(&ws, json!({"path": "script.sh", "content": "pwned"}));
+        assert_eq!(
+            r.error.as_deref(),
+            Some("script.sh has 2 hard links; refusing to write through a hard link (replace it with a copy of its own first)")
+        );
+        assert_eq!(fs::read_to_string(ws.root().join("other")).unwrap(), "new");
+    }
 }
