@@ -361,7 +361,7 @@ fn commit(workspace: &Workspace, changes: &mut [Change]) -> Result<(), String> {
             &mut change.entry,
             shown,
             content,
-            &change.original,
+            change.original.as_ref(),
         ) {
             Ok(name) => staged.push(Staged {
                 change: index,
@@ -424,7 +424,7 @@ fn stage(
     entry: &mut Entry,
     shown: &str,
     content: &str,
-    original: &Option<Permissions>,
+    original: Option<&Permissions>,
 ) -> Result<OsString, String> {
     let target = entry.name().to_owned();
     let dir = entry.directory(workspace, shown)?;
@@ -438,7 +438,7 @@ fn stage(
 }
 
 /// Writes the staged content and sets the permissions on the descriptor.
-fn fill(file: &mut File, content: &str, original: &Option<Permissions>) -> io::Result<()> {
+fn fill(file: &mut File, content: &str, original: Option<&Permissions>) -> io::Result<()> {
     file.write_all(content.as_bytes())?;
     if let Some(permissions) = original {
         file.set_permissions(permissions.clone())?;
@@ -709,11 +709,11 @@ new file mode 100644
             );
             let applied = run(ws, &patch).error.is_none();
             if applied {
-                // Put the deleted file back for the next try, inside.
-                let _ = run(
-                    ws,
-                    "--- /dev/null\n+++ b/sub/secret.txt\n@@ -0,0 +1 @@\n+secret\n",
-                );
+                // Put the deleted file back for the next try (a patch too,
+                // so it races as well; it lands once `sub` is the real one).
+                let restore = "--- /dev/null\n+++ b/sub/secret.txt\n@@ -0,0 +1 @@\n+secret\n";
+                let restored = (0..1000).any(|_| run(ws, restore).error.is_none());
+                assert!(restored, "sub/secret.txt could not be put back");
             }
             applied
         });

@@ -101,10 +101,6 @@ pub(crate) mod testing {
     //! Shared set-up for the tools' unit tests.
 
     use super::Workspace;
-    use std::path::Path;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{mpsc, Arc};
-    use std::time::Duration;
 
     /// A fresh workspace (the directory lives as long as the guard).
     pub(crate) fn setup() -> (tempfile::TempDir, Workspace) {
@@ -115,13 +111,16 @@ pub(crate) mod testing {
 
     /// Creates a FIFO at `path`.
     #[cfg(unix)]
-    pub(crate) fn make_fifo(path: &Path) {
+    pub(crate) fn make_fifo(path: &std::path::Path) {
         rustix::fs::mkfifoat(rustix::fs::CWD, path, rustix::fs::Mode::from(0o600)).expect("mkfifo");
     }
 
     /// Runs `check` on another thread and fails if it does not finish
     /// within `seconds` (a hung open would otherwise hang the test run).
+    #[cfg(unix)]
     pub(crate) fn within_seconds<F: FnOnce() + Send + 'static>(seconds: u64, check: F) {
+        use std::sync::mpsc;
+        use std::time::Duration;
         let (done, finished) = mpsc::channel();
         let runner = std::thread::spawn(move || {
             check();
@@ -155,6 +154,8 @@ pub(crate) mod testing {
         mut attempt: impl FnMut(&Workspace, usize) -> bool,
     ) {
         use rustix::fs::{renameat_with, RenameFlags, CWD};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
         let base = tempfile::tempdir().expect("temp dir");
         let root = base.path().join("ws");
         let outside = base.path().join("outside");

@@ -27,7 +27,9 @@ const CHUNK: usize = 8 * 1024;
 
 /// `read_file`: reads a UTF-8 text file inside the workspace, optionally a
 /// range of lines (`offset` is 1-based, `limit` a line count). Output over
-/// 100 000 bytes is truncated with a final `[truncated: N more bytes]` line.
+/// 100 000 bytes is truncated with a final `[truncated: N more bytes]` line
+/// (`[truncated: more than 1048576 more bytes]` past the look-ahead). Only
+/// as much of the file is read as the answer needs.
 pub struct ReadFileTool;
 
 impl Tool for ReadFileTool {
@@ -39,7 +41,8 @@ impl Tool for ReadFileTool {
         "Read a UTF-8 text file in the workspace. Paths are relative to the workspace root \
          (absolute paths must be inside it). Optionally read only `limit` lines starting at \
          line `offset` (1-based). Output longer than 100000 bytes is cut, ending with a \
-         `[truncated: N more bytes]` line; use offset/limit to read further."
+         `[truncated: N more bytes]` line (`more than N` when the rest is over a MiB); use \
+         offset/limit to read further. Binary files (a NUL byte, or not UTF-8) are refused."
     }
 
     fn parameters(&self) -> serde_json::Value {

@@ -121,6 +121,7 @@ pub(crate) struct Entry {
 #[derive(Debug, PartialEq, Eq)]
 enum Place {
     /// An existing directory, by device and inode.
+    #[cfg(unix)]
     Inode(u64, u64),
     /// A directory by its path (one that does not exist yet, or where inodes
     /// are not available), `.` components dropped.
@@ -439,22 +440,27 @@ fn is_errno(error: &io::Error, errno: rustix::io::Errno) -> bool {
 /// ENXIO: a FIFO opened for writing with no reader, or a socket.
 fn is_no_reader(error: &io::Error) -> bool {
     #[cfg(unix)]
-    return is_errno(error, rustix::io::Errno::NXIO);
+    {
+        is_errno(error, rustix::io::Errno::NXIO)
+    }
     #[cfg(not(unix))]
-    return {
+    {
         let _ = error;
         false
-    };
+    }
 }
 
+/// ELOOP: a symlink loop (or a symlink where none may be followed).
 fn is_symlink_loop(error: &io::Error) -> bool {
     #[cfg(unix)]
-    return is_errno(error, rustix::io::Errno::LOOP);
+    {
+        is_errno(error, rustix::io::Errno::LOOP)
+    }
     #[cfg(not(unix))]
-    return {
+    {
         let _ = error;
         false
-    };
+    }
 }
 
 /// `path`, or `.` for the empty path (the root itself).
