@@ -1,5 +1,6 @@
 //! Argument extraction shared by the tools: every failure is a one-line
-//! message naming the argument and the type it should have.
+//! message naming the argument and the type it should have. Also the
+//! reading of an opened file as text, which the editing tools share.
 
 use serde_json::Value;
 use std::io::Read;
