@@ -4,12 +4,26 @@
 //! their `@@` hunks; preamble lines such as `diff --git` or `index` are
 //! skipped), each parsed and applied with `diffy`. Every file's new content
 //! is computed first; files are written only when every section applies.
+//!
+//! Each file is found as an entry (a directory handle and a name, symlinks
+//! followed inside the workspace) and everything after goes through that
+//! handle: the old content is read without following a symlink, new content
+//! is staged in a fresh file created exclusively (`O_EXCL`, no symlink
+//! followed) under a random name beside it, given the old file's mode on
+//! its descriptor, and renamed over the name; a deletion unlinks the name.
 
 use super::args::{read_text, required_str};
+use super::workspace::{Access, Entry};
 use super::{outcome, Tool, ToolContext, Workspace};
 use crate::types::ToolResult;
-use std::fs;
-use std::path::{Path, PathBuf};
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, Permissions};
+use std::io::{self, Write};
+
+/// How many random staging names are tried before giving up.
+const STAGING_ATTEMPTS: usize = 16;
 
 /// `apply_patch`: applies a unified diff (possibly touching several files:
 /// `/dev/null` as the old side creates a file, as the new side deletes it).
@@ -59,12 +73,18 @@ struct Section {
 struct Change {
     /// As the patch named it.
     shown: String,
-    /// Resolved inside the workspace.
-    path: PathBuf,
-    /// Whether it existed before the patch.
-    existed: bool,
+    /// Where it lives.
+    entry: Entry,
+    /// Its permissions before the patch; `None` when it did not exist.
+    original: Option<Permissions>,
     /// `None` once deleted.
     content: Option<String>,
+}
+
+impl Change {
+    fn existed(&self) -> bool {
+        self.original.is_some()
+    }
 }
 
 fn apply(patch: &str, workspace: &Workspace) -> Result<String, String> {
@@ -79,11 +99,11 @@ fn apply(patch: &str, workspace: &Workspace) -> Result<String, String> {
     for section in &sections {
         apply_section(section, workspace, &mut changes)?;
     }
-    commit(&changes)?;
+    commit(workspace, &mut changes)?;
 
     let mut lines = Vec::new();
     for change in &changes {
-        let verb = match (change.existed, change.content.is_some()) {
+        let verb = match (change.existed(), change.content.is_some()) {
             (false, true) => "created",
             (true, true) => "modified",
             (true, false) => "deleted",
@@ -290,59 +310,86 @@ fn change_for(
     changes: &mut Vec<Change>,
     shown: &str,
 ) -> Result<usize, String> {
-    let path = workspace
-        .resolve_for_write(shown)
-        .map_err(|e| format!("{e}; nothing was written"))?;
-    if let Some(index) = changes.iter().position(|c| c.path == path) {
+    let nothing_written = |e: String| format!("{e}; nothing was written");
+    let entry = workspace.entry(shown).map_err(nothing_written)?;
+    if let Some(index) = changes.iter().position(|c| c.entry.same_as(&entry)) {
         return Ok(index);
     }
-    let content = match fs::symlink_metadata(&path) {
-        Ok(_) => Some(read_text(shown, &path).map_err(|e| format!("{e}; nothing was written"))?),
-        Err(_) => None,
+    let (content, original) = match entry
+        .open(workspace, shown, Access::Replace)
+        .map_err(nothing_written)?
+    {
+        Some(mut file) => {
+            let permissions = file
+                .metadata()
+                .map_err(|e| nothing_written(format!("cannot inspect {shown}: {e}")))?
+                .permissions();
+            let content = read_text(shown, &mut file).map_err(nothing_written)?;
+            (Some(content), Some(permissions))
+        }
+        None => (None, None),
     };
     changes.push(Change {
         shown: shown.to_owned(),
-        path,
-        existed: content.is_some(),
+        entry,
+        original,
         content,
     });
     Ok(changes.len() - 1)
 }
 
-/// Writes every change: new contents go to temporary files beside their
+/// A staged new content: the change it is for and the staging file's name
+/// in the change's directory.
+struct Staged {
+    change: usize,
+    name: OsString,
+}
+
+/// Writes every change: new contents go to staging files beside their
 /// targets first (so a failure leaves the originals alone), then are renamed
 /// into place; deletions come last.
-fn commit(changes: &[Change]) -> Result<(), String> {
-    let mut staged: Vec<(PathBuf, &Path)> = Vec::new();
-    let cleanup = |staged: &[(PathBuf, &Path)]| {
-        for (tmp, _) in staged {
-            let _ = fs::remove_file(tmp);
-        }
-    };
-    for (i, change) in changes.iter().enumerate() {
+fn commit(workspace: &Workspace, changes: &mut [Change]) -> Result<(), String> {
+    let mut staged: Vec<Staged> = Vec::new();
+    for index in 0..changes.len() {
+        let change = &mut changes[index];
         let Some(content) = &change.content else {
             continue;
         };
-        match stage(change, content, i) {
-            Ok(tmp) => staged.push((tmp, &change.path)),
+        let shown = &change.shown;
+        match stage(
+            workspace,
+            &mut change.entry,
+            shown,
+            content,
+            change.original.as_ref(),
+        ) {
+            Ok(name) => staged.push(Staged {
+                change: index,
+                name,
+            }),
             Err(error) => {
-                cleanup(&staged);
+                discard(changes, &staged);
                 return Err(format!("{error}; nothing was written"));
             }
         }
     }
-    for (index, (tmp, target)) in staged.iter().enumerate() {
-        if let Err(e) = fs::rename(tmp, target) {
-            cleanup(&staged[index..]);
+    for (done, staging) in staged.iter().enumerate() {
+        let change = &changes[staging.change];
+        let renamed = match change.entry.existing_directory() {
+            Some(dir) => dir.rename(&staging.name, dir, change.entry.name()),
+            None => Err(io::Error::from(io::ErrorKind::NotFound)),
+        };
+        if let Err(e) = renamed {
+            discard(changes, &staged[done..]);
             return Err(format!(
                 "cannot write {}: {e}; the patch was only partly applied",
-                target.display()
+                change.shown
             ));
         }
     }
-    for change in changes {
-        if change.existed && change.content.is_none() {
-            fs::remove_file(&change.path).map_err(|e| {
+    for change in changes.iter() {
+        if change.existed() && change.content.is_none() {
+            delete(change).map_err(|e| {
                 format!(
                     "cannot delete {}: {e}; the patch was only partly applied",
                     change.shown
@@ -353,36 +400,101 @@ fn commit(changes: &[Change]) -> Result<(), String> {
     Ok(())
 }
 
-fn stage(change: &Change, content: &str, i: usize) -> Result<PathBuf, String> {
-    let shown = &change.shown;
-    let parent = change
-        .path
-        .parent()
-        .ok_or_else(|| format!("cannot write {shown}: it has no parent directory"))?;
-    fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create the parent directories of {shown}: {e}"))?;
-    let name = change
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(
-        ".{name}.apply_patch.{}.{i}.tmp",
-        std::process::id()
-    ));
-    fs::write(&tmp, content).map_err(|e| format!("cannot write {shown}: {e}"))?;
-    if change.existed {
-        if let Ok(meta) = fs::metadata(&change.path) {
-            let _ = fs::set_permissions(&tmp, meta.permissions());
+/// Removes staging files that will not be renamed into place.
+fn discard(changes: &[Change], staged: &[Staged]) {
+    for staging in staged {
+        if let Some(dir) = changes[staging.change].entry.existing_directory() {
+            let _ = dir.remove_file(&staging.name);
         }
     }
-    Ok(tmp)
 }
+
+fn delete(change: &Change) -> io::Result<()> {
+    match change.entry.existing_directory() {
+        Some(dir) => dir.remove_file(change.entry.name()),
+        None => Err(io::Error::from(io::ErrorKind::NotFound)),
+    }
+}
+
+/// Writes `content` to a new staging file in the entry's directory
+/// (creating the directory when needed) with the original's permissions;
+/// returns the staging file's name.
+fn stage(
+    workspace: &Workspace,
+    entry: &mut Entry,
+    shown: &str,
+    content: &str,
+    original: Option<&Permissions>,
+) -> Result<OsString, String> {
+    let target = entry.name().to_owned();
+    let dir = entry.directory(workspace, shown)?;
+    let (name, mut file) = create_staging_file(dir, &target, original.is_some())
+        .map_err(|e| format!("cannot write {shown}: {e}"))?;
+    if let Err(e) = fill(&mut file, content, original) {
+        let _ = dir.remove_file(&name);
+        return Err(format!("cannot write {shown}: {e}"));
+    }
+    Ok(name)
+}
+
+/// Writes the staged content and sets the permissions on the descriptor.
+fn fill(file: &mut File, content: &str, original: Option<&Permissions>) -> io::Result<()> {
+    file.write_all(content.as_bytes())?;
+    if let Some(permissions) = original {
+        file.set_permissions(permissions.clone())?;
+    }
+    Ok(())
+}
+
+/// Creates a fresh staging file for `target` in `dir`: a random name,
+/// created exclusively and without following a symlink, so nothing planted
+/// at a name is ever opened. `private` files start readable by the owner
+/// only (their mode is set from the original afterwards); others get the
+/// usual creation mode.
+fn create_staging_file(dir: &Dir, target: &OsStr, private: bool) -> io::Result<(OsString, File)> {
+    let mut options = OpenOptions::new();
+    options
+        .write(true)
+        .create_new(true)
+        .follow(FollowSymlinks::No);
+    creation_mode(&mut options, if private { 0o600 } else { 0o666 });
+    for _ in 0..STAGING_ATTEMPTS {
+        let name = staging_name(target)?;
+        match dir.open_with(&name, &options) {
+            Ok(file) => return Ok((name, file.into_std())),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free staging name beside it",
+    ))
+}
+
+/// `.<target>.apply_patch.<16 random hex digits>.tmp`.
+fn staging_name(target: &OsStr) -> io::Result<OsString> {
+    let random = getrandom::u64().map_err(|e| io::Error::other(e.to_string()))?;
+    let mut name = OsString::from(".");
+    name.push(target);
+    name.push(format!(".apply_patch.{random:016x}.tmp"));
+    Ok(name)
+}
+
+#[cfg(unix)]
+fn creation_mode(options: &mut OpenOptions, mode: u32) {
+    use cap_std::fs::OpenOptionsExt;
+    options.mode(mode);
+}
+
+#[cfg(not(unix))]
+fn creation_mode(_options: &mut OpenOptions, _mode: u32) {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fs;
 
     fn run(ws: &Workspace, patch: &str) -> ToolResult {
         ApplyPatchTool.execute(&json!({ "patch": patch }), &ToolContext::new(ws))
@@ -539,5 +651,118 @@ new file mode 100644
         }
         assert_eq!(fs::read_to_string(&target).unwrap(), "secret\n");
         assert!(!outside.path().join("new.txt").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_planted_at_staging_names_are_never_written_through() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let (_dir, ws) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "victim\n").unwrap();
+        fs::set_permissions(&victim, Permissions::from_mode(0o600)).unwrap();
+        let kept = ws.root().join("f.txt");
+        fs::write(&kept, "one\n").unwrap();
+        fs::set_permissions(&kept, Permissions::from_mode(0o751)).unwrap();
+        // Every name the old code could have staged this patch's files under.
+        let pid = std::process::id();
+        let mut planted = Vec::new();
+        for name in ["f.txt", "new.txt"] {
+            for i in 0..4 {
+                let link = ws.root().join(format!(".{name}.apply_patch.{pid}.{i}.tmp"));
+                symlink(&victim, &link).unwrap();
+                planted.push(link);
+            }
+        }
+        let patch = "\
+--- a/f.txt
++++ b/f.txt
+@@ -1 +1 @@
+-one
++two
+--- /dev/null
++++ b/new.txt
+@@ -0,0 +1 @@
++new
+";
+        let r = run(&ws, patch);
+        assert_eq!(r.error, None);
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim\n");
+        assert_eq!(mode(&victim), 0o600);
+        assert_eq!(read(&ws, "f.txt"), "two\n");
+        assert_eq!(mode(&kept), 0o751);
+        assert_eq!(read(&ws, "new.txt"), "new\n");
+        for link in planted {
+            assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_out_never_receives_a_patch() {
+        crate::tools::testing::race_swapped_subdirectory(2000, |ws, i| {
+            let patch = format!(
+                "--- /dev/null\n+++ b/sub/new-{i}.txt\n@@ -0,0 +1 @@\n+pwned\n\
+                 --- a/sub/secret.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-secret\n"
+            );
+            let applied = run(ws, &patch).error.is_none();
+            if applied {
+                // Put the deleted file back for the next try (a patch too,
+                // so it races as well; it lands once `sub` is the real one).
+                let restore = "--- /dev/null\n+++ b/sub/secret.txt\n@@ -0,0 +1 @@\n+secret\n";
+                let restored = (0..1000).any(|_| run(ws, restore).error.is_none());
+                assert!(restored, "sub/secret.txt could not be put back");
+            }
+            applied
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn two_spellings_of_one_file_are_one_change() {
+        let (_dir, ws) = setup();
+        fs::create_dir(ws.root().join("sub")).unwrap();
+        fs::write(ws.root().join("sub/f.txt"), "one\n").unwrap();
+        std::os::unix::fs::symlink("sub", ws.root().join("link")).unwrap();
+        let patch = "\
+--- a/sub/f.txt
++++ b/sub/f.txt
+@@ -1 +1 @@
+-one
++two
+--- a/link/./f.txt
++++ b/link/./f.txt
+@@ -1 +1 @@
+-two
++three
+";
+        let r = run(&ws, patch);
+        assert_eq!(r.error, None);
+        assert_eq!(r.output, "Applied patch to 1 file:\nmodified sub/f.txt");
+        assert_eq!(read(&ws, "sub/f.txt"), "three\n");
+        assert!(fs::symlink_metadata(ws.root().join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_file_inside_is_patched_at_its_target() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("real.txt"), "one\n").unwrap();
+        std::os::unix::fs::symlink("real.txt", ws.root().join("alias.txt")).unwrap();
+        let r = run(
+            &ws,
+            "--- a/alias.txt\n+++ b/alias.txt\n@@ -1 +1 @@\n-one\n+two\n",
+        );
+        assert_eq!(r.error, None);
+        assert_eq!(read(&ws, "real.txt"), "two\n");
+        assert!(fs::symlink_metadata(ws.root().join("alias.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 }

@@ -1,7 +1,9 @@
 //! Argument extraction shared by the tools: every failure is a one-line
-//! message naming the argument and the type it should have.
+//! message naming the argument and the type it should have. Also the
+//! reading of an opened file as text, which the editing tools share.
 
 use serde_json::Value;
+use std::io::Read;
 
 /// The field `key` of the argument object; `None` when absent or null.
 fn field<'a>(args: &'a Value, key: &str) -> Result<Option<&'a Value>, String> {
@@ -85,23 +87,18 @@ pub(crate) fn required_array<'a>(args: &'a Value, key: &str) -> Result<&'a [Valu
     }
 }
 
-/// Reads a workspace file as UTF-8 text: `path` is the caller's spelling,
-/// `resolved` its resolution. Refuses directories, special files and
-/// non-UTF-8 content.
-pub(crate) fn read_text(path: &str, resolved: &std::path::Path) -> Result<String, String> {
-    let meta = std::fs::metadata(resolved).map_err(|e| format!("cannot read {path}: {e}"))?;
-    if meta.is_dir() {
-        return Err(format!("{path} is a directory, not a file"));
-    }
-    if !meta.is_file() {
-        return Err(format!("{path} is not a regular file"));
-    }
-    let bytes = std::fs::read(resolved).map_err(|e| format!("cannot read {path}: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| {
-        format!(
-            "{path} is not valid UTF-8 text (binary file?); only text files can be read or edited"
-        )
-    })
+/// Reads an opened workspace file (see `Workspace::open`) to its end as
+/// UTF-8 text; `path` is the caller's spelling, for messages.
+pub(crate) fn read_text(path: &str, file: &mut impl Read) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| not_utf8(path))
+}
+
+/// The error for a file whose content is not UTF-8 text.
+pub(crate) fn not_utf8(path: &str) -> String {
+    format!("{path} is not valid UTF-8 text (binary file?); only text files can be read or edited")
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! `edit_file`: exact string replacement in a file.
 
 use super::args::{optional_bool, read_text, required_str};
+use super::workspace::{rewrite, Access};
 use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
 
 /// `edit_file`: replaces `old_string` with `new_string` in a text file.
-/// `old_string` must occur exactly once unless `replace_all` is true.
+/// `old_string` must occur exactly once unless `replace_all` is true. The
+/// file is read and rewritten through one checked descriptor.
 pub struct EditFileTool;
 
 impl Tool for EditFileTool {
@@ -65,8 +67,8 @@ fn edit(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, S
     if old == new {
         return Err("old_string and new_string are identical: nothing would change".to_owned());
     }
-    let resolved = cx.workspace.resolve(path)?;
-    let text = read_text(path, &resolved)?;
+    let mut file = cx.workspace.open(path, Access::Edit)?;
+    let text = read_text(path, &mut file)?;
     let count = text.matches(old).count();
     if count == 0 {
         return Err(format!("old_string not found in {path}"));
@@ -77,7 +79,7 @@ fn edit(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, S
         ));
     }
     let updated = text.replace(old, new);
-    std::fs::write(&resolved, updated).map_err(|e| format!("cannot write {path}: {e}"))?;
+    rewrite(&mut file, path, updated.as_bytes())?;
     let noun = if count == 1 {
         "replacement"
     } else {
@@ -175,5 +177,15 @@ mod tests {
         .error
         .unwrap()
         .contains("no such file"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_out_is_never_edited() {
+        crate::tools::testing::race_swapped_subdirectory(2000, |ws, _| {
+            let args =
+                json!({"path": "sub/secret.txt", "old_string": "secret", "new_string": "secret!"});
+            run(ws, args).error.is_none()
+        });
     }
 }

@@ -1,8 +1,18 @@
 //! Tools the agent can call, confined to a workspace directory.
 //!
-//! Every file tool resolves its paths through [`Workspace`]: a path that
-//! leaves the workspace — by `..`, an absolute path outside it, or a symlink
-//! pointing out — is refused with an error result, never followed.
+//! Every file tool opens its files through [`Workspace`], which holds a
+//! handle on the workspace root and looks every path up relative to it:
+//! nothing is resolved to a path first and opened by that path later, so a
+//! symlink or directory swapped in meanwhile cannot redirect a read or a
+//! write. A path that leaves the workspace — by `..`, an absolute path
+//! outside it, or a symlink pointing out (or any absolute symlink) — is
+//! refused with an error result, never followed; relative symlinks that
+//! stay inside are followed. What is opened is checked on its descriptor:
+//! only regular files are read or written (FIFOs, sockets and devices are
+//! refused without blocking) and a file with more than one hard link is
+//! never written. `apply_patch` stages new content in files created
+//! exclusively under random names and renames them through the directory's
+//! handle.
 
 mod apply_patch;
 mod args;
@@ -97,6 +107,98 @@ pub(crate) mod testing {
         let dir = tempfile::tempdir().expect("temp dir");
         let workspace = Workspace::new(dir.path()).expect("workspace");
         (dir, workspace)
+    }
+
+    /// Creates a FIFO at `path`.
+    #[cfg(unix)]
+    pub(crate) fn make_fifo(path: &std::path::Path) {
+        rustix::fs::mkfifoat(rustix::fs::CWD, path, rustix::fs::Mode::from(0o600)).expect("mkfifo");
+    }
+
+    /// Runs `check` on another thread and fails if it does not finish
+    /// within `seconds` (a hung open would otherwise hang the test run).
+    #[cfg(unix)]
+    pub(crate) fn within_seconds<F: FnOnce() + Send + 'static>(seconds: u64, check: F) {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let (done, finished) = mpsc::channel();
+        let runner = std::thread::spawn(move || {
+            check();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(Duration::from_secs(seconds)) {
+            Ok(()) => runner.join().expect("check thread"),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // The check panicked: report its panic.
+                if let Err(panic) = runner.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("still blocked after {seconds} s"),
+        }
+    }
+
+    /// Calls `attempt(workspace, i)` for each `i < tries` while another
+    /// thread swaps the workspace's directory `sub` with `sub.swap`, a
+    /// relative symlink to a directory outside (`../outside`), as fast as it
+    /// can (an atomic `RENAME_EXCHANGE`). Both `sub` and the outside
+    /// directory start with `secret.txt` holding `secret\n`. `attempt`
+    /// returns whether its call succeeded.
+    ///
+    /// Afterwards asserts that the outside directory holds nothing but its
+    /// unchanged `secret.txt`, that the racer did swap, and that some
+    /// attempts went through (so both sides of the race were exercised).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn race_swapped_subdirectory(
+        tries: usize,
+        mut attempt: impl FnMut(&Workspace, usize) -> bool,
+    ) {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let base = tempfile::tempdir().expect("temp dir");
+        let root = base.path().join("ws");
+        let outside = base.path().join("outside");
+        for dir in [&root.join("sub"), &outside] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+            std::fs::write(dir.join("secret.txt"), "secret\n").expect("write");
+        }
+        std::os::unix::fs::symlink("../outside", root.join("sub.swap")).expect("symlink");
+        let workspace = Workspace::new(&root).expect("workspace");
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let racer = {
+            let stop = Arc::clone(&stop);
+            let (a, b) = (root.join("sub"), root.join("sub.swap"));
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).expect("exchange");
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let succeeded = (0..tries).filter(|&i| attempt(&workspace, i)).count();
+        stop.store(true, Ordering::Relaxed);
+        let swaps = racer.join().expect("racer");
+
+        let names: Vec<_> = std::fs::read_dir(&outside)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert!(
+            names == ["secret.txt"],
+            "the racer won: {} names outside, among them {:?}",
+            names.len(),
+            &names[..names.len().min(5)]
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.join("secret.txt")).expect("read"),
+            "secret\n"
+        );
+        assert!(swaps > 0, "the racer never swapped");
+        assert!(succeeded > 0, "no attempt succeeded in {tries} tries");
     }
 }
 
@@ -206,5 +308,79 @@ mod tests {
             }
         }
         assert_eq!(std::fs::read_to_string(&target).expect("read"), "secret");
+    }
+
+    /// The file tools, each with arguments that would change (or read) the
+    /// file at a path whose content is `secret`.
+    #[cfg(unix)]
+    fn tools_touching(path: &str) -> Vec<(&'static dyn Tool, Value)> {
+        let patch = format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-secret\n+pwned\n");
+        vec![
+            (&ReadFileTool, json!({"path": path})),
+            (&WriteFileTool, json!({"path": path, "content": "pwned"})),
+            (
+                &EditFileTool,
+                json!({"path": path, "old_string": "secret", "new_string": "pwned"}),
+            ),
+            (
+                &ReplaceInFileTool,
+                json!({"path": path, "pattern": "secret", "replacement": "pwned"}),
+            ),
+            (&ApplyPatchTool, json!({ "patch": patch })),
+        ]
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn every_file_tool_refuses_fifos_and_sockets_without_hanging() {
+        let (_dir, workspace) = testing::setup();
+        testing::make_fifo(&workspace.root().join("fifo"));
+        let _listener =
+            std::os::unix::net::UnixListener::bind(workspace.root().join("socket")).expect("bind");
+        testing::within_seconds(20, move || {
+            let cx = ToolContext::new(&workspace);
+            for path in ["fifo", "socket"] {
+                for (tool, arguments) in tools_touching(path) {
+                    let error = tool.execute(&arguments, &cx).error.unwrap_or_default();
+                    assert!(
+                        error.contains(&format!("{path} is not a regular file")),
+                        "{} {path}: {error}",
+                        tool.name()
+                    );
+                }
+            }
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn every_writing_tool_refuses_to_write_through_a_hard_link() {
+        let (_dir, workspace) = testing::setup();
+        let outside = tempfile::tempdir().expect("temp dir");
+        let target = outside.path().join("other-name");
+        std::fs::write(&target, "secret\n").expect("write");
+        // A second name inside the workspace (same file system here, as a
+        // hard link needs).
+        let linked = workspace.root().join("linked");
+        if std::fs::hard_link(&target, &linked).is_err() {
+            std::fs::write(workspace.root().join("a"), "secret\n").expect("write");
+            std::fs::hard_link(workspace.root().join("a"), &linked).expect("hard link");
+        }
+        let cx = ToolContext::new(&workspace);
+        for (tool, arguments) in tools_touching("linked").into_iter().skip(1) {
+            let error = tool.execute(&arguments, &cx).error.unwrap_or_default();
+            assert!(
+                error.starts_with("linked has 2 hard links; refusing to write through a hard link"),
+                "{}: {error}",
+                tool.name()
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&linked).expect("read"), "secret\n");
+        let read = ReadFileTool.execute(&json!({"path": "linked"}), &cx);
+        assert_eq!(
+            read.output, "secret\n",
+            "reading is allowed: {:?}",
+            read.error
+        );
     }
 }

@@ -1,13 +1,15 @@
 //! `replace_in_file`: regular-expression replace-all in a file.
 
 use super::args::{read_text, required_str};
+use super::workspace::{rewrite, Access};
 use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
 use regex::Regex;
 
 /// `replace_in_file`: replaces every match of a regular expression (the
 /// `regex` crate's syntax) in a text file; `$1` / `${name}` in the
-/// replacement refer to capture groups.
+/// replacement refer to capture groups. The file is read and rewritten
+/// through one checked descriptor.
 pub struct ReplaceInFileTool;
 
 impl Tool for ReplaceInFileTool {
@@ -55,16 +57,15 @@ fn replace(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String
     let replacement = required_str(arguments, "replacement")?;
     let regex = Regex::new(pattern)
         .map_err(|e| format!("invalid regex {pattern:?}: {}", one_line(&e.to_string())))?;
-    let resolved = cx.workspace.resolve(path)?;
-    let text = read_text(path, &resolved)?;
+    let mut file = cx.workspace.open(path, Access::Edit)?;
+    let text = read_text(path, &mut file)?;
     let count = regex.find_iter(&text).count();
     if count == 0 {
         return Err(format!("pattern matched nothing in {path}"));
     }
     let updated = regex.replace_all(&text, replacement);
     if updated != text {
-        std::fs::write(&resolved, updated.as_bytes())
-            .map_err(|e| format!("cannot write {path}: {e}"))?;
+        rewrite(&mut file, path, updated.as_bytes())?;
     }
     let noun = if count == 1 { "match" } else { "matches" };
     Ok(format!("Replaced {count} {noun} in {path}"))

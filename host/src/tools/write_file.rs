@@ -1,12 +1,15 @@
 //! `write_file`: create or overwrite a file.
 
 use super::args::required_str;
+use super::workspace::Access;
 use super::{outcome, Tool, ToolContext};
 use crate::types::ToolResult;
-use std::fs;
+use std::io::Write;
 
 /// `write_file`: writes `content` to `path` (replacing the whole file),
-/// creating missing parent directories inside the workspace.
+/// creating missing parent directories inside the workspace. An existing
+/// file is emptied and rewritten in place through the descriptor that was
+/// checked (a regular file with one link), so its mode is kept.
 pub struct WriteFileTool;
 
 impl Tool for WriteFileTool {
@@ -46,17 +49,10 @@ impl Tool for WriteFileTool {
 fn write(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
     let path = required_str(arguments, "path")?;
     let content = required_str(arguments, "content")?;
-    let resolved = cx.workspace.resolve_for_write(path)?;
-    if resolved.is_dir() {
-        return Err(format!(
-            "{path} is a directory; give a file path to write to"
-        ));
-    }
-    if let Some(parent) = resolved.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create the parent directories of {path}: {e}"))?;
-    }
-    fs::write(&resolved, content).map_err(|e| format!("cannot write {path}: {e}"))?;
+    cx.workspace.create_parents(path)?;
+    let mut file = cx.workspace.open(path, Access::Write)?;
+    file.write_all(content.as_bytes())
+        .map_err(|e| format!("cannot write {path}: {e}"))?;
     Ok(format!("Wrote {} bytes to {path}", content.len()))
 }
 
@@ -65,6 +61,7 @@ mod tests {
     use super::*;
     use crate::tools::Workspace;
     use serde_json::json;
+    use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
         WriteFileTool.execute(&args, &ToolContext::new(ws))
@@ -136,5 +133,59 @@ mod tests {
             assert!(!outside.path().join("new.txt").exists());
             assert!(!outside.path().join("sub").exists());
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_out_never_receives_a_write() {
+        crate::tools::testing::race_swapped_subdirectory(2000, |ws, i| {
+            let path = format!("sub/new-{i}.txt");
+            run(ws, json!({"path": path, "content": "pwned"}))
+                .error
+                .is_none()
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_even_with_a_reader_waiting() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let (_dir, ws) = setup();
+        let fifo = ws.root().join("fifo");
+        crate::tools::testing::make_fifo(&fifo);
+        let _reader = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&fifo)
+            .unwrap();
+        crate::tools::testing::within_seconds(10, move || {
+            let r = run(&ws, json!({"path": "fifo", "content": "x"}));
+            assert_eq!(
+                r.error.as_deref(),
+                Some("fifo is not a regular file; only regular files can be read or written")
+            );
+        });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn overwriting_keeps_the_mode_and_refuses_hard_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, ws) = setup();
+        let file = ws.root().join("script.sh");
+        fs::write(&file, "old").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o750)).unwrap();
+        let r = run(&ws, json!({"path": "script.sh", "content": "new"}));
+        assert_eq!(r.error, None);
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        let mode = fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o750);
+        fs::hard_link(&file, ws.root().join("other")).unwrap();
+        let r = run(&ws, json!({"path": "script.sh", "content": "pwned"}));
+        assert_eq!(
+            r.error.as_deref(),
+            Some("script.sh has 2 hard links; refusing to write through a hard link (replace it with a copy of its own first)")
+        );
+        assert_eq!(fs::read_to_string(ws.root().join("other")).unwrap(), "new");
     }
 }
