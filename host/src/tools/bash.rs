@@ -44,9 +44,10 @@
 //! process the command started is killed, including those that left the
 //! process group with `setsid` and double-forked daemons, and those
 //! re-parented to the host are reaped; see the `process_tree` module for
-//! how they are recognised (an environment token, the process group,
-//! ancestry), why concurrent calls never touch each other's processes,
-//! and the residual gap: a process that drops the token *and* leaves the
+//! how they are recognised (a cgroup of the call's own where the host may
+//! make one, an environment token, the process group, ancestry), why
+//! concurrent calls never touch each other's processes, and the residual
+//! gap: without a cgroup, a process that drops the token *and* leaves the
 //! group before a watch sweep has seen it.
 //!
 //! # Output
@@ -57,7 +58,7 @@
 //! command's output (stdout plus stderr, as written) that are not shown.
 
 use super::args::{optional_u64, required_str};
-use super::process_tree::{CallProcesses, TOKEN_VAR, WATCH_EVERY};
+use super::process_tree::{CallProcesses, GATE, TOKEN_VAR, WATCH_EVERY};
 use super::sandbox::{self, Confinement};
 use super::{Tool, ToolContext};
 use crate::types::ToolResult;
@@ -343,13 +344,18 @@ impl BashTool {
             }
         };
         let mut calls = CallProcesses::new();
+        let gated = calls.has_cgroup();
         let mut cmd = Command::new("bash");
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(cx.workspace.root())
+        if gated {
+            cmd.arg("-c").arg(GATE).arg("bash").arg(command);
+            cmd.stdin(Stdio::piped());
+        } else {
+            cmd.arg("-c").arg(command);
+            cmd.stdin(Stdio::null());
+        }
+        cmd.current_dir(cx.workspace.root())
             .env("TMPDIR", tmp.path())
             .env(TOKEN_VAR, calls.token())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         #[cfg(unix)]
@@ -382,6 +388,8 @@ impl BashTool {
             Err(e) => return ToolResult::err(format!("could not start bash: {e}")),
         };
         calls.set_shell(child.id());
+        // Opens the gate, if any: the shell is in its cgroup now.
+        drop(child.stdin.take());
 
         let (done_tx, done_rx) = mpsc::channel();
         let stdout = child
@@ -1192,5 +1200,44 @@ mod tests {
         let r = long.join().unwrap();
         assert_eq!(r.error, None);
         assert_eq!(r.output, "done\n");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_that_drops_the_token_and_calls_setsid_is_killed_once_a_sweep_saw_it() {
+        let (_dir, ws) = setup();
+        // The shell lives on for a few watch sweeps, which see the child
+        // while its parent is still the shell.
+        let r = run(
+            &BashTool::default(),
+            &ws,
+            json!({"command": "
+                env -u CHIMERA_BASH_CALL setsid sleep 30 &
+                echo $! $(cut -d' ' -f22 /proc/$!/stat) > hidden.pid
+                sleep 0.5"}),
+        );
+        assert_eq!(r.error, None);
+        let (pid, start) = pid_and_start(&ws.root().join("hidden.pid"));
+        assert!(reaped(pid, &start), "{pid} survived");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn with_a_cgroup_even_an_unmarked_child_of_a_command_that_returns_at_once_is_killed() {
+        if !CallProcesses::new().has_cgroup() {
+            eprintln!("note: skipping: the host may not make a cgroup v2 here");
+            return;
+        }
+        let (_dir, ws) = setup();
+        let r = run(
+            &BashTool::default(),
+            &ws,
+            json!({"command": "
+                env -u CHIMERA_BASH_CALL setsid sleep 30 &
+                echo $! $(cut -d' ' -f22 /proc/$!/stat) > hidden.pid"}),
+        );
+        assert_eq!(r.error, None);
+        let (pid, start) = pid_and_start(&ws.root().join("hidden.pid"));
+        assert!(reaped(pid, &start), "{pid} survived");
     }
 }

@@ -1,8 +1,15 @@
 //! Finding, killing and reaping every process one `bash` call started.
 //!
-//! A call's processes are recognised by three marks, any one of which is
+//! A call's processes are recognised by four marks, any one of which is
 //! enough:
 //!
+//! - **a cgroup** of its own (cgroup v2, where the host may create one
+//!   beneath its own: as root, or in a delegated subtree): the shell is
+//!   moved into it before it may run the command (see [`GATE`]), and
+//!   nothing it starts can
+//!   leave it without write access to `/sys/fs/cgroup`, which the sandbox
+//!   denies. It also names zombies, whose environment is gone. At the end
+//!   the whole cgroup is killed at once (`cgroup.kill`, Linux 5.14);
 //! - **a token** in the environment (`CHIMERA_BASH_CALL`, random per call),
 //!   which every descendant inherits unless it drops it on purpose; it
 //!   survives `setsid`, double forks and re-parenting;
@@ -27,12 +34,15 @@
 //! through their pidfd, never with a wildcard wait that could steal another
 //! part of the host's child.
 //!
-//! The residual gap: a process that drops the token *and* leaves the group
-//! (`setsid`, `setpgid`), and whose parent exits before a watch sweep sees
-//! the two together (within about [`WATCH_EVERY`] of its start), is not
-//! recognised: it survives the call, and if it exits by itself its zombie
-//! stays until the host exits. Re-exporting the token is not a way out:
-//! the mark is the exact per-call value.
+//! The residual gap, where no cgroup could be made (not root, no
+//! delegation, cgroup v1 only, not Linux): a process that drops the token
+//! *and* leaves the group (`setsid`, `setpgid`), and whose parent exits
+//! before a watch sweep sees the two together (within about
+//! [`WATCH_EVERY`] of its start), is not recognised: it survives the call,
+//! and if it exits by itself its zombie stays until the host exits. With a
+//! cgroup, the gap is a process that moves itself to another cgroup, which
+//! takes write access to the cgroup filesystem: only with the sandbox off,
+//! and as root or within a delegated subtree.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -42,8 +52,14 @@ use std::time::Duration;
 /// The environment variable that carries a call's token.
 pub(crate) const TOKEN_VAR: &str = "CHIMERA_BASH_CALL";
 
+/// A script for `bash -c GATE bash <command>` that waits for its stdin to
+/// close (the host closes it once the shell is in the call's cgroup), then
+/// becomes `bash -c <command>` with stdin from `/dev/null`: nothing the
+/// command starts can be forked before the move.
+pub(crate) const GATE: &str = "read -r _ || :; exec bash -c \"$1\" </dev/null";
+
 /// How often a running call sweeps for its processes.
-pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(50);
+pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// How long the final kill may keep finding live processes before it gives
 /// up (a process stuck in uninterruptible sleep cannot die sooner).
@@ -78,10 +94,11 @@ impl CallProcesses {
     pub(crate) fn new() -> Self {
         #[cfg(target_os = "linux")]
         linux::become_subreaper();
+        let token = new_token();
         CallProcesses {
-            token: new_token(),
             #[cfg(target_os = "linux")]
-            linux: linux::State::default(),
+            linux: linux::State::new(&token),
+            token,
             #[cfg(all(unix, not(target_os = "linux")))]
             shell: None,
         }
@@ -92,7 +109,8 @@ impl CallProcesses {
         &self.token
     }
 
-    /// Records the shell's pid (it leads its own process group). Until
+    /// Records the shell's pid (it leads its own process group) and moves
+    /// it into the call's cgroup, if there is one. Until
     /// [`CallProcesses::kill_all`] returns, the caller must not reap it.
     pub(crate) fn set_shell(&mut self, pid: u32) {
         #[cfg(target_os = "linux")]
@@ -103,6 +121,20 @@ impl CallProcesses {
         }
         #[cfg(not(unix))]
         let _ = pid;
+    }
+
+    /// Whether the call has a cgroup of its own (see the module docs). The
+    /// shell must then wait, before it starts anything, until
+    /// [`CallProcesses::set_shell`] has moved it there: see [`GATE`].
+    pub(crate) fn has_cgroup(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.linux.has_cgroup()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
     }
 
     /// A watch sweep while the call runs: learns the call's processes (so
@@ -146,6 +178,7 @@ mod linux {
     };
     use std::collections::{HashMap, HashSet};
     use std::os::fd::AsFd;
+    use std::path::{Path, PathBuf};
     use std::sync::Once;
     use std::time::{Duration, Instant};
 
@@ -224,10 +257,11 @@ mod linux {
         (now.start == p.start).then_some(fd)
     }
 
-    #[derive(Default)]
     pub(super) struct State {
         /// The shell's pid; its group is a mark while it is unreaped.
         shell: Option<i32>,
+        /// The call's own cgroup, where one could be made.
+        cgroup: Option<Cgroup>,
         /// Processes recognised as the call's, by identity.
         known: HashSet<(i32, u64)>,
         /// Processes checked and found without the token.
@@ -235,8 +269,28 @@ mod linux {
     }
 
     impl State {
+        pub(super) fn new(token: &str) -> Self {
+            State {
+                shell: None,
+                cgroup: Cgroup::create(token),
+                known: HashSet::new(),
+                foreign: HashSet::new(),
+            }
+        }
+
         pub(super) fn set_shell(&mut self, pid: u32) {
             self.shell = i32::try_from(pid).ok();
+            if let Some(cgroup) = &self.cgroup {
+                if let Err(e) = std::fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()) {
+                    tracing::debug!("could not move bash into {}: {e}", cgroup.dir.display());
+                    self.cgroup = None;
+                }
+            }
+        }
+
+        /// Whether the call's cgroup is in use.
+        pub(super) fn has_cgroup(&self) -> bool {
+            self.cgroup.is_some()
         }
 
         /// The call's processes now, by all three marks.
@@ -247,11 +301,23 @@ mod linux {
             self.known.retain(|id| present.contains(id));
             self.foreign.retain(|id| present.contains(id));
 
+            let members = self
+                .cgroup
+                .as_ref()
+                .map(Cgroup::members)
+                .unwrap_or_default();
+            let me = getpid().as_raw_nonzero().get();
             let mut ours: HashSet<i32> = HashSet::new();
             for p in &procs {
                 let id = p.ident();
                 let marked = self.known.contains(&id)
+                    || members.contains(&p.pid)
                     || self.shell == Some(p.pgrp)
+                    // A zombie is no longer listed in its cgroup, but still
+                    // names it; only the host's own zombies matter.
+                    || (p.zombie
+                        && p.ppid == me
+                        && self.cgroup.as_ref().is_some_and(|c| c.holds_zombie(p.pid)))
                     || (!self.foreign.contains(&id) && {
                         let found = has_token(p.pid, &needle);
                         if !found {
@@ -325,6 +391,11 @@ mod linux {
 
         pub(super) fn kill_all(&mut self, token: &str) -> usize {
             let deadline = Instant::now() + KILL_DEADLINE;
+            if let Some(cgroup) = &self.cgroup {
+                // All at once, forks in flight included (Linux 5.14 and
+                // later; before, the sweeps below do it one by one).
+                let _ = std::fs::write(cgroup.dir.join("cgroup.kill"), "1");
+            }
             let mut signalled = 0;
             loop {
                 let live = self.sweep(token, true);
@@ -382,6 +453,112 @@ mod linux {
                     }
                 }
             }
+        }
+    }
+
+    /// A cgroup v2 made for one call, beneath the host's own; removed on
+    /// drop (once it holds no live process).
+    struct Cgroup {
+        /// Its directory in the cgroup filesystem.
+        dir: PathBuf,
+        /// Its path as `/proc/<pid>/cgroup` shows it.
+        path: String,
+    }
+
+    impl Cgroup {
+        /// A new cgroup beneath the host's, or `None` where cgroup v2 is
+        /// not mounted or the host may not make one (not root and not
+        /// delegated).
+        fn create(token: &str) -> Option<Cgroup> {
+            let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+            let own = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim_end();
+            let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+            // "<id> <parent> <dev> <root> <mount point> <options> ... - <type> ..."
+            let mount = mountinfo.lines().find_map(|line| {
+                let (left, right) = line.split_once(" - ")?;
+                if right.split_whitespace().next()? != "cgroup2" {
+                    return None;
+                }
+                let fields: Vec<&str> = left.split_whitespace().collect();
+                // Only a mount of the namespace's root cgroup maps paths plainly.
+                (fields.get(3) == Some(&"/")).then(|| fields.get(4).copied())?
+            })?;
+            let name = format!("chimera-bash-{token}");
+            let path = if own == "/" {
+                format!("/{name}")
+            } else {
+                format!("{own}/{name}")
+            };
+            let dir = Path::new(mount).join(path.trim_start_matches('/'));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => Some(Cgroup { dir, path }),
+                Err(e) => {
+                    tracing::debug!("no cgroup for bash calls ({}): {e}", dir.display());
+                    None
+                }
+            }
+        }
+
+        /// Live processes in it or beneath it.
+        fn members(&self) -> HashSet<i32> {
+            let mut pids = HashSet::new();
+            let mut dirs = vec![self.dir.clone()];
+            while let Some(dir) = dirs.pop() {
+                if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                    pids.extend(procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+                }
+                if let Ok(entries) = std::fs::read_dir(&dir) {
+                    dirs.extend(
+                        entries
+                            .filter_map(Result::ok)
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                            .map(|e| e.path()),
+                    );
+                }
+            }
+            pids
+        }
+
+        /// Whether the zombie `pid` was in it (or beneath it) when it died.
+        fn holds_zombie(&self, pid: i32) -> bool {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+                return false;
+            };
+            text.lines().filter_map(|l| l.strip_prefix("0::")).any(|p| {
+                p == self.path
+                    || p.strip_prefix(self.path.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+        }
+    }
+
+    impl Drop for Cgroup {
+        fn drop(&mut self) {
+            // Children first; a just-killed process may take a moment to
+            // leave, so retry briefly.
+            for _ in 0..50 {
+                let mut dirs = vec![self.dir.clone()];
+                let mut order = Vec::new();
+                while let Some(dir) = dirs.pop() {
+                    if let Ok(entries) = std::fs::read_dir(&dir) {
+                        dirs.extend(
+                            entries
+                                .filter_map(Result::ok)
+                                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                                .map(|e| e.path()),
+                        );
+                    }
+                    order.push(dir);
+                }
+                for dir in order.iter().rev() {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                if !self.dir.exists() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            tracing::debug!("could not remove {}", self.dir.display());
         }
     }
 }
