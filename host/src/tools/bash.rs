@@ -16,8 +16,10 @@
 //! opened for writing, truncated, removed, renamed or linked into or out
 //! of a directory, and no directory, symlink, fifo, socket or device node
 //! can be made — as far as the kernel's Landlock ABI supports each right
-//! (truncation needs ABI 3, cross-directory renames and links ABI 2; an
-//! older ABI leaves those unconfined, and a warning says so once). The
+//! (`truncate(2)` by path needs ABI 3 and device ioctls ABI 5: an older ABI
+//! leaves those unconfined, and a warning says so once; before ABI 2 no
+//! file can be moved or linked to another directory at all, so `mv`
+//! between directories falls back to copying). The
 //! process also runs with `no_new_privs`, so set-uid programs such as
 //! `sudo` do not gain privileges. Confinement is per thread in the kernel:
 //! a short-lived thread restricts itself and spawns the shell, so the host
@@ -72,8 +74,10 @@ use std::time::{Duration, Instant};
 /// How long to wait for the readers to reach end-of-file once every process
 /// of the call was killed (only a process that escaped can hold them).
 const KILL_GRACE: Duration = Duration::from_millis(300);
-/// How often the shell's status is polled.
-const POLL: Duration = Duration::from_millis(10);
+/// How often the shell's status is polled: from the first interval,
+/// doubling up to the second (short commands return quickly, long ones
+/// cost little).
+const POLL: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(10));
 /// The default largest `timeout_secs` a call may ask for.
 const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// The smallest output cap: room for the longest truncation note.
@@ -326,8 +330,7 @@ fn warn_partial() {
     ONCE.call_once(|| {
         tracing::warn!(
             "bash is confined only partly ({}): write rights this kernel's Landlock lacks \
-             (truncation before ABI 3, cross-directory renames and links before ABI 2) are \
-             not confined",
+             (truncate(2) by path before ABI 3, device ioctls before ABI 5) are not confined",
             sandbox::describe()
         );
     });
@@ -405,6 +408,7 @@ impl BashTool {
 
         let started = Instant::now();
         let mut watched = started;
+        let mut poll = POLL.0;
         let timed_out = loop {
             match shell_exited(&mut child) {
                 Ok(true) => break false,
@@ -414,7 +418,8 @@ impl BashTool {
                         calls.watch();
                         watched = Instant::now();
                     }
-                    thread::sleep(POLL);
+                    thread::sleep(poll);
+                    poll = (poll * 2).min(POLL.1);
                 }
                 // Cannot poll: treat as a timeout so nothing is left running.
                 Err(_) => break true,
@@ -1121,6 +1126,19 @@ mod tests {
         }
     }
 
+    /// What `/proc` says of `pid`, for a failure message.
+    #[cfg(target_os = "linux")]
+    fn describe(pid: u32) -> String {
+        let read =
+            |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default();
+        format!(
+            "stat: {}; cgroup: {}; host: {}",
+            read("stat").trim(),
+            read("cgroup").lines().last().unwrap_or(""),
+            std::process::id()
+        )
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn setsid_children_and_double_forked_daemons_do_not_outlive_the_call() {
@@ -1141,7 +1159,11 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(2));
         for file in ["setsid.pid", "daemon.pid"] {
             let (pid, start) = pid_and_start(&ws.root().join(file));
-            assert!(reaped(pid, &start), "{file}: {pid} is still there");
+            assert!(
+                reaped(pid, &start),
+                "{file}: {pid} is still there: {}",
+                describe(pid)
+            );
         }
         thread::sleep(Duration::from_millis(3000).saturating_sub(started.elapsed()));
         assert!(
@@ -1164,7 +1186,7 @@ mod tests {
         );
         assert_eq!(r.output, "done\n");
         let (pid, start) = pid_and_start(&ws.root().join("orphan.pid"));
-        assert!(reaped(pid, &start), "{pid} was left a zombie");
+        assert!(reaped(pid, &start), "{pid} was left: {}", describe(pid));
     }
 
     #[cfg(target_os = "linux")]
@@ -1194,7 +1216,11 @@ mod tests {
             );
             assert_eq!(r.error, None);
             let (pid, start) = pid_and_start(&ws.root().join(format!("short{i}.pid")));
-            assert!(reaped(pid, &start));
+            assert!(
+                reaped(pid, &start),
+                "{pid} is still there: {}",
+                describe(pid)
+            );
             thread::sleep(Duration::from_millis(100));
         }
         let r = long.join().unwrap();
@@ -1218,7 +1244,7 @@ mod tests {
         );
         assert_eq!(r.error, None);
         let (pid, start) = pid_and_start(&ws.root().join("hidden.pid"));
-        assert!(reaped(pid, &start), "{pid} survived");
+        assert!(reaped(pid, &start), "{pid} survived: {}", describe(pid));
     }
 
     #[cfg(target_os = "linux")]
@@ -1238,6 +1264,6 @@ mod tests {
         );
         assert_eq!(r.error, None);
         let (pid, start) = pid_and_start(&ws.root().join("hidden.pid"));
-        assert!(reaped(pid, &start), "{pid} survived");
+        assert!(reaped(pid, &start), "{pid} survived: {}", describe(pid));
     }
 }

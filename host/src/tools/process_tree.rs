@@ -6,10 +6,11 @@
 //! - **a cgroup** of its own (cgroup v2, where the host may create one
 //!   beneath its own: as root, or in a delegated subtree): the shell is
 //!   moved into it before it may run the command (see [`GATE`]), and
-//!   nothing it starts can
-//!   leave it without write access to `/sys/fs/cgroup`, which the sandbox
-//!   denies. It also names zombies, whose environment is gone. At the end
-//!   the whole cgroup is killed at once (`cgroup.kill`, Linux 5.14);
+//!   nothing it starts can leave it without write access to the cgroup
+//!   filesystem, which the sandbox denies. It also names exiting processes
+//!   and zombies, whose environment is gone. At the end the whole cgroup
+//!   is killed at once (`cgroup.kill`, Linux 5.14), then swept like the
+//!   rest;
 //! - **a token** in the environment (`CHIMERA_BASH_CALL`, random per call),
 //!   which every descendant inherits unless it drops it on purpose; it
 //!   survives `setsid`, double forks and re-parenting;
@@ -31,8 +32,10 @@
 //! The host becomes a child subreaper (on Linux), so orphans of a call are
 //! re-parented to the host rather than to `init` (which, in some containers
 //! and VMs, never reaps); the sweep reaps those it killed or recognised,
-//! through their pidfd, never with a wildcard wait that could steal another
-//! part of the host's child.
+//! through their pidfd, never with a wildcard wait that could steal a child
+//! another part of the host is waiting for. Being a subreaper is
+//! process-wide: orphans of the host's other children (a pack probe's,
+//! say) come to the host too, and are not reaped by this module.
 //!
 //! The residual gap, where no cgroup could be made (not root, no
 //! delegation, cgroup v1 only, not Linux): a process that drops the token
@@ -63,7 +66,10 @@ pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// How long the final kill may keep finding live processes before it gives
 /// up (a process stuck in uninterruptible sleep cannot die sooner).
-#[cfg(target_os = "linux")]
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "only the /proc sweep on Linux waits")
+)]
 const KILL_DEADLINE: Duration = Duration::from_secs(5);
 
 /// A fresh token: unique within the host (a counter), and unguessable
@@ -102,6 +108,18 @@ impl CallProcesses {
             #[cfg(all(unix, not(target_os = "linux")))]
             shell: None,
         }
+    }
+
+    /// A call that makes no cgroup, to test the other marks where a cgroup
+    /// could be made.
+    #[cfg(test)]
+    fn without_cgroup() -> Self {
+        let mut calls = CallProcesses::new();
+        #[cfg(target_os = "linux")]
+        {
+            calls.linux = linux::State::without_cgroup();
+        }
+        calls
     }
 
     /// The value of [`TOKEN_VAR`] for this call's shell.
@@ -145,26 +163,19 @@ impl CallProcesses {
     }
 
     /// Kills every process of the call, sweeping until a sweep finds none
-    /// alive, and reaps those re-parented to the host. The shell itself is
-    /// killed too but left for its owner to reap. Returns how many
-    /// processes were signalled.
-    pub(crate) fn kill_all(&mut self) -> usize {
+    /// alive (or [`KILL_DEADLINE`] passes), and reaps those re-parented to
+    /// the host. The shell itself is killed too but left for its owner to
+    /// reap.
+    pub(crate) fn kill_all(&mut self) {
         #[cfg(target_os = "linux")]
-        {
-            self.linux.kill_all(&self.token)
-        }
+        self.linux.kill_all(&self.token);
         #[cfg(all(unix, not(target_os = "linux")))]
         {
             // No /proc: the process group is all there is.
             use rustix::process::{kill_process_group, Pid, Signal};
-            match self.shell.and_then(|pid| Pid::from_raw(pid as i32)) {
-                Some(pid) => usize::from(kill_process_group(pid, Signal::KILL).is_ok()),
-                None => 0,
+            if let Some(pid) = self.shell.and_then(|pid| Pid::from_raw(pid as i32)) {
+                let _ = kill_process_group(pid, Signal::KILL);
             }
-        }
-        #[cfg(not(unix))]
-        {
-            0
         }
     }
 }
@@ -249,12 +260,56 @@ mod linux {
         }
     }
 
-    /// Opens a pidfd for `p` and checks that it still names `p` (same
-    /// start time): the pidfd then pins that very process.
-    fn pin(p: &Proc) -> Option<rustix::fd::OwnedFd> {
-        let fd = pidfd_open(Pid::from_raw(p.pid)?, PidfdFlags::empty()).ok()?;
+    /// A process pinned for signalling or reaping.
+    enum Pinned {
+        /// A pidfd: it names that very process, whatever happens to its pid.
+        Fd(rustix::fd::OwnedFd),
+        /// No pidfds (before Linux 5.3): the pid, just re-checked.
+        Pid(Pid),
+    }
+
+    /// Pins `p`: opens a pidfd for its pid, then checks that the process
+    /// there is still `p` (same start time), so the pidfd names `p`. `None`
+    /// when `p` is gone.
+    fn pin(p: &Proc) -> Option<Pinned> {
+        let pid = Pid::from_raw(p.pid)?;
+        let fd = pidfd_open(pid, PidfdFlags::empty());
         let now = read_stat(p.pid)?;
-        (now.start == p.start).then_some(fd)
+        if now.start != p.start {
+            return None;
+        }
+        Some(match fd {
+            Ok(fd) => Pinned::Fd(fd),
+            Err(_) => Pinned::Pid(pid),
+        })
+    }
+
+    fn kill_one(p: &Proc) {
+        match pin(p) {
+            Some(Pinned::Fd(fd)) => {
+                let _ = pidfd_send_signal(&fd, Signal::KILL);
+            }
+            Some(Pinned::Pid(pid)) => {
+                let _ = kill_process(pid, Signal::KILL);
+            }
+            None => {}
+        }
+    }
+
+    /// Reaps `p`, a zombie child of the host, through a pidfd (which can
+    /// reap only that process) or by its pid (safe too: an unreaped child's
+    /// pid cannot be reused).
+    fn reap(p: &Proc) {
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG;
+        match pin(p) {
+            Some(Pinned::Fd(fd)) => {
+                let _ = waitid(WaitId::PidFd(fd.as_fd()), options);
+            }
+            Some(Pinned::Pid(pid)) => {
+                let _ = waitid(WaitId::Pid(pid), options);
+            }
+            None => {}
+        }
     }
 
     pub(super) struct State {
@@ -278,6 +333,16 @@ mod linux {
             }
         }
 
+        #[cfg(test)]
+        pub(super) fn without_cgroup() -> Self {
+            State {
+                shell: None,
+                cgroup: None,
+                known: HashSet::new(),
+                foreign: HashSet::new(),
+            }
+        }
+
         pub(super) fn set_shell(&mut self, pid: u32) {
             self.shell = i32::try_from(pid).ok();
             if let Some(cgroup) = &self.cgroup {
@@ -293,7 +358,7 @@ mod linux {
             self.cgroup.is_some()
         }
 
-        /// The call's processes now, by all three marks.
+        /// The call's processes now, by every mark.
         fn recognise(&mut self, token: &str) -> Vec<Proc> {
             let needle = format!("{}={token}", super::TOKEN_VAR).into_bytes();
             let procs = scan();
@@ -301,25 +366,18 @@ mod linux {
             self.known.retain(|id| present.contains(id));
             self.foreign.retain(|id| present.contains(id));
 
-            let members = self
-                .cgroup
-                .as_ref()
-                .map(Cgroup::members)
-                .unwrap_or_default();
-            let me = getpid().as_raw_nonzero().get();
             let mut ours: HashSet<i32> = HashSet::new();
             for p in &procs {
                 let id = p.ident();
+                // Checked once per process, then remembered either way. The
+                // cgroup is read from `/proc/<pid>/cgroup`, not from
+                // `cgroup.procs`, which leaves out exiting processes (and
+                // an exiting process has no environment to read either).
                 let marked = self.known.contains(&id)
-                    || members.contains(&p.pid)
                     || self.shell == Some(p.pgrp)
-                    // A zombie is no longer listed in its cgroup, but still
-                    // names it; only the host's own zombies matter.
-                    || (p.zombie
-                        && p.ppid == me
-                        && self.cgroup.as_ref().is_some_and(|c| c.holds_zombie(p.pid)))
                     || (!self.foreign.contains(&id) && {
-                        let found = has_token(p.pid, &needle);
+                        let found = has_token(p.pid, &needle)
+                            || self.cgroup.as_ref().is_some_and(|c| c.holds(p.pid));
                         if !found {
                             self.foreign.insert(id);
                         }
@@ -366,11 +424,11 @@ mod linux {
             let mut live = 0;
             for p in &found {
                 if Some(p.pid) == self.shell {
-                    // Its owner reaps it; it is killed through its group.
-                    if kill && !p.zombie {
+                    // Killed like the rest, but its owner reaps it.
+                    if !p.zombie {
                         live += 1;
-                        if let Some(fd) = pin(p) {
-                            let _ = pidfd_send_signal(&fd, Signal::KILL);
+                        if kill {
+                            kill_one(p);
                         }
                     }
                     continue;
@@ -383,23 +441,21 @@ mod linux {
                 }
                 live += 1;
                 if kill {
-                    signal(p);
+                    kill_one(p);
                 }
             }
             live
         }
 
-        pub(super) fn kill_all(&mut self, token: &str) -> usize {
+        pub(super) fn kill_all(&mut self, token: &str) {
             let deadline = Instant::now() + KILL_DEADLINE;
             if let Some(cgroup) = &self.cgroup {
                 // All at once, forks in flight included (Linux 5.14 and
                 // later; before, the sweeps below do it one by one).
                 let _ = std::fs::write(cgroup.dir.join("cgroup.kill"), "1");
             }
-            let mut signalled = 0;
             loop {
                 let live = self.sweep(token, true);
-                signalled += live;
                 if live == 0 {
                     break;
                 }
@@ -411,47 +467,6 @@ mod linux {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(2));
-            }
-            signalled
-        }
-    }
-
-    fn signal(p: &Proc) {
-        match pidfd_open(
-            Pid::from_raw(p.pid).expect("a pid from /proc is positive"),
-            PidfdFlags::empty(),
-        ) {
-            Ok(fd) => {
-                if read_stat(p.pid).is_some_and(|now| now.start == p.start) {
-                    let _ = pidfd_send_signal(&fd, Signal::KILL);
-                }
-            }
-            // No pidfds (before Linux 5.3): re-check, then signal by pid.
-            Err(_) => {
-                if let (Some(pid), Some(now)) = (Pid::from_raw(p.pid), read_stat(p.pid)) {
-                    if now.start == p.start {
-                        let _ = kill_process(pid, Signal::KILL);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Reaps `p`, a zombie child of the host, through a pidfd (which can
-    /// reap only that process) or, without pidfds, by its pid (safe: an
-    /// unreaped child's pid cannot be reused).
-    fn reap(p: &Proc) {
-        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG;
-        match pin(p) {
-            Some(fd) => {
-                let _ = waitid(WaitId::PidFd(fd.as_fd()), options);
-            }
-            None => {
-                if let Some(pid) = Pid::from_raw(p.pid) {
-                    if read_stat(p.pid).is_some_and(|now| now.start == p.start) {
-                        let _ = waitid(WaitId::Pid(pid), options);
-                    }
-                }
             }
         }
     }
@@ -499,28 +514,9 @@ mod linux {
             }
         }
 
-        /// Live processes in it or beneath it.
-        fn members(&self) -> HashSet<i32> {
-            let mut pids = HashSet::new();
-            let mut dirs = vec![self.dir.clone()];
-            while let Some(dir) = dirs.pop() {
-                if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
-                    pids.extend(procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
-                }
-                if let Ok(entries) = std::fs::read_dir(&dir) {
-                    dirs.extend(
-                        entries
-                            .filter_map(Result::ok)
-                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                            .map(|e| e.path()),
-                    );
-                }
-            }
-            pids
-        }
-
-        /// Whether the zombie `pid` was in it (or beneath it) when it died.
-        fn holds_zombie(&self, pid: i32) -> bool {
+        /// Whether `pid` is in it or beneath it (or was, when it died: a
+        /// zombie still names its cgroup).
+        fn holds(&self, pid: i32) -> bool {
             let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
                 return false;
             };
@@ -560,5 +556,164 @@ mod linux {
             }
             tracing::debug!("could not remove {}", self.dir.display());
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+    use std::time::Instant;
+
+    /// Starts `script` as a call's shell would be started (no gate: these
+    /// calls have no cgroup), in `dir`, and waits until it has exited
+    /// (without reaping it, as the tool does).
+    #[allow(
+        clippy::zombie_processes,
+        reason = "the caller reaps the shell, after kill_all, as the tool does"
+    )]
+    fn run_shell(calls: &mut CallProcesses, dir: &Path, script: &str) -> Child {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .env(TOKEN_VAR, calls.token())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        calls.set_shell(child.id());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+            if stat
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .trim_start()
+                .starts_with('Z')
+            {
+                return child;
+            }
+            assert!(Instant::now() < deadline, "the shell did not exit");
+            calls.watch();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The pid and start time the script wrote to `file` with
+    /// `echo $pid $(cut -d' ' -f22 /proc/$pid/stat)`.
+    fn pid_and_start(file: &Path) -> (i32, String) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(file) {
+                let words: Vec<&str> = text.split_whitespace().collect();
+                if words.len() == 2 {
+                    return (words[0].parse().unwrap(), words[1].to_owned());
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} was not written",
+                file.display()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// That process still exists (perhaps as a zombie).
+    fn exists(pid: i32, start: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')').next().unwrap().split_whitespace().nth(19) == Some(start)
+        })
+    }
+
+    const RECORD: &str = "echo $! $(cut -d' ' -f22 /proc/$!/stat)";
+
+    #[test]
+    fn without_a_cgroup_the_token_finds_setsid_children_and_double_forks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut calls = CallProcesses::without_cgroup();
+        let mut shell = run_shell(
+            &mut calls,
+            dir.path(),
+            &format!(
+                "setsid sleep 30 & {RECORD} > a
+                 (sleep 30 & {RECORD} > b) &
+                 while [ ! -s b ]; do sleep 0.01; done"
+            ),
+        );
+        let a = pid_and_start(&dir.path().join("a"));
+        let b = pid_and_start(&dir.path().join("b"));
+        calls.kill_all();
+        shell.wait().unwrap();
+        assert!(!exists(a.0, &a.1), "the setsid child is still there");
+        assert!(!exists(b.0, &b.1), "the double-forked child is still there");
+    }
+
+    #[test]
+    fn without_a_cgroup_the_group_finds_a_child_that_dropped_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut calls = CallProcesses::without_cgroup();
+        let mut shell = run_shell(
+            &mut calls,
+            dir.path(),
+            &format!("env -u {TOKEN_VAR} sleep 30 & {RECORD} > a"),
+        );
+        let a = pid_and_start(&dir.path().join("a"));
+        calls.kill_all();
+        shell.wait().unwrap();
+        assert!(!exists(a.0, &a.1));
+    }
+
+    #[test]
+    fn without_a_cgroup_ancestry_finds_a_child_that_dropped_the_token_and_left_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut calls = CallProcesses::without_cgroup();
+        // The shell outlives a few watch sweeps (`run_shell` watches).
+        let mut shell = run_shell(
+            &mut calls,
+            dir.path(),
+            &format!("env -u {TOKEN_VAR} setsid sleep 30 & {RECORD} > a; sleep 0.3"),
+        );
+        let a = pid_and_start(&dir.path().join("a"));
+        calls.kill_all();
+        shell.wait().unwrap();
+        assert!(!exists(a.0, &a.1));
+    }
+
+    #[test]
+    fn a_call_never_kills_the_processes_of_another_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut other = CallProcesses::new();
+        let mut other_shell = run_shell(
+            &mut other,
+            dir.path(),
+            &format!("setsid sleep 30 & {RECORD} > theirs; sleep 30 & {RECORD} > grouped"),
+        );
+        let theirs = pid_and_start(&dir.path().join("theirs"));
+        let grouped = pid_and_start(&dir.path().join("grouped"));
+        for mut calls in [CallProcesses::new(), CallProcesses::without_cgroup()] {
+            let mut shell = run_shell(&mut calls, dir.path(), "setsid sleep 30 &");
+            calls.kill_all();
+            shell.wait().unwrap();
+            assert!(exists(theirs.0, &theirs.1), "another call killed it");
+            assert!(exists(grouped.0, &grouped.1), "another call killed it");
+        }
+        other.kill_all();
+        other_shell.wait().unwrap();
+        assert!(!exists(theirs.0, &theirs.1));
+        assert!(!exists(grouped.0, &grouped.1));
+    }
+
+    #[test]
+    fn tokens_differ_from_call_to_call() {
+        let first = CallProcesses::without_cgroup();
+        let second = CallProcesses::without_cgroup();
+        assert_ne!(first.token(), second.token());
     }
 }

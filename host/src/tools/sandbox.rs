@@ -24,12 +24,20 @@ use std::process::{Child, Command};
 
 /// How a spawned command ended up confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(
+        dead_code,
+        reason = "only Linux has Landlock, so only None occurs elsewhere"
+    )
+)]
 pub(crate) enum Confinement {
     /// Every write right this module asks for is enforced.
     Full,
-    /// Landlock is on, but the kernel's ABI lacks some of the rights
-    /// (for example truncation before ABI 3, cross-directory renames before
-    /// ABI 2); those are not confined.
+    /// Landlock is on, but the kernel's ABI lacks some of the rights:
+    /// before ABI 3, `truncate(2)` by path is not confined; before ABI 5,
+    /// device ioctls are not. (Before ABI 2 nothing can be moved or linked
+    /// to another directory at all, even inside the workspace.)
     Partial,
     /// No confinement: Landlock is unavailable on this system.
     None,
