@@ -19,7 +19,8 @@
 //! (`truncate(2)` by path needs ABI 3 and device ioctls ABI 5: an older ABI
 //! leaves those unconfined, and a warning says so once; before ABI 2 no
 //! file can be moved or linked to another directory at all, so `mv`
-//! between directories falls back to copying). The
+//! between directories falls back to copying). That covers `/proc` and
+//! `/sys` too (no `/proc/sys` tuning, no leaving the call's cgroup). The
 //! process also runs with `no_new_privs`, so set-uid programs such as
 //! `sudo` do not gain privileges. Confinement is per thread in the kernel:
 //! a short-lived thread restricts itself and spawns the shell, so the host

@@ -11,7 +11,7 @@
 //! truncate, remove, rename/link across directories (`Refer`), make
 //! regular files, directories, symlinks, fifos, sockets and devices, and
 //! device ioctls — as far as the running kernel supports them
-//! ([`CompatLevel::BestEffort`]). Reading, listing and executing are not
+//! (`CompatLevel::BestEffort`). Reading, listing and executing are not
 //! handled, so they stay allowed everywhere. Connecting to a Unix socket
 //! (`ResolveUnix`, ABI 9) is deliberately not handled: it is not a write,
 //! and refusing it would break name resolution and other local services.
