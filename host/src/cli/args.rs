@@ -128,6 +128,11 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) stream: bool,
 
+    /// Run bash without its write sandbox (Landlock: writes only inside the
+    /// workspace and a private TMPDIR). The file tools stay confined.
+    #[arg(long = "no-bash-sandbox")]
+    pub(crate) no_bash_sandbox: bool,
+
     /// The directory tools are confined to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,

@@ -50,7 +50,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
     })?;
 
     let provider: Arc<dyn Provider> = model.clone();
-    let tools = session_tools(&provider, &workspace, &registry, 25);
+    let tools = session_tools(&provider, &workspace, &registry, 25, true);
     let mut session = AgentSession::builder(provider, workspace)
         .system(super::run::SYSTEM_PROMPT)
         .tools(tools)

@@ -15,7 +15,7 @@ use crate::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
     ScriptedModel,
 };
-use crate::tools::{DelegateTool, ToolSet, Workspace};
+use crate::tools::{BashTool, DelegateTool, ToolSet, Workspace};
 use crate::types::Headers;
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
@@ -212,15 +212,22 @@ pub(crate) fn load_packs(
     Ok(())
 }
 
-/// The standard tools plus `delegate`, whose sub-agent runs on the same
-/// provider under the same merged interceptors (the same registry).
+/// The standard tools (bash sandboxed unless `bash_sandbox` is false) plus
+/// `delegate`, whose sub-agent runs on the same provider under the calling
+/// session's policy and merged chains.
 pub(crate) fn session_tools(
     provider: &Arc<dyn Provider>,
     workspace: &Workspace,
     registry: &Arc<Registry>,
     max_steps: usize,
+    bash_sandbox: bool,
 ) -> ToolSet {
     let mut tools = ToolSet::standard();
+    let bash = BashTool::default().sandboxed(bash_sandbox);
+    if bash_sandbox && !bash.sandbox_active() {
+        tracing::warn!("{}", bash.sandbox_summary());
+    }
+    tools.insert(Arc::new(bash));
     let sub_agent = SessionSubAgent::new(Arc::clone(provider), workspace.clone(), tools.clone())
         .registry(Arc::clone(registry))
         .max_steps(max_steps);
@@ -386,7 +393,13 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     for tool in &args.deny {
         rules = rules.set(tool.clone(), Permission::Deny);
     }
-    let tools = session_tools(&provider, &workspace, &registry, args.max_steps);
+    let tools = session_tools(
+        &provider,
+        &workspace,
+        &registry,
+        args.max_steps,
+        !args.no_bash_sandbox,
+    );
     let mut session = AgentSession::builder(provider, workspace)
         .system(
             args.system

@@ -1037,6 +1037,35 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
+    fn with_the_sandbox_on_a_command_cannot_signal_processes_outside_it() {
+        if !landlock_here() {
+            return;
+        }
+        let (_dir, ws) = setup();
+        let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = bystander.id();
+        let r = run(
+            &BashTool::default(),
+            &ws,
+            json!({"command": format!("kill -9 {pid} && echo killed")}),
+        );
+        let alive = bystander.try_wait().unwrap().is_none();
+        let _ = bystander.kill();
+        let _ = bystander.wait();
+        let abi: u32 = crate::tools::sandbox::describe()
+            .strip_prefix("Landlock ABI ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        if abi < 6 {
+            eprintln!("note: this kernel's Landlock cannot scope signals (ABI < 6)");
+            return;
+        }
+        assert!(r.is_error(), "{}", r.output);
+        assert!(alive, "the sandboxed command killed a process outside it");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
     fn the_spawned_process_inherits_the_confinement_and_the_host_does_not_get_it() {
         if !landlock_here() {
             return;

@@ -66,7 +66,7 @@ mod imp {
     use super::{Confinement, DEVICE_FILES, IOCTL_FILES};
     use landlock::{
         AccessFs, BitFlags, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
-        RulesetAttr, RulesetCreatedAttr, RulesetStatus, ABI,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
     };
     use std::path::Path;
     use std::process::{Child, Command};
@@ -97,6 +97,10 @@ mod imp {
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(write_rights())
             .map_err(|e| failed("handling write access", &e))?
+            // No signals to processes outside the sandbox (ABI 6): a command
+            // cannot kill the host, or anything else the user runs.
+            .scope(Scope::Signal)
+            .map_err(|e| failed("scoping signals", &e))?
             .create()
             .map_err(|e| failed("creating the ruleset", &e))?;
         for dir in writable {
