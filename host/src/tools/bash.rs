@@ -1052,7 +1052,7 @@ mod tests {
         let alive = bystander.try_wait().unwrap().is_none();
         let _ = bystander.kill();
         let _ = bystander.wait();
-        let abi: u32 = crate::tools::sandbox::describe()
+        let abi: u32 = sandbox::describe()
             .strip_prefix("Landlock ABI ")
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
