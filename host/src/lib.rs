@@ -17,7 +17,6 @@
 #![deny(missing_docs)]
 
 pub mod agent;
-pub mod cli;
 pub mod interception;
 pub mod plugins;
 pub mod providers;

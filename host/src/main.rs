@@ -1,5 +1,8 @@
-//! The `chimera` binary: see `chimera --help` and DESIGN §7.
+//! The `chimera` binary: the command line over the `chimera_host` library
+//! (see `chimera --help`, and README.md for the outward contract).
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    chimera_host::cli::main()
+    cli::main()
 }

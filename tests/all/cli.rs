@@ -1,4 +1,4 @@
-//! The `chimera` binary's outward contract (DESIGN §7), through the built
+//! The `chimera` binary's outward contract, through the built
 //! executable: the JSONL transcript, exit statuses, one-line errors.
 
 use chimera_tests::cli::{command, lines_of, until, Ran};

@@ -8,7 +8,7 @@
 //! Text deltas go through [`Assembler::push`], which returns the text to
 //! release for display. Today every delta is released as it arrives; a
 //! stream gate will sit exactly there, holding a suffix it cannot judge yet
-//! and releasing it with a later delta (see SEMANTICS §II.6).
+//! and releasing it with a later delta.
 
 use crate::providers::{ModelResponse, StreamDelta, Usage};
 use crate::types::ToolCall;

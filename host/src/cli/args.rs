@@ -1,4 +1,6 @@
-//! The command line, exactly as DESIGN §7 specifies it (plus additions).
+//! The command line: the outward contract tests, scripts and users rely on
+//! (README.md, "Using it"). Add to it freely; rename nothing without keeping
+//! the old name working.
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

@@ -9,11 +9,11 @@ use super::failure::Failure;
 use super::render::Renderer;
 use super::run::{load_packs, session_tools};
 use super::search_path::search_path;
-use crate::agent::{AgentSession, EventBus};
-use crate::plugins::{PluginManager, Registry};
-use crate::providers::{Provider, ScriptedModel};
-use crate::tools::Workspace;
-use crate::types::Headers;
+use chimera_host::agent::{AgentSession, EventBus};
+use chimera_host::plugins::{PluginManager, Registry};
+use chimera_host::providers::{Provider, ScriptedModel};
+use chimera_host::tools::Workspace;
+use chimera_host::types::Headers;
 use std::sync::Arc;
 
 const SCRIPT: &str = include_str!("demo.json");
@@ -66,7 +66,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
             if let Some(user) = last
                 .messages
                 .iter()
-                .find(|m| m.role == crate::types::Role::User)
+                .find(|m| m.role == chimera_host::types::Role::User)
             {
                 println!("  user: {}", user.content);
             }

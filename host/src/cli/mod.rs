@@ -1,4 +1,4 @@
-//! The `chimera` command line (DESIGN §7). Exit status: 0 success, 1 the run
+//! The `chimera` command line. Exit status: 0 success, 1 the run
 //! ended unsuccessfully, 2 usage or configuration error, 3 a pack could not
 //! be loaded. Errors are one line on stderr.
 
@@ -30,7 +30,7 @@ fn init_logging() {
 }
 
 /// Runs the command line and returns its exit status.
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -4,10 +4,10 @@ use super::args::SearchArgs;
 use super::failure::Failure;
 use super::run::parse_pack_spec;
 use super::search_path::{configured_dirs, search_path};
-use crate::plugins::trust::{
+use chimera_host::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };
-use crate::plugins::{discover, PluginManager, Registry};
+use chimera_host::plugins::{discover, PluginManager, Registry};
 use std::path::Path;
 use std::sync::Arc;
 

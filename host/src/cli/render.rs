@@ -1,7 +1,7 @@
 //! Printing the transcript: JSON lines (`--json`) or a readable, colored view.
 
-use crate::agent::AgentEvent;
-use crate::types::terminal_safe as clean;
+use chimera_host::agent::AgentEvent;
+use chimera_host::types::terminal_safe as clean;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 

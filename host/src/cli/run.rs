@@ -4,19 +4,19 @@ use super::args::{RunArgs, TrustArgs};
 use super::failure::Failure;
 use super::render::Renderer;
 use super::search_path::search_path;
-use crate::agent::{
+use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, EventBus, Permission, RunResult,
     SessionSubAgent, TerminalApprover, ToolRules,
 };
-use crate::interception::{HealthEvent, HealthPolicy, HealthSink};
-use crate::plugins::trust::{Probe, TrustSettings};
-use crate::plugins::{watch, PackInfo, PluginManager, Registry, ReloadEvent, WatchOptions};
-use crate::providers::{
+use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
+use chimera_host::plugins::trust::{Probe, TrustSettings};
+use chimera_host::plugins::{watch, PackInfo, PluginManager, Registry, ReloadEvent, WatchOptions};
+use chimera_host::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
     ScriptedModel,
 };
-use crate::tools::{BashTool, DelegateTool, ToolSet, Workspace};
-use crate::types::Headers;
+use chimera_host::tools::{BashTool, DelegateTool, ToolSet, Workspace};
+use chimera_host::types::Headers;
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
 /// Parses `K: V` or `K:V`. The name must be an HTTP token and the value may
 /// not hold control characters (a CR or LF would start a header of its own).
 fn parse_header(spec: &str) -> Result<(String, String), Failure> {
-    let shown = crate::types::terminal_safe(spec);
+    let shown = chimera_host::types::terminal_safe(spec);
     let Some((name, value)) = spec
         .split_once(':')
         .map(|(n, v)| (n.trim(), v.trim()))

@@ -13,8 +13,8 @@
 //! refused (see `PluginManager::load`).
 
 use super::args::SearchArgs;
-use crate::plugins::platform::library_file_name;
-use crate::plugins::SearchDir;
+use chimera_host::plugins::platform::library_file_name;
+use chimera_host::plugins::SearchDir;
 use std::path::PathBuf;
 
 /// The packs shipped beside the `chimera` executable.

@@ -1,6 +1,6 @@
 //! JSON rendered the way Python's `json.dumps(value, sort_keys=True)` does
 //! (`", "` and `": "` separators, non-ASCII escaped, `repr` floats), so a
-//! delegated task reads exactly as the reference renders it.
+//! delegated task reads exactly as the Python Chimera renders it.
 
 use serde_json::Value;
 use std::fmt::Write;

@@ -25,8 +25,8 @@
 //!
 //! `abi_stable` accepts a pack only when every type the host expects has *no
 //! more* fields, variants or methods than the pack's copy of that type (a host
-//! built against a larger type rejects older packs: measured, see
-//! `shared/reference/ABI-FINDINGS.md` §d). Packs built once must keep loading into
+//! built against a larger type rejects older packs: measured when this crate
+//! was designed, by adding one root-module field). Packs built once must keep loading into
 //! hosts built later, so **no type in this module may change layout**: no new
 //! field, variant, method, or root-module field, ever, within `0.1.x`. The
 //! frozen-ABI fixture (`tests/abi-fixtures`) is a pack built against a snapshot of

@@ -1,7 +1,7 @@
 //! The root module a pack library exports, and the trait objects behind it.
 
 // `#[sabi_trait]` expands to impl blocks inside a const item, which rustc's
-// `non_local_definitions` lint flags (ABI-FINDINGS, pitfall 8).
+// `non_local_definitions` lint flags.
 #![allow(non_local_definitions, reason = "abi_stable's sabi_trait expansion")]
 // The same expansion implements `unsafe` traits and writes fully qualified
 // paths; the unsafety is abi_stable's, audited upstream.
