@@ -1,48 +1,66 @@
 //! Printing the transcript: JSON lines (`--json`) or a readable, colored view.
+//!
+//! Colors go through `anstream`, which drops them when stdout is not a
+//! terminal and honours `NO_COLOR` / `CLICOLOR_FORCE`. Every text that came
+//! from a model, a tool or a pack passes [`clean`] first, so it can never
+//! carry an escape sequence of its own to the terminal.
 
-use chimera_host::agent::AgentEvent;
+use anstyle::{AnsiColor, Style};
+use chimera_host::agent::{AgentEvent, NestedEvent};
+use chimera_host::interception::InterceptorEvent;
 use chimera_host::types::terminal_safe as clean;
-use std::io::{IsTerminal, Write};
+use chimera_host::types::ToolCall;
+use std::io::Write;
 use std::sync::Mutex;
+
+const BOLD: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+const USER: Style = AnsiColor::Cyan.on_default().bold();
+const CALL: Style = AnsiColor::Magenta.on_default();
+const OK: Style = AnsiColor::Green.on_default();
+const FAILED: Style = AnsiColor::Red.on_default();
+const WARN: Style = AnsiColor::Yellow.on_default();
+const ALERT: Style = AnsiColor::Red.on_default().bold();
+const NEWS: Style = AnsiColor::Blue.on_default().bold();
+const DONE: Style = AnsiColor::Green.on_default().bold();
+
+/// How many lines of a tool result the readable view shows.
+const PREVIEW_LINES: usize = 12;
 
 /// Prints events to stdout as they happen.
 pub(crate) struct Renderer {
     json: bool,
-    color: bool,
     out: Mutex<Output>,
 }
 
 /// The terminal, and whether a streamed reply line is still open.
 struct Output {
-    stdout: std::io::Stdout,
+    stdout: anstream::AutoStream<std::io::Stdout>,
     /// A streamed reply is being printed on the current line.
     open: bool,
     /// This step's reply text was already printed as it streamed.
     streamed: bool,
 }
 
-const PREVIEW_LINES: usize = 12;
+/// `text` in `style` (the stream drops the style where colors are off).
+fn paint(style: Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
+}
 
 impl Renderer {
     pub(crate) fn new(json: bool) -> Self {
-        let stdout = std::io::stdout();
-        let color = !json && stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let choice = if json {
+            anstream::ColorChoice::Never
+        } else {
+            anstream::ColorChoice::Auto
+        };
         Renderer {
             json,
-            color,
             out: Mutex::new(Output {
-                stdout,
+                stdout: anstream::AutoStream::new(std::io::stdout(), choice),
                 open: false,
                 streamed: false,
             }),
-        }
-    }
-
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
         }
     }
 
@@ -55,14 +73,12 @@ impl Renderer {
             return;
         }
         if let AgentEvent::AssistantDelta { content } = event {
-            let content = clean(content);
             if !out.open {
-                let head = self.paint("1", "assistant:");
-                let _ = write!(out.stdout, "  {head} ");
+                let _ = write!(out.stdout, "  {} ", paint(BOLD, "assistant:"));
                 out.open = true;
                 out.streamed = true;
             }
-            let _ = write!(out.stdout, "{content}");
+            let _ = write!(out.stdout, "{}", clean(content));
             let _ = out.stdout.flush();
             return;
         }
@@ -70,7 +86,7 @@ impl Renderer {
             let _ = writeln!(out.stdout);
             out.open = false;
         }
-        let text = self.readable(event, out.streamed);
+        let text = readable(event, out.streamed);
         if matches!(event, AgentEvent::Assistant { .. }) {
             out.streamed = false;
         }
@@ -79,141 +95,131 @@ impl Renderer {
         }
         let _ = out.stdout.flush();
     }
+}
 
-    /// One event as readable text; `streamed` says the reply text was
-    /// already printed as it arrived.
-    fn readable(&self, event: &AgentEvent, streamed: bool) -> String {
-        match event {
-            AgentEvent::AssistantDelta { content } => clean(content),
-            AgentEvent::User { content } => {
-                format!("{} {}", self.paint("1;36", "» user:"), clean(content))
-            }
-            AgentEvent::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut lines = Vec::new();
-                if !content.is_empty() && !streamed {
-                    lines.push(format!(
-                        "  {} {}",
-                        self.paint("1", "assistant:"),
-                        clean(content)
-                    ));
-                }
-                for call in tool_calls {
-                    lines.push(format!(
-                        "  {} {}",
-                        self.paint("35", &format!("→ {}", clean(&call.name))),
-                        self.paint(
-                            "2",
-                            &clean(&format!("{}  [{}]", call.arguments.parse(), call.id))
-                        )
-                    ));
-                }
-                lines.join("\n")
-            }
-            AgentEvent::ToolResult {
-                call_id,
-                name,
-                content,
-                is_error,
-            } => {
-                let head = clean(&format!("← {name} [{call_id}]"));
-                let head = if *is_error {
-                    self.paint("31", &format!("{head} error:"))
-                } else {
-                    self.paint("32", &format!("{head}:"))
-                };
-                format!("  {head} {}", preview(&clean(content)))
-            }
-            AgentEvent::Interceptor(e) => {
-                let target = if e.tool_name.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{} {}]", e.tool_name, e.call_id)
-                };
-                let reason = if e.reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", e.reason)
-                };
-                self.paint(
-                    "33",
-                    &clean(&format!(
-                        "  ⚑ {} {} by {}{reason}{target}",
-                        e.seam, e.decision, e.interceptor
-                    )),
-                )
-            }
-            AgentEvent::PackLoaded {
-                name,
-                version,
-                path,
-            } => self.paint(
-                "2",
-                &clean(&format!(
-                    "loaded pack {name} {version} ({})",
-                    path.as_deref().unwrap_or("in-process")
-                )),
-            ),
-            AgentEvent::PackReloaded {
-                name,
-                version,
-                path,
-            } => self.paint(
-                "1;34",
-                &clean(&format!(
-                    "reloaded pack {name} {version} ({})",
-                    path.as_deref().unwrap_or("in-process")
-                )),
-            ),
-            AgentEvent::PackReloadFailed { name, error } => self.paint(
-                "1;31",
-                &clean(&format!(
-                    "reload of {name} failed, previous version kept: {error}"
-                )),
-            ),
-            AgentEvent::PackQuarantined { name, reason } => self.paint(
-                "1;31",
-                &clean(&format!("quarantined pack {name}: {reason}")),
-            ),
-            AgentEvent::InterceptorSlow {
-                seam,
-                interceptor,
-                elapsed_ms,
-                budget_ms,
-            } => self.paint(
-                "33",
-                &clean(&format!(
-                    "  ⏱ {seam} {interceptor} took {elapsed_ms} ms (budget {budget_ms} ms)"
-                )),
-            ),
-            AgentEvent::RunEnd {
-                success,
-                output,
-                reason,
-            } => {
-                if *success {
-                    format!("{} {}", self.paint("1;32", "✓ done:"), clean(output))
-                } else {
-                    format!(
-                        "{} {}",
-                        self.paint("1;31", "✗ failed:"),
-                        clean(&format!("{output} ({reason})"))
-                    )
-                }
-            }
-            AgentEvent::Nested(nested) => {
-                let inner = self.readable(&nested.event, false);
-                let prefix = format!("{}↳ ", "  ".repeat(nested.depth as usize));
-                inner
-                    .lines()
-                    .map(|line| format!("{prefix}{}", line.trim_start()))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            }
+/// One event as readable text; `streamed` says the reply text was already
+/// printed as it arrived.
+fn readable(event: &AgentEvent, streamed: bool) -> String {
+    match event {
+        AgentEvent::AssistantDelta { content } => clean(content),
+        AgentEvent::User { content } => format!("{} {}", paint(USER, "» user:"), clean(content)),
+        AgentEvent::Assistant {
+            content,
+            tool_calls,
+        } => assistant(content, tool_calls, streamed),
+        AgentEvent::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        } => {
+            let head = clean(&format!("← {name} [{call_id}]"));
+            let head = if *is_error {
+                paint(FAILED, &format!("{head} error:"))
+            } else {
+                paint(OK, &format!("{head}:"))
+            };
+            format!("  {head} {}", preview(&clean(content)))
         }
+        AgentEvent::Interceptor(e) => interceptor(e),
+        AgentEvent::PackLoaded {
+            name,
+            version,
+            path,
+        } => paint(DIM, &pack_line("loaded", name, version, path.as_deref())),
+        AgentEvent::PackReloaded {
+            name,
+            version,
+            path,
+        } => paint(NEWS, &pack_line("reloaded", name, version, path.as_deref())),
+        AgentEvent::PackReloadFailed { name, error } => paint(
+            ALERT,
+            &clean(&format!(
+                "reload of {name} failed, previous version kept: {error}"
+            )),
+        ),
+        AgentEvent::PackQuarantined { name, reason } => {
+            paint(ALERT, &clean(&format!("quarantined pack {name}: {reason}")))
+        }
+        AgentEvent::InterceptorSlow {
+            seam,
+            interceptor,
+            elapsed_ms,
+            budget_ms,
+        } => paint(
+            WARN,
+            &clean(&format!(
+                "  ⏱ {seam} {interceptor} took {elapsed_ms} ms (budget {budget_ms} ms)"
+            )),
+        ),
+        AgentEvent::RunEnd {
+            success: true,
+            output,
+            ..
+        } => format!("{} {}", paint(DONE, "✓ done:"), clean(output)),
+        AgentEvent::RunEnd { output, reason, .. } => format!(
+            "{} {}",
+            paint(ALERT, "✗ failed:"),
+            clean(&format!("{output} ({reason})"))
+        ),
+        AgentEvent::Nested(nested) => nested_lines(nested),
     }
+}
+
+fn assistant(content: &str, tool_calls: &[ToolCall], streamed: bool) -> String {
+    let mut lines = Vec::new();
+    if !content.is_empty() && !streamed {
+        lines.push(format!("  {} {}", paint(BOLD, "assistant:"), clean(content)));
+    }
+    for call in tool_calls {
+        lines.push(format!(
+            "  {} {}",
+            paint(CALL, &format!("→ {}", clean(&call.name))),
+            paint(
+                DIM,
+                &clean(&format!("{}  [{}]", call.arguments.parse(), call.id))
+            )
+        ));
+    }
+    lines.join("\n")
+}
+
+fn interceptor(e: &InterceptorEvent) -> String {
+    let target = if e.tool_name.is_empty() {
+        String::new()
+    } else {
+        format!(" [{} {}]", e.tool_name, e.call_id)
+    };
+    let reason = if e.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", e.reason)
+    };
+    paint(
+        WARN,
+        &clean(&format!(
+            "  ⚑ {} {} by {}{reason}{target}",
+            e.seam, e.decision, e.interceptor
+        )),
+    )
+}
+
+fn pack_line(verb: &str, name: &str, version: &str, path: Option<&str>) -> String {
+    clean(&format!(
+        "{verb} pack {name} {version} ({})",
+        path.unwrap_or("in-process")
+    ))
+}
+
+/// A sub-agent's event, indented under the call that started it.
+fn nested_lines(nested: &NestedEvent) -> String {
+    let inner = readable(&nested.event, false);
+    let prefix = format!("{}↳ ", "  ".repeat(nested.depth as usize));
+    inner
+        .lines()
+        .map(|line| format!("{prefix}{}", line.trim_start()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn preview(content: &str) -> String {

@@ -1,67 +1,56 @@
 //! Per-conversation gate state, bounded.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use lru::LruCache;
+use std::num::NonZeroUsize;
+use std::sync::{Mutex, MutexGuard};
 
 /// How many conversations are remembered.
 pub(crate) const CAPACITY: usize = 256;
 
-#[derive(Default)]
-struct Table {
-    /// session id → (planned, last write)
-    lanes: HashMap<String, (bool, u64)>,
-    clock: u64,
+/// Whether each conversation has planned in its current turn, for the
+/// [`CAPACITY`] most recently written conversations (an LRU: reading does
+/// not count as use). A conversation with no entry is armed (not planned),
+/// so an evicted conversation fails closed.
+pub(crate) struct Lanes {
+    table: Mutex<LruCache<String, bool>>,
 }
 
-/// Whether each conversation has planned in its current turn. A
-/// conversation with no entry is armed (not planned).
-#[derive(Default)]
-pub(crate) struct Lanes {
-    table: Mutex<Table>,
+impl Default for Lanes {
+    fn default() -> Self {
+        let capacity = NonZeroUsize::new(CAPACITY).unwrap_or(NonZeroUsize::MIN);
+        Lanes {
+            table: Mutex::new(LruCache::new(capacity)),
+        }
+    }
 }
 
 impl Lanes {
-    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+    fn table(&self) -> MutexGuard<'_, LruCache<String, bool>> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn is_planned(&self, session: &str) -> bool {
-        self.table()
-            .lanes
-            .get(session)
-            .is_some_and(|(planned, _)| *planned)
+        self.table().peek(session).copied().unwrap_or(false)
     }
 
     /// Records `planned` for `session`, evicting the least recently written
     /// conversation when the table is full.
     pub(crate) fn set(&self, session: &str, planned: bool) {
         let mut table = self.table();
-        table.clock += 1;
-        let stamp = table.clock;
-        if let Some(entry) = table.lanes.get_mut(session) {
-            *entry = (planned, stamp);
-            return;
-        }
-        if table.lanes.len() >= CAPACITY {
-            let oldest = table
-                .lanes
-                .iter()
-                .min_by_key(|(_, (_, stamp))| *stamp)
-                .map(|(id, _)| id.clone());
-            if let Some(oldest) = oldest {
-                table.lanes.remove(&oldest);
+        match table.get_mut(session) {
+            Some(entry) => *entry = planned,
+            None => {
+                table.put(session.to_owned(), planned);
             }
         }
-        table.lanes.insert(session.to_owned(), (planned, stamp));
     }
 
-    /// The planned conversations (for hot-swap handover).
+    /// The planned conversations (for hot-swap handover), sorted.
     pub(crate) fn planned(&self) -> Vec<String> {
         let mut planned: Vec<String> = self
             .table()
-            .lanes
             .iter()
-            .filter(|(_, (planned, _))| *planned)
+            .filter(|(_, planned)| **planned)
             .map(|(id, _)| id.clone())
             .collect();
         planned.sort();
@@ -70,7 +59,7 @@ impl Lanes {
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.table().lanes.len()
+        self.table().len()
     }
 }
 
