@@ -4,7 +4,7 @@
 //! block means no provider call and the run ends. Fail-open.
 
 use super::views::{messages_from_abi, with_message_views};
-use super::{empty_input, Invalid, Sealed, SeamSpec};
+use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
 use crate::types::Message;
 use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
@@ -14,12 +14,13 @@ pub struct ContextSeam;
 
 type HostFn = dyn Fn(&[Message]) -> InterceptResult<Vec<Message>> + Send + Sync;
 
-impl Sealed for ContextSeam {}
-
 impl SeamSpec for ContextSeam {
-    const SEAM: abi::Seam = abi::Seam::CONTEXT;
     const NAME: &'static str = "context";
     const FAIL_CLOSED: bool = false;
+}
+
+impl SeamAbi for ContextSeam {
+    const SEAM: abi::Seam = abi::Seam::CONTEXT;
     const EXPECTED: &'static str = "Messages";
     type Value = Vec<Message>;
     type Lead = ();

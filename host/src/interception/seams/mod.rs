@@ -12,75 +12,77 @@ pub use provider_request::ProviderRequestSeam;
 pub use tool_call::ToolCallSeam;
 pub use tool_result::{withheld as withheld_result, ToolResultSeam};
 
-use super::decision::InterceptResult;
 use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
 
 mod sealed {
-    pub trait Sealed {}
-}
-pub(crate) use sealed::Sealed;
+    use crate::interception::InterceptResult;
+    use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
 
-/// A replacement that does not fit the seam. Public only because the sealed
-/// [`SeamSpec`] names it; it is not reachable from outside the crate.
-#[doc(hidden)]
-#[allow(
-    unreachable_pub,
-    reason = "named by the sealed SeamSpec trait, never exported"
-)]
-pub enum Invalid {
-    /// The expected slot was empty; what was there instead.
-    WrongType(String),
-    /// The slot was there but its content is unusable.
-    Malformed(String),
-}
+    /// The ABI side of a seam: how its value crosses to a pack and back.
+    /// Public only in name (this module is private), so the four seams'
+    /// implementations are the only ones and none of this is API.
+    pub trait SeamAbi {
+        /// The ABI identifier.
+        const SEAM: abi::Seam;
+        /// The replacement type's name, for `replace value must be X` errors.
+        const EXPECTED: &'static str;
+        /// The value the chain decides on.
+        type Value: Clone + Send + Sync + 'static;
+        /// What the chain receives before the value (the call, for `tool_result`).
+        type Lead: ?Sized;
+        /// The host closure type.
+        type HostFn: ?Sized + Send + Sync;
 
-/// The static description of a seam. Sealed: the four seams below are the
-/// only implementations.
-pub trait SeamSpec: Sealed + Sized + Send + Sync + 'static {
-    /// The ABI identifier.
-    const SEAM: abi::Seam;
+        /// Runs a host closure.
+        fn call_host(
+            f: &Self::HostFn,
+            lead: &Self::Lead,
+            value: &Self::Value,
+        ) -> InterceptResult<Self::Value>;
+
+        /// Lends `value` to `f` as the ABI's borrowed input.
+        fn with_input<R>(
+            lead: &Self::Lead,
+            value: &Self::Value,
+            session: &SessionView<'_>,
+            f: impl FnOnce(&SeamInput<'_>) -> R,
+        ) -> R;
+
+        /// A pack's replacement as a host value, or why it does not fit.
+        fn from_abi(value: SeamValue, current: &Self::Value) -> Result<Self::Value, Invalid>;
+
+        /// Fixes up any replacement before it is adopted (the tool call keeps its id).
+        fn adopt(replacement: Self::Value, _current: &Self::Value) -> Self::Value {
+            replacement
+        }
+
+        /// `(tool_name, call_id)` for events; empty on non-tool seams.
+        fn tool_ids<'a>(_lead: &'a Self::Lead, _value: &'a Self::Value) -> (&'a str, &'a str) {
+            ("", "")
+        }
+    }
+
+    /// A replacement that does not fit the seam.
+    pub enum Invalid {
+        /// The expected slot was empty; what was there instead.
+        WrongType(String),
+        /// The slot was there but its content is unusable.
+        Malformed(String),
+    }
+}
+pub(crate) use sealed::{Invalid, SeamAbi};
+
+/// A seam, as generic host code names it: [`ToolCallSeam`],
+/// [`ToolResultSeam`], [`ContextSeam`] or [`ProviderRequestSeam`]. Sealed:
+/// those are the only implementations. `S::Value` is the value its chain
+/// decides on (a `ToolCall`, a `ToolResult`, the message list, the request
+/// envelope).
+pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// The canonical name (`tool_call`).
     const NAME: &'static str;
-    /// `true` when an interceptor failure blocks (only `tool_call`).
+    /// `true` when an interceptor failure blocks (only `tool_call`): the
+    /// seam fails closed; the others skip the failing interceptor.
     const FAIL_CLOSED: bool;
-    /// The replacement type's name, for error messages.
-    const EXPECTED: &'static str;
-    /// The value the chain decides on.
-    type Value: Clone + Send + Sync + 'static;
-    /// What the chain receives before the value (the call, for `tool_result`).
-    type Lead: ?Sized;
-    /// The host closure type.
-    type HostFn: ?Sized + Send + Sync;
-
-    #[doc(hidden)]
-    fn call_host(
-        f: &Self::HostFn,
-        lead: &Self::Lead,
-        value: &Self::Value,
-    ) -> InterceptResult<Self::Value>;
-
-    #[doc(hidden)]
-    fn with_input<R>(
-        lead: &Self::Lead,
-        value: &Self::Value,
-        session: &SessionView<'_>,
-        f: impl FnOnce(&SeamInput<'_>) -> R,
-    ) -> R;
-
-    #[doc(hidden)]
-    fn from_abi(value: SeamValue, current: &Self::Value) -> Result<Self::Value, Invalid>;
-
-    /// Fixes up any replacement before it is adopted (the tool call keeps its id).
-    #[doc(hidden)]
-    fn adopt(replacement: Self::Value, _current: &Self::Value) -> Self::Value {
-        replacement
-    }
-
-    /// `(tool_name, call_id)` for events; empty on non-tool seams.
-    #[doc(hidden)]
-    fn tool_ids<'a>(_lead: &'a Self::Lead, _value: &'a Self::Value) -> (&'a str, &'a str) {
-        ("", "")
-    }
 }
 
 /// Describes which slots of a pack's replacement are filled, for

@@ -5,7 +5,7 @@
 //! provider call and the run ends. Fail-open.
 
 use super::views::{messages_from_abi, with_message_views};
-use super::{empty_input, Invalid, Sealed, SeamSpec};
+use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
 use crate::types::{Headers, ProviderRequest, ToolList, ToolSchema};
 use abi_stable::std_types::{ROption, RSlice, RStr};
@@ -16,12 +16,13 @@ pub struct ProviderRequestSeam;
 
 type HostFn = dyn Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Send + Sync;
 
-impl Sealed for ProviderRequestSeam {}
-
 impl SeamSpec for ProviderRequestSeam {
-    const SEAM: abi::Seam = abi::Seam::PROVIDER_REQUEST;
     const NAME: &'static str = "provider_request";
     const FAIL_CLOSED: bool = false;
+}
+
+impl SeamAbi for ProviderRequestSeam {
+    const SEAM: abi::Seam = abi::Seam::PROVIDER_REQUEST;
     const EXPECTED: &'static str = "ProviderRequest";
     type Value = ProviderRequest;
     type Lead = ();

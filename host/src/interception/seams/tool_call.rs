@@ -4,7 +4,7 @@
 //! denies the call (`Blocked by interceptor: <reason>`) and the run goes on.
 
 use super::views::{tool_call_from_abi, tool_call_view};
-use super::{empty_input, Invalid, Sealed, SeamSpec};
+use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
 use crate::types::ToolCall;
 use abi_stable::std_types::ROption;
@@ -15,12 +15,13 @@ pub struct ToolCallSeam;
 
 type HostFn = dyn Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync;
 
-impl Sealed for ToolCallSeam {}
-
 impl SeamSpec for ToolCallSeam {
-    const SEAM: abi::Seam = abi::Seam::TOOL_CALL;
     const NAME: &'static str = "tool_call";
     const FAIL_CLOSED: bool = true;
+}
+
+impl SeamAbi for ToolCallSeam {
+    const SEAM: abi::Seam = abi::Seam::TOOL_CALL;
     const EXPECTED: &'static str = "ToolCall";
     type Value = ToolCall;
     type Lead = ();

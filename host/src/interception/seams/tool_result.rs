@@ -4,7 +4,7 @@
 //! a *successful* `[tool result withheld by interceptor: <reason>]`.
 
 use super::views::{tool_call_view, tool_result_from_abi, tool_result_view};
-use super::{empty_input, Invalid, Sealed, SeamSpec};
+use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
 use crate::types::{ToolCall, ToolResult};
 use abi_stable::std_types::ROption;
@@ -15,12 +15,13 @@ pub struct ToolResultSeam;
 
 type HostFn = dyn Fn(&ToolCall, &ToolResult) -> InterceptResult<ToolResult> + Send + Sync;
 
-impl Sealed for ToolResultSeam {}
-
 impl SeamSpec for ToolResultSeam {
-    const SEAM: abi::Seam = abi::Seam::TOOL_RESULT;
     const NAME: &'static str = "tool_result";
     const FAIL_CLOSED: bool = false;
+}
+
+impl SeamAbi for ToolResultSeam {
+    const SEAM: abi::Seam = abi::Seam::TOOL_RESULT;
     const EXPECTED: &'static str = "ToolResult";
     type Value = ToolResult;
     type Lead = ToolCall;
