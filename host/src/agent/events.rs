@@ -18,15 +18,15 @@ pub enum AgentEvent {
     },
     /// The model answered (tool calls as it proposed them).
     Assistant {
-        /// Text.
+        /// The reply's text (empty when it only calls tools).
         content: String,
-        /// Proposed tool calls.
+        /// The calls it proposed, before any seam changed them.
         tool_calls: Vec<ToolCall>,
     },
     /// A piece of the model's reply text, as it streams in (`--stream`).
     /// The `assistant` event that follows carries the whole reply.
     AssistantDelta {
-        /// The new text.
+        /// Text released since the previous delta.
         content: String,
     },
     /// A tool call was settled: executed, denied or blocked.
@@ -44,43 +44,43 @@ pub enum AgentEvent {
     Interceptor(InterceptorEvent),
     /// A pack was loaded.
     PackLoaded {
-        /// Entry-point name.
+        /// The entry-point name it was loaded by (`plan-gate`).
         name: String,
-        /// Its version.
+        /// The version the pack reports.
         version: String,
-        /// The file, when it came from one.
+        /// The pack file, or `null` for a pack linked into the host.
         path: Option<String>,
     },
     /// A pack was hot-swapped to a new build.
     PackReloaded {
-        /// Entry-point name.
+        /// The entry-point name.
         name: String,
-        /// The new version.
+        /// The version the new build reports.
         version: String,
-        /// The file.
+        /// The pack file the new build was read from.
         path: Option<String>,
     },
     /// A reload failed; the previous version keeps running.
     PackReloadFailed {
-        /// Entry-point name (or file, when no name is known).
+        /// The entry-point name (or the file, when no name is known).
         name: String,
-        /// One line.
+        /// Why the new build was refused, in one line.
         error: String,
     },
     /// A pack was quarantined: its interceptors are no longer called and its
     /// seams follow their failure policy.
     PackQuarantined {
-        /// The pack.
+        /// The pack's entry-point name.
         name: String,
-        /// Why.
+        /// What tripped it (`20 interceptor errors within 60 s`, …).
         reason: String,
     },
     /// An interceptor call ran over its time budget (measured when it
     /// returned; native code cannot be preempted).
     InterceptorSlow {
-        /// The seam.
+        /// The seam it ran on (`tool_call`).
         seam: String,
-        /// The interceptor.
+        /// Its qualified name (`<pack>/<name>`).
         interceptor: String,
         /// How long it took, in milliseconds.
         elapsed_ms: u64,
@@ -111,7 +111,7 @@ pub struct NestedEvent {
     pub depth: u32,
     /// The call that started that session.
     pub parent_call_id: String,
-    /// The event itself.
+    /// What the sub-agent's session published.
     pub event: Box<AgentEvent>,
 }
 
