@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         messages: &messages,
         tools: &[],
         kwargs: &kwargs,
+        headers: None,
     };
     while model.remaining() > 0 {
         let response = model.complete(&call).expect("a response while any remain");

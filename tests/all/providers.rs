@@ -1,21 +1,23 @@
 //! Real providers against a loopback server started by each test: request
-//! shapes on the wire, the redactor on the wire, streaming, retries,
+//! shapes on the wire, the redactor on the wire, per-call headers of
+//! sessions sharing one provider across threads, streaming, retries,
 //! one-line errors, body and line limits, refused redirects and masked
 //! credentials — through the library and through the binary.
 
 use chimera_host::agent::{AgentEvent, AgentSession, EventBus};
+use chimera_host::interception::{InterceptDecision, Interceptor, Interceptors};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::providers::{
-    AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
-    ProviderCall, ProviderError, RetryPolicy, StreamDelta,
+    AnthropicConfig, AnthropicProvider, HttpSettings, ModelResponse, OpenAiConfig, OpenAiProvider,
+    Provider, ProviderCall, ProviderError, RetryPolicy, ScriptedModel, StreamDelta,
 };
 use chimera_host::tools::{ToolSet, Workspace};
-use chimera_host::types::{Headers, Message};
+use chimera_host::types::{Headers, Message, ProviderRequest, Role};
 use chimera_tests::cli::Ran;
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::packs_dir;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 fn fast_http() -> HttpSettings {
@@ -144,7 +146,7 @@ fn openai_requests_reach_the_wire_in_the_chat_completions_shape() {
 }
 
 #[test]
-fn the_redactor_scrubs_the_wire_and_the_provider_headers_come_back_afterwards() {
+fn the_redactor_scrubs_the_wire_and_leaves_the_provider_headers_as_configured() {
     let server = Server::start(vec![
         tool_call_reply(
             "call_1",
@@ -192,12 +194,166 @@ fn the_redactor_scrubs_the_wire_and_the_provider_headers_come_back_afterwards() 
     assert_eq!(
         after.get("X-Trace"),
         Some("id sk-trace-secret-12345"),
-        "restored after the call"
+        "the redacted headers went with the calls, not into the provider"
     );
     assert_eq!(
         after.get("Authorization"),
         Some("Bearer sk-surface-secret-999")
     );
+}
+
+/// Turns each of two sessions runs over one shared provider.
+const SHARED_TURNS: usize = 200;
+
+/// A pass-through to one shared provider that holds every call until a call
+/// from the other session arrives, so the two are on their way to the wire at
+/// the same moment, every turn.
+struct Meeting {
+    inner: Arc<dyn Provider>,
+    barrier: Barrier,
+}
+
+impl Provider for Meeting {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
+        self.barrier.wait();
+        self.inner.complete(call)
+    }
+
+    fn request_headers(&self) -> Option<Headers> {
+        self.inner.request_headers()
+    }
+}
+
+/// Two sessions, `a` and `b`, on two threads over one shared `provider`:
+/// each has a `provider_request` interceptor that sets `X-Session` to its
+/// own name, and both run [`SHARED_TURNS`] turns (`session <name> turn <n>`)
+/// of one provider call each, the calls of a turn meeting before they go
+/// on. A failed turn is reported after both threads ended (so neither waits
+/// for a call that never comes).
+fn two_sessions_sharing(provider: Arc<dyn Provider>) {
+    let meeting: Arc<dyn Provider> = Arc::new(Meeting {
+        inner: provider,
+        barrier: Barrier::new(2),
+    });
+    let threads: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let provider = Arc::clone(&meeting);
+            std::thread::spawn(move || {
+                let mut bundle = Interceptors::new();
+                bundle.provider_request.push(Interceptor::provider_request(
+                    "tag",
+                    move |r: &ProviderRequest| {
+                        let mut headers = r.headers.clone().unwrap_or_default();
+                        headers.set("X-Session", name);
+                        Ok(InterceptDecision::Replace(ProviderRequest {
+                            headers: Some(headers),
+                            ..r.clone()
+                        }))
+                    },
+                ));
+                let workspace = tempfile::tempdir().unwrap();
+                let mut session =
+                    AgentSession::builder(provider, Workspace::new(workspace.path()).unwrap())
+                        .interceptors(Arc::new(bundle))
+                        .build();
+                (0..SHARED_TURNS)
+                    .map(|turn| session.run_turn(&format!("session {name} turn {turn}")))
+                    .filter(|result| !result.success)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for thread in threads {
+        let failed = thread.join().expect("a session thread");
+        assert!(failed.is_empty(), "{failed:?}");
+    }
+}
+
+/// The session a request came from, by its last user message.
+fn session_of(last_user_message: &str) -> &str {
+    last_user_message
+        .strip_prefix("session ")
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("not a session's turn: {last_user_message}"))
+}
+
+/// Checks that every `(last user message, X-Session)` pair names one session
+/// twice, and that each session sent all its turns.
+fn assert_each_carries_its_own(sent: &[(String, Option<String>)]) {
+    assert_eq!(sent.len(), 2 * SHARED_TURNS);
+    for (message, header) in sent {
+        assert_eq!(
+            header.as_deref(),
+            Some(session_of(message)),
+            "the request of {message:?} carried another session's header"
+        );
+    }
+    let from_a = sent.iter().filter(|(m, _)| session_of(m) == "a").count();
+    assert_eq!(from_a, SHARED_TURNS);
+}
+
+#[test]
+fn two_sessions_sharing_one_scripted_model_across_threads_each_record_only_their_own_headers() {
+    let responses = vec![json!({"content": "done"}); 2 * SHARED_TURNS];
+    let model = Arc::new(
+        ScriptedModel::from_json(&json!({ "responses": responses }).to_string())
+            .unwrap()
+            .with_headers(Headers(vec![("X-Trace".into(), "configured".into())])),
+    );
+    two_sessions_sharing(Arc::clone(&model) as Arc<dyn Provider>);
+    let recorded = model.recorded();
+    let sent: Vec<(String, Option<String>)> = recorded
+        .iter()
+        .map(|request| {
+            let headers = request.headers.as_ref().expect("a header surface");
+            assert_eq!(headers.get("X-Trace"), Some("configured"));
+            let last = request.messages.iter().rev().find(|m| m.role == Role::User);
+            (
+                last.expect("a user message").content.clone(),
+                headers.get("X-Session").map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_each_carries_its_own(&sent);
+    assert_eq!(
+        model.request_headers(),
+        Some(Headers(vec![("X-Trace".into(), "configured".into())]))
+    );
+}
+
+#[test]
+fn two_sessions_sharing_one_openai_provider_across_threads_each_send_only_their_own_headers() {
+    let server = Server::start(vec![text_reply("done")]);
+    let provider = openai(&server, &[("X-Trace", "configured")]);
+    two_sessions_sharing(Arc::clone(&provider) as Arc<dyn Provider>);
+    let sent: Vec<(String, Option<String>)> = server
+        .requests()
+        .iter()
+        .map(|request| {
+            assert_eq!(request.header("x-trace"), Some("configured"));
+            assert_eq!(
+                request.header("authorization"),
+                Some("Bearer sk-bearer-key-000111")
+            );
+            let body = request.json();
+            let last = body["messages"]
+                .as_array()
+                .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                .expect("a user message");
+            (
+                last.to_owned(),
+                request.header("x-session").map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_each_carries_its_own(&sent);
+    assert_eq!(provider.request_headers().unwrap().get("X-Session"), None);
 }
 
 fn sse(chunks: &[Value]) -> Reply {
@@ -367,10 +523,17 @@ fn anthropic_requests_have_the_messages_api_shape() {
     assert_eq!(first["system"], "be brief");
     assert_eq!(
         first["messages"],
-        json!([{"role": "user", "content": [{"type": "text", "text": "hello"}]}])
+        json!([{"role": "user", "content": "hello"}]),
+        "a lone text block goes as a plain string"
     );
     assert!(first["tools"][0]["input_schema"].is_object());
     let second = requests[1].json();
+    assert_eq!(second["messages"][0]["content"], "hello");
+    assert_eq!(
+        second["messages"][1]["content"][0],
+        json!({"type": "text", "text": "thinking"}),
+        "several blocks stay blocks"
+    );
     assert_eq!(
         second["messages"][1]["content"][1],
         json!({"type": "tool_use", "id": "toolu_1", "name": "think", "input": {"thought": "plan"}})
@@ -552,6 +715,7 @@ fn call(provider: &dyn Provider, stream: bool) -> Result<usize, ProviderError> {
         messages: &messages,
         tools: &[],
         kwargs: &kwargs,
+        headers: None,
     };
     if stream {
         let mut text = 0;

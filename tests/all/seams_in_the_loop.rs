@@ -4,7 +4,7 @@
 use crate::harness::{script, Harness};
 use chimera_host::agent::{Approver, Permission, PermissionPolicy, ToolRules};
 use chimera_host::interception::*;
-use chimera_host::types::{Message, ProviderRequest, ToolCall, ToolResult};
+use chimera_host::types::{Headers, Message, ProviderRequest, ToolCall, ToolResult};
 use chimera_tests::tools::{Dangerous, Fixed};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -410,7 +410,8 @@ fn set_authorization() -> ProviderRequestInterceptor {
 }
 
 #[test]
-fn pub13_header_replacement_is_per_call_and_restored_even_when_the_call_fails() {
+fn pub13_header_replacement_goes_with_the_call_and_the_provider_keeps_its_own_even_when_the_call_fails(
+) {
     for responses in [json!([{"content": "done"}]), json!([])] {
         let mut bundle = Interceptors::new();
         bundle.provider_request.push(set_authorization());
@@ -454,6 +455,71 @@ fn pub14_no_header_surface_means_no_headers_in_the_envelope() {
         .host(bundle)
         .run("go");
     assert_eq!(*observed.lock().unwrap(), [None]);
+}
+
+/// A bundle of one `provider_request` interceptor that sends the headers
+/// `choose` makes for a request, or allows it when `choose` makes none.
+fn replacing_headers(
+    choose: impl Fn(&ProviderRequest) -> Option<Headers> + Send + Sync + 'static,
+) -> Interceptors {
+    let mut bundle = Interceptors::new();
+    bundle.provider_request.push(Interceptor::provider_request(
+        "headers",
+        move |r: &ProviderRequest| {
+            Ok(choose(r).map_or(InterceptDecision::Allow, |headers| {
+                InterceptDecision::Replace(ProviderRequest {
+                    headers: Some(headers),
+                    ..r.clone()
+                })
+            }))
+        },
+    ));
+    bundle
+}
+
+#[test]
+fn a_header_replacement_applies_to_its_own_call_only() {
+    let calls = Mutex::new(0);
+    let first_only = replacing_headers(move |r| {
+        let mut calls = calls.lock().unwrap();
+        *calls += 1;
+        let mut headers = r.headers.clone().filter(|_| *calls == 1)?;
+        headers.set("X-Extra", "first call");
+        Some(headers)
+    });
+    let run = Harness::new(echo_then_done())
+        .headers(&[("X-Extra", "configured")])
+        .host(first_only)
+        .run("go");
+    let sent: Vec<_> = run
+        .requests()
+        .iter()
+        .map(|r| {
+            r.headers
+                .as_ref()
+                .and_then(|h| h.get("X-Extra"))
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [Some("first call".to_owned()), Some("configured".to_owned())]
+    );
+}
+
+#[test]
+fn a_header_replacement_without_a_header_surface_is_a_no_op() {
+    let invent = replacing_headers(|_| Some(Headers(vec![("X-Invented".into(), "yes".into())])));
+    let run = Harness::new(script(json!([{"content": "done"}])))
+        .without_header_surface()
+        .host(invent)
+        .run("go");
+    assert!(run.result.success, "{:?}", run.result);
+    assert_eq!(run.requests()[0].headers, None);
+    assert_eq!(
+        chimera_host::providers::Provider::request_headers(run.model.as_ref()),
+        None
+    );
 }
 
 fn four_seams() -> Interceptors {

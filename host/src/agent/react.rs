@@ -1,4 +1,9 @@
 //! The ReAct loop: one user turn, provider call by provider call.
+//!
+//! Headers a `provider_request` interceptor replaces travel with that one
+//! call ([`ProviderCall::headers`]); the provider itself is never changed, so
+//! sessions sharing a provider across threads cannot send each other's
+//! headers, and nothing needs putting back after a call.
 
 use super::events::AgentEvent;
 use super::session::{AgentSession, RunResult};
@@ -15,23 +20,9 @@ struct Outgoing {
     messages: Option<Vec<Message>>,
     tools: Option<ToolList>,
     kwargs: serde_json::Map<String, serde_json::Value>,
-    /// Headers to use for this call only, when an interceptor changed them.
+    /// Headers for this call only, when an interceptor replaced the
+    /// envelope and the provider has a header surface.
     headers: Option<Headers>,
-}
-
-/// Puts the provider's headers back when dropped: after the call, whether it
-/// succeeded, failed or panicked.
-struct RestoreHeaders<'a> {
-    provider: &'a dyn Provider,
-    original: Option<Headers>,
-}
-
-impl Drop for RestoreHeaders<'_> {
-    fn drop(&mut self) {
-        if let Some(original) = self.original.take() {
-            let _ = self.provider.set_request_headers(original);
-        }
-    }
 }
 
 impl AgentSession {
@@ -97,8 +88,8 @@ impl AgentSession {
         }
     }
 
-    /// Context → provider_request → the wire, with header injection and
-    /// restore. `Err` ends the run (a block or a provider failure).
+    /// Context → provider_request → the wire, the call carrying the headers
+    /// the seam chose. `Err` ends the run (a block or a provider failure).
     fn call_provider(
         &mut self,
         bundle: Option<&Interceptors>,
@@ -114,20 +105,11 @@ impl AgentSession {
             }
         })?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
-        let mut restore = RestoreHeaders {
-            provider: provider.as_ref(),
-            original: None,
-        };
-        if let Some(headers) = outgoing.headers {
-            let original = provider.request_headers();
-            if provider.set_request_headers(headers).is_ok() {
-                restore.original = original;
-            }
-        }
         let call = ProviderCall {
             messages: outgoing.messages.as_deref().unwrap_or(&self.history),
             tools: outgoing.tools.as_ref().unwrap_or(tools),
             kwargs: &outgoing.kwargs,
+            headers: outgoing.headers.as_ref(),
         };
         let outcome = if self.stream {
             let mut assembler = Assembler::default();
@@ -142,7 +124,6 @@ impl AgentSession {
         } else {
             provider.complete(&call)
         };
-        drop(restore);
         self.facts.provider_calls_this_turn += 1;
         match outcome {
             Ok(response) => {
@@ -189,7 +170,8 @@ impl AgentSession {
             });
         }
         let lent = context.replaced.is_none();
-        let original_headers = self.provider.request_headers();
+        let surface = self.provider.request_headers();
+        let has_surface = surface.is_some();
         let envelope = ProviderRequest {
             model: self.provider.model().to_owned(),
             messages: context
@@ -197,7 +179,7 @@ impl AgentSession {
                 .unwrap_or_else(|| std::mem::take(&mut self.history)),
             tools: tools.clone(),
             kwargs: serde_json::Map::new(),
-            headers: original_headers.clone(),
+            headers: surface,
         };
         let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
         let cx = ChainContext {
@@ -220,15 +202,12 @@ impl AgentSession {
         if let Some(reason) = request.blocked {
             return Err(reason);
         }
-        let headers = match (&original_headers, sent.headers) {
-            (Some(original), Some(new)) if *original != new => Some(new),
-            _ => None,
-        };
         Ok(Outgoing {
             messages: Some(sent.messages),
             tools: Some(sent.tools),
             kwargs: sent.kwargs,
-            headers,
+            // Without a surface a header replacement is a no-op.
+            headers: sent.headers.filter(|_| has_surface),
         })
     }
 }

@@ -1,9 +1,14 @@
 //! Anthropic's Messages API: tools, system prompt, usage. It exposes no
 //! per-request header surface (its headers belong to the client), so the
-//! `provider_request` seam sees none.
+//! `provider_request` seam sees none, and headers a call carries are
+//! ignored.
+//!
+//! A turn whose content is one plain text block is sent as a string (the API
+//! takes both forms; some gateways only the string); a turn of several
+//! blocks, or of one that is not plain text, is sent as blocks.
 
 use super::http::{HttpSettings, Transport};
-use super::{ModelResponse, Provider, ProviderCall, ProviderError, Usage};
+use super::{content_part, ModelResponse, Provider, ProviderCall, ProviderError, Usage};
 use crate::types::{Arguments, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
@@ -69,18 +74,21 @@ impl AnthropicProvider {
     }
 }
 
-/// Conversation messages as Messages-API turns: tool results become
-/// `tool_result` blocks of a user turn, and consecutive turns of the same
-/// role are merged (the API wants them alternating).
+/// Conversation messages as Messages-API turns: a user message's content
+/// blocks (or its text) become blocks, tool results become `tool_result`
+/// blocks of a user turn, and consecutive turns of the same role are merged
+/// (the API wants them alternating). A turn left with one plain text block
+/// is sent as a string.
 fn messages(conversation: &[Message]) -> Vec<Value> {
     let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
     for message in conversation {
         let (role, blocks) = match message.role {
             Role::System => continue,
-            Role::User => (
+            Role::User if message.blocks.is_empty() => (
                 "user",
                 vec![json!({"type": "text", "text": message.content})],
             ),
+            Role::User => ("user", message.blocks.iter().map(content_part).collect()),
             Role::Tool => (
                 "user",
                 vec![
@@ -109,8 +117,25 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
     }
     turns
         .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .map(|(role, blocks)| json!({"role": role, "content": content(blocks)}))
         .collect()
+}
+
+/// A turn's content: the text alone when it is one block holding nothing but
+/// text, else the blocks.
+fn content(blocks: Vec<Value>) -> Value {
+    let plain_text = |block: &Map<String, Value>| {
+        block.len() == 2
+            && block.get("type").is_some_and(|kind| kind == "text")
+            && block.get("text").is_some_and(Value::is_string)
+    };
+    match <[Value; 1]>::try_from(blocks) {
+        Ok([Value::Object(mut block)]) if plain_text(&block) => {
+            block.remove("text").unwrap_or_default()
+        }
+        Ok([other]) => Value::Array(vec![other]),
+        Err(blocks) => Value::Array(blocks),
+    }
 }
 
 fn parse_response(body: &Value) -> Result<ModelResponse, ProviderError> {
@@ -157,6 +182,7 @@ impl Provider for AnthropicProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::ContentBlock;
 
     #[test]
     fn tool_results_join_one_user_turn_and_roles_alternate() {
@@ -181,5 +207,55 @@ mod tests {
         );
         assert_eq!(turns[2]["role"], "user");
         assert_eq!(turns[2]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_turn_of_one_plain_text_block_is_a_string_and_any_other_turn_is_blocks() {
+        let image: ContentBlock = serde_json::from_value(
+            json!({"type": "image", "data": {"source": {"type": "url", "url": "https://x/y.png"}}}),
+        )
+        .unwrap();
+        let with_blocks = |blocks: Vec<ContentBlock>| Message {
+            blocks,
+            ..Message::user("")
+        };
+        let cases = [
+            (vec![Message::user("hello")], json!("hello")),
+            (
+                vec![with_blocks(vec![ContentBlock::text("one block")])],
+                json!("one block"),
+            ),
+            (
+                vec![Message::user("first"), Message::user("second")],
+                json!([{"type": "text", "text": "first"}, {"type": "text", "text": "second"}]),
+            ),
+            (
+                vec![with_blocks(vec![image.clone()])],
+                json!([{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]),
+            ),
+            (
+                vec![with_blocks(vec![ContentBlock::text("look"), image])],
+                json!([
+                    {"type": "text", "text": "look"},
+                    {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}
+                ]),
+            ),
+            (
+                vec![Message::tool("t1", "a.txt")],
+                json!([{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]),
+            ),
+        ];
+        for (conversation, expected) in cases {
+            assert_eq!(
+                messages(&conversation)[0]["content"],
+                expected,
+                "{conversation:?}"
+            );
+        }
+        let assistant = messages(&[Message::assistant("sure", Vec::new())]);
+        assert_eq!(
+            assistant[0],
+            json!({"role": "assistant", "content": "sure"})
+        );
     }
 }

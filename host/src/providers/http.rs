@@ -1,6 +1,7 @@
 //! The blocking HTTP transport real providers share: JSON POSTs with
-//! bounded retries on 429 and 5xx that honour `Retry-After`, bounded reads
-//! of every body, no redirects, and one-line errors that never show a
+//! bounded retries on 429 and 5xx that honour `Retry-After` (seconds or an
+//! HTTP date) and otherwise back off exponentially with jitter, bounded
+//! reads of every body, no redirects, and one-line errors that never show a
 //! credential.
 //!
 //! Everything a provider says about a failed call goes through here, so the
@@ -11,7 +12,7 @@
 use super::sse::{self, Event, Limits, SseError};
 use super::ProviderError;
 use std::io::Read;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use ureq::http::Response;
 use ureq::{Agent, Body};
 
@@ -20,9 +21,12 @@ use ureq::{Agent, Body};
 pub struct RetryPolicy {
     /// Retries after the first attempt.
     pub max_retries: u32,
-    /// The first wait when the server gives no `Retry-After`; doubles per retry.
+    /// The back-off of the first retry when the server gives no
+    /// `Retry-After`; doubles per retry. The wait is drawn between half the
+    /// back-off and all of it (jitter), so clients that failed together do
+    /// not all retry together.
     pub base: Duration,
-    /// The longest single wait, `Retry-After` included.
+    /// The longest single wait, `Retry-After` and back-off alike.
     pub max_wait: Duration,
 }
 
@@ -147,7 +151,17 @@ impl Transport {
             }
             let retryable = status == 429 || status >= 500;
             if retryable && attempt < self.retry.max_retries {
-                std::thread::sleep(self.wait(attempt, &response));
+                let told = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok());
+                std::thread::sleep(retry_wait(
+                    &self.retry,
+                    attempt,
+                    told,
+                    SystemTime::now(),
+                    fastrand::f64(),
+                ));
                 attempt += 1;
                 continue;
             }
@@ -174,19 +188,47 @@ impl Transport {
             ));
         }
     }
+}
 
-    /// `Retry-After` (seconds) when given, else exponential back-off; capped.
-    fn wait(&self, attempt: u32, response: &Response<Body>) -> Duration {
-        let told = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
-        told.unwrap_or_else(|| self.retry.base * 2u32.saturating_pow(attempt.min(16)))
-            .min(self.retry.max_wait)
+/// The wait before retry number `attempt` (0 for the first retry): what a
+/// readable `Retry-After` value says, else the exponential back-off with
+/// equal jitter (half the back-off, plus `unit` — a number in `[0, 1)` — of
+/// the other half); never more than the policy's `max_wait`. `now` dates a
+/// `Retry-After` given as an HTTP date.
+fn retry_wait(
+    policy: &RetryPolicy,
+    attempt: u32,
+    retry_after: Option<&str>,
+    now: SystemTime,
+    unit: f64,
+) -> Duration {
+    if let Some(told) = retry_after.and_then(|value| parse_retry_after(value, now)) {
+        return told.min(policy.max_wait);
     }
+    let backoff = policy
+        .base
+        .saturating_mul(1 << attempt.min(16))
+        .min(policy.max_wait);
+    let half = backoff / 2;
+    let unit = if unit.is_finite() {
+        unit.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    half + (backoff - half).mul_f64(unit)
+}
+
+/// A `Retry-After` value as a wait from `now`: seconds (`120`, or `1.5`), or
+/// an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`; one already past is no
+/// wait). `None` when it is neither.
+fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 impl Reply {
@@ -584,5 +626,96 @@ mod tests {
         assert_eq!(size(1 << 20), "1 MiB");
         assert_eq!(size(512 * 1024), "512 KiB");
         assert_eq!(size(1000), "1000 bytes");
+    }
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(500),
+            max_wait: Duration::from_secs(30),
+        }
+    }
+
+    fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    #[test]
+    fn the_back_off_doubles_per_retry_and_its_jitter_spans_the_upper_half() {
+        let now = SystemTime::UNIX_EPOCH;
+        let wait = |attempt, unit| retry_wait(&policy(), attempt, None, now, unit);
+        assert_eq!((wait(0, 0.0), wait(0, 0.5)), (ms(250), ms(375)));
+        assert_eq!((wait(1, 0.0), wait(2, 0.0)), (ms(500), ms(1000)));
+        assert!(wait(0, 0.999_999) < ms(500) && wait(0, 0.999_999) > ms(499));
+        for attempt in 0..6 {
+            let backoff = ms(500) * 2u32.pow(attempt);
+            for _ in 0..200 {
+                let drawn = retry_wait(&policy(), attempt, None, now, fastrand::f64());
+                assert!(
+                    drawn >= backoff.min(policy().max_wait) / 2 && drawn <= backoff,
+                    "attempt {attempt}: {drawn:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_back_off_is_capped_however_many_retries_and_whatever_the_random_number() {
+        let now = SystemTime::UNIX_EPOCH;
+        for attempt in [6, 16, 100, u32::MAX] {
+            for unit in [0.0, 0.5, 1.0, 7.0, -1.0, f64::NAN] {
+                let wait = retry_wait(&policy(), attempt, None, now, unit);
+                assert!(
+                    wait >= Duration::from_secs(15) && wait <= Duration::from_secs(30),
+                    "attempt {attempt}, unit {unit}: {wait:?}"
+                );
+            }
+        }
+        let huge = RetryPolicy {
+            base: Duration::MAX,
+            max_wait: Duration::MAX,
+            ..policy()
+        };
+        assert!(retry_wait(&huge, 3, None, now, 0.0) >= Duration::MAX / 2);
+    }
+
+    #[test]
+    fn retry_after_in_seconds_is_honoured_exactly_up_to_the_cap() {
+        let now = SystemTime::UNIX_EPOCH;
+        let wait = |value| retry_wait(&policy(), 2, Some(value), now, 0.5);
+        assert_eq!(wait("0"), Duration::ZERO);
+        assert_eq!(wait(" 7 "), Duration::from_secs(7));
+        assert_eq!(wait("1.5"), ms(1500));
+        assert_eq!(wait("3600"), Duration::from_secs(30), "capped");
+        assert_eq!(
+            wait("1e300"),
+            Duration::from_secs(30),
+            "capped, no overflow"
+        );
+        for unreadable in ["-1", "soon", "inf", "NaN", ""] {
+            assert_eq!(wait(unreadable), ms(1500), "{unreadable:?}: the back-off");
+        }
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date_waits_until_then_and_a_past_date_not_at_all() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let wait = |value| retry_wait(&policy(), 0, Some(value), now, 0.0);
+        assert_eq!(
+            wait("Wed, 21 Oct 2015 07:28:12 GMT"),
+            Duration::from_secs(12)
+        );
+        assert_eq!(
+            wait("Wednesday, 21-Oct-15 07:28:05 GMT"),
+            Duration::from_secs(5)
+        );
+        assert_eq!(wait("Wed Oct 21 07:28:02 2015"), Duration::from_secs(2));
+        assert_eq!(wait("Wed, 21 Oct 2015 07:27:00 GMT"), Duration::ZERO);
+        assert_eq!(
+            wait("Thu, 22 Oct 2015 07:28:00 GMT"),
+            Duration::from_secs(30),
+            "capped"
+        );
+        assert_eq!(wait("Wed, 21 Oct 2015 25:00:00 GMT"), ms(250), "unreadable");
     }
 }

@@ -1,6 +1,16 @@
 //! Model providers: the trait the loop calls, the scripted model (the
 //! embedded default), and real providers: OpenAI-compatible chat
 //! completions (with streaming) and Anthropic's Messages API.
+//!
+//! Headers belong to the call, not to the provider. A provider with a
+//! per-request header surface keeps its configured headers unchanged for its
+//! whole life and reports them through [`Provider::request_headers`]; the
+//! `provider_request` seam's envelope is seeded with a copy. When a seam
+//! replaces them, the replacement travels in that one call's
+//! [`ProviderCall::headers`] and nowhere else, so sessions on different
+//! threads sharing one provider never see each other's headers, and there is
+//! nothing to put back after a call, whether it succeeded, failed or
+//! panicked. A provider without a surface ignores the call's headers.
 
 mod anthropic;
 mod http;
@@ -14,10 +24,12 @@ pub(crate) use openai::arguments_from_text;
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use scripted::{RecordedRequest, ScriptError, ScriptedModel};
 
-use crate::types::{Headers, Message, ToolCall, ToolSchema};
+use crate::types::{ContentBlock, Headers, Message, ToolCall, ToolSchema};
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
-/// What the loop sends: the post-seam messages, tools and extra options.
+/// What the loop sends: the post-seam messages, tools, extra options and
+/// headers.
 #[derive(Debug, Clone, Copy)]
 pub struct ProviderCall<'a> {
     /// Messages to send.
@@ -25,7 +37,18 @@ pub struct ProviderCall<'a> {
     /// Tools offered.
     pub tools: &'a [ToolSchema],
     /// Extra options, passed verbatim.
-    pub kwargs: &'a serde_json::Map<String, serde_json::Value>,
+    pub kwargs: &'a serde_json::Map<String, Value>,
+    /// The header surface's headers for this call only; `None` means the
+    /// provider's own. A provider without a header surface ignores them.
+    pub headers: Option<&'a Headers>,
+}
+
+impl<'a> ProviderCall<'a> {
+    /// The headers this call carries: its own when it has some, else `own`
+    /// (the provider's configured surface).
+    pub fn headers_or(&self, own: &'a Headers) -> &'a Headers {
+        self.headers.unwrap_or(own)
+    }
 }
 
 /// Token usage of one call.
@@ -175,18 +198,26 @@ pub trait Provider: Send + Sync {
         Ok(())
     }
 
-    /// A copy of the per-request headers, when the provider has a header
-    /// surface; `None` otherwise (the default).
+    /// A copy of the configured per-request headers, when the provider has
+    /// a header surface; `None` otherwise (the default). They never change:
+    /// a call that carries headers of its own ([`ProviderCall::headers`])
+    /// sends those instead, for that call only.
     fn request_headers(&self) -> Option<Headers> {
         None
     }
+}
 
-    /// Replaces the per-request headers. Providers without a header surface
-    /// refuse (the default); the loop then leaves them alone.
-    fn set_request_headers(&self, headers: Headers) -> Result<(), ProviderError> {
-        let _ = headers;
-        Err(ProviderError::msg("this provider has no header surface"))
+/// A content block as a chat-API content part: `{"type": "text", "text": …}`
+/// for text, else the block's other fields with its `type`.
+fn content_part(block: &ContentBlock) -> Value {
+    if block.kind == "text" {
+        return json!({"type": "text", "text": block.text});
     }
+    let mut part: Value = serde_json::from_str(block.data_json()).unwrap_or_else(|_| json!({}));
+    if let Some(map) = part.as_object_mut() {
+        map.insert("type".into(), json!(block.kind));
+    }
+    part
 }
 
 #[cfg(test)]

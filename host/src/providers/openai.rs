@@ -2,15 +2,18 @@
 //! server, Ollama, LiteLLM …), with streaming.
 //!
 //! Its extra headers are its per-request header surface: the
-//! `provider_request` seam reads and may replace them for one call. The API
-//! key is *not* on that surface — the transport adds `Authorization: Bearer`
-//! itself — so a redactor scrubbing headers never breaks authentication.
+//! `provider_request` seam reads them and may replace them for one call (the
+//! replacement arrives in that call's [`ProviderCall::headers`]; the
+//! configured headers never change). The API key is *not* on that surface —
+//! the transport adds `Authorization: Bearer` itself — so a redactor
+//! scrubbing headers never breaks authentication.
 
 use super::http::{HttpSettings, Transport};
-use super::{ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage};
+use super::{
+    content_part, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage,
+};
 use crate::types::{Arguments, Headers, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
-use std::sync::Mutex;
 
 /// How to reach an OpenAI-compatible server.
 #[derive(Debug, Clone)]
@@ -21,7 +24,8 @@ pub struct OpenAiConfig {
     pub model: String,
     /// The API key, sent as `Authorization: Bearer …` (none for local servers).
     pub api_key: Option<String>,
-    /// Extra headers: the per-request header surface.
+    /// Extra headers: the per-request header surface, sent on every call
+    /// that carries none of its own.
     pub headers: Headers,
     /// Timeouts and retries.
     pub http: HttpSettings,
@@ -30,7 +34,6 @@ pub struct OpenAiConfig {
 /// The provider.
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    headers: Mutex<Headers>,
     transport: Transport,
 }
 
@@ -38,7 +41,6 @@ impl OpenAiProvider {
     /// A provider for `config`.
     pub fn new(config: OpenAiConfig) -> Self {
         OpenAiProvider {
-            headers: Mutex::new(config.headers.clone()),
             transport: Transport::new(config.http),
             config,
         }
@@ -51,20 +53,17 @@ impl OpenAiProvider {
         )
     }
 
-    /// The surface headers, then the bearer key (which replaces any surface
-    /// header of that name).
-    fn wire_headers(&self) -> Vec<(String, String)> {
-        let surface = self
-            .headers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let mut headers: Vec<(String, String)> = surface
+    /// The call's surface headers, then the bearer key (which replaces any
+    /// surface header of that name).
+    fn wire_headers(&self, call: &ProviderCall<'_>) -> Vec<(String, String)> {
+        let mut headers: Vec<(String, String)> = call
+            .headers_or(&self.config.headers)
             .0
-            .into_iter()
+            .iter()
             .filter(|(name, _)| {
                 self.config.api_key.is_none() || !name.eq_ignore_ascii_case("authorization")
             })
+            .cloned()
             .collect();
         if let Some(key) = &self.config.api_key {
             headers.push(("Authorization".to_owned(), format!("Bearer {key}")));
@@ -108,21 +107,7 @@ fn message(message: &Message) -> Value {
     if message.blocks.is_empty() {
         out.insert("content".into(), json!(message.content));
     } else {
-        let parts: Vec<Value> = message
-            .blocks
-            .iter()
-            .map(|b| match b.kind.as_str() {
-                "text" => json!({"type": "text", "text": b.text}),
-                _ => {
-                    let mut part: Value =
-                        serde_json::from_str(b.data_json()).unwrap_or_else(|_| json!({}));
-                    if let Some(map) = part.as_object_mut() {
-                        map.insert("type".into(), json!(b.kind));
-                    }
-                    part
-                }
-            })
-            .collect();
+        let parts = message.blocks.iter().map(content_part).collect();
         out.insert("content".into(), Value::Array(parts));
     }
     if message.role == Role::Assistant && !message.tool_calls.is_empty() {
@@ -215,9 +200,11 @@ impl Provider for OpenAiProvider {
     }
 
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        let reply =
-            self.transport
-                .post(&self.url(), &self.wire_headers(), &self.body(call, false))?;
+        let reply = self.transport.post(
+            &self.url(),
+            &self.wire_headers(call),
+            &self.body(call, false),
+        )?;
         parse_response(&reply.json()?)
     }
 
@@ -226,9 +213,11 @@ impl Provider for OpenAiProvider {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let reply =
-            self.transport
-                .post(&self.url(), &self.wire_headers(), &self.body(call, true))?;
+        let reply = self.transport.post(
+            &self.url(),
+            &self.wire_headers(call),
+            &self.body(call, true),
+        )?;
         reply.events(|event| {
             if event.data.trim() == "[DONE]" {
                 return Ok(false);
@@ -241,17 +230,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn request_headers(&self) -> Option<Headers> {
-        Some(
-            self.headers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-        )
-    }
-
-    fn set_request_headers(&self, headers: Headers) -> Result<(), ProviderError> {
-        *self.headers.lock().unwrap_or_else(|p| p.into_inner()) = headers;
-        Ok(())
+        Some(self.config.headers.clone())
     }
 }
 

@@ -1,5 +1,6 @@
 //! The scripted model: a fixed list of responses, one per provider call,
-//! recording every request exactly as it arrived (after all seams).
+//! recording every request exactly as it arrived (after all seams), the
+//! headers that call carried included.
 //!
 //! ```json
 //! {"responses": [
@@ -76,7 +77,8 @@ pub struct RecordedRequest {
     pub tools: Vec<ToolSchema>,
     /// Extra options received.
     pub kwargs: serde_json::Map<String, serde_json::Value>,
-    /// The headers in force during the call (`None`: no header surface).
+    /// The headers this call carried: its own, else the model's configured
+    /// ones (`None`: no header surface).
     pub headers: Option<Headers>,
 }
 
@@ -84,12 +86,13 @@ pub struct RecordedRequest {
 pub struct ScriptedModel {
     model: String,
     responses: Vec<ScriptedResponse>,
+    /// The header surface (`None`: none); never changed by a call.
+    headers: Option<Headers>,
     state: Mutex<State>,
 }
 
 struct State {
     next: usize,
-    headers: Option<Headers>,
     recorded: Vec<RecordedRequest>,
     record_file: Option<std::fs::File>,
 }
@@ -118,9 +121,9 @@ impl ScriptedModel {
         Ok(ScriptedModel {
             model: "scripted".to_owned(),
             responses: script.responses,
+            headers: Some(Headers::default()),
             state: Mutex::new(State {
                 next: 0,
-                headers: Some(Headers::default()),
                 recorded: Vec::new(),
                 record_file: None,
             }),
@@ -131,15 +134,16 @@ impl ScriptedModel {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sets the per-request headers of its header surface.
-    pub fn with_headers(self, headers: Headers) -> Self {
-        self.state().headers = Some(headers);
+    /// Sets the configured headers of its header surface.
+    pub fn with_headers(mut self, headers: Headers) -> Self {
+        self.headers = Some(headers);
         self
     }
 
-    /// Removes the header surface (the envelope then carries no headers).
-    pub fn without_header_surface(self) -> Self {
-        self.state().headers = None;
+    /// Removes the header surface (the envelope then carries no headers,
+    /// and headers a call carries are ignored).
+    pub fn without_header_surface(mut self) -> Self {
+        self.headers = None;
         self
     }
 
@@ -170,14 +174,17 @@ impl Provider for ScriptedModel {
     }
 
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        let mut state = self.state();
         let request = RecordedRequest {
             model: self.model.clone(),
             messages: call.messages.to_vec(),
             tools: call.tools.to_vec(),
             kwargs: call.kwargs.clone(),
-            headers: state.headers.clone(),
+            headers: self
+                .headers
+                .as_ref()
+                .map(|own| call.headers_or(own).clone()),
         };
+        let mut state = self.state();
         if let Some(file) = state.record_file.as_mut() {
             let line =
                 serde_json::to_string(&request).map_err(|e| ProviderError::msg(e.to_string()))?;
@@ -214,18 +221,7 @@ impl Provider for ScriptedModel {
     }
 
     fn request_headers(&self) -> Option<Headers> {
-        self.state().headers.clone()
-    }
-
-    fn set_request_headers(&self, headers: Headers) -> Result<(), ProviderError> {
-        let mut state = self.state();
-        match state.headers.as_mut() {
-            Some(slot) => {
-                *slot = headers;
-                Ok(())
-            }
-            None => Err(ProviderError::msg("this provider has no header surface")),
-        }
+        self.headers.clone()
     }
 }
 
@@ -241,7 +237,60 @@ mod tests {
             messages,
             tools: &[],
             kwargs,
+            headers: None,
         }
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> Headers {
+        Headers(
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn each_request_is_recorded_with_the_headers_its_call_carried_and_the_model_keeps_its_own() {
+        let model = ScriptedModel::from_json(r#"{"responses": [{}, {}]}"#)
+            .unwrap()
+            .with_headers(headers(&[("X-Trace", "configured")]));
+        let kwargs = serde_json::Map::new();
+        let messages = [Message::user("go")];
+        let own = headers(&[("X-Trace", "this call only")]);
+        let carrying = ProviderCall {
+            headers: Some(&own),
+            ..call(&messages, &kwargs)
+        };
+        model.complete(&carrying).unwrap();
+        model.complete(&call(&messages, &kwargs)).unwrap();
+        let recorded: Vec<_> = model.recorded().into_iter().map(|r| r.headers).collect();
+        assert_eq!(
+            recorded,
+            [Some(own), Some(headers(&[("X-Trace", "configured")]))]
+        );
+        assert_eq!(
+            model.request_headers(),
+            Some(headers(&[("X-Trace", "configured")]))
+        );
+    }
+
+    #[test]
+    fn without_a_header_surface_the_headers_a_call_carries_are_ignored() {
+        let model = ScriptedModel::from_json(r#"{"responses": [{}]}"#)
+            .unwrap()
+            .without_header_surface();
+        let kwargs = serde_json::Map::new();
+        let messages = [Message::user("go")];
+        let own = headers(&[("X-Trace", "dropped")]);
+        model
+            .complete(&ProviderCall {
+                headers: Some(&own),
+                ..call(&messages, &kwargs)
+            })
+            .unwrap();
+        assert_eq!(model.recorded()[0].headers, None);
+        assert_eq!(model.request_headers(), None);
     }
 
     #[test]
