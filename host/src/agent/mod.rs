@@ -4,7 +4,7 @@
 //!  run_turn(input)
 //!    merge(plugin registry, host chains)         ← read once, at the start of the turn
 //!    loop (≤ max_steps)
-//!      before-model middleware (durable) → context → provider_request → provider → restore headers
+//!      before-model middleware (durable) → context → provider_request → provider (headers per call)
 //!        block → run ends: "Blocked by interceptor: <reason>", no provider call
 //!      no tool calls → run ends with the answer
 //!      per tool call, in order:

@@ -169,7 +169,11 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
 fn assistant(content: &str, tool_calls: &[ToolCall], streamed: bool) -> String {
     let mut lines = Vec::new();
     if !content.is_empty() && !streamed {
-        lines.push(format!("  {} {}", paint(BOLD, "assistant:"), clean(content)));
+        lines.push(format!(
+            "  {} {}",
+            paint(BOLD, "assistant:"),
+            clean(content)
+        ));
     }
     for call in tool_calls {
         lines.push(format!(

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  before each provider call
-//!    history ─▶ before-model middleware ─▶ context ─▶ provider_request ─▶ wire ─▶ restore headers
+//!    history ─▶ before-model middleware ─▶ context ─▶ provider_request ─▶ wire (headers per call)
 //!               (durable)                  (ephemeral)  (ephemeral)
 //!
 //!  per proposed tool call

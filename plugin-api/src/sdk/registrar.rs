@@ -47,7 +47,8 @@ impl Registrar {
     }
 
     /// Registers on `provider_request`: sees the whole envelope; a
-    /// replacement shapes this call only (headers are restored afterwards).
+    /// replacement shapes this call only (replaced headers travel with it;
+    /// the provider's own are never changed).
     pub fn provider_request<F>(&mut self, name: &str, f: F)
     where
         F: Fn(Session<'_>, RequestRef<'_>) -> InterceptResult<Request> + Send + Sync + 'static,

@@ -1,7 +1,7 @@
 //! The `provider_request` seam: right after `context`, before the wire. Sees
 //! the envelope {model, messages, tools, kwargs, headers}; the final
 //! envelope's messages, tools and kwargs are what is sent. Replaced headers
-//! apply to that call only and are restored afterwards. A block means no
+//! travel with that call only; the provider's own never change. A block means no
 //! provider call and the run ends. Fail-open.
 
 use super::views::{messages_from_abi, with_message_views};
