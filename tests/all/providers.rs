@@ -4,7 +4,7 @@
 //! one-line errors, body and line limits, refused redirects and masked
 //! credentials — through the library and through the binary.
 
-use chimera_host::agent::{AgentEvent, AgentSession, EventBus};
+use chimera_host::agent::{AgentEvent, AgentSession, EndReason, EventBus};
 use chimera_host::interception::{InterceptDecision, Interceptor, Interceptors};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::providers::{
@@ -429,7 +429,14 @@ fn a_500_that_never_clears_exhausts_the_retries_with_one_line() {
     )]);
     let outcome = run(openai(&server, &[]), None, false, "go");
     assert!(!outcome.result.success);
-    assert_eq!(outcome.result.reason, "provider_error");
+    let EndReason::ProviderError(error) = &outcome.result.reason else {
+        panic!("{:?}", outcome.result.reason);
+    };
+    assert_eq!(
+        (error.status(), error.retryable()),
+        (Some(500), true),
+        "the run's result keeps the status and that a retry could help"
+    );
     assert_eq!(
         outcome.result.output,
         "the provider kept failing: HTTP 500 Internal Server Error after 3 retries: upstream broke"
@@ -821,7 +828,7 @@ fn a_stream_with_one_overlong_line_is_refused_with_one_line() {
     }]);
     let outcome = run(openai(&server, &[]), None, true, "go");
     assert!(!outcome.result.success);
-    assert_eq!(outcome.result.reason, "provider_error");
+    assert_eq!(outcome.result.reason.to_string(), "provider_error");
     assert_eq!(
         outcome.result.output,
         "a line of the provider's stream exceeded the line limit of 1 MiB"
@@ -836,7 +843,7 @@ fn a_stream_that_carries_no_events_fails_instead_of_succeeding_empty() {
     ])]);
     let outcome = run(openai(&server, &[]), None, true, "go");
     assert!(!outcome.result.success);
-    assert_eq!(outcome.result.reason, "provider_error");
+    assert_eq!(outcome.result.reason.to_string(), "provider_error");
     assert_eq!(outcome.result.output, "the stream carried no events");
 
     let server = Server::start(vec![text_reply("not a stream")]);

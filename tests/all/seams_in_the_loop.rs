@@ -615,7 +615,7 @@ fn pub16_a_pre_provider_block_reports_interceptor_blocked_as_the_reason() {
     ));
     let run = Harness::new(echo_then_done()).host(bundle).run("go");
     assert!(run.requests().is_empty());
-    assert_eq!(run.result.reason, "interceptor_blocked: sealed");
+    assert_eq!(run.result.reason.to_string(), "interceptor_blocked: sealed");
 }
 
 /// An approver that answers from a list and records what it was asked.
@@ -713,7 +713,7 @@ fn an_unknown_tool_and_a_script_that_runs_out_are_reported() {
     );
     assert_eq!(run.tool_messages(), ["Unknown tool: nope"]);
     assert!(!run.result.success);
-    assert_eq!(run.result.reason, "provider_error");
+    assert_eq!(run.result.reason.to_string(), "provider_error");
     assert!(
         run.result.output.contains("the script ran out"),
         "{}",

@@ -6,7 +6,7 @@
 //! headers, and nothing needs putting back after a call.
 
 use super::events::AgentEvent;
-use super::session::{AgentSession, RunResult};
+use super::session::{AgentSession, EndReason, RunResult};
 use super::stream::Assembler;
 use crate::interception::{run_chain, ChainContext, Interceptors};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
@@ -42,7 +42,7 @@ impl AgentSession {
         self.bus.publish(AgentEvent::RunEnd {
             success: result.success,
             output: result.output.clone(),
-            reason: result.reason.clone(),
+            reason: result.reason.to_string(),
         });
         result
     }
@@ -65,27 +65,22 @@ impl AgentSession {
                 tool_calls: response.tool_calls.clone(),
             });
             if response.tool_calls.is_empty() {
-                return RunResult {
-                    success: true,
-                    output: response.content,
-                    error: None,
-                    reason: "completed".to_owned(),
-                };
+                return RunResult::completed(response.content);
             }
             for call in &response.tool_calls {
                 self.settle_call(call, bundle);
             }
         }
         let error = format!(
-            "stopped after {} provider calls without a final answer (raise --max-steps)",
+            "stopped after {} provider calls without a final answer",
             self.max_steps
         );
-        RunResult {
-            success: false,
-            output: error.clone(),
-            error: Some(error),
-            reason: "max_steps".to_owned(),
-        }
+        RunResult::failed(
+            EndReason::MaxSteps {
+                steps: self.max_steps,
+            },
+            error,
+        )
     }
 
     /// Context → provider_request → the wire, the call carrying the headers
@@ -97,12 +92,7 @@ impl AgentSession {
     ) -> Result<ModelResponse, RunResult> {
         let outgoing = self.outgoing(bundle, tools).map_err(|reason| {
             let text = format!("Blocked by interceptor: {reason}");
-            RunResult {
-                success: false,
-                output: text.clone(),
-                error: Some(text),
-                reason: format!("interceptor_blocked: {reason}"),
-            }
+            RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
         })?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
         let call = ProviderCall {
@@ -131,12 +121,10 @@ impl AgentSession {
                 self.facts.output_tokens += response.usage.output_tokens;
                 Ok(response)
             }
-            Err(error) => Err(RunResult {
-                success: false,
-                output: error.to_string(),
-                error: Some(error.to_string()),
-                reason: "provider_error".to_owned(),
-            }),
+            Err(error) => {
+                let text = error.to_string();
+                Err(RunResult::failed(EndReason::ProviderError(error), text))
+            }
         }
     }
 

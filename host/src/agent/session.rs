@@ -5,9 +5,10 @@ use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, PermissionPolicy};
 use crate::interception::{merge_interceptors, Interceptors, SessionFacts};
 use crate::plugins::Registry;
-use crate::providers::Provider;
+use crate::providers::{Provider, ProviderError};
 use crate::tools::{ToolSet, Workspace};
 use crate::types::{Message, ToolList};
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -20,8 +21,65 @@ pub struct RunResult {
     pub output: String,
     /// The error text on failure.
     pub error: Option<String>,
-    /// `completed`, `interceptor_blocked: <reason>`, `provider_error` or `max_steps`.
-    pub reason: String,
+    /// Why the run ended, with what the failure knows (the provider error
+    /// keeps its HTTP status and whether retrying could help).
+    pub reason: EndReason,
+}
+
+/// Why a run ended. Displays as the `run_end` event's `reason`:
+/// `completed`, `interceptor_blocked: <reason>`, `provider_error`,
+/// `max_steps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndReason {
+    /// The model gave a final answer.
+    Completed,
+    /// A pre-provider seam (`context`, `provider_request`) blocked: the
+    /// provider was not called.
+    InterceptorBlocked {
+        /// The blocking interceptor's reason.
+        reason: String,
+    },
+    /// The provider call failed.
+    ProviderError(ProviderError),
+    /// This many provider calls were made without a final answer.
+    MaxSteps {
+        /// The session's step limit.
+        steps: usize,
+    },
+}
+
+impl fmt::Display for EndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EndReason::Completed => f.write_str("completed"),
+            EndReason::InterceptorBlocked { reason } => write!(f, "interceptor_blocked: {reason}"),
+            EndReason::ProviderError(_) => f.write_str("provider_error"),
+            EndReason::MaxSteps { .. } => f.write_str("max_steps"),
+        }
+    }
+}
+
+impl RunResult {
+    /// A final answer.
+    pub(crate) fn completed(output: String) -> Self {
+        RunResult {
+            success: true,
+            output,
+            error: None,
+            reason: EndReason::Completed,
+        }
+    }
+
+    /// A failure whose error text (and output) is `text`.
+    pub(crate) fn failed(reason: EndReason, text: String) -> Self {
+        RunResult {
+            success: false,
+            output: text.clone(),
+            error: Some(text),
+            reason,
+        }
+    }
 }
 
 /// An agent session: provider, tools, host chains, a registry handle, and the

@@ -124,7 +124,7 @@ impl SubAgent for SessionSubAgent {
         if result.success {
             Ok(result.output)
         } else {
-            let error = result.error.unwrap_or_else(|| result.reason.clone());
+            let error = result.error.unwrap_or_else(|| result.reason.to_string());
             Err((result.output, format!("sub-agent failed: {error}")))
         }
     }

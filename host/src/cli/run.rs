@@ -5,8 +5,8 @@ use super::failure::Failure;
 use super::render::Renderer;
 use super::search_path::search_path;
 use chimera_host::agent::{
-    AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, EventBus, Permission, RunResult,
-    SessionSubAgent, TerminalApprover, ToolRules,
+    AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, EndReason, EventBus, Permission,
+    RunResult, SessionSubAgent, TerminalApprover, ToolRules,
 };
 use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
 use chimera_host::plugins::trust::{Probe, TrustSettings};
@@ -423,10 +423,23 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         stdin_turns(&mut session, &mut last)?;
     }
     match last {
-        Some(result) if !result.success => Err(Failure::run_failed(format!(
-            "the run ended unsuccessfully ({}): {}",
-            result.reason, result.output
-        ))),
+        Some(result) if !result.success => Err(Failure::run_failed(ended(&result))),
         _ => Ok(()),
     }
+}
+
+/// The one line for a run that ended unsuccessfully, with what to do about
+/// it where the command line can say.
+fn ended(result: &RunResult) -> String {
+    let hint = match &result.reason {
+        EndReason::MaxSteps { .. } => " (raise --max-steps)",
+        EndReason::ProviderError(error) if error.retryable() => {
+            " (the provider may recover: try again)"
+        }
+        _ => "",
+    };
+    format!(
+        "the run ended unsuccessfully ({}): {}{hint}",
+        result.reason, result.output
+    )
 }
