@@ -1,6 +1,6 @@
 //! Chain semantics, through host closures and through the loaded fixture
 //! pack: order, first block wins, replacements chain, per-seam failure
-//! policy, events (SCENARIOS PUB-02, 03, 04, 07, 08 at chain level).
+//! policy, events.
 
 use crate::helpers::{fixture_bundle, run, summary};
 use abi_stable::sabi_trait::TD_Opaque;

@@ -1,4 +1,4 @@
-//! Merge pins (SCENARIOS PUB-25): nothing → none; one bundle → that very
+//! Merge pins: nothing → none; one bundle → that very
 //! object; otherwise plugins first in load order, host last; loads and
 //! unloads between merges show in the next merge.
 

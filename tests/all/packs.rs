@@ -1,5 +1,4 @@
-//! The three Chimera packs through the real loaded `.so` and the real loop
-//! (SCENARIOS PUB-27, PUB-29 … PUB-35).
+//! The three Chimera packs through the real loaded `.so` and the real loop.
 
 use crate::harness::{script, Harness, Run};
 use crate::helpers::manager;
@@ -46,7 +45,7 @@ fn results(run: &Run) -> Vec<(String, String, String, bool)> {
 }
 
 #[test]
-fn pub27_the_bundled_packs_are_discoverable_and_load_by_name() {
+fn the_bundled_packs_are_discoverable_and_load_by_name() {
     let manager = manager();
     let discovery = manager.discover();
     for name in ["plan-gate", "redactor", "delegate-spawner"] {
@@ -96,7 +95,7 @@ fn plan_gated(responses: Value) -> Harness {
 }
 
 #[test]
-fn pub29_plan_gate_blocks_edits_until_a_plan_is_issued() {
+fn plan_gate_blocks_edits_until_a_plan_is_issued() {
     let run = plan_gated(json!([
         {"content": "editing right away", "tool_calls": [call("w1", "write_file", json!({"path": "hello.txt", "content": "early"}))]},
         {"tool_calls": [call("p1", "think", json!({"thought": "plan: write hello.txt"}))]},
@@ -119,7 +118,7 @@ fn pub29_plan_gate_blocks_edits_until_a_plan_is_issued() {
 }
 
 #[test]
-fn pub30_plan_gate_re_arms_on_the_next_user_turn() {
+fn plan_gate_re_arms_on_the_next_user_turn() {
     let (mut session, _model, events, workspace) = plan_gated(json!([
         {"tool_calls": [call("p1", "think", json!({"thought": "plan"}))]},
         {"tool_calls": [call("w1", "write_file", json!({"path": "one.txt", "content": "1"}))]},
@@ -140,7 +139,7 @@ fn pub30_plan_gate_re_arms_on_the_next_user_turn() {
 }
 
 #[test]
-fn pub31_issuing_is_enough_configuration_is_exact_and_ungated_tools_pass() {
+fn plan_gate_counts_a_proposed_plan_matches_names_exactly_and_lets_ungated_tools_pass() {
     let mut no_think = ToolSet::standard();
     no_think.remove("think");
     let manager = with_packs(&[("plan-gate", "")]);
@@ -228,7 +227,7 @@ impl chimera_host::providers::Provider for Held {
 }
 
 #[test]
-fn pub32_plan_gate_keeps_conversations_independent_across_threads_and_interleavings() {
+fn plan_gate_keeps_conversations_independent_across_threads_and_interleavings() {
     let manager = with_packs(&[("plan-gate", "")]);
     let registry = Arc::clone(manager.registry());
     let session = |responses: Value| {
@@ -316,7 +315,7 @@ fn redacting(config: &str) -> PluginManager {
 }
 
 #[test]
-fn pub33_redactor_scrubs_results_durably_and_the_wire_ephemerally() {
+fn redactor_scrubs_results_durably_and_the_wire_ephemerally() {
     let manager = redacting("");
     let run = Harness::new(script(json!([
         {"tool_calls": [call("l", "leak", json!({}))]},
@@ -350,7 +349,7 @@ fn pub33_redactor_scrubs_results_durably_and_the_wire_ephemerally() {
 }
 
 #[test]
-fn pub34_redactor_envelope_details() {
+fn redactor_scrubs_nested_arguments_and_headers_and_leaves_the_rest_of_the_envelope_alone() {
     let manager = redacting("");
     let assistant_args = json!({"cmd": "curl -H 'X-Key: sk-livekey12345678'", "depth": 2, "flags": ["--token=sk-livekey12345678", "--verbose"]});
     let run = Harness::new(script(json!([
@@ -497,7 +496,7 @@ fn spawning(config: &str, tool: Option<&str>, calls: Vec<Value>) -> (Run, Arc<Re
 }
 
 #[test]
-fn pub35_delegate_spawner_routes_calls_to_the_sub_agent() {
+fn delegate_spawner_routes_matching_calls_to_the_sub_agent() {
     let (run, agent) = spawning(
         "",
         Some("delegate"),

@@ -1,5 +1,5 @@
 //! Registry, merge and lifecycle through real runs, with the loaded fixture
-//! pack as the plugin (SCENARIOS PUB-22 … PUB-25).
+//! pack as the plugin.
 
 use crate::harness::{script, Harness};
 use crate::helpers::manager;
@@ -22,7 +22,7 @@ fn write_gate() -> String {
 }
 
 #[test]
-fn pub22_a_loaded_pack_gates_every_session_with_no_host_wiring() {
+fn a_loaded_pack_gates_every_session_with_no_host_wiring() {
     let manager = manager();
     manager.load("fixture", &write_gate()).unwrap();
     let run = Harness::new(write_hello())
@@ -63,7 +63,7 @@ fn host_tagger(seen: Arc<Mutex<Vec<String>>>) -> Interceptors {
 }
 
 #[test]
-fn pub23_plugin_chains_run_first_and_host_chains_last() {
+fn plugin_chains_run_first_and_host_chains_last() {
     let manager = manager();
     manager
         .load(
@@ -86,7 +86,7 @@ fn pub23_plugin_chains_run_first_and_host_chains_last() {
 }
 
 #[test]
-fn pub24_blocks_are_terminal_from_either_side() {
+fn a_block_from_either_side_is_terminal() {
     let manager = manager();
     manager
         .load(
@@ -126,7 +126,7 @@ fn pub24_blocks_are_terminal_from_either_side() {
 }
 
 #[test]
-fn pub25_effective_chain_identity() {
+fn the_effective_chain_is_none_the_host_bundle_itself_or_a_merge() {
     let manager = manager();
     let (session, ..) = Harness::new(write_hello())
         .registry(manager.registry().clone())

@@ -1,5 +1,4 @@
-//! The registry and plugin lifecycle (SCENARIOS PUB-21, PUB-26, and PUB-27's
-//! pins with the fixture pack).
+//! The registry and plugin lifecycle.
 
 use crate::helpers::manager;
 use chimera_host::interception::*;

@@ -1,5 +1,5 @@
-//! Seam mechanics and placement through real runs of the agent loop
-//! (SCENARIOS PUB-01 … PUB-17, PUB-20), with host closures.
+//! Seam mechanics and placement through real runs of the agent loop, with
+//! host closures.
 
 use crate::harness::{script, Harness};
 use chimera_host::agent::{Approver, Permission, PermissionPolicy, ToolRules};
@@ -17,7 +17,7 @@ fn echo_then_done() -> serde_json::Value {
 }
 
 #[test]
-fn pub01_no_interceptors_is_byte_identical_and_silent() {
+fn no_interceptors_is_byte_identical_and_silent() {
     let absent = Harness::new(echo_then_done()).run("say hello");
     let empty = Harness::new(echo_then_done())
         .host(Interceptors::new())
@@ -60,7 +60,7 @@ fn appender(
 }
 
 #[test]
-fn pub02_replacements_chain_in_order_and_reach_the_tool() {
+fn replacements_chain_in_order_and_reach_the_tool() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut bundle = Interceptors::new();
     bundle
@@ -98,7 +98,7 @@ fn pub02_replacements_chain_in_order_and_reach_the_tool() {
 }
 
 #[test]
-fn pub03_first_block_wins_and_the_run_continues() {
+fn the_first_block_wins_and_the_run_continues() {
     let y_calls = Arc::new(Mutex::new(0));
     let counter = y_calls.clone();
     let mut bundle = Interceptors::new();
@@ -148,7 +148,7 @@ fn pub03_first_block_wins_and_the_run_continues() {
 }
 
 #[test]
-fn pub04_a_crashing_tool_call_interceptor_fails_closed() {
+fn a_crashing_tool_call_interceptor_fails_closed() {
     let dangerous = Dangerous::default();
     let mut bundle = Interceptors::new();
     bundle
@@ -196,7 +196,7 @@ impl PermissionPolicy for Recording {
 }
 
 #[test]
-fn pub05_the_permission_policy_evaluates_the_interceptor_effective_call() {
+fn the_permission_policy_evaluates_the_interceptor_effective_call() {
     let policy = Arc::new(Recording::default());
     let mut bundle = Interceptors::new();
     bundle
@@ -223,7 +223,7 @@ fn pub05_the_permission_policy_evaluates_the_interceptor_effective_call() {
 }
 
 #[test]
-fn pub06_a_blocked_call_never_reaches_the_permission_policy() {
+fn a_blocked_call_never_reaches_the_permission_policy() {
     let policy = Arc::new(Recording::default());
     let mut bundle = Interceptors::new();
     bundle
@@ -241,7 +241,7 @@ fn pub06_a_blocked_call_never_reaches_the_permission_policy() {
 }
 
 #[test]
-fn pub07_tool_result_replacements_patch_the_record_and_crashes_are_skipped() {
+fn tool_result_replacements_patch_the_record_and_crashes_are_skipped() {
     let mut bundle = Interceptors::new();
     bundle.tool_result.push(Interceptor::tool_result(
         "C",
@@ -288,7 +288,7 @@ fn pub07_tool_result_replacements_patch_the_record_and_crashes_are_skipped() {
 }
 
 #[test]
-fn pub08_a_tool_result_block_withholds_the_output() {
+fn a_tool_result_block_withholds_the_output() {
     let mut bundle = Interceptors::new();
     bundle.tool_result.push(Interceptor::tool_result(
         "secrets",
@@ -330,7 +330,7 @@ fn scrub(from: &'static str, to: &'static str) -> ContextInterceptor {
 }
 
 #[test]
-fn pub09_a_context_rewrite_is_ephemeral() {
+fn a_context_rewrite_is_ephemeral() {
     let mut bundle = Interceptors::new();
     bundle.context.push(scrub("SECRETVALUE", "***"));
     let run = Harness::new(script(json!([{"content": "done"}])))
@@ -342,7 +342,7 @@ fn pub09_a_context_rewrite_is_ephemeral() {
 }
 
 #[test]
-fn pub10_and_pub11_a_pre_provider_block_ends_the_run_before_any_model_call() {
+fn a_pre_provider_block_ends_the_run_before_any_model_call() {
     let mut context = Interceptors::new();
     context
         .context
@@ -380,7 +380,7 @@ fn pub10_and_pub11_a_pre_provider_block_ends_the_run_before_any_model_call() {
 }
 
 #[test]
-fn pub12_extra_options_pass_through_verbatim() {
+fn extra_options_pass_through_verbatim() {
     let mut bundle = Interceptors::new();
     bundle.provider_request.push(Interceptor::provider_request(
         "temp",
@@ -410,7 +410,7 @@ fn set_authorization() -> ProviderRequestInterceptor {
 }
 
 #[test]
-fn pub13_header_replacement_goes_with_the_call_and_the_provider_keeps_its_own_even_when_the_call_fails(
+fn a_header_replacement_goes_with_the_call_and_the_provider_keeps_its_own_even_when_the_call_fails(
 ) {
     for responses in [json!([{"content": "done"}]), json!([])] {
         let mut bundle = Interceptors::new();
@@ -439,7 +439,7 @@ fn pub13_header_replacement_goes_with_the_call_and_the_provider_keeps_its_own_ev
 }
 
 #[test]
-fn pub14_no_header_surface_means_no_headers_in_the_envelope() {
+fn no_header_surface_means_no_headers_in_the_envelope() {
     let observed = Arc::new(Mutex::new(Vec::new()));
     let sink = observed.clone();
     let mut bundle = Interceptors::new();
@@ -553,7 +553,7 @@ fn four_seams() -> Interceptors {
 }
 
 #[test]
-fn pub15_and_pub17_all_four_seams_together() {
+fn all_four_seams_together_in_one_turn() {
     let dangerous = Dangerous::default();
     let run = Harness::new(script(json!([
         {"tool_calls": [{"id": "tc1", "name": "dangerous_delete"}, {"id": "tc2", "name": "echo", "arguments": {"message": "ok"}}]},
@@ -607,7 +607,7 @@ fn pub15_and_pub17_all_four_seams_together() {
 }
 
 #[test]
-fn pub16_a_pre_provider_block_reports_interceptor_blocked_as_the_reason() {
+fn a_pre_provider_block_reports_interceptor_blocked_as_the_reason() {
     let mut bundle = Interceptors::new();
     bundle.provider_request.push(Interceptor::provider_request(
         "seal",
