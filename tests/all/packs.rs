@@ -424,8 +424,14 @@ fn pub34_redactor_envelope_details() {
         fn parameters(&self) -> Value {
             json!({"type": "object"})
         }
-        fn execute(&self, _: &Value, _: &ToolContext<'_>) -> chimera_host::types::ToolResult {
-            chimera_host::types::ToolResult::err("auth failed for sk-livekey12345678")
+        fn execute(
+            &self,
+            _: &Value,
+            _: &ToolContext<'_>,
+        ) -> Result<String, chimera_host::tools::ToolError> {
+            Err(chimera_host::tools::ToolError::failed(
+                "auth failed for sk-livekey12345678",
+            ))
         }
     }
     let run = Harness::new(script(
