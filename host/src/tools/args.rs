@@ -102,16 +102,22 @@ pub fn parse_args<A: DeserializeOwned + JsonSchema>(arguments: &Value) -> Result
             message: format!("arguments must be a JSON object, got {}", kind(&arguments)),
         });
     }
-    // Nested, too: an object nests only under an array or a field, so a
-    // field holding an array is checked against the schema first.
-    let holds_array = arguments
-        .as_object()
-        .is_some_and(|map| map.values().any(Value::is_array));
-    if holds_array {
+    // Nested ones too: arguments holding an array anywhere are checked
+    // against the schema first (the schema is only made when needed).
+    if holds_array(&arguments) {
         objects_as_objects(&schema_of::<A>(), &arguments, &mut Vec::new())?;
     }
     serde_path_to_error::deserialize(arguments.as_ref())
         .map_err(|error| argument_error(&error, &arguments, &schema_of::<A>()))
+}
+
+/// Whether `value` is or holds an array.
+fn holds_array(value: &Value) -> bool {
+    match value {
+        Value::Array(_) => true,
+        Value::Object(fields) => fields.values().any(holds_array),
+        _ => false,
+    }
 }
 
 /// Refuses an array wherever `schema` asks for an object (serde would take
@@ -175,6 +181,11 @@ enum Step<'a> {
 }
 
 /// The one-line error for a failed parse of `arguments` against `schema`.
+/// The kind of failure is read from the wording of serde's own
+/// `de::Error` constructors (`unknown field`, `missing field`, `invalid
+/// type`, ...); what was expected comes from the schema and what was given
+/// from the arguments. Anything else is passed on after the argument's
+/// name.
 fn argument_error(
     error: &serde_path_to_error::Error<serde_json::Error>,
     arguments: &Value,

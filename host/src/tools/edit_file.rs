@@ -98,13 +98,18 @@ mod tests {
         fs::read_to_string(ws.root().join("f.txt")).unwrap()
     }
 
+    /// Replaces `old` with `new` in `f.txt`.
+    fn edit(ws: &Workspace, old: &str, new: &str) -> ToolResult {
+        run(
+            ws,
+            json!({"path": "f.txt", "old_string": old, "new_string": new}),
+        )
+    }
+
     #[test]
     fn zero_occurrences() {
         let (_dir, ws) = setup();
-        let r = run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "delta", "new_string": "x"}),
-        );
+        let r = edit(&ws, "delta", "x");
         assert_eq!(r.error.as_deref(), Some("old_string not found in f.txt"));
         assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
     }
@@ -112,10 +117,7 @@ mod tests {
     #[test]
     fn one_occurrence() {
         let (_dir, ws) = setup();
-        let r = run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "alpha", "new_string": "ALPHA"}),
-        );
+        let r = edit(&ws, "alpha", "ALPHA");
         assert_eq!(r.error, None);
         assert_eq!(r.output, "Made 1 replacement in f.txt");
         assert_eq!(content(&ws), "ALPHA beta\nbeta gamma\n");
@@ -124,11 +126,7 @@ mod tests {
     #[test]
     fn many_occurrences() {
         let (_dir, ws) = setup();
-        let r = run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "beta", "new_string": "B"}),
-        );
-        let error = r.error.unwrap();
+        let error = edit(&ws, "beta", "B").error.unwrap();
         assert!(error.contains("occurs 2 times"), "{error}");
         assert!(error.contains("replace_all"), "{error}");
         assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
@@ -142,30 +140,36 @@ mod tests {
     }
 
     #[test]
-    fn bad_arguments() {
+    fn ill_formed_or_pointless_edits_are_refused_and_change_nothing() {
         let (_dir, ws) = setup();
-        assert!(run(&ws, json!({"path": "f.txt", "old_string": "a"})).is_error());
-        assert!(run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "", "new_string": "a"})
-        )
-        .error
-        .unwrap()
-        .contains("empty"));
-        assert!(run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"})
-        )
-        .error
-        .unwrap()
-        .contains("boolean"));
-        assert!(run(
-            &ws,
-            json!({"path": "nope", "old_string": "a", "new_string": "b"})
-        )
-        .error
-        .unwrap()
-        .contains("no such file"));
+        let error = |args| run(&ws, args).error.unwrap();
+        assert_eq!(
+            error(json!({"path": "f.txt", "old_string": "a"})),
+            "missing required argument `new_string` (a string)"
+        );
+        assert_eq!(
+            edit(&ws, "", "a").error.as_deref(),
+            Some("old_string is empty: give the exact text to replace (use write_file to create a file)")
+        );
+        assert_eq!(
+            edit(&ws, "beta", "beta").error.as_deref(),
+            Some("old_string and new_string are identical: nothing would change")
+        );
+        assert_eq!(
+            error(
+                json!({"path": "f.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"})
+            ),
+            "argument `replace_all` must be a boolean, got \"yes\""
+        );
+        assert_eq!(
+            error(json!({"path": "f.txt", "old": "a", "new_string": "b"})),
+            "unknown argument `old`; expected one of `path`, `old_string`, `new_string`, `replace_all`"
+        );
+        assert!(
+            error(json!({"path": "nope", "old_string": "a", "new_string": "b"}))
+                .contains("no such file")
+        );
+        assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
     }
 
     #[cfg(target_os = "linux")]
