@@ -423,8 +423,14 @@ fn redactor_scrubs_nested_arguments_and_headers_and_leaves_the_rest_of_the_envel
         fn parameters(&self) -> Value {
             json!({"type": "object"})
         }
-        fn execute(&self, _: &Value, _: &ToolContext<'_>) -> chimera_host::types::ToolResult {
-            chimera_host::types::ToolResult::err("auth failed for sk-livekey12345678")
+        fn execute(
+            &self,
+            _: &Value,
+            _: &ToolContext<'_>,
+        ) -> Result<String, chimera_host::tools::ToolError> {
+            Err(chimera_host::tools::ToolError::failed(
+                "auth failed for sk-livekey12345678",
+            ))
         }
     }
     let run = Harness::new(script(

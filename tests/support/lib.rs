@@ -118,8 +118,7 @@ pub fn out_of_tree_dir() -> &'static Path {
 pub mod tools {
     //! Tools the scenarios use: `echo`, `dangerous_delete`, and fixed-output tools.
 
-    use chimera_host::tools::{Tool, ToolContext};
-    use chimera_host::types::ToolResult;
+    use chimera_host::tools::{Tool, ToolContext, ToolError};
     use serde_json::{json, Value};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -137,8 +136,8 @@ pub mod tools {
         fn parameters(&self) -> Value {
             json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})
         }
-        fn execute(&self, arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
-            ToolResult::ok(format!(
+        fn execute(&self, arguments: &Value, _cx: &ToolContext<'_>) -> Result<String, ToolError> {
+            Ok(format!(
                 "Echo: {}",
                 arguments["message"].as_str().unwrap_or_default()
             ))
@@ -169,9 +168,9 @@ pub mod tools {
         fn parameters(&self) -> Value {
             json!({"type": "object", "properties": {}})
         }
-        fn execute(&self, _arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
+        fn execute(&self, _arguments: &Value, _cx: &ToolContext<'_>) -> Result<String, ToolError> {
             self.ran.store(true, Ordering::SeqCst);
-            ToolResult::ok("deleted everything")
+            Ok("deleted everything".to_owned())
         }
     }
 
@@ -193,8 +192,8 @@ pub mod tools {
         fn parameters(&self) -> Value {
             json!({"type": "object", "properties": {}})
         }
-        fn execute(&self, _arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
-            ToolResult::ok(self.output)
+        fn execute(&self, _arguments: &Value, _cx: &ToolContext<'_>) -> Result<String, ToolError> {
+            Ok(self.output.to_owned())
         }
     }
 }

@@ -125,7 +125,7 @@ impl AgentSession {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tool.execute(&arguments, &cx)
         })) {
-            Ok(result) => result,
+            Ok(outcome) => ToolResult::from(outcome),
             Err(_) => ToolResult::err(format!("the {} tool panicked", call.name)),
         }
     }

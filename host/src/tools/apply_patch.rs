@@ -12,12 +12,12 @@
 //! followed) under a random name beside it, given the old file's mode on
 //! its descriptor, and renamed over the name; a deletion unlinks the name.
 
-use super::args::{read_text, required_str};
-use super::workspace::{Access, Entry};
-use super::{outcome, Tool, ToolContext, Workspace};
-use crate::types::ToolResult;
+use super::workspace::{read_text, Access, Entry};
+use super::{ToolContext, ToolError, TypedTool, Workspace};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptions};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
@@ -30,7 +30,18 @@ const STAGING_ATTEMPTS: usize = 16;
 /// Either every file applies and is written, or nothing is written.
 pub struct ApplyPatchTool;
 
-impl Tool for ApplyPatchTool {
+/// The arguments of `apply_patch` (the field docs are what the model
+/// reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatchArgs {
+    /// The unified diff text.
+    pub patch: String,
+}
+
+impl TypedTool for ApplyPatchTool {
+    type Args = ApplyPatchArgs;
+
     fn name(&self) -> &str {
         "apply_patch"
     }
@@ -43,22 +54,8 @@ impl Tool for ApplyPatchTool {
          nothing: if any hunk does not apply, no file is changed."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "patch": {
-                    "type": "string",
-                    "description": "The unified diff text."
-                }
-            },
-            "required": ["patch"],
-            "additionalProperties": false
-        })
-    }
-
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        outcome(required_str(arguments, "patch").and_then(|patch| apply(patch, cx.workspace)))
+    fn run(&self, arguments: ApplyPatchArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        apply(&arguments.patch, cx.workspace)
     }
 }
 
@@ -87,13 +84,13 @@ impl Change {
     }
 }
 
-fn apply(patch: &str, workspace: &Workspace) -> Result<String, String> {
+fn apply(patch: &str, workspace: &Workspace) -> Result<String, ToolError> {
     let sections = split(patch)?;
     if sections.is_empty() {
-        return Err(
-            "patch contains no file changes: give a unified diff with `--- a/path` / `+++ b/path` headers and @@ hunks"
-                .to_owned(),
-        );
+        return Err(ToolError::invalid(
+            "patch",
+            "patch contains no file changes: give a unified diff with `--- a/path` / `+++ b/path` headers and @@ hunks",
+        ));
     }
     let mut changes: Vec<Change> = Vec::new();
     for section in &sections {
@@ -121,7 +118,7 @@ fn apply(patch: &str, workspace: &Workspace) -> Result<String, String> {
 
 /// Splits the patch into file sections, following each hunk by its line
 /// counts so that removed lines starting with `--` are not taken for headers.
-fn split(patch: &str) -> Result<Vec<Section>, String> {
+fn split(patch: &str) -> Result<Vec<Section>, ToolError> {
     let lines: Vec<&str> = patch.split_inclusive('\n').collect();
     let mut sections: Vec<Section> = Vec::new();
     let mut i = 0;
@@ -135,16 +132,22 @@ fn split(patch: &str) -> Result<Vec<Section>, String> {
             i += 2;
         } else if line.starts_with("@@") {
             let Some(section) = sections.last_mut() else {
-                return Err(format!(
-                    "hunk at patch line {} comes before any `--- `/`+++ ` file header",
-                    i + 1
+                return Err(ToolError::invalid(
+                    "patch",
+                    format!(
+                        "hunk at patch line {} comes before any `--- `/`+++ ` file header",
+                        i + 1
+                    ),
                 ));
             };
             let (mut old_left, mut new_left) = hunk_counts(line).ok_or_else(|| {
-                format!(
-                    "malformed hunk header at patch line {}: {:?} (expected `@@ -l,s +l,s @@`)",
-                    i + 1,
-                    line.trim_end()
+                ToolError::invalid(
+                    "patch",
+                    format!(
+                        "malformed hunk header at patch line {}: {:?} (expected `@@ -l,s +l,s @@`)",
+                        i + 1,
+                        line.trim_end()
+                    ),
                 )
             })?;
             push_line(&mut section.text, line);
@@ -219,23 +222,23 @@ fn apply_section(
     section: &Section,
     workspace: &Workspace,
     changes: &mut Vec<Change>,
-) -> Result<(), String> {
+) -> Result<(), ToolError> {
     let at = section.line;
     let parsed = diffy::Patch::from_str(&section.text)
-        .map_err(|e| format!("file patch at line {at}: {e}; nothing was written"))?;
+        .map_err(|e| unwritten(format!("file patch at line {at}: {e}")))?;
     let old = header_path(parsed.original());
     let new = header_path(parsed.modified());
     let hunks = parsed.hunks();
     match (old, new) {
-        (None, None) => Err(format!(
+        (None, None) => Err(ToolError::failed(format!(
             "file patch at line {at} has /dev/null on both sides; name the file in its `---` or `+++` header"
-        )),
+        ))),
         (None, Some(new)) => {
             let index = change_for(workspace, changes, &new)?;
             if changes[index].content.is_some() {
-                return Err(format!(
-                    "patch creates {new}, which already exists; use a modification (`--- a/{new}`) instead; nothing was written"
-                ));
+                return Err(unwritten(format!(
+                    "patch creates {new}, which already exists; use a modification (`--- a/{new}`) instead"
+                )));
             }
             let content = apply_hunks(&new, "", &parsed)?;
             changes[index].content = Some(content);
@@ -244,38 +247,38 @@ fn apply_section(
         (Some(old), None) => {
             let index = change_for(workspace, changes, &old)?;
             let Some(base) = changes[index].content.as_deref() else {
-                return Err(format!(
-                    "patch deletes {old}, which does not exist; nothing was written"
-                ));
+                return Err(unwritten(format!(
+                    "patch deletes {old}, which does not exist"
+                )));
             };
             if !hunks.is_empty() && !apply_hunks(&old, base, &parsed)?.is_empty() {
-                return Err(format!(
-                    "patch deletes {old} but its hunks do not remove all of the file's content; nothing was written"
-                ));
+                return Err(unwritten(format!(
+                    "patch deletes {old} but its hunks do not remove all of the file's content"
+                )));
             }
             changes[index].content = None;
             Ok(())
         }
         (Some(old), Some(new)) => {
             if hunks.is_empty() {
-                return Err(format!(
-                    "file patch for {new} at line {at} has no @@ hunks; nothing was written"
-                ));
+                return Err(unwritten(format!(
+                    "file patch for {new} at line {at} has no @@ hunks"
+                )));
             }
             let from = change_for(workspace, changes, &old)?;
             let Some(base) = changes[from].content.as_deref() else {
-                return Err(format!(
-                    "patch modifies {old}, which does not exist; use `--- /dev/null` to create it; nothing was written"
-                ));
+                return Err(unwritten(format!(
+                    "patch modifies {old}, which does not exist; use `--- /dev/null` to create it"
+                )));
             };
             let content = apply_hunks(&new, base, &parsed)?;
             let to = change_for(workspace, changes, &new)?;
             if from != to {
                 // A rename: the new name must be free.
                 if changes[to].content.is_some() {
-                    return Err(format!(
-                        "patch renames {old} to {new}, which already exists; nothing was written"
-                    ));
+                    return Err(unwritten(format!(
+                        "patch renames {old} to {new}, which already exists"
+                    )));
                 }
                 changes[from].content = None;
             }
@@ -285,21 +288,32 @@ fn apply_section(
     }
 }
 
-fn apply_hunks(shown: &str, base: &str, patch: &diffy::Patch<'_, str>) -> Result<String, String> {
+/// A failure of the patch that leaves every file as it was.
+fn unwritten(message: String) -> ToolError {
+    ToolError::failed(message).nothing_written()
+}
+
+fn apply_hunks(
+    shown: &str,
+    base: &str,
+    patch: &diffy::Patch<'_, str>,
+) -> Result<String, ToolError> {
     diffy::apply(base, patch).map_err(|e| {
         let message = e.to_string();
         let number: Option<usize> = message
             .rsplit('#')
             .next()
             .and_then(|n| n.trim().parse().ok());
-        match number.and_then(|n| Some((n, patch.hunks().get(n.checked_sub(1)?)?))) {
-            Some((n, hunk)) => format!(
-                "{shown}: hunk #{n} (@@ -{} +{} @@) does not apply: its context or removed lines do not match the file; nothing was written",
-                hunk.old_range(),
-                hunk.new_range()
-            ),
-            None => format!("{shown}: {message}; nothing was written"),
-        }
+        unwritten(
+            match number.and_then(|n| Some((n, patch.hunks().get(n.checked_sub(1)?)?))) {
+                Some((n, hunk)) => format!(
+                    "{shown}: hunk #{n} (@@ -{} +{} @@) does not apply: its context or removed lines do not match the file",
+                    hunk.old_range(),
+                    hunk.new_range()
+                ),
+                None => format!("{shown}: {message}"),
+            },
+        )
     })
 }
 
@@ -309,22 +323,21 @@ fn change_for(
     workspace: &Workspace,
     changes: &mut Vec<Change>,
     shown: &str,
-) -> Result<usize, String> {
-    let nothing_written = |e: String| format!("{e}; nothing was written");
-    let entry = workspace.entry(shown).map_err(nothing_written)?;
+) -> Result<usize, ToolError> {
+    let entry = workspace.entry(shown).map_err(ToolError::nothing_written)?;
     if let Some(index) = changes.iter().position(|c| c.entry.same_as(&entry)) {
         return Ok(index);
     }
     let (content, original) = match entry
         .open(workspace, shown, Access::Replace)
-        .map_err(nothing_written)?
+        .map_err(ToolError::nothing_written)?
     {
         Some(mut file) => {
             let permissions = file
                 .metadata()
-                .map_err(|e| nothing_written(format!("cannot inspect {shown}: {e}")))?
+                .map_err(|e| ToolError::io(shown, "inspect", e).nothing_written())?
                 .permissions();
-            let content = read_text(shown, &mut file).map_err(nothing_written)?;
+            let content = read_text(&mut file, shown).map_err(ToolError::nothing_written)?;
             (Some(content), Some(permissions))
         }
         None => (None, None),
@@ -348,7 +361,7 @@ struct Staged {
 /// Writes every change: new contents go to staging files beside their
 /// targets first (so a failure leaves the originals alone), then are renamed
 /// into place; deletions come last.
-fn commit(workspace: &Workspace, changes: &mut [Change]) -> Result<(), String> {
+fn commit(workspace: &Workspace, changes: &mut [Change]) -> Result<(), ToolError> {
     let mut staged: Vec<Staged> = Vec::new();
     for index in 0..changes.len() {
         let change = &mut changes[index];
@@ -369,7 +382,7 @@ fn commit(workspace: &Workspace, changes: &mut [Change]) -> Result<(), String> {
             }),
             Err(error) => {
                 discard(changes, &staged);
-                return Err(format!("{error}; nothing was written"));
+                return Err(error.nothing_written());
             }
         }
     }
@@ -381,20 +394,13 @@ fn commit(workspace: &Workspace, changes: &mut [Change]) -> Result<(), String> {
         };
         if let Err(e) = renamed {
             discard(changes, &staged[done..]);
-            return Err(format!(
-                "cannot write {}: {e}; the patch was only partly applied",
-                change.shown
-            ));
+            return Err(ToolError::io(&change.shown, "write", e).partly_applied());
         }
     }
     for change in changes.iter() {
         if change.existed() && change.content.is_none() {
-            delete(change).map_err(|e| {
-                format!(
-                    "cannot delete {}: {e}; the patch was only partly applied",
-                    change.shown
-                )
-            })?;
+            delete(change)
+                .map_err(|e| ToolError::io(&change.shown, "delete", e).partly_applied())?;
         }
     }
     Ok(())
@@ -425,14 +431,14 @@ fn stage(
     shown: &str,
     content: &str,
     original: Option<&Permissions>,
-) -> Result<OsString, String> {
+) -> Result<OsString, ToolError> {
     let target = entry.name().to_owned();
     let dir = entry.directory(workspace, shown)?;
     let (name, mut file) = create_staging_file(dir, &target, original.is_some())
-        .map_err(|e| format!("cannot write {shown}: {e}"))?;
+        .map_err(|e| ToolError::io(shown, "write", e))?;
     if let Err(e) = fill(&mut file, content, original) {
         let _ = dir.remove_file(&name);
-        return Err(format!("cannot write {shown}: {e}"));
+        return Err(ToolError::io(shown, "write", e));
     }
     Ok(name)
 }
@@ -493,11 +499,12 @@ fn creation_mode(_options: &mut OpenOptions, _mode: u32) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::ToolResult;
     use serde_json::json;
     use std::fs;
 
     fn run(ws: &Workspace, patch: &str) -> ToolResult {
-        ApplyPatchTool.execute(&json!({ "patch": patch }), &ToolContext::new(ws))
+        crate::tools::testing::run(&ApplyPatchTool, ws, json!({ "patch": patch }))
     }
 
     use crate::tools::testing::setup;
@@ -614,9 +621,7 @@ new file mode 100644
         assert!(r.error.unwrap().contains("does not exist"));
         let r = run(&ws, "--- a/x.txt\n+++ b/x.txt\n@@ -1,2 +1,2 @@\n-x\n+y\n");
         assert!(r.is_error());
-        assert!(ApplyPatchTool
-            .execute(&json!({}), &ToolContext::new(&ws))
-            .is_error());
+        assert!(crate::tools::testing::run(&ApplyPatchTool, &ws, json!({})).is_error());
         assert_eq!(read(&ws, "x.txt"), "x\n");
     }
 

@@ -60,11 +60,12 @@
 //! `[output truncated: N more bytes]` gives N exactly: the bytes of the
 //! command's output (stdout plus stderr, as written) that are not shown.
 
-use super::args::{optional_u64, required_str};
+use super::args::optional_whole;
 use super::process_tree::{CallProcesses, GATE, TOKEN_VAR, WATCH_EVERY};
 use super::sandbox::{self, Confinement};
-use super::{Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
@@ -166,7 +167,22 @@ impl BashTool {
     }
 }
 
-impl Tool for BashTool {
+/// The arguments of `bash` (the field docs are what the model reads; the
+/// timeout's maximum and default are filled in from the tool's settings).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// The bash command line to run.
+    pub command: String,
+    /// Seconds before the command is killed.
+    #[serde(default, deserialize_with = "optional_whole")]
+    #[schemars(range(min = 1))]
+    pub timeout_secs: Option<u64>,
+}
+
+impl TypedTool for BashTool {
+    type Args = BashArgs;
+
     fn name(&self) -> &str {
         "bash"
     }
@@ -190,53 +206,51 @@ impl Tool for BashTool {
         }
     }
 
-    fn parameters(&self) -> serde_json::Value {
+    /// States the maximum timeout and the default, which are settings.
+    fn adjust_parameters(&self, parameters: &mut serde_json::Value) {
         let max = self.max_timeout.as_secs().max(1);
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "The bash command line to run."
-                },
-                "timeout_secs": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": max,
-                    "description": format!(
-                        "Seconds before the command is killed (default {}, at most {max}; \
-                         a larger value is refused with an error).",
-                        self.default_timeout.as_secs().max(1)
-                    )
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+        let timeout = &mut parameters["properties"]["timeout_secs"];
+        timeout["maximum"] = max.into();
+        timeout["description"] = format!(
+            "Seconds before the command is killed (default {}, at most {max}; \
+             a larger value is refused with an error).",
+            self.default_timeout.as_secs().max(1)
+        )
+        .into();
     }
 
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        let command = match required_str(arguments, "command") {
-            Ok(command) => command,
-            Err(error) => return ToolResult::err(error),
-        };
+    fn run(&self, arguments: BashArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let BashArgs {
+            command,
+            timeout_secs,
+        } = arguments;
         let max = self.max_timeout.as_secs().max(1);
-        let timeout = match optional_u64(arguments, "timeout_secs") {
-            Ok(None) => self.default_timeout,
-            Ok(Some(0)) => return ToolResult::err("argument `timeout_secs` must be at least 1"),
-            Ok(Some(secs)) if secs > max => {
-                return ToolResult::err(format!(
-                    "argument `timeout_secs` is {secs}, above the maximum of {max}: \
-                     give at most {max}"
+        let timeout = match timeout_secs {
+            None => self.default_timeout,
+            Some(0) => {
+                return Err(ToolError::invalid(
+                    "timeout_secs",
+                    "argument `timeout_secs` must be at least 1",
                 ))
             }
-            Ok(Some(secs)) => Duration::from_secs(secs),
-            Err(error) => return ToolResult::err(error),
+            Some(secs) if secs > max => {
+                return Err(ToolError::invalid(
+                    "timeout_secs",
+                    format!(
+                        "argument `timeout_secs` is {secs}, above the maximum of {max}: \
+                         give at most {max}"
+                    ),
+                ))
+            }
+            Some(secs) => Duration::from_secs(secs),
         };
         if command.trim().is_empty() {
-            return ToolResult::err("argument `command` is empty: give a command to run");
+            return Err(ToolError::invalid(
+                "command",
+                "argument `command` is empty: give a command to run",
+            ));
         }
-        self.run(command, timeout, cx)
+        self.run_command(&command, timeout, cx)
     }
 }
 
@@ -338,15 +352,16 @@ fn warn_partial() {
 }
 
 impl BashTool {
-    fn run(&self, command: &str, timeout: Duration, cx: &ToolContext<'_>) -> ToolResult {
-        let tmp = match private_tmpdir() {
-            Ok(tmp) => tmp,
-            Err(e) => {
-                return ToolResult::err(format!(
-                    "could not create a private temporary directory: {e}"
-                ))
-            }
-        };
+    fn run_command(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
+        let tmp = private_tmpdir().map_err(|source| ToolError::Process {
+            action: "create a private temporary directory",
+            source,
+        })?;
         let mut calls = CallProcesses::new();
         let gated = calls.has_cgroup();
         let mut cmd = Command::new("bash");
@@ -373,24 +388,24 @@ impl BashTool {
             warn_unconfined();
             cmd.spawn()
         } else {
-            match sandbox::spawn_confined(&mut cmd, &[cx.workspace.root(), tmp.path()]) {
-                Ok((child, confinement)) => {
-                    match confinement {
-                        Confinement::Full => {}
-                        Confinement::Partial => warn_partial(),
-                        Confinement::None => warn_unconfined(),
-                    }
-                    Ok(child)
-                }
-                Err(e) => {
-                    return ToolResult::err(format!("could not start bash in its sandbox: {e}"))
-                }
+            let (child, confinement) =
+                sandbox::spawn_confined(&mut cmd, &[cx.workspace.root(), tmp.path()]).map_err(
+                    |source| ToolError::Process {
+                        action: "start bash in its sandbox",
+                        source,
+                    },
+                )?;
+            match confinement {
+                Confinement::Full => {}
+                Confinement::Partial => warn_partial(),
+                Confinement::None => warn_unconfined(),
             }
+            Ok(child)
         };
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) => return ToolResult::err(format!("could not start bash: {e}")),
-        };
+        let mut child = spawned.map_err(|source| ToolError::Process {
+            action: "start bash",
+            source,
+        })?;
         calls.set_shell(child.id());
         // Opens the gate, if any: the shell is in its cgroup now.
         drop(child.stdin.take());
@@ -442,27 +457,21 @@ impl BashTool {
             .collect();
         let output = render(self.output_cap, &captured);
         if timed_out {
-            return ToolResult {
+            return Err(ToolError::TimedOut {
+                seconds: timeout.as_secs(),
                 output,
-                error: Some(format!(
-                    "command timed out after {}s; it and every process it started were killed",
-                    timeout.as_secs()
-                )),
-                ..ToolResult::default()
-            };
+            });
         }
         match status {
-            Ok(status) if status.success() => ToolResult::ok(output),
-            Ok(status) => ToolResult {
+            Ok(status) if status.success() => Ok(output),
+            Ok(status) => Err(ToolError::CommandFailed {
+                status: describe_failure(status),
                 output,
-                error: Some(describe_failure(status)),
-                ..ToolResult::default()
-            },
-            Err(e) => ToolResult {
+            }),
+            Err(e) => Err(ToolError::Failed {
+                message: format!("could not collect the exit status of bash: {e}"),
                 output,
-                error: Some(format!("could not collect the exit status of bash: {e}")),
-                ..ToolResult::default()
-            },
+            }),
         }
     }
 }
@@ -562,13 +571,23 @@ fn describe_failure(status: ExitStatus) -> String {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use crate::tools::Workspace;
+    use crate::tools::testing::{run, setup};
+    use crate::tools::{Tool, Workspace};
+    use crate::types::ToolResult;
     use serde_json::json;
 
-    use crate::tools::testing::setup;
+    /// Runs `command` with `tool` in `ws`.
+    fn sh(tool: &BashTool, ws: &Workspace, command: &str) -> ToolResult {
+        run(tool, ws, json!({ "command": command }))
+    }
 
-    fn run(tool: &BashTool, ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        tool.execute(&args, &ToolContext::new(ws))
+    /// The output of `command`, run successfully in a fresh workspace by a
+    /// tool whose output cap is `cap`.
+    fn output_with_cap(cap: usize, command: &str) -> String {
+        let (_dir, ws) = setup();
+        let r = sh(&BashTool::new(Duration::from_secs(10), cap), &ws, command);
+        assert_eq!(r.error, None, "{command}");
+        r.output
     }
 
     /// Alive and not a zombie (a zombie may wait for a reaper that is slow
@@ -596,66 +615,62 @@ mod tests {
     #[test]
     fn success_in_workspace_root() {
         let (_dir, ws) = setup();
-        let r = run(
-            &BashTool::default(),
-            &ws,
-            json!({"command": "pwd; echo err >&2"}),
-        );
+        let r = sh(&BashTool::default(), &ws, "pwd; echo err >&2");
         assert_eq!(r.error, None);
         assert_eq!(r.output, format!("{}\nerr\n", ws.root().display()));
     }
 
     #[test]
     fn stdin_is_closed() {
-        let (_dir, ws) = setup();
-        let r = run(
-            &BashTool::default(),
-            &ws,
-            json!({"command": "cat; echo ok"}),
-        );
-        assert_eq!(r.error, None);
-        assert_eq!(r.output, "ok\n");
+        assert_eq!(output_with_cap(100, "cat; echo ok"), "ok\n");
     }
 
     #[test]
     fn nonzero_exit_keeps_output() {
         let (_dir, ws) = setup();
-        let r = run(
-            &BashTool::default(),
-            &ws,
-            json!({"command": "echo out; echo oops >&2; exit 3"}),
-        );
+        let r = sh(&BashTool::default(), &ws, "echo out; echo oops >&2; exit 3");
         assert_eq!(r.error.as_deref(), Some("exit status 3"));
         assert_eq!(r.output, "out\noops\n");
     }
 
     #[test]
     fn output_is_capped() {
-        let (_dir, ws) = setup();
-        let tool = BashTool::new(Duration::from_secs(10), 100);
-        let r = run(
-            &tool,
-            &ws,
-            json!({"command": "head -c 5000 /dev/zero | tr '\\0' a"}),
-        );
-        assert_eq!(r.error, None);
         assert_eq!(
-            r.output,
+            output_with_cap(100, "head -c 5000 /dev/zero | tr '\\0' a"),
             // 100 bytes in all: 64 shown, a newline, and the 35-byte note.
             format!("{}\n[output truncated: 4936 more bytes]", "a".repeat(64))
         );
     }
 
     #[test]
-    fn bad_arguments() {
+    fn ill_formed_arguments_are_refused_before_anything_runs() {
         let (_dir, ws) = setup();
         let tool = BashTool::default();
-        assert!(run(&tool, &ws, json!({}))
-            .error
-            .unwrap()
-            .contains("command"));
-        assert!(run(&tool, &ws, json!({"command": "true", "timeout_secs": 0})).is_error());
-        assert!(run(&tool, &ws, json!({"command": "true", "timeout_secs": "5"})).is_error());
+        let error = |args| run(&tool, &ws, args).error.unwrap();
+        assert_eq!(
+            error(json!({})),
+            "missing required argument `command` (a string)"
+        );
+        assert_eq!(
+            error(json!({"command": "touch ran", "timeout_secs": 0})),
+            "argument `timeout_secs` must be at least 1"
+        );
+        assert_eq!(
+            error(json!({"command": "touch ran", "timeout_secs": "5"})),
+            "argument `timeout_secs` must be a non-negative integer, got \"5\""
+        );
+        assert_eq!(
+            error(json!({"command": "touch ran", "timeout": 5})),
+            "unknown argument `timeout`; expected `command` or `timeout_secs`"
+        );
+        assert_eq!(
+            error(json!({"command": "  "})),
+            "argument `command` is empty: give a command to run"
+        );
+        assert!(!ws.root().join("ran").exists());
+        // An integral float is a whole number of seconds.
+        let r = run(&tool, &ws, json!({"command": "true", "timeout_secs": 5.0}));
+        assert_eq!(r.error, None);
     }
 
     #[test]
@@ -677,7 +692,13 @@ mod tests {
             Some("command timed out after 1s; it and every process it started were killed")
         );
         assert_eq!(r.output, "started\n");
-        let pid: u32 = std::fs::read_to_string(ws.root().join("child.pid"))
+        assert_gone_soon(&ws.root().join("child.pid"));
+    }
+
+    /// Asserts that the process whose pid `pid_file` holds is gone within
+    /// two seconds.
+    fn assert_gone_soon(pid_file: &std::path::Path) {
+        let pid: u32 = std::fs::read_to_string(pid_file)
             .unwrap()
             .trim()
             .parse()
@@ -686,17 +707,17 @@ mod tests {
         while alive(pid) && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(20));
         }
-        assert!(!alive(pid), "background child {pid} survived the timeout");
+        assert!(!alive(pid), "background child {pid} survived the call");
     }
 
     #[test]
     fn background_holding_pipes_does_not_hang() {
         let (_dir, ws) = setup();
         let started = Instant::now();
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({"command": "sleep 30 & echo $! > bg.pid; echo done"}),
+            "sleep 30 & echo $! > bg.pid; echo done",
         );
         assert!(
             started.elapsed() < Duration::from_secs(3),
@@ -705,16 +726,7 @@ mod tests {
         );
         assert_eq!(r.error, None);
         assert_eq!(r.output, "done\n");
-        let pid: u32 = std::fs::read_to_string(ws.root().join("bg.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while alive(pid) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
-        }
-        assert!(!alive(pid));
+        assert_gone_soon(&ws.root().join("bg.pid"));
     }
 
     // ----- timeout cap -----
@@ -834,16 +846,11 @@ mod tests {
 
     #[test]
     fn truncated_stdout_and_stderr_of_a_real_command_give_the_exact_note() {
-        let (_dir, ws) = setup();
-        let tool = BashTool::new(Duration::from_secs(10), 64);
-        let r = run(
-            &tool,
-            &ws,
-            json!({"command": "head -c 10 /dev/zero | tr '\\0' a; head -c 60 /dev/zero | tr '\\0' b >&2"}),
-        );
-        assert_eq!(r.error, None);
         assert_eq!(
-            r.output,
+            output_with_cap(
+                64,
+                "head -c 10 /dev/zero | tr '\\0' a; head -c 60 /dev/zero | tr '\\0' b >&2"
+            ),
             format!(
                 "{}\n{}\n[output truncated: 41 more bytes]",
                 "a".repeat(10),
@@ -854,33 +861,24 @@ mod tests {
 
     #[test]
     fn truncated_multibyte_output_of_a_real_command_gives_the_exact_note() {
-        let (_dir, ws) = setup();
-        std::fs::write(ws.root().join("text"), "é".repeat(100)).unwrap();
-        let tool = BashTool::new(Duration::from_secs(10), 64);
-        let r = run(&tool, &ws, json!({"command": "cat text"}));
         assert_eq!(
-            r.output,
+            output_with_cap(64, "for _ in $(seq 100); do printf 'é'; done"),
             format!("{}\n[output truncated: 172 more bytes]", "é".repeat(14))
         );
     }
 
     #[test]
     fn the_whole_output_with_its_note_fits_the_default_cap() {
-        let (_dir, ws) = setup();
-        let r = run(
-            &BashTool::default(),
-            &ws,
-            json!({"command": "head -c 100000 /dev/zero | tr '\\0' a"}),
-        );
+        let output = output_with_cap(30_000, "head -c 100000 /dev/zero | tr '\\0' a");
         // 100 000 bytes: the longest note is 37 bytes, so 29 962 are shown.
         assert_eq!(
-            r.output,
+            output,
             format!(
                 "{}\n[output truncated: 70038 more bytes]",
                 "a".repeat(29_962)
             )
         );
-        assert!(r.output.len() <= 30_000);
+        assert!(output.len() <= 30_000);
     }
 
     // ----- TMPDIR -----
@@ -889,15 +887,11 @@ mod tests {
     fn tmpdir_is_private_fresh_for_each_call_and_removed_after_it() {
         let (_dir, ws) = setup();
         let tool = BashTool::default();
-        let first = run(&tool, &ws, json!({"command": "printf %s \"$TMPDIR\""}));
-        let second = run(&tool, &ws, json!({"command": "printf %s \"$TMPDIR\""}));
+        let first = sh(&tool, &ws, "printf %s \"$TMPDIR\"");
+        let second = sh(&tool, &ws, "printf %s \"$TMPDIR\"");
         assert_ne!(first.output, second.output);
         assert!(!std::path::Path::new(&first.output).exists());
-        let r = run(
-            &tool,
-            &ws,
-            json!({"command": "stat -c %a \"$TMPDIR\"; echo hi > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"; mktemp >/dev/null && echo made"}),
-        );
+        let r = sh(&tool, &ws, "stat -c %a \"$TMPDIR\"; echo hi > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"; mktemp >/dev/null && echo made");
         assert_eq!(r.error, None);
         assert_eq!(r.output, "700\nhi\nmade\n");
     }
@@ -986,7 +980,7 @@ mod tests {
         let tool = BashTool::default();
         assert!(tool.sandbox_active());
         for attempt in outside_attempts(&outside.path().display().to_string()) {
-            let r = run(&tool, &ws, json!({ "command": attempt }));
+            let r = sh(&tool, &ws, &attempt);
             assert!(r.error.is_some(), "{attempt} succeeded: {}", r.output);
             assert_eq!(listing(outside.path()), before, "after {attempt}");
         }
@@ -1010,7 +1004,7 @@ mod tests {
                 &outside.path().display().to_string(),
             );
             let before = listing(outside.path());
-            let r = run(&tool, &ws, json!({ "command": attempt }));
+            let r = sh(&tool, &ws, &attempt);
             assert_eq!(r.error, None, "{attempt}: {}", r.output);
             assert_ne!(listing(outside.path()), before, "{attempt} changed nothing");
         }
@@ -1023,13 +1017,13 @@ mod tests {
             return;
         }
         let (_dir, ws) = setup();
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({"command": "set -e; echo a > f; echo b >> f; mkdir -p d/e; mv f d/e/g; \
+            "set -e; echo a > f; echo b >> f; mkdir -p d/e; mv f d/e/g; \
                    ln d/e/g h; ln -s h s; mkfifo p; rm p; truncate -s 1 h; \
                    echo t > \"$TMPDIR/t\"; mv \"$TMPDIR/t\" ./from-tmp; \
-                   echo gone > /dev/null; echo err > /dev/stderr; cat s from-tmp"}),
+                   echo gone > /dev/null; echo err > /dev/stderr; cat s from-tmp",
         );
         assert_eq!(r.error, None, "{}", r.output);
         assert_eq!(r.output, "at\nerr\n");
@@ -1044,10 +1038,10 @@ mod tests {
         let (_dir, ws) = setup();
         let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
         let pid = bystander.id();
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({"command": format!("kill -9 {pid} && echo killed")}),
+            &format!("kill -9 {pid} && echo killed"),
         );
         let alive = bystander.try_wait().unwrap().is_none();
         let _ = bystander.kill();
@@ -1078,14 +1072,14 @@ mod tests {
             .lines()
             .any(|l| l.starts_with("NoNewPrivs:") && l.ends_with('1'));
         // The child (and its own child) is confined and has no_new_privs.
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({ "command": format!(
+            &format!(
                 "grep NoNewPrivs /proc/self/status | tr -d ' \\t'; \
                  sh -c 'echo x > {}' 2>/dev/null || echo refused",
                 target.display()
-            ) }),
+            ),
         );
         assert_eq!(r.output, "NoNewPrivs:1\nrefused\n");
         assert!(!target.exists());
@@ -1174,16 +1168,12 @@ mod tests {
     fn setsid_children_and_double_forked_daemons_do_not_outlive_the_call() {
         let (_dir, ws) = setup();
         let started = Instant::now();
-        let r = run(
-            &BashTool::default(),
-            &ws,
-            json!({"command": "
+        let r = sh(&BashTool::default(), &ws, "
                 setsid sh -c 'sleep 2; touch canary1' >/dev/null 2>&1 &
                 echo $! $(cut -d' ' -f22 /proc/$!/stat) > setsid.pid
                 (sh -c 'echo $$ $(cut -d\" \" -f22 /proc/$$/stat) > daemon.pid; sleep 2; touch canary2' >/dev/null 2>&1 &) &
                 while [ ! -s daemon.pid ]; do sleep 0.01; done
-                echo returned"}),
-        );
+                echo returned");
         assert_eq!(r.error, None, "{}", r.output);
         assert_eq!(r.output, "returned\n");
         assert!(started.elapsed() < Duration::from_secs(2));
@@ -1207,12 +1197,12 @@ mod tests {
     #[test]
     fn an_orphan_that_exits_by_itself_during_the_call_is_reaped() {
         let (_dir, ws) = setup();
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({"command": "
+            "
                 (sleep 0.2 & echo $! $(cut -d' ' -f22 /proc/$!/stat) > orphan.pid)
-                sleep 0.6; echo done"}),
+                sleep 0.6; echo done",
         );
         assert_eq!(r.output, "done\n");
         let (pid, start) = pid_and_start(&ws.root().join("orphan.pid"));
@@ -1225,24 +1215,18 @@ mod tests {
         let (_dir, ws) = setup();
         let long = {
             let ws = ws.clone();
-            thread::spawn(move || {
-                run(
-                    &BashTool::default(),
-                    &ws,
-                    json!({"command": "sleep 2; echo done"}),
-                )
-            })
+            thread::spawn(move || sh(&BashTool::default(), &ws, "sleep 2; echo done"))
         };
         // Several short calls, each leaving a setsid child for its sweep to
         // kill, while the long one runs.
         thread::sleep(Duration::from_millis(200));
         for i in 0..5 {
-            let r = run(
+            let r = sh(
                 &BashTool::default(),
                 &ws,
-                json!({ "command": format!(
+                &format!(
                     "setsid sleep 30 & echo $! $(cut -d' ' -f22 /proc/$!/stat) > short{i}.pid"
-                ) }),
+                ),
             );
             assert_eq!(r.error, None);
             let (pid, start) = pid_and_start(&ws.root().join(format!("short{i}.pid")));
@@ -1264,13 +1248,13 @@ mod tests {
         let (_dir, ws) = setup();
         // The shell lives on for a few watch sweeps, which see the child
         // while its parent is still the shell.
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({"command": "
+            "
                 env -u CHIMERA_BASH_CALL setsid sleep 30 &
                 echo $! $(cut -d' ' -f22 /proc/$!/stat) > hidden.pid
-                sleep 0.5"}),
+                sleep 0.5",
         );
         assert_eq!(r.error, None);
         let (pid, start) = pid_and_start(&ws.root().join("hidden.pid"));
@@ -1285,12 +1269,12 @@ mod tests {
             return;
         }
         let (_dir, ws) = setup();
-        let r = run(
+        let r = sh(
             &BashTool::default(),
             &ws,
-            json!({"command": "
+            "
                 env -u CHIMERA_BASH_CALL setsid sleep 30 &
-                echo $! $(cut -d' ' -f22 /proc/$!/stat) > hidden.pid"}),
+                echo $! $(cut -d' ' -f22 /proc/$!/stat) > hidden.pid",
         );
         assert_eq!(r.error, None);
         let (pid, start) = pid_and_start(&ws.root().join("hidden.pid"));

@@ -1,7 +1,8 @@
 //! `delegate`: hands a task to a sub-agent and returns its final answer.
 
-use super::{Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::sync::Arc;
 
 /// Runs a task to completion in a fresh conversation.
@@ -33,7 +34,17 @@ impl DelegateTool {
     }
 }
 
-impl Tool for DelegateTool {
+/// The arguments of `delegate` (the field docs are what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelegateArgs {
+    /// What the sub-agent should do.
+    pub task: String,
+}
+
+impl TypedTool for DelegateTool {
+    type Args = DelegateArgs;
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -42,25 +53,55 @@ impl Tool for DelegateTool {
         "Delegate a task to a sub-agent."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}},
-            "required": ["task"]
-        })
+    /// The sub-agent's answer; when it fails, its error line with the
+    /// output it had.
+    fn run(&self, arguments: DelegateArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        self.agent
+            .run(&arguments.task, cx)
+            .map_err(|(output, message)| ToolError::Failed { message, output })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testing::{run, setup};
+    use serde_json::json;
+
+    /// Answers `did <task>`, or fails with partial output on `fail`.
+    struct Echoing;
+
+    impl SubAgent for Echoing {
+        fn run(&self, task: &str, _cx: &ToolContext<'_>) -> Result<String, (String, String)> {
+            match task {
+                "fail" => Err((
+                    "half done".to_owned(),
+                    "sub-agent failed: out of steps".to_owned(),
+                )),
+                task => Ok(format!("did {task}")),
+            }
+        }
     }
 
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        let Some(task) = arguments.get("task").and_then(|t| t.as_str()) else {
-            return ToolResult::err("missing required argument `task` (a string)");
-        };
-        match self.agent.run(task, cx) {
-            Ok(output) => ToolResult::ok(output),
-            Err((output, error)) => ToolResult {
-                output,
-                error: Some(error),
-                metadata: None,
-            },
-        }
+    #[test]
+    fn the_task_goes_to_the_sub_agent_and_its_failure_keeps_its_output() {
+        let (_dir, ws) = setup();
+        let tool = DelegateTool::named("spawn", Arc::new(Echoing));
+        assert_eq!(run(&tool, &ws, json!({"task": "it"})).output, "did it");
+        let failed = run(&tool, &ws, json!({"task": "fail"}));
+        assert_eq!(
+            failed.transcript_text(),
+            "sub-agent failed: out of steps\nhalf done"
+        );
+        assert_eq!(
+            run(&tool, &ws, json!({})).error.as_deref(),
+            Some("missing required argument `task` (a string)")
+        );
+        assert_eq!(
+            run(&tool, &ws, json!({"task": "it", "model": "big"}))
+                .error
+                .as_deref(),
+            Some("unknown argument `model`; expected `task`")
+        );
     }
 }

@@ -1,16 +1,32 @@
 //! `edit_file`: exact string replacement in a file.
 
-use super::args::{optional_bool, read_text, required_str};
-use super::workspace::{rewrite, Access};
-use super::{outcome, Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// `edit_file`: replaces `old_string` with `new_string` in a text file.
 /// `old_string` must occur exactly once unless `replace_all` is true. The
 /// file is read and rewritten through one checked descriptor.
 pub struct EditFileTool;
 
-impl Tool for EditFileTool {
+/// The arguments of `edit_file` (the field docs are what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFileArgs {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// The exact text to replace (non-empty).
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one (default
+    /// false).
+    pub replace_all: Option<bool>,
+}
+
+impl TypedTool for EditFileTool {
+    type Args = EditFileArgs;
+
     fn name(&self) -> &str {
         "edit_file"
     }
@@ -22,100 +38,78 @@ impl Tool for EditFileTool {
          surrounding lines in `old_string` to make it unique."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root."
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace (non-empty)."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text to put in its place."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence instead of requiring exactly one (default false)."
-                }
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
+    fn run(&self, arguments: EditFileArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let EditFileArgs {
+            path,
+            old_string: old,
+            new_string: new,
+            replace_all,
+        } = arguments;
+        if old.is_empty() {
+            return Err(ToolError::invalid(
+                "old_string",
+                "old_string is empty: give the exact text to replace (use write_file to create a file)",
+            ));
+        }
+        if old == new {
+            return Err(ToolError::invalid(
+                "new_string",
+                "old_string and new_string are identical: nothing would change",
+            ));
+        }
+        let count = cx.workspace.edit_text(&path, |text| {
+            let count = text.matches(old.as_str()).count();
+            if count == 0 {
+                return Err(ToolError::failed(format!("old_string not found in {path}")));
+            }
+            if count > 1 && replace_all != Some(true) {
+                return Err(ToolError::failed(format!(
+                    "old_string occurs {count} times in {path}; add surrounding context to make it unique, or set replace_all to true"
+                )));
+            }
+            Ok((text.replace(old.as_str(), &new), count))
+        })?;
+        let noun = if count == 1 {
+            "replacement"
+        } else {
+            "replacements"
+        };
+        Ok(format!("Made {count} {noun} in {path}"))
     }
-
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        outcome(edit(arguments, cx))
-    }
-}
-
-fn edit(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
-    let path = required_str(arguments, "path")?;
-    let old = required_str(arguments, "old_string")?;
-    let new = required_str(arguments, "new_string")?;
-    let replace_all = optional_bool(arguments, "replace_all")?.unwrap_or(false);
-    if old.is_empty() {
-        return Err(
-            "old_string is empty: give the exact text to replace (use write_file to create a file)"
-                .to_owned(),
-        );
-    }
-    if old == new {
-        return Err("old_string and new_string are identical: nothing would change".to_owned());
-    }
-    let mut file = cx.workspace.open(path, Access::Edit)?;
-    let text = read_text(path, &mut file)?;
-    let count = text.matches(old).count();
-    if count == 0 {
-        return Err(format!("old_string not found in {path}"));
-    }
-    if count > 1 && !replace_all {
-        return Err(format!(
-            "old_string occurs {count} times in {path}; add surrounding context to make it unique, or set replace_all to true"
-        ));
-    }
-    let updated = text.replace(old, new);
-    rewrite(&mut file, path, updated.as_bytes())?;
-    let noun = if count == 1 {
-        "replacement"
-    } else {
-        "replacements"
-    };
-    Ok(format!("Made {count} {noun} in {path}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tools::Workspace;
+    use crate::types::ToolResult;
     use serde_json::json;
     use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        EditFileTool.execute(&args, &ToolContext::new(ws))
+        crate::tools::testing::run(&EditFileTool, ws, args)
     }
 
     fn setup() -> (tempfile::TempDir, Workspace) {
-        let (dir, ws) = crate::tools::testing::setup();
-        fs::write(ws.root().join("f.txt"), "alpha beta\nbeta gamma\n").unwrap();
-        (dir, ws)
+        crate::tools::testing::with_file("f.txt", "alpha beta\nbeta gamma\n")
     }
 
     fn content(ws: &Workspace) -> String {
         fs::read_to_string(ws.root().join("f.txt")).unwrap()
     }
 
+    /// Replaces `old` with `new` in `f.txt`.
+    fn edit(ws: &Workspace, old: &str, new: &str) -> ToolResult {
+        run(
+            ws,
+            json!({"path": "f.txt", "old_string": old, "new_string": new}),
+        )
+    }
+
     #[test]
     fn zero_occurrences() {
         let (_dir, ws) = setup();
-        let r = run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "delta", "new_string": "x"}),
-        );
+        let r = edit(&ws, "delta", "x");
         assert_eq!(r.error.as_deref(), Some("old_string not found in f.txt"));
         assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
     }
@@ -123,10 +117,7 @@ mod tests {
     #[test]
     fn one_occurrence() {
         let (_dir, ws) = setup();
-        let r = run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "alpha", "new_string": "ALPHA"}),
-        );
+        let r = edit(&ws, "alpha", "ALPHA");
         assert_eq!(r.error, None);
         assert_eq!(r.output, "Made 1 replacement in f.txt");
         assert_eq!(content(&ws), "ALPHA beta\nbeta gamma\n");
@@ -135,11 +126,7 @@ mod tests {
     #[test]
     fn many_occurrences() {
         let (_dir, ws) = setup();
-        let r = run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "beta", "new_string": "B"}),
-        );
-        let error = r.error.unwrap();
+        let error = edit(&ws, "beta", "B").error.unwrap();
         assert!(error.contains("occurs 2 times"), "{error}");
         assert!(error.contains("replace_all"), "{error}");
         assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
@@ -153,30 +140,36 @@ mod tests {
     }
 
     #[test]
-    fn bad_arguments() {
+    fn ill_formed_or_pointless_edits_are_refused_and_change_nothing() {
         let (_dir, ws) = setup();
-        assert!(run(&ws, json!({"path": "f.txt", "old_string": "a"})).is_error());
-        assert!(run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "", "new_string": "a"})
-        )
-        .error
-        .unwrap()
-        .contains("empty"));
-        assert!(run(
-            &ws,
-            json!({"path": "f.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"})
-        )
-        .error
-        .unwrap()
-        .contains("boolean"));
-        assert!(run(
-            &ws,
-            json!({"path": "nope", "old_string": "a", "new_string": "b"})
-        )
-        .error
-        .unwrap()
-        .contains("no such file"));
+        let error = |args| run(&ws, args).error.unwrap();
+        assert_eq!(
+            error(json!({"path": "f.txt", "old_string": "a"})),
+            "missing required argument `new_string` (a string)"
+        );
+        assert_eq!(
+            edit(&ws, "", "a").error.as_deref(),
+            Some("old_string is empty: give the exact text to replace (use write_file to create a file)")
+        );
+        assert_eq!(
+            edit(&ws, "beta", "beta").error.as_deref(),
+            Some("old_string and new_string are identical: nothing would change")
+        );
+        assert_eq!(
+            error(
+                json!({"path": "f.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"})
+            ),
+            "argument `replace_all` must be a boolean, got \"yes\""
+        );
+        assert_eq!(
+            error(json!({"path": "f.txt", "old": "a", "new_string": "b"})),
+            "unknown argument `old`; expected one of `path`, `old_string`, `new_string`, `replace_all`"
+        );
+        assert!(
+            error(json!({"path": "nope", "old_string": "a", "new_string": "b"}))
+                .contains("no such file")
+        );
+        assert_eq!(content(&ws), "alpha beta\nbeta gamma\n");
     }
 
     #[cfg(target_os = "linux")]

@@ -6,19 +6,26 @@
 //! symlink or directory swapped in meanwhile cannot redirect a read or a
 //! write. A path that leaves the workspace — by `..`, an absolute path
 //! outside it, or a symlink pointing out (or any absolute symlink) — is
-//! refused with an error result, never followed; relative symlinks that
+//! refused with a [`PathError`], never followed; relative symlinks that
 //! stay inside are followed. What is opened is checked on its descriptor:
 //! only regular files are read or written (FIFOs, sockets and devices are
 //! refused without blocking) and a file with more than one hard link is
 //! never written. `apply_patch` stages new content in files created
 //! exclusively under random names and renames them through the directory's
 //! handle.
+//!
+//! Each tool's arguments are a Rust type: the schema offered to the model
+//! is generated from it and every call is parsed into it (see
+//! [`TypedTool`], [`schema_of`], [`parse_args`]), so an unknown or
+//! ill-typed argument is refused with a line naming it. A failure is a
+//! [`ToolError`] whose text is what the conversation records.
 
 mod apply_patch;
 mod args;
 mod bash;
 mod delegate;
 mod edit_file;
+mod error;
 mod process_tree;
 mod read_file;
 mod replace_in_file;
@@ -28,18 +35,23 @@ mod todo;
 mod workspace;
 mod write_file;
 
-pub use apply_patch::ApplyPatchTool;
-pub use bash::BashTool;
-pub use delegate::{DelegateTool, SubAgent};
-pub use edit_file::EditFileTool;
-pub use read_file::ReadFileTool;
-pub use replace_in_file::ReplaceInFileTool;
-pub use think::ThinkTool;
-pub use todo::TodoTool;
+pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
+pub use args::{parse_args, schema_of};
+pub use bash::{BashArgs, BashTool};
+pub use delegate::{DelegateArgs, DelegateTool, SubAgent};
+pub use edit_file::{EditFileArgs, EditFileTool};
+pub use error::{PathError, ToolError};
+pub use read_file::{ReadFileArgs, ReadFileTool};
+pub use replace_in_file::{ReplaceInFileArgs, ReplaceInFileTool};
+pub use think::{ThinkArgs, ThinkTool};
+pub use todo::{TodoArgs, TodoItem, TodoStatus, TodoTool};
 pub use workspace::Workspace;
-pub use write_file::WriteFileTool;
+pub use write_file::{WriteFileArgs, WriteFileTool};
 
-use crate::types::{ToolResult, ToolSchema};
+use crate::types::ToolSchema;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::sync::Arc;
 
 /// What a tool gets besides its arguments: per-call data travels with the
@@ -66,18 +78,24 @@ impl<'a> ToolContext<'a> {
     }
 }
 
-/// A tool. `execute` never panics on bad input: a missing or ill-typed
-/// argument, a refused path or a failed operation is an error result with
-/// one line saying what to fix.
+/// A tool, as the agent holds it (object-safe). `execute` never panics on
+/// bad input: a missing or ill-typed argument, a refused path or a failed
+/// operation is a [`ToolError`] whose `Display` is one line saying what to
+/// fix; the agent records it (with any output the error kept) as the
+/// call's result.
+///
+/// Tools with typed arguments implement [`TypedTool`] instead and get this
+/// trait from it.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &str;
     /// What it does, for the model.
     fn description(&self) -> &str;
-    /// JSON Schema of its arguments (an object schema).
-    fn parameters(&self) -> serde_json::Value;
-    /// Runs the tool.
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult;
+    /// JSON Schema of its arguments (an object schema): exactly what the
+    /// model is offered.
+    fn parameters(&self) -> Value;
+    /// Runs the tool: its output text, or why it failed.
+    fn execute(&self, arguments: &Value, cx: &ToolContext<'_>) -> Result<String, ToolError>;
 
     /// The schema offered to the model.
     fn schema(&self) -> ToolSchema {
@@ -89,12 +107,47 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// A tool's result from its outcome: the text on success, the one-line
-/// error otherwise.
-pub(crate) fn outcome(result: Result<String, String>) -> ToolResult {
-    match result {
-        Ok(text) => ToolResult::ok(text),
-        Err(error) => ToolResult::err(error),
+/// A tool whose arguments are a type: its [`Tool::parameters`] are
+/// generated from [`TypedTool::Args`] (see [`schema_of`]) and every call's
+/// arguments are parsed into it (see [`parse_args`]) before
+/// [`TypedTool::run`] sees them, so the schema offered and the parsing
+/// cannot disagree. Every `TypedTool` is a [`Tool`].
+///
+/// `Args` should derive `Deserialize` with `#[serde(deny_unknown_fields)]`
+/// and `JsonSchema`; its fields' doc comments are the descriptions the
+/// model reads.
+pub trait TypedTool: Send + Sync {
+    /// The arguments.
+    type Args: DeserializeOwned + JsonSchema;
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+    /// Changes the schema generated from `Args` before it is offered, for
+    /// what depends on the tool's settings (`bash`'s maximum timeout); by
+    /// default it is offered as generated.
+    fn adjust_parameters(&self, _parameters: &mut Value) {}
+    /// Runs the tool on parsed arguments.
+    fn run(&self, arguments: Self::Args, cx: &ToolContext<'_>) -> Result<String, ToolError>;
+}
+
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &str {
+        TypedTool::name(self)
+    }
+
+    fn description(&self) -> &str {
+        TypedTool::description(self)
+    }
+
+    fn parameters(&self) -> Value {
+        let mut parameters = schema_of::<T::Args>();
+        self.adjust_parameters(&mut parameters);
+        parameters
+    }
+
+    fn execute(&self, arguments: &Value, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        self.run(parse_args(arguments)?, cx)
     }
 }
 
@@ -102,12 +155,30 @@ pub(crate) fn outcome(result: Result<String, String>) -> ToolResult {
 pub(crate) mod testing {
     //! Shared set-up for the tools' unit tests.
 
-    use super::Workspace;
+    use super::{Tool, ToolContext, Workspace};
+    use crate::types::ToolResult;
+
+    /// Runs `tool` on `arguments` in `workspace`, giving the result the
+    /// agent would record.
+    pub(crate) fn run(
+        tool: &dyn Tool,
+        workspace: &Workspace,
+        arguments: serde_json::Value,
+    ) -> ToolResult {
+        ToolResult::from(tool.execute(&arguments, &ToolContext::new(workspace)))
+    }
 
     /// A fresh workspace (the directory lives as long as the guard).
     pub(crate) fn setup() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().expect("temp dir");
         let workspace = Workspace::new(dir.path()).expect("workspace");
+        (dir, workspace)
+    }
+
+    /// A fresh workspace holding the file `name` with `content`.
+    pub(crate) fn with_file(name: &str, content: &str) -> (tempfile::TempDir, Workspace) {
+        let (dir, workspace) = setup();
+        std::fs::write(workspace.root().join(name), content).expect("write");
         (dir, workspace)
     }
 
@@ -267,6 +338,165 @@ mod tests {
     use super::*;
     use serde_json::{json, Value};
 
+    /// A sub-agent for the schema checks; never asked to run.
+    struct Idle;
+
+    impl SubAgent for Idle {
+        fn run(&self, _task: &str, _cx: &ToolContext<'_>) -> Result<String, (String, String)> {
+            Ok(String::new())
+        }
+    }
+
+    /// Every built-in tool, `delegate` included.
+    fn built_in() -> ToolSet {
+        let mut set = ToolSet::standard();
+        set.insert(Arc::new(DelegateTool::new(Arc::new(Idle))));
+        set
+    }
+
+    /// Checks that `schema` (at `at`) and every subschema in it is plain:
+    /// no reference or definitions, and every object schema closed.
+    fn assert_plain(schema: &Value, at: &str) {
+        let Value::Object(map) = schema else {
+            panic!("{at}: not an object schema: {schema}");
+        };
+        for key in [
+            "$ref",
+            "$defs",
+            "definitions",
+            "$schema",
+            "oneOf",
+            "anyOf",
+            "allOf",
+        ] {
+            assert!(!map.contains_key(key), "{at}: has {key}: {schema}");
+        }
+        if map.get("type") == Some(&json!("object")) {
+            assert_eq!(
+                map.get("additionalProperties"),
+                Some(&json!(false)),
+                "{at}: {schema}"
+            );
+            let properties = map["properties"].as_object().expect("properties");
+            for (name, property) in properties {
+                assert!(
+                    property["description"]
+                        .as_str()
+                        .is_some_and(|d| !d.is_empty()),
+                    "{at}.{name} has no description"
+                );
+                assert_plain(property, &format!("{at}.{name}"));
+            }
+            for required in map
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let name = required.as_str().expect("a name");
+                assert!(
+                    properties.contains_key(name),
+                    "{at}: requires unknown {name}"
+                );
+            }
+        }
+        if let Some(items) = map.get("items") {
+            assert_plain(items, &format!("{at}[]"));
+        }
+    }
+
+    #[test]
+    fn every_built_in_schema_is_a_closed_object_schema_without_references() {
+        let schemas = built_in().schemas();
+        assert_eq!(schemas.len(), 9);
+        for schema in schemas {
+            assert_eq!(schema.parameters["type"], "object", "{}", schema.name);
+            assert!(
+                !schema.parameters["required"]
+                    .as_array()
+                    .expect("required")
+                    .is_empty(),
+                "{}",
+                schema.name
+            );
+            assert_plain(&schema.parameters, &schema.name);
+        }
+    }
+
+    #[test]
+    fn the_schema_offered_is_the_one_parameters_returns() {
+        for tool in built_in().tools {
+            assert_eq!(
+                tool.schema().parameters,
+                tool.parameters(),
+                "{}",
+                tool.name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_built_in_tool_refuses_an_unknown_argument_naming_it_and_runs_nothing() {
+        let (_dir, workspace) = testing::setup();
+        for tool in built_in().tools {
+            let required = tool.parameters()["required"].clone();
+            let mut arguments: serde_json::Map<String, Value> = required
+                .as_array()
+                .expect("required")
+                .iter()
+                .map(|name| (name.as_str().expect("a name").to_owned(), json!("x")))
+                .collect();
+            arguments.insert("pathh".to_owned(), json!("x"));
+            let result = testing::run(tool.as_ref(), &workspace, Value::Object(arguments));
+            let error = result.error.unwrap_or_default();
+            assert!(
+                error.starts_with("unknown argument `pathh`; expected "),
+                "{}: {error}",
+                tool.name()
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(workspace.root()).expect("list").count(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_wrongly_typed_argument_is_refused_naming_it_and_its_type() {
+        let (_dir, workspace) = testing::setup();
+        let cases: [(&dyn Tool, Value, &str); 4] = [
+            (
+                &WriteFileTool,
+                json!({"path": "a", "content": 5}),
+                "argument `content` must be a string, got 5",
+            ),
+            (
+                &EditFileTool,
+                json!({"path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"}),
+                "argument `replace_all` must be a boolean, got \"yes\"",
+            ),
+            (
+                &BashTool::default(),
+                json!({"command": "true", "timeout_secs": "5"}),
+                "argument `timeout_secs` must be a non-negative integer, got \"5\"",
+            ),
+            (
+                &ApplyPatchTool,
+                json!({"patch": ["--- a/x"]}),
+                "argument `patch` must be a string, got an array",
+            ),
+        ];
+        for (tool, arguments, expected) in cases {
+            let result = testing::run(tool, &workspace, arguments);
+            assert_eq!(result.error.as_deref(), Some(expected), "{}", tool.name());
+            assert!(result.output.is_empty());
+        }
+        assert_eq!(
+            std::fs::read_dir(workspace.root()).expect("list").count(),
+            0
+        );
+    }
+
     #[test]
     fn every_file_tool_refuses_paths_that_leave_the_workspace() {
         let (_dir, workspace) = testing::setup();
@@ -296,10 +526,9 @@ mod tests {
                 |p| json!({"path": p, "pattern": "secret", "replacement": "x"}),
             ),
         ];
-        let cx = ToolContext::new(&workspace);
         for (tool, arguments) in cases {
             for path in &paths {
-                let result = tool.execute(&arguments(path), &cx);
+                let result = testing::run(tool, &workspace, arguments(path));
                 let error = result.error.unwrap_or_default();
                 assert!(
                     error.contains("escapes the workspace"),
@@ -340,10 +569,11 @@ mod tests {
         let _listener =
             std::os::unix::net::UnixListener::bind(workspace.root().join("socket")).expect("bind");
         testing::within_seconds(20, move || {
-            let cx = ToolContext::new(&workspace);
             for path in ["fifo", "socket"] {
                 for (tool, arguments) in tools_touching(path) {
-                    let error = tool.execute(&arguments, &cx).error.unwrap_or_default();
+                    let error = testing::run(tool, &workspace, arguments)
+                        .error
+                        .unwrap_or_default();
                     assert!(
                         error.contains(&format!("{path} is not a regular file")),
                         "{} {path}: {error}",
@@ -368,9 +598,10 @@ mod tests {
             std::fs::write(workspace.root().join("a"), "secret\n").expect("write");
             std::fs::hard_link(workspace.root().join("a"), &linked).expect("hard link");
         }
-        let cx = ToolContext::new(&workspace);
         for (tool, arguments) in tools_touching("linked").into_iter().skip(1) {
-            let error = tool.execute(&arguments, &cx).error.unwrap_or_default();
+            let error = testing::run(tool, &workspace, arguments)
+                .error
+                .unwrap_or_default();
             assert!(
                 error.starts_with("linked has 2 hard links; refusing to write through a hard link"),
                 "{}: {error}",
@@ -378,7 +609,7 @@ mod tests {
             );
         }
         assert_eq!(std::fs::read_to_string(&linked).expect("read"), "secret\n");
-        let read = ReadFileTool.execute(&json!({"path": "linked"}), &cx);
+        let read = testing::run(&ReadFileTool, &workspace, json!({"path": "linked"}));
         assert_eq!(
             read.output, "secret\n",
             "reading is allowed: {:?}",

@@ -7,10 +7,11 @@
 //! huge file costs what is returned, not its size. Every byte read is
 //! checked for text (UTF-8, no NUL byte).
 
-use super::args::{not_utf8, optional_u64, required_str};
+use super::args::optional_whole;
 use super::workspace::Access;
-use super::{outcome, Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::io::{self, Read};
 
 /// At most this many bytes of text are returned.
@@ -32,7 +33,25 @@ const CHUNK: usize = 8 * 1024;
 /// as much of the file is read as the answer needs.
 pub struct ReadFileTool;
 
-impl Tool for ReadFileTool {
+/// The arguments of `read_file` (the field docs are what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// First line to return, 1-based (default 1).
+    #[serde(default, deserialize_with = "optional_whole")]
+    #[schemars(range(min = 1))]
+    pub offset: Option<u64>,
+    /// Maximum number of lines to return (default: to the end).
+    #[serde(default, deserialize_with = "optional_whole")]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
+}
+
+impl TypedTool for ReadFileTool {
+    type Args = ReadFileArgs;
+
     fn name(&self) -> &str {
         "read_file"
     }
@@ -45,51 +64,27 @@ impl Tool for ReadFileTool {
          offset/limit to read further. Binary files (a NUL byte, or not UTF-8) are refused."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "First line to return, 1-based (default 1)."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Maximum number of lines to return (default: to the end)."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+    fn run(&self, arguments: ReadFileArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let (offset, limit) = (arguments.offset, arguments.limit);
+        if offset == Some(0) {
+            return Err(ToolError::invalid(
+                "offset",
+                "argument `offset` is 1-based: use 1 for the first line",
+            ));
+        }
+        if limit == Some(0) {
+            return Err(ToolError::invalid(
+                "limit",
+                "argument `limit` must be at least 1",
+            ));
+        }
+        let file = cx.workspace.open(&arguments.path, Access::Read)?;
+        let lines = Lines {
+            first: offset.unwrap_or(1),
+            count: limit,
+        };
+        read_lines(file, &arguments.path, lines)
     }
-
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        outcome(read(arguments, cx))
-    }
-}
-
-fn read(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
-    let path = required_str(arguments, "path")?;
-    let offset = optional_u64(arguments, "offset")?;
-    let limit = optional_u64(arguments, "limit")?;
-    if offset == Some(0) {
-        return Err("argument `offset` is 1-based: use 1 for the first line".to_owned());
-    }
-    if limit == Some(0) {
-        return Err("argument `limit` must be at least 1".to_owned());
-    }
-    let file = cx.workspace.open(path, Access::Read)?;
-    let lines = Lines {
-        first: offset.unwrap_or(1),
-        count: limit,
-    };
-    read_lines(file, path, lines)
 }
 
 /// Which lines to return: `count` of them (all when `None`) from line
@@ -105,7 +100,7 @@ struct Lines {
 /// Pulls no more than the bytes up to the end of the selection plus one
 /// [`CHUNK`]; when the selection is cut, no more than [`MAX_BYTES`] +
 /// [`TRUNCATION_LOOKAHEAD`] + one [`CHUNK`] past its start.
-fn read_lines<R: Read>(mut reader: R, path: &str, lines: Lines) -> Result<String, String> {
+fn read_lines<R: Read>(mut reader: R, path: &str, lines: Lines) -> Result<String, ToolError> {
     let mut selection = Selection::new(lines);
     let mut buffer = vec![0; CHUNK];
     loop {
@@ -113,13 +108,13 @@ fn read_lines<R: Read>(mut reader: R, path: &str, lines: Lines) -> Result<String
             Ok(0) => return selection.finish_at_end(path),
             Ok(read) => read,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read {path}: {e}")),
+            Err(e) => return Err(ToolError::io(path, "read", e)),
         };
         match selection.feed(&buffer[..read]) {
             Ok(Flow::More) => {}
             Ok(Flow::Complete) => return selection.finish(path, Rest::Counted),
             Ok(Flow::Enough) => return selection.finish(path, Rest::Unknown),
-            Err(not_text) => return Err(not_text.message(path)),
+            Err(not_text) => return Err(not_text.error(path)),
         }
     }
 }
@@ -218,8 +213,8 @@ impl Selection {
     }
 
     /// The result once the stream has ended.
-    fn finish_at_end(self, path: &str) -> Result<String, String> {
-        self.check.finish().map_err(|e| e.message(path))?;
+    fn finish_at_end(self, path: &str) -> Result<String, ToolError> {
+        self.check.finish().map_err(|e| e.error(path))?;
         if !self.started {
             let total = match self.last {
                 None => 0,
@@ -229,16 +224,19 @@ impl Selection {
             if total == 0 && self.first == 1 {
                 return Ok(String::new());
             }
-            return Err(format!(
-                "offset {} is past the end of {path}, which has {total} lines",
-                self.first
+            return Err(ToolError::invalid(
+                "offset",
+                format!(
+                    "offset {} is past the end of {path}, which has {total} lines",
+                    self.first
+                ),
             ));
         }
         self.finish(path, Rest::Counted)
     }
 
     /// The kept text, with a truncation note when some was cut.
-    fn finish(mut self, path: &str, rest: Rest) -> Result<String, String> {
+    fn finish(mut self, path: &str, rest: Rest) -> Result<String, ToolError> {
         if self.cut > 0 {
             // Cut on a character boundary: what was read is UTF-8, so only
             // a character split by the cap can be incomplete.
@@ -249,7 +247,7 @@ impl Selection {
             self.cut += self.kept.len() - boundary;
             self.kept.truncate(boundary);
         }
-        let mut text = String::from_utf8(self.kept).map_err(|_| not_utf8(path))?;
+        let mut text = String::from_utf8(self.kept).map_err(|_| NotText::NotUtf8.error(path))?;
         if self.cut > 0 {
             if !text.ends_with('\n') {
                 text.push('\n');
@@ -284,12 +282,11 @@ enum NotText {
 }
 
 impl NotText {
-    fn message(&self, path: &str) -> String {
+    fn error(self, path: &str) -> ToolError {
+        let path = path.to_owned();
         match self {
-            NotText::Nul(at) => format!(
-                "{path} contains a NUL byte at byte {at} (binary file?); only text files can be read"
-            ),
-            NotText::NotUtf8 => not_utf8(path),
+            NotText::Nul(offset) => ToolError::NulByte { path, offset },
+            NotText::NotUtf8 => ToolError::NotUtf8 { path },
         }
     }
 }
@@ -356,15 +353,44 @@ fn utf8_width(lead: u8) -> usize {
 mod tests {
     use super::*;
     use crate::tools::Workspace;
+    use crate::types::ToolResult;
     use serde_json::json;
     use std::fs;
     use std::io::Read;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        ReadFileTool.execute(&args, &ToolContext::new(ws))
+        crate::tools::testing::run(&ReadFileTool, ws, args)
     }
 
     use crate::tools::testing::setup;
+
+    #[test]
+    fn the_schema_offered_describes_each_argument_with_its_bounds() {
+        assert_eq!(
+            crate::tools::Tool::parameters(&ReadFileTool),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "description": "File path, relative to the workspace root."
+                    },
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "First line to return, 1-based (default 1)."
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Maximum number of lines to return (default: to the end)."
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            })
+        );
+    }
 
     #[test]
     fn reads_whole_file_and_ranges() {
@@ -386,15 +412,35 @@ mod tests {
     }
 
     #[test]
-    fn bad_arguments() {
+    fn ill_formed_arguments_are_refused_with_one_line_naming_the_argument() {
         let (_dir, ws) = setup();
-        assert!(run(&ws, json!({})).error.unwrap().contains("missing"));
-        assert!(run(&ws, json!({"path": 3}))
-            .error
-            .unwrap()
-            .contains("string"));
-        assert!(run(&ws, json!({"path": "x", "offset": "a"})).is_error());
-        assert!(run(&ws, json!("nope")).error.unwrap().contains("object"));
+        let error = |args| run(&ws, args).error.unwrap();
+        assert_eq!(
+            error(json!({})),
+            "missing required argument `path` (a string)"
+        );
+        assert_eq!(
+            error(json!({"path": "x", "offset": "a"})),
+            "argument `offset` must be a non-negative integer, got \"a\""
+        );
+        assert_eq!(
+            error(json!({"pathh": "x"})),
+            "unknown argument `pathh`; expected one of `path`, `offset`, `limit`"
+        );
+        assert_eq!(
+            error(json!("nope")),
+            "arguments must be a JSON object, got a string"
+        );
+        assert_eq!(
+            error(json!({"path": "x", "limit": 0})),
+            "argument `limit` must be at least 1"
+        );
+        // An integral float counts as the integer.
+        fs::write(ws.root().join("two"), "one\ntwo\n").unwrap();
+        assert_eq!(
+            run(&ws, json!({"path": "two", "offset": 2.0})).output,
+            "two\n"
+        );
         assert!(run(&ws, json!({"path": "missing.txt"}))
             .error
             .unwrap()
@@ -522,10 +568,10 @@ mod tests {
     #[test]
     fn binary_content_is_detected_in_what_is_read() {
         let read = |bytes: &[u8], lines: Lines| read_lines(bytes, "f", lines);
-        let nul = read(b"ab\ncd\0", lines(1, None)).unwrap_err();
+        let nul = read(b"ab\ncd\0", lines(1, None)).unwrap_err().to_string();
         assert!(nul.starts_with("f contains a NUL byte at byte 5"), "{nul}");
         for bad in [&b"ab\xff"[..], b"\xc3(", b"ends mid-character \xe2\x82"] {
-            let error = read(bad, lines(1, None)).unwrap_err();
+            let error = read(bad, lines(1, None)).unwrap_err().to_string();
             assert!(error.contains("not valid UTF-8"), "{bad:?}: {error}");
         }
         // Skipped lines are read, so they are checked too.

@@ -1,10 +1,9 @@
 //! `replace_in_file`: regular-expression replace-all in a file.
 
-use super::args::{read_text, required_str};
-use super::workspace::{rewrite, Access};
-use super::{outcome, Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
 use regex::Regex;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// `replace_in_file`: replaces every match of a regular expression (the
 /// `regex` crate's syntax) in a text file; `$1` / `${name}` in the
@@ -12,7 +11,23 @@ use regex::Regex;
 /// through one checked descriptor.
 pub struct ReplaceInFileTool;
 
-impl Tool for ReplaceInFileTool {
+/// The arguments of `replace_in_file` (the field docs are what the model
+/// reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceInFileArgs {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// Regular expression (Rust regex syntax).
+    pub pattern: String,
+    /// Replacement text; $1, ${1} or ${name} refer to capture groups, $$ is
+    /// a literal $.
+    pub replacement: String,
+}
+
+impl TypedTool for ReplaceInFileTool {
+    type Args = ReplaceInFileArgs;
+
     fn name(&self) -> &str {
         "replace_in_file"
     }
@@ -24,51 +39,30 @@ impl Tool for ReplaceInFileTool {
          or digits follow, and $$ for a literal $). Fails if the pattern matches nothing."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root."
-                },
-                "pattern": {
-                    "type": "string",
-                    "description": "Regular expression (Rust regex syntax)."
-                },
-                "replacement": {
-                    "type": "string",
-                    "description": "Replacement text; $1, ${1} or ${name} refer to capture groups, $$ is a literal $."
-                }
-            },
-            "required": ["path", "pattern", "replacement"],
-            "additionalProperties": false
-        })
+    fn run(&self, arguments: ReplaceInFileArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let ReplaceInFileArgs {
+            path,
+            pattern,
+            replacement,
+        } = arguments;
+        let regex = Regex::new(&pattern).map_err(|e| {
+            ToolError::invalid(
+                "pattern",
+                format!("invalid regex {pattern:?}: {}", one_line(&e.to_string())),
+            )
+        })?;
+        let count = cx.workspace.edit_text(&path, |text| {
+            let count = regex.find_iter(text).count();
+            if count == 0 {
+                return Err(ToolError::failed(format!(
+                    "pattern matched nothing in {path}"
+                )));
+            }
+            Ok((regex.replace_all(text, &replacement).into_owned(), count))
+        })?;
+        let noun = if count == 1 { "match" } else { "matches" };
+        Ok(format!("Replaced {count} {noun} in {path}"))
     }
-
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        outcome(replace(arguments, cx))
-    }
-}
-
-fn replace(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
-    let path = required_str(arguments, "path")?;
-    let pattern = required_str(arguments, "pattern")?;
-    let replacement = required_str(arguments, "replacement")?;
-    let regex = Regex::new(pattern)
-        .map_err(|e| format!("invalid regex {pattern:?}: {}", one_line(&e.to_string())))?;
-    let mut file = cx.workspace.open(path, Access::Edit)?;
-    let text = read_text(path, &mut file)?;
-    let count = regex.find_iter(&text).count();
-    if count == 0 {
-        return Err(format!("pattern matched nothing in {path}"));
-    }
-    let updated = regex.replace_all(&text, replacement);
-    if updated != text {
-        rewrite(&mut file, path, updated.as_bytes())?;
-    }
-    let noun = if count == 1 { "match" } else { "matches" };
-    Ok(format!("Replaced {count} {noun} in {path}"))
 }
 
 /// A regex error on one line: its `error: ...` line when it has one (the
@@ -93,17 +87,16 @@ fn one_line(message: &str) -> String {
 mod tests {
     use super::*;
     use crate::tools::Workspace;
+    use crate::types::ToolResult;
     use serde_json::json;
     use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        ReplaceInFileTool.execute(&args, &ToolContext::new(ws))
+        crate::tools::testing::run(&ReplaceInFileTool, ws, args)
     }
 
     fn setup() -> (tempfile::TempDir, Workspace) {
-        let (dir, ws) = crate::tools::testing::setup();
-        fs::write(ws.root().join("f.txt"), "let a = 1;\nlet b = 2;\n").unwrap();
-        (dir, ws)
+        crate::tools::testing::with_file("f.txt", "let a = 1;\nlet b = 2;\n")
     }
 
     #[test]

@@ -1,15 +1,25 @@
 //! `think`: a scratchpad for planning; records nothing durable.
 
-use super::args::required_str;
-use super::{Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// `think`: lets the model write down its reasoning or plan. Nothing is
 /// stored or executed; the thought stays in the conversation only. It is the
 /// plan tool of the plan-gate policy.
 pub struct ThinkTool;
 
-impl Tool for ThinkTool {
+/// The arguments of `think` (the field docs are what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThinkArgs {
+    /// Your reasoning or plan.
+    pub thought: String,
+}
+
+impl TypedTool for ThinkTool {
+    type Args = ThinkArgs;
+
     fn name(&self) -> &str {
         "think"
     }
@@ -20,43 +30,32 @@ impl Tool for ThinkTool {
          conversation."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "thought": {
-                    "type": "string",
-                    "description": "Your reasoning or plan."
-                }
-            },
-            "required": ["thought"],
-            "additionalProperties": false
-        })
-    }
-
-    fn execute(&self, arguments: &serde_json::Value, _cx: &ToolContext<'_>) -> ToolResult {
-        match required_str(arguments, "thought") {
-            Ok(_) => ToolResult::ok("Thought recorded."),
-            Err(error) => ToolResult::err(error),
-        }
+    /// The thought needs no keeping: the call that carries it is in the
+    /// conversation already.
+    fn run(&self, _arguments: ThinkArgs, _cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        Ok("Thought recorded.".to_owned())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::Workspace;
+    use crate::tools::testing::{run, setup};
     use serde_json::json;
 
     #[test]
-    fn records_thoughts() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        let cx = ToolContext::new(&ws);
-        let r = ThinkTool.execute(&json!({"thought": "first, read the code"}), &cx);
+    fn a_thought_is_acknowledged_and_anything_else_refused() {
+        let (_dir, ws) = setup();
+        let r = run(&ThinkTool, &ws, json!({"thought": "first, read the code"}));
         assert_eq!(r.error, None);
         assert_eq!(r.output, "Thought recorded.");
-        assert!(ThinkTool.execute(&json!({}), &cx).is_error());
-        assert!(ThinkTool.execute(&json!({"thought": 1}), &cx).is_error());
+        assert_eq!(
+            run(&ThinkTool, &ws, json!({})).error.as_deref(),
+            Some("missing required argument `thought` (a string)")
+        );
+        assert_eq!(
+            run(&ThinkTool, &ws, json!({"thought": 1})).error.as_deref(),
+            Some("argument `thought` must be a string, got 1")
+        );
     }
 }

@@ -1,42 +1,48 @@
 //! `todo`: the model's task list, replaced whole on each call.
 
-use super::args::{kind, required_array};
-use super::{Tool, ToolContext};
-use crate::types::ToolResult;
-use serde_json::Value;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::sync::{Mutex, PoisonError};
 
 /// A task's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started yet: `[ ]`.
     Pending,
+    /// Being worked on: `[~]`.
     InProgress,
+    /// Finished: `[x]`.
     Done,
 }
 
-impl Status {
-    fn parse(name: &str) -> Option<Status> {
-        match name {
-            "pending" => Some(Status::Pending),
-            "in_progress" => Some(Status::InProgress),
-            "done" => Some(Status::Done),
-            _ => None,
-        }
-    }
-
+impl TodoStatus {
     fn mark(self) -> &'static str {
         match self {
-            Status::Pending => "[ ]",
-            Status::InProgress => "[~]",
-            Status::Done => "[x]",
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[~]",
+            TodoStatus::Done => "[x]",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Item {
-    content: String,
-    status: Status,
+/// A task: what it is, and its state.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoItem {
+    /// What the task is.
+    pub content: String,
+    /// The task's state.
+    pub status: TodoStatus,
+}
+
+/// The arguments of `todo` (the field docs are what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoArgs {
+    /// The complete task list, in order.
+    pub todos: Vec<TodoItem>,
 }
 
 /// `todo`: holds the current task list; each call replaces it with the
@@ -44,7 +50,7 @@ struct Item {
 /// `[~]` in progress, `[x]` done).
 #[derive(Default)]
 pub struct TodoTool {
-    items: Mutex<Vec<Item>>,
+    items: Mutex<Vec<TodoItem>>,
 }
 
 impl TodoTool {
@@ -54,7 +60,9 @@ impl TodoTool {
     }
 }
 
-impl Tool for TodoTool {
+impl TypedTool for TodoTool {
+    type Args = TodoArgs;
+
     fn name(&self) -> &str {
         "todo"
     }
@@ -65,95 +73,27 @@ impl Tool for TodoTool {
          done. Returns the list, one task per line: [ ] pending, [~] in progress, [x] done."
     }
 
-    fn parameters(&self) -> Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The complete task list, in order.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {
-                                "type": "string",
-                                "description": "What the task is."
-                            },
-                            "status": {
-                                "type": "string",
-                                "enum": ["pending", "in_progress", "done"],
-                                "description": "The task's state."
-                            }
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
-        })
-    }
-
-    fn execute(&self, arguments: &Value, _cx: &ToolContext<'_>) -> ToolResult {
-        let items = match parse(arguments) {
-            Ok(items) => items,
-            Err(error) => return ToolResult::err(error),
-        };
+    /// Replaces the list, each task's content trimmed; a task with no
+    /// content is refused and the list kept.
+    fn run(&self, arguments: TodoArgs, _cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let mut items = arguments.todos;
+        for (i, item) in items.iter_mut().enumerate() {
+            let trimmed = item.content.trim();
+            if trimmed.is_empty() {
+                return Err(ToolError::invalid(
+                    format!("todos[{i}].content"),
+                    format!("todo {} has empty `content`", i + 1),
+                ));
+            }
+            item.content = trimmed.to_owned();
+        }
         let mut current = self.items.lock().unwrap_or_else(PoisonError::into_inner);
         *current = items;
-        ToolResult::ok(render(&current))
+        Ok(render(&current))
     }
 }
 
-fn parse(arguments: &Value) -> Result<Vec<Item>, String> {
-    let todos = required_array(arguments, "todos")?;
-    todos
-        .iter()
-        .enumerate()
-        .map(|(i, todo)| {
-            let n = i + 1;
-            let Value::Object(fields) = todo else {
-                return Err(format!(
-                    "todo {n} must be an object with `content` and `status`, got {}",
-                    kind(todo)
-                ));
-            };
-            let content = match fields.get("content") {
-                Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-                Some(Value::String(_)) => return Err(format!("todo {n} has empty `content`")),
-                Some(other) => {
-                    return Err(format!(
-                        "todo {n}: `content` must be a string, got {}",
-                        kind(other)
-                    ))
-                }
-                None => return Err(format!("todo {n} is missing `content` (a string)")),
-            };
-            let status = match fields.get("status") {
-                Some(Value::String(name)) => Status::parse(name).ok_or_else(|| {
-                    format!(
-                        "todo {n} has invalid status {name:?}: use pending, in_progress or done"
-                    )
-                })?,
-                Some(other) => {
-                    return Err(format!(
-                    "todo {n}: `status` must be a string (pending, in_progress or done), got {}",
-                    kind(other)
-                ))
-                }
-                None => {
-                    return Err(format!(
-                        "todo {n} is missing `status` (pending, in_progress or done)"
-                    ))
-                }
-            };
-            Ok(Item { content, status })
-        })
-        .collect()
-}
-
-fn render(items: &[Item]) -> String {
+fn render(items: &[TodoItem]) -> String {
     if items.is_empty() {
         return "The todo list is empty.".to_owned();
     }
@@ -167,55 +107,109 @@ fn render(items: &[Item]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::Workspace;
+    use crate::tools::testing::{run, setup};
     use serde_json::json;
 
     #[test]
-    fn replaces_and_renders() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        let cx = ToolContext::new(&ws);
+    fn the_schema_offered_lists_the_statuses_and_closes_every_object() {
+        assert_eq!(
+            crate::tools::Tool::parameters(&TodoTool::default()),
+            json!({
+                "type": "object",
+                "properties": {
+                    "todos": {
+                        "type": "array",
+                        "description": "The complete task list, in order.",
+                        "items": {
+                            "type": "object",
+                            "description": "A task: what it is, and its state.",
+                            "properties": {
+                                "content": {
+                                    "type": "string",
+                                    "description": "What the task is."
+                                },
+                                "status": {
+                                    "type": "string",
+                                    "enum": ["pending", "in_progress", "done"],
+                                    "description": "The task's state."
+                                }
+                            },
+                            "required": ["content", "status"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["todos"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn each_call_replaces_the_list_and_returns_it_rendered() {
+        let (_dir, ws) = setup();
         let tool = TodoTool::default();
         assert_eq!(tool.rendered(), "The todo list is empty.");
-        let r = tool.execute(
-            &json!({"todos": [
+        let r = run(
+            &tool,
+            &ws,
+            json!({"todos": [
                 {"content": "write tests", "status": "pending"},
-                {"content": "refactor", "status": "in_progress"},
+                {"content": " refactor ", "status": "in_progress"},
                 {"content": "done thing", "status": "done"}
             ]}),
-            &cx,
         );
         assert_eq!(r.error, None);
         assert_eq!(r.output, "[ ] write tests\n[~] refactor\n[x] done thing");
-        let r = tool.execute(
-            &json!({"todos": [{"content": "only", "status": "done"}]}),
-            &cx,
+        let r = run(
+            &tool,
+            &ws,
+            json!({"todos": [{"content": "only", "status": "done"}]}),
         );
         assert_eq!(r.output, "[x] only");
         assert_eq!(tool.rendered(), "[x] only");
     }
 
     #[test]
-    fn invalid_input_keeps_the_list() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path()).unwrap();
-        let cx = ToolContext::new(&ws);
+    fn an_ill_formed_list_is_refused_naming_the_task_and_the_list_is_kept() {
+        let (_dir, ws) = setup();
         let tool = TodoTool::default();
-        tool.execute(
-            &json!({"todos": [{"content": "a", "status": "pending"}]}),
-            &cx,
+        run(
+            &tool,
+            &ws,
+            json!({"todos": [{"content": "a", "status": "pending"}]}),
         );
-        let r = tool.execute(
-            &json!({"todos": [{"content": "b", "status": "finished"}]}),
-            &cx,
+        let error = |args| run(&tool, &ws, args).error.unwrap();
+        assert_eq!(
+            error(json!({"todos": [{"content": "b", "status": "finished"}]})),
+            "argument `todos[0].status` must be one of `pending`, `in_progress`, `done`, got \"finished\""
         );
-        assert!(r.error.unwrap().contains("invalid status"));
-        assert!(tool.execute(&json!({}), &cx).is_error());
-        assert!(tool.execute(&json!({"todos": "x"}), &cx).is_error());
-        assert!(tool.execute(&json!({"todos": [1]}), &cx).is_error());
-        assert!(tool
-            .execute(&json!({"todos": [{"status": "done"}]}), &cx)
-            .is_error());
+        assert_eq!(
+            error(json!({})),
+            "missing required argument `todos` (an array)"
+        );
+        assert_eq!(
+            error(json!({"todos": "x"})),
+            "argument `todos` must be an array, got \"x\""
+        );
+        assert_eq!(
+            error(json!({"todos": [1]})),
+            "argument `todos[0]` must be an object, got 1"
+        );
+        assert_eq!(
+            error(json!({"todos": [{"status": "done"}]})),
+            "missing required field `content` in `todos[0]` (a string)"
+        );
+        assert_eq!(
+            error(
+                json!({"todos": [{"content": "a", "status": "done"}, {"content": " ", "status": "done"}]})
+            ),
+            "todo 2 has empty `content`"
+        );
+        assert_eq!(
+            error(json!({"todos": [{"content": "a", "status": "done", "owner": "me"}]})),
+            "unknown field `owner` in `todos[0]`; expected `content` or `status`"
+        );
         assert_eq!(tool.rendered(), "[ ] a");
     }
 }

@@ -24,11 +24,12 @@
 //!   waited on), and a file with more than one hard link is never written,
 //!   since its other names may be outside the workspace.
 
+use super::{PathError, ToolError};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,11 +86,13 @@ impl Access {
         }
     }
 
-    fn directory_error(self, shown: &str) -> String {
+    fn directory_error(self, shown: &str) -> ToolError {
+        let path = shown.to_owned();
         match self {
-            Access::Write => format!("{shown} is a directory; give a file path to write to"),
-            _ => format!("{shown} is a directory, not a file"),
+            Access::Write => PathError::DirectoryNotWritable { path },
+            _ => PathError::Directory { path },
         }
+        .into()
     }
 }
 
@@ -157,7 +160,7 @@ impl Workspace {
     /// with several hard links is refused. [`Access::Write`] creates the
     /// file (its directory must exist: see [`Workspace::create_parents`])
     /// and empties it once the checks pass.
-    pub(crate) fn open(&self, path: &str, access: Access) -> Result<File, String> {
+    pub(crate) fn open(&self, path: &str, access: Access) -> Result<File, ToolError> {
         let relative = self.relative(path)?;
         let opened = self.dir.open_with(relative, &access.options());
         self.checked(path, opened, access)
@@ -165,7 +168,7 @@ impl Workspace {
 
     /// Creates the missing parent directories of `path`, inside the
     /// workspace.
-    pub(crate) fn create_parents(&self, path: &str) -> Result<(), String> {
+    pub(crate) fn create_parents(&self, path: &str) -> Result<(), ToolError> {
         match self.relative(path)?.parent() {
             Some(parent) => self.create_dirs(path, parent),
             None => Ok(()),
@@ -175,17 +178,17 @@ impl Workspace {
     /// Finds the entry `path` names, following symlinks (each must stay
     /// inside) until the last component is not one. Its directory may not
     /// exist yet; the entry itself need not exist.
-    pub(crate) fn entry(&self, path: &str) -> Result<Entry, String> {
+    pub(crate) fn entry(&self, path: &str) -> Result<Entry, ToolError> {
         let mut current = self.relative(path)?.to_path_buf();
         for _ in 0..=MAX_LINK_DEPTH {
             let Some((parent, name)) = split_name(&current) else {
-                return Err(format!("{path} is a directory, not a file"));
+                return Err(Access::Read.directory_error(path));
             };
             let dir = match self.dir.open_dir(dir_path(&parent)) {
                 Ok(dir) => dir,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     if has_parent_dir(&parent) {
-                        return Err(self.escape_error(path));
+                        return Err(self.escape_error(path).into());
                     }
                     let place = Place::Path(without_cur_dirs(&parent));
                     return Ok(Entry {
@@ -216,17 +219,22 @@ impl Workspace {
                 .map_err(|e| self.failure(path, e, "read the symlink"))?;
             current = parent.join(target);
         }
-        Err(format!("too many levels of symbolic links: {path}"))
+        Err(PathError::SymlinkLoop {
+            path: path.to_owned(),
+        }
+        .into())
     }
 
     /// `path` as a path relative to the root, checked lexically: not empty,
     /// no NUL, absolute only under the root, no `..` above the root.
-    fn relative<'p>(&self, path: &'p str) -> Result<&'p Path, String> {
+    fn relative<'p>(&self, path: &'p str) -> Result<&'p Path, PathError> {
         if path.is_empty() {
-            return Err("path is empty: give a path relative to the workspace root".to_owned());
+            return Err(PathError::Empty);
         }
         if path.contains('\0') {
-            return Err(format!("path contains a NUL byte: {path:?}"));
+            return Err(PathError::ContainsNul {
+                path: path.to_owned(),
+            });
         }
         let given = Path::new(path);
         let relative = if given.is_absolute() {
@@ -247,7 +255,9 @@ impl Workspace {
                         .ok_or_else(|| self.escape_error(path))?;
                 }
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(format!("invalid path: {path}"));
+                    return Err(PathError::Invalid {
+                        path: path.to_owned(),
+                    });
                 }
             }
         }
@@ -256,20 +266,25 @@ impl Workspace {
 
     /// Creates `dir` (relative to the root) and its missing parents, for
     /// `shown`. A `..` under a directory that does not exist is refused.
-    fn create_dirs(&self, shown: &str, dir: &Path) -> Result<(), String> {
+    fn create_dirs(&self, shown: &str, dir: &Path) -> Result<(), ToolError> {
         if dir.as_os_str().is_empty() {
             return Ok(());
         }
         match self.dir.metadata(dir) {
             Ok(meta) if meta.is_dir() => return Ok(()),
-            Ok(_) => return Err(format!("a parent of {shown} is not a directory")),
+            Ok(_) => {
+                return Err(PathError::ParentNotDirectory {
+                    path: shown.to_owned(),
+                }
+                .into())
+            }
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
                 return Err(self.failure(shown, e, "create the parent directories of"));
             }
             Err(_) => {}
         }
         if has_parent_dir(dir) {
-            return Err(self.escape_error(shown));
+            return Err(self.escape_error(shown).into());
         }
         self.dir
             .create_dir_all(dir)
@@ -283,13 +298,13 @@ impl Workspace {
         shown: &str,
         opened: io::Result<cap_std::fs::File>,
         access: Access,
-    ) -> Result<File, String> {
+    ) -> Result<File, ToolError> {
         let file = opened
             .map_err(|e| self.open_failure(shown, e, access))?
             .into_std();
         let meta = file
             .metadata()
-            .map_err(|e| format!("cannot inspect {shown}: {e}"))?;
+            .map_err(|e| ToolError::io(shown, "inspect", e))?;
         if meta.is_dir() {
             return Err(access.directory_error(shown));
         }
@@ -301,12 +316,12 @@ impl Workspace {
         }
         if access == Access::Write {
             file.set_len(0)
-                .map_err(|e| format!("cannot write {shown}: {e}"))?;
+                .map_err(|e| ToolError::io(shown, "write", e))?;
         }
         Ok(file)
     }
 
-    fn open_failure(&self, shown: &str, error: io::Error, access: Access) -> String {
+    fn open_failure(&self, shown: &str, error: io::Error, access: Access) -> ToolError {
         if error.kind() == io::ErrorKind::IsADirectory {
             return access.directory_error(shown);
         }
@@ -319,26 +334,29 @@ impl Workspace {
     /// One line for a failed operation on `shown`: an escape, a missing path
     /// and a symlink loop get their own message, anything else says what
     /// could not be done (`doing`) and why.
-    fn failure(&self, shown: &str, error: io::Error, doing: &str) -> String {
+    fn failure(&self, shown: &str, error: io::Error, doing: &'static str) -> ToolError {
+        let path = shown.to_owned();
         if is_escape(&error) {
-            return self.escape_error(shown);
+            return self.escape_error(shown).into();
         }
         if error.kind() == io::ErrorKind::NotFound {
-            return format!(
-                "no such file or directory: {shown} (paths are relative to the workspace root)"
-            );
+            return PathError::NotFound { path }.into();
         }
         if is_symlink_loop(&error) {
-            return format!("too many levels of symbolic links: {shown}");
+            return PathError::SymlinkLoop { path }.into();
         }
-        format!("cannot {doing} {shown}: {error}")
+        ToolError::Io {
+            path,
+            action: doing,
+            source: error,
+        }
     }
 
-    fn escape_error(&self, path: &str) -> String {
-        format!(
-            "path escapes the workspace: {path} (use a path inside {})",
-            self.root.display()
-        )
+    fn escape_error(&self, path: &str) -> PathError {
+        PathError::Escapes {
+            path: path.to_owned(),
+            root: self.root.clone(),
+        }
     }
 }
 
@@ -361,7 +379,7 @@ impl Entry {
         workspace: &Workspace,
         shown: &str,
         access: Access,
-    ) -> Result<Option<File>, String> {
+    ) -> Result<Option<File>, ToolError> {
         let Some(dir) = &self.dir else {
             return Ok(None);
         };
@@ -375,19 +393,22 @@ impl Entry {
 
     /// The directory holding the entry, created (with its parents) when it
     /// does not exist yet.
-    pub(crate) fn directory(&mut self, workspace: &Workspace, shown: &str) -> Result<&Dir, String> {
-        if self.dir.is_none() {
-            workspace.create_dirs(shown, &self.parent)?;
-            let dir = workspace
-                .dir
-                .open_dir(dir_path(&self.parent))
-                .map_err(|e| workspace.failure(shown, e, "open the directory of"))?;
-            self.dir = Some(dir);
-        }
-        match &self.dir {
-            Some(dir) => Ok(dir),
-            None => Err(format!("cannot open the directory of {shown}")),
-        }
+    pub(crate) fn directory(
+        &mut self,
+        workspace: &Workspace,
+        shown: &str,
+    ) -> Result<&Dir, ToolError> {
+        let dir = match self.dir.take() {
+            Some(dir) => dir,
+            None => {
+                workspace.create_dirs(shown, &self.parent)?;
+                workspace
+                    .dir
+                    .open_dir(dir_path(&self.parent))
+                    .map_err(|e| workspace.failure(shown, e, "open the directory of"))?
+            }
+        };
+        Ok(self.dir.insert(dir))
     }
 
     /// The directory holding the entry, when it exists.
@@ -396,33 +417,66 @@ impl Entry {
     }
 }
 
-/// Rewrites an open file in place with `bytes`: from the start, then cut to
-/// their length (no moment where it is empty).
-pub(crate) fn rewrite(file: &mut File, shown: &str, bytes: &[u8]) -> Result<(), String> {
-    let fail = |e: io::Error| format!("cannot write {shown}: {e}");
-    file.rewind().map_err(fail)?;
-    file.write_all(bytes).map_err(fail)?;
-    let length = u64::try_from(bytes.len()).map_err(|e| fail(io::Error::other(e)))?;
-    file.set_len(length).map_err(fail)
+/// Reads an opened workspace file to its end as UTF-8 text; `shown` is the
+/// caller's spelling, for messages.
+pub(crate) fn read_text(file: &mut File, shown: &str) -> Result<String, ToolError> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(shown, "read", e))?;
+    String::from_utf8(bytes).map_err(|_| ToolError::NotUtf8 {
+        path: shown.to_owned(),
+    })
 }
 
-fn not_regular(shown: &str) -> String {
-    format!("{shown} is not a regular file; only regular files can be read or written")
+/// Rewrites an open file in place with `bytes`: from the start, then cut to
+/// their length (no moment where it is empty).
+fn rewrite(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+    file.rewind()?;
+    file.write_all(bytes)?;
+    file.set_len(u64::try_from(bytes.len()).map_err(io::Error::other)?)
+}
+
+impl Workspace {
+    /// Edits the text file at `path` in place, through one checked
+    /// descriptor: `change` gets its text and returns the new text with
+    /// what to answer; the file is rewritten only when the text changed.
+    pub(crate) fn edit_text<T>(
+        &self,
+        path: &str,
+        change: impl FnOnce(&str) -> Result<(String, T), ToolError>,
+    ) -> Result<T, ToolError> {
+        let mut file = self.open(path, Access::Edit)?;
+        let text = read_text(&mut file, path)?;
+        let (updated, answer) = change(&text)?;
+        if updated != text {
+            rewrite(&mut file, updated.as_bytes()).map_err(|e| ToolError::io(path, "write", e))?;
+        }
+        Ok(answer)
+    }
+}
+
+fn not_regular(shown: &str) -> ToolError {
+    PathError::NotRegular {
+        path: shown.to_owned(),
+    }
+    .into()
 }
 
 #[cfg(unix)]
-fn refuse_hard_links(shown: &str, meta: &std::fs::Metadata) -> Result<(), String> {
+fn refuse_hard_links(shown: &str, meta: &std::fs::Metadata) -> Result<(), ToolError> {
     use std::os::unix::fs::MetadataExt;
     match meta.nlink() {
         0 | 1 => Ok(()),
-        links => Err(format!(
-            "{shown} has {links} hard links; refusing to write through a hard link (replace it with a copy of its own first)"
-        )),
+        links => Err(PathError::HardLinks {
+            path: shown.to_owned(),
+            links,
+        }
+        .into()),
     }
 }
 
 #[cfg(not(unix))]
-fn refuse_hard_links(_shown: &str, _meta: &std::fs::Metadata) -> Result<(), String> {
+fn refuse_hard_links(_shown: &str, _meta: &std::fs::Metadata) -> Result<(), ToolError> {
     Ok(())
 }
 
@@ -508,20 +562,15 @@ fn place_of(dir: &Dir, parent: &Path) -> Place {
 mod tests {
     use super::*;
     use std::fs;
-    use std::io::Read;
 
     use crate::tools::testing::setup;
 
-    fn read(ws: &Workspace, path: &str) -> Result<String, String> {
-        let mut text = String::new();
-        ws.open(path, Access::Read)?
-            .read_to_string(&mut text)
-            .map_err(|e| e.to_string())?;
-        Ok(text)
+    fn read(ws: &Workspace, path: &str) -> Result<String, ToolError> {
+        read_text(&mut ws.open(path, Access::Read)?, path)
     }
 
-    fn error(result: Result<impl std::fmt::Debug, String>) -> String {
-        result.expect_err("expected an error")
+    fn error(result: Result<impl std::fmt::Debug, ToolError>) -> String {
+        result.expect_err("expected an error").to_string()
     }
 
     #[test]
@@ -691,11 +740,30 @@ mod tests {
     }
 
     #[test]
-    fn rewrite_replaces_the_whole_content() {
+    fn an_edit_rewrites_the_whole_content_and_answers_what_the_change_said() {
         let (_dir, ws) = setup();
         fs::write(ws.root().join("f"), "a long first version\n").unwrap();
-        let mut file = ws.open("f", Access::Edit).unwrap();
-        rewrite(&mut file, "f", b"short\n").unwrap();
+        let answer = ws
+            .edit_text("f", |text| {
+                assert_eq!(text, "a long first version\n");
+                Ok(("short\n".to_owned(), 7))
+            })
+            .unwrap();
+        assert_eq!(answer, 7);
         assert_eq!(fs::read_to_string(ws.root().join("f")).unwrap(), "short\n");
+    }
+
+    #[test]
+    fn an_edit_that_fails_leaves_the_file_alone() {
+        let (_dir, ws) = setup();
+        fs::write(ws.root().join("f"), "keep\n").unwrap();
+        let refused = ws.edit_text("f", |_| -> Result<(String, ()), ToolError> {
+            Err(ToolError::failed("no"))
+        });
+        assert_eq!(refused.unwrap_err().to_string(), "no");
+        assert_eq!(fs::read_to_string(ws.root().join("f")).unwrap(), "keep\n");
+        fs::write(ws.root().join("bin"), [0xff, 0xfe]).unwrap();
+        let binary = ws.edit_text("bin", |text| Ok((text.to_owned(), ())));
+        assert!(matches!(binary, Err(ToolError::NotUtf8 { .. })));
     }
 }

@@ -1,9 +1,9 @@
 //! `write_file`: create or overwrite a file.
 
-use super::args::required_str;
 use super::workspace::Access;
-use super::{outcome, Tool, ToolContext};
-use crate::types::ToolResult;
+use super::{ToolContext, ToolError, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::io::Write;
 
 /// `write_file`: writes `content` to `path` (replacing the whole file),
@@ -12,7 +12,19 @@ use std::io::Write;
 /// checked (a regular file with one link), so its mode is kept.
 pub struct WriteFileTool;
 
-impl Tool for WriteFileTool {
+/// The arguments of `write_file` (the field docs are what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+impl TypedTool for WriteFileTool {
+    type Args = WriteFileArgs;
+
     fn name(&self) -> &str {
         "write_file"
     }
@@ -23,48 +35,26 @@ impl Tool for WriteFileTool {
          workspace root. Prefer edit_file or apply_patch for changes to existing files."
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new content of the file."
-                }
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
+    fn run(&self, arguments: WriteFileArgs, cx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let WriteFileArgs { path, content } = arguments;
+        cx.workspace.create_parents(&path)?;
+        let mut file = cx.workspace.open(&path, Access::Write)?;
+        file.write_all(content.as_bytes())
+            .map_err(|e| ToolError::io(&path, "write", e))?;
+        Ok(format!("Wrote {} bytes to {path}", content.len()))
     }
-
-    fn execute(&self, arguments: &serde_json::Value, cx: &ToolContext<'_>) -> ToolResult {
-        outcome(write(arguments, cx))
-    }
-}
-
-fn write(arguments: &serde_json::Value, cx: &ToolContext<'_>) -> Result<String, String> {
-    let path = required_str(arguments, "path")?;
-    let content = required_str(arguments, "content")?;
-    cx.workspace.create_parents(path)?;
-    let mut file = cx.workspace.open(path, Access::Write)?;
-    file.write_all(content.as_bytes())
-        .map_err(|e| format!("cannot write {path}: {e}"))?;
-    Ok(format!("Wrote {} bytes to {path}", content.len()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tools::Workspace;
+    use crate::types::ToolResult;
     use serde_json::json;
     use std::fs;
 
     fn run(ws: &Workspace, args: serde_json::Value) -> ToolResult {
-        WriteFileTool.execute(&args, &ToolContext::new(ws))
+        crate::tools::testing::run(&WriteFileTool, ws, args)
     }
 
     use crate::tools::testing::setup;

@@ -33,6 +33,17 @@ impl ToolResult {
         }
     }
 
+    /// A failed result that keeps the output produced before the failure
+    /// (a command's output beside its exit status); the transcript shows
+    /// the error line, then the output.
+    pub fn failed(error: impl Into<String>, output: impl Into<String>) -> Self {
+        ToolResult {
+            output: output.into(),
+            error: Some(error.into()),
+            metadata: None,
+        }
+    }
+
     /// True when the call failed.
     pub fn is_error(&self) -> bool {
         self.error.is_some()
