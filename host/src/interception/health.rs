@@ -50,22 +50,22 @@ impl Default for HealthPolicy {
 pub enum HealthEvent {
     /// The pack is quarantined: its interceptors are no longer called.
     Quarantined {
-        /// The pack.
+        /// The pack's entry-point name.
         pack: String,
         /// Why, one line.
         reason: String,
     },
     /// A call ran over its budget.
     OverBudget {
-        /// The pack.
+        /// The pack's entry-point name.
         pack: String,
-        /// The interceptor's display name.
+        /// The interceptor's display name (`<pack>/<name>`).
         interceptor: String,
-        /// The seam.
+        /// The seam it ran on.
         seam: &'static str,
-        /// How long it took.
+        /// How long the call took, measured when it returned.
         elapsed: Duration,
-        /// The budget.
+        /// The call budget it exceeded.
         budget: Duration,
     },
 }

@@ -20,17 +20,19 @@ const API_VERSION: &str = "2023-06-01";
 pub struct AnthropicConfig {
     /// Base URL (`https://api.anthropic.com`); `/v1/messages` is appended.
     pub base_url: String,
-    /// Model name.
+    /// The model to ask for (`gpt-4o-mini`); also what the envelope's
+    /// `model` shows.
     pub model: String,
     /// The API key (`x-api-key`).
     pub api_key: Option<String>,
     /// `max_tokens` when the request's kwargs do not set it.
     pub max_tokens: u64,
-    /// Timeouts and retries.
+    /// Timeouts, retries and size limits of its HTTP client.
     pub http: HttpSettings,
 }
 
-/// The provider.
+/// A provider for the Anthropic Messages API (no header surface: its key
+/// travels outside anything a seam sees).
 pub struct AnthropicProvider {
     config: AnthropicConfig,
     transport: Transport,

@@ -43,11 +43,11 @@ impl Default for RetryPolicy {
 /// Timeouts, retries and size limits of a provider's HTTP client.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpSettings {
-    /// Connecting.
+    /// How long establishing a connection may take (10 s by default).
     pub connect_timeout: Duration,
     /// Waiting for the response headers, and then for the whole body.
     pub read_timeout: Duration,
-    /// Retries.
+    /// Which failures are retried, how often and how long to wait.
     pub retry: RetryPolicy,
     /// The most bytes of one response body the client reads, streamed or
     /// not; a longer body is an error (64 MiB by default).
@@ -78,7 +78,8 @@ const ERROR_BODY_LIMIT: u64 = 64 * 1024;
 /// `Location`) an error line shows.
 const SHOWN_CHARS: usize = 300;
 
-/// A blocking client.
+/// A blocking client that retries, bounds what it reads and masks secrets
+/// in every error it reports.
 pub(crate) struct Transport {
     agent: Agent,
     retry: RetryPolicy,

@@ -32,9 +32,9 @@ use serde_json::{json, Value};
 /// headers.
 #[derive(Debug, Clone, Copy)]
 pub struct ProviderCall<'a> {
-    /// Messages to send.
+    /// The messages to send, after the `context` and `provider_request` seams.
     pub messages: &'a [Message],
-    /// Tools offered.
+    /// The tools to offer the model (empty: none).
     pub tools: &'a [ToolSchema],
     /// Extra options, passed verbatim.
     pub kwargs: &'a serde_json::Map<String, Value>,
@@ -54,10 +54,10 @@ impl<'a> ProviderCall<'a> {
 /// Token usage of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens read.
+    /// Prompt tokens the provider reported for the call.
     #[serde(default)]
     pub input_tokens: u64,
-    /// Tokens written.
+    /// Completion tokens the provider reported for the call.
     #[serde(default)]
     pub output_tokens: u64,
 }
@@ -65,11 +65,11 @@ pub struct Usage {
 /// A model's reply.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelResponse {
-    /// Text content.
+    /// The reply's text (empty when it only calls tools).
     pub content: String,
-    /// Tool calls proposed.
+    /// The tool calls it proposes, arguments as the model's raw JSON text.
     pub tool_calls: Vec<ToolCall>,
-    /// Usage reported.
+    /// Tokens the provider reported (zero when it reported none).
     pub usage: Usage,
 }
 

@@ -20,18 +20,20 @@ use serde_json::{json, Map, Value};
 pub struct OpenAiConfig {
     /// Base URL, up to and including `/v1` (`https://api.openai.com/v1`).
     pub base_url: String,
-    /// Model name.
+    /// The model to ask for (`gpt-4o-mini`); also what the envelope's
+    /// `model` shows.
     pub model: String,
     /// The API key, sent as `Authorization: Bearer …` (none for local servers).
     pub api_key: Option<String>,
     /// Extra headers: the per-request header surface, sent on every call
     /// that carries none of its own.
     pub headers: Headers,
-    /// Timeouts and retries.
+    /// Timeouts, retries and size limits of its HTTP client.
     pub http: HttpSettings,
 }
 
-/// The provider.
+/// A provider for any server that speaks the chat-completions API, with
+/// its extra headers as the header surface.
 pub struct OpenAiProvider {
     config: OpenAiConfig,
     transport: Transport,

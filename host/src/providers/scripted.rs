@@ -24,9 +24,9 @@ pub enum ScriptError {
     /// The file could not be read.
     #[error("cannot read script {}: {source}", path.display())]
     Read {
-        /// The script path.
+        /// The script file that was asked for.
         path: PathBuf,
-        /// Why.
+        /// The I/O error reading it.
         source: std::io::Error,
     },
     /// The text is not a valid script.

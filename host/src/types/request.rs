@@ -8,11 +8,11 @@ use std::sync::{Arc, OnceLock};
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSchema {
-    /// Tool name.
+    /// The name the model calls it by.
     pub name: String,
-    /// What it does.
+    /// What it does, as the model reads it.
     pub description: String,
-    /// JSON Schema of its arguments.
+    /// JSON Schema of its arguments (an object schema).
     pub parameters: serde_json::Value,
 }
 
