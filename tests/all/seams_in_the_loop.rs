@@ -410,8 +410,8 @@ fn set_authorization() -> ProviderRequestInterceptor {
 }
 
 #[test]
-fn a_header_replacement_goes_with_the_call_and_the_provider_keeps_its_own_even_when_the_call_fails(
-) {
+fn a_header_replacement_goes_with_the_call_and_the_provider_keeps_its_own_even_when_the_call_fails()
+{
     for responses in [json!([{"content": "done"}]), json!([])] {
         let mut bundle = Interceptors::new();
         bundle.provider_request.push(set_authorization());

@@ -6,11 +6,7 @@
 
 use super::args::DemoArgs;
 use super::failure::Failure;
-use super::render::Renderer;
-use super::run::{load_packs, session_tools};
-use super::search_path::search_path;
-use chimera_host::agent::{AgentSession, EventBus};
-use chimera_host::plugins::{PluginManager, Registry};
+use super::wiring::{load_packs, Host};
 use chimera_host::providers::{Provider, ScriptedModel};
 use chimera_host::tools::Workspace;
 use chimera_host::types::Headers;
@@ -35,28 +31,15 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
     let workspace = Workspace::new(scratch.path())
         .map_err(|e| Failure::usage(format!("demo workspace: {e}")))?;
 
-    let renderer = Arc::new(Renderer::new(args.json));
-    let bus = EventBus::new();
-    let printer = Arc::clone(&renderer);
-    bus.subscribe(move |event| printer.render(event));
-
-    let registry = Arc::new(Registry::new());
-    let manager = PluginManager::with_search_path(Arc::clone(&registry), search_path(&args.search));
+    let host = Host::new(&args.search, args.json);
     let specs: Vec<String> = PACKS.iter().map(|p| (*p).to_owned()).collect();
-    load_packs(&manager, &specs, &bus).map_err(|failure| {
+    load_packs(&host.manager, &specs, &host.bus).map_err(|failure| {
         Failure::pack(format!(
             "{failure} (build the packs first: cargo build --release --workspace)"
         ))
     })?;
-
     let provider: Arc<dyn Provider> = model.clone();
-    let tools = session_tools(&provider, &workspace, &registry, 25, true);
-    let mut session = AgentSession::builder(provider, workspace)
-        .system(super::run::SYSTEM_PROMPT)
-        .tools(tools)
-        .registry(registry)
-        .events(bus)
-        .build();
+    let mut session = host.session(provider, workspace, 25, true).build();
     let result = session.run_turn(PROMPT);
 
     if !args.json {

@@ -6,9 +6,11 @@ mod args;
 mod demo;
 mod failure;
 mod packs;
+mod provider;
 mod render;
 mod run;
 mod search_path;
+mod wiring;
 
 use args::{Cli, Command, PacksCommand};
 use clap::error::ErrorKind;

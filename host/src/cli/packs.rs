@@ -2,8 +2,8 @@
 
 use super::args::SearchArgs;
 use super::failure::Failure;
-use super::run::parse_pack_spec;
 use super::search_path::{configured_dirs, search_path};
+use super::wiring::parse_pack_spec;
 use chimera_host::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };

@@ -1,0 +1,133 @@
+//! What `run` and `demo` assemble alike: the transcript printer on an event
+//! bus, a plugin manager over the search path feeding a registry, the packs
+//! loaded in order, and a session with the standard tools and `delegate`.
+
+use super::args::SearchArgs;
+use super::failure::Failure;
+use super::render::Renderer;
+use super::search_path::search_path;
+use chimera_host::agent::{AgentEvent, AgentSession, EventBus, SessionBuilder, SessionSubAgent};
+use chimera_host::plugins::{PackInfo, PluginManager, Registry};
+use chimera_host::providers::Provider;
+use chimera_host::tools::{BashTool, DelegateTool, ToolSet, Workspace};
+use std::sync::Arc;
+
+/// The default system prompt.
+pub(crate) const SYSTEM_PROMPT: &str =
+    "You are Chimera, a coding agent. Work inside the workspace with the tools provided; plan before you change files.";
+
+/// Splits `NAME[=JSON]`; the JSON must parse (a config error otherwise).
+pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
+    let (name, config) = match spec.split_once('=') {
+        Some((name, config)) => (name.trim(), config.trim()),
+        None => (spec.trim(), ""),
+    };
+    if name.is_empty() {
+        return Err(Failure::usage(format!(
+            "--pack '{spec}': the pack name is empty"
+        )));
+    }
+    if !config.is_empty() {
+        serde_json::from_str::<serde_json::Value>(config).map_err(|error| {
+            Failure::usage(format!("--pack {name}: the config is not JSON: {error}"))
+        })?;
+    }
+    Ok((name.to_owned(), config.to_owned()))
+}
+
+/// The event published when a pack loads.
+pub(crate) fn loaded_event(info: &PackInfo) -> AgentEvent {
+    AgentEvent::PackLoaded {
+        name: info.name.clone(),
+        version: info.version.clone(),
+        path: info.path().map(|p| p.display().to_string()),
+    }
+}
+
+/// Loads `--pack` specs in order, publishing `pack_loaded` for each; the
+/// first failure is exit 3.
+pub(crate) fn load_packs(
+    manager: &PluginManager,
+    specs: &[String],
+    bus: &EventBus,
+) -> Result<(), Failure> {
+    let parsed = specs
+        .iter()
+        .map(|spec| parse_pack_spec(spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (name, config) in parsed {
+        let info = manager
+            .load(&name, &config)
+            .map_err(|error| Failure::pack(format!("cannot load pack {name}: {error}")))?;
+        bus.publish(loaded_event(&info));
+    }
+    Ok(())
+}
+
+/// The printer, the bus and the plugin manager of one command.
+pub(crate) struct Host {
+    /// Every event of the command goes here; the renderer listens.
+    pub(crate) bus: EventBus,
+    /// The registry the manager feeds and sessions merge from.
+    pub(crate) registry: Arc<Registry>,
+    /// Loads packs by name from the search path `search` describes.
+    pub(crate) manager: Arc<PluginManager>,
+}
+
+impl Host {
+    /// A host printing JSON lines (`json`) or the readable transcript.
+    pub(crate) fn new(search: &SearchArgs, json: bool) -> Self {
+        let renderer = Renderer::new(json);
+        let bus = EventBus::new();
+        bus.subscribe(move |event| renderer.render(event));
+        let registry = Arc::new(Registry::new());
+        let manager = Arc::new(PluginManager::with_search_path(
+            Arc::clone(&registry),
+            search_path(search),
+        ));
+        Host {
+            bus,
+            registry,
+            manager,
+        }
+    }
+
+    /// A session on `provider` in `workspace` with the standard tools (bash
+    /// sandboxed unless `bash_sandbox` is false) and `delegate`, merging
+    /// this host's registry every turn and publishing on its bus.
+    pub(crate) fn session(
+        &self,
+        provider: Arc<dyn Provider>,
+        workspace: Workspace,
+        max_steps: usize,
+        bash_sandbox: bool,
+    ) -> SessionBuilder {
+        let tools = session_tools(&provider, &workspace, max_steps, bash_sandbox);
+        AgentSession::builder(provider, workspace)
+            .system(SYSTEM_PROMPT)
+            .tools(tools)
+            .registry(Arc::clone(&self.registry))
+            .events(self.bus.clone())
+            .max_steps(max_steps)
+    }
+}
+
+/// The standard tools plus `delegate`, whose sub-agent runs on the same
+/// provider under the calling session's policy and merged chains.
+fn session_tools(
+    provider: &Arc<dyn Provider>,
+    workspace: &Workspace,
+    max_steps: usize,
+    bash_sandbox: bool,
+) -> ToolSet {
+    let mut tools = ToolSet::standard();
+    let bash = BashTool::default().sandboxed(bash_sandbox);
+    if bash_sandbox && !bash.sandbox_active() {
+        tracing::warn!("{}", bash.sandbox_summary());
+    }
+    tools.insert(Arc::new(bash));
+    let sub_agent = SessionSubAgent::new(Arc::clone(provider), workspace.clone(), tools.clone())
+        .max_steps(max_steps);
+    tools.insert(Arc::new(DelegateTool::new(Arc::new(sub_agent))));
+    tools
+}
