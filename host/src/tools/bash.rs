@@ -67,6 +67,7 @@ use super::{ToolContext, ToolError, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::io::Read;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, Once, PoisonError};
@@ -352,6 +353,35 @@ fn warn_partial() {
 }
 
 impl BashTool {
+    /// Starts `cmd` in the write sandbox (unless it is off or unavailable),
+    /// saying once how far it confines.
+    fn spawn(&self, cmd: &mut Command, root: &Path, tmp: &Path) -> Result<Child, ToolError> {
+        let spawned = if !self.sandbox {
+            cmd.spawn()
+        } else if sandbox::available() == Confinement::None {
+            warn_unconfined();
+            cmd.spawn()
+        } else {
+            let (child, confinement) =
+                sandbox::spawn_confined(cmd, &[root, tmp]).map_err(|source| {
+                    ToolError::Process {
+                        action: "start bash in its sandbox",
+                        source,
+                    }
+                })?;
+            match confinement {
+                Confinement::Full => {}
+                Confinement::Partial => warn_partial(),
+                Confinement::None => warn_unconfined(),
+            }
+            Ok(child)
+        };
+        spawned.map_err(|source| ToolError::Process {
+            action: "start bash",
+            source,
+        })
+    }
+
     fn run_command(
         &self,
         command: &str,
@@ -363,49 +393,8 @@ impl BashTool {
             source,
         })?;
         let mut calls = CallProcesses::new();
-        let gated = calls.has_cgroup();
-        let mut cmd = Command::new("bash");
-        if gated {
-            cmd.arg("-c").arg(GATE).arg("bash").arg(command);
-            cmd.stdin(Stdio::piped());
-        } else {
-            cmd.arg("-c").arg(command);
-            cmd.stdin(Stdio::null());
-        }
-        cmd.current_dir(cx.workspace.root())
-            .env("TMPDIR", tmp.path())
-            .env(TOKEN_VAR, calls.token())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
-        let spawned = if !self.sandbox {
-            cmd.spawn()
-        } else if sandbox::available() == Confinement::None {
-            warn_unconfined();
-            cmd.spawn()
-        } else {
-            let (child, confinement) =
-                sandbox::spawn_confined(&mut cmd, &[cx.workspace.root(), tmp.path()]).map_err(
-                    |source| ToolError::Process {
-                        action: "start bash in its sandbox",
-                        source,
-                    },
-                )?;
-            match confinement {
-                Confinement::Full => {}
-                Confinement::Partial => warn_partial(),
-                Confinement::None => warn_unconfined(),
-            }
-            Ok(child)
-        };
-        let mut child = spawned.map_err(|source| ToolError::Process {
-            action: "start bash",
-            source,
-        })?;
+        let mut cmd = shell_command(command, &calls, cx.workspace.root(), tmp.path());
+        let mut child = self.spawn(&mut cmd, cx.workspace.root(), tmp.path())?;
         calls.set_shell(child.id());
         // Opens the gate, if any: the shell is in its cgroup now.
         drop(child.stdin.take());
@@ -422,26 +411,7 @@ impl BashTool {
         drop(done_tx);
         let readers = usize::from(stdout.is_some()) + usize::from(stderr.is_some());
 
-        let started = Instant::now();
-        let mut watched = started;
-        let mut poll = POLL.0;
-        let timed_out = loop {
-            match shell_exited(&mut child) {
-                Ok(true) => break false,
-                Ok(false) if started.elapsed() >= timeout => break true,
-                Ok(false) => {
-                    if watched.elapsed() >= WATCH_EVERY {
-                        calls.watch();
-                        watched = Instant::now();
-                    }
-                    thread::sleep(poll);
-                    poll = (poll * 2).min(POLL.1);
-                }
-                // Cannot poll: treat as a timeout so nothing is left running.
-                Err(_) => break true,
-            }
-        };
-
+        let timed_out = wait_for_shell(&mut child, &mut calls, timeout);
         // The shell is still unreaped here, so its group id is still its own.
         calls.kill_all();
         #[cfg(not(unix))]
@@ -552,6 +522,55 @@ fn render(cap: usize, streams: &[Captured]) -> String {
 
 fn note(more: usize) -> String {
     format!("[output truncated: {more} more bytes]")
+}
+
+/// `bash -c <command>` in `root`, its own process group, with a private
+/// `TMPDIR` and the call's token; behind the cgroup gate when the call has a
+/// cgroup (the shell waits on stdin until the host has moved it there).
+fn shell_command(command: &str, calls: &CallProcesses, root: &Path, tmp: &Path) -> Command {
+    let mut cmd = Command::new("bash");
+    if calls.has_cgroup() {
+        cmd.arg("-c").arg(GATE).arg("bash").arg(command);
+        cmd.stdin(Stdio::piped());
+    } else {
+        cmd.arg("-c").arg(command);
+        cmd.stdin(Stdio::null());
+    }
+    cmd.current_dir(root)
+        .env("TMPDIR", tmp)
+        .env(TOKEN_VAR, calls.token())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    cmd
+}
+
+/// Polls the shell until it exits (`false`) or `timeout` passes (`true`),
+/// sweeping the call's processes every [`WATCH_EVERY`] meanwhile.
+fn wait_for_shell(child: &mut Child, calls: &mut CallProcesses, timeout: Duration) -> bool {
+    let started = Instant::now();
+    let mut watched = started;
+    let mut poll = POLL.0;
+    loop {
+        match shell_exited(child) {
+            Ok(true) => return false,
+            Ok(false) if started.elapsed() >= timeout => return true,
+            Ok(false) => {
+                if watched.elapsed() >= WATCH_EVERY {
+                    calls.watch();
+                    watched = Instant::now();
+                }
+                thread::sleep(poll);
+                poll = (poll * 2).min(POLL.1);
+            }
+            // Cannot poll: treat as a timeout so nothing is left running.
+            Err(_) => return true,
+        }
+    }
 }
 
 fn describe_failure(status: ExitStatus) -> String {
