@@ -613,7 +613,7 @@ mod tests {
     /// or absent in containers).
     fn alive(pid: u32) -> bool {
         let stat = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
-        if std::path::Path::new("/proc/self/stat").exists() {
+        if Path::new("/proc/self/stat").exists() {
             return match std::fs::read_to_string(stat) {
                 Ok(text) => {
                     let state = text.rsplit(')').next().unwrap_or("").trim_start();
@@ -716,7 +716,7 @@ mod tests {
 
     /// Asserts that the process whose pid `pid_file` holds is gone within
     /// two seconds.
-    fn assert_gone_soon(pid_file: &std::path::Path) {
+    fn assert_gone_soon(pid_file: &Path) {
         let pid: u32 = std::fs::read_to_string(pid_file)
             .unwrap()
             .trim()
@@ -909,7 +909,7 @@ mod tests {
         let first = sh(&tool, &ws, "printf %s \"$TMPDIR\"");
         let second = sh(&tool, &ws, "printf %s \"$TMPDIR\"");
         assert_ne!(first.output, second.output);
-        assert!(!std::path::Path::new(&first.output).exists());
+        assert!(!Path::new(&first.output).exists());
         let r = sh(&tool, &ws, "stat -c %a \"$TMPDIR\"; echo hi > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"; mktemp >/dev/null && echo made");
         assert_eq!(r.error, None);
         assert_eq!(r.output, "700\nhi\nmade\n");
@@ -933,7 +933,7 @@ mod tests {
 
     /// Names and kinds of what is in `dir`, sorted, with file contents.
     #[cfg(target_os = "linux")]
-    fn listing(dir: &std::path::Path) -> Vec<(String, String)> {
+    fn listing(dir: &Path) -> Vec<(String, String)> {
         let mut entries: Vec<(String, String)> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| {
@@ -1142,7 +1142,7 @@ mod tests {
     /// The pid and start time in a file the command wrote with
     /// `echo $pid $(cut -d' ' -f22 /proc/$pid/stat)`.
     #[cfg(target_os = "linux")]
-    fn pid_and_start(path: &std::path::Path) -> (u32, String) {
+    fn pid_and_start(path: &Path) -> (u32, String) {
         let text = std::fs::read_to_string(path).unwrap();
         let mut words = text.split_whitespace();
         (
