@@ -21,5 +21,6 @@ pub mod cli;
 pub mod interception;
 pub mod plugins;
 pub mod providers;
+mod text;
 pub mod tools;
 pub mod types;
