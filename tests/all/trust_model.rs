@@ -299,6 +299,50 @@ fn a_lock_kept_outside_the_plugins_directory_is_enforced() {
     assert!(run.error_line().contains("changed after it was locked"));
 }
 
+#[test]
+fn a_plugins_directory_whose_path_has_spaces_is_pinned_and_enforced_by_a_lock_kept_elsewhere() {
+    let scene = tempfile::tempdir().unwrap();
+    let plugins = scene.path().join("my plugins");
+    plant(&plugins, "chimera-fixture-pack");
+    let lock = scene.path().join("pins.lock").display().to_string();
+    let dir = plugins.display().to_string();
+    let written = chimera(
+        scene.path(),
+        &["packs", "lock", "--plugins-dir", &dir, "--lock", &lock],
+        &[],
+        "",
+    );
+    assert_eq!(written.code(), Some(0), "{}", written.stderr());
+    let pinned = plugins
+        .canonicalize()
+        .unwrap()
+        .join(library_file_name("chimera-fixture-pack"));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        text.contains(&format!("file = \"{}\"", pinned.display())),
+        "{text}"
+    );
+    let script = script(scene.path(), json!([{"content": "done"}]));
+    let run = chimera(
+        scene.path(),
+        &[
+            "run",
+            "--plugins-dir",
+            &dir,
+            "--lock",
+            &lock,
+            "--pack",
+            "fixture",
+            "--script",
+            &script,
+            "hi",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+}
+
 #[cfg(unix)]
 #[test]
 fn a_lock_file_that_is_a_symlink_a_fifo_or_writable_by_others_is_refused() {

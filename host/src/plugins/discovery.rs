@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// A directory on the search path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchDir {
-    /// The directory.
+    /// The directory, as configured (not canonicalised).
     pub path: PathBuf,
     /// `None`: every pack file in it is indexed. `Some(names)`: only files
     /// with these names (the executable's directory holds the bundled packs,

@@ -133,7 +133,7 @@ pub enum Incomplete {
     CutShort {
         /// The file's length.
         len: u64,
-        /// The part.
+        /// The first part found to lie past the end.
         part: ElfPart,
         /// Where that part ends.
         end: u64,
@@ -264,7 +264,7 @@ pub enum LoadError {
         name: String,
         /// The first file on the search path that provides it.
         first: PathBuf,
-        /// Another.
+        /// Another file that provides it, later on the search path.
         second: PathBuf,
     },
     /// A pack by this name is already loaded.
@@ -294,7 +294,7 @@ pub enum LoadError {
     Activation {
         /// The pack or plugin.
         name: String,
-        /// Why.
+        /// The plugin's own error, or its panic.
         #[source]
         source: PluginError,
     },
@@ -303,7 +303,7 @@ pub enum LoadError {
     Deactivation {
         /// The pack or plugin.
         name: String,
-        /// Why.
+        /// The plugin's own error, or its panic.
         #[source]
         source: PluginError,
     },

@@ -25,11 +25,11 @@ use std::sync::{Arc, Mutex};
 /// One pack a library provides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackDescription {
-    /// Entry-point name.
+    /// The entry-point name it is loaded by.
     pub name: String,
-    /// The pack's version.
+    /// The version the pack declares.
     pub version: String,
-    /// One line.
+    /// The pack's one-line description, for listings.
     pub description: String,
     /// Seams it registers on.
     pub seams: Vec<Seam>,
@@ -44,7 +44,7 @@ pub struct LibraryInfo {
     pub sha256: String,
     /// The ABI revision the pack was built against.
     pub abi_revision: u32,
-    /// Its packs.
+    /// Every pack of every root module in the library, in manifest order.
     pub packs: Vec<PackDescription>,
 }
 
@@ -454,38 +454,24 @@ Found:
         reason = "the StableAbi derive implements an unsafe trait; no unsafe code is written here"
     )]
     mod versions {
-        pub(super) mod host {
-            #[repr(C)]
-            #[derive(abi_stable::StableAbi)]
-            pub(crate) struct View {
-                pub(crate) id: u64,
-                pub(crate) name: u64,
-                pub(crate) arguments: u64,
-            }
+        /// Module `$name` with a `View` of the given fields, held by a
+        /// `Root` (as a pack's root module holds the ABI's types).
+        macro_rules! version {
+            ($name:ident: $($field:ty),*) => {
+                pub(in super::super) mod $name {
+                    #[repr(C)]
+                    #[derive(abi_stable::StableAbi)]
+                    pub(crate) struct View($($field),*);
 
-            #[repr(C)]
-            #[derive(abi_stable::StableAbi)]
-            pub(crate) struct Root {
-                pub(crate) view: View,
-            }
+                    #[repr(C)]
+                    #[derive(abi_stable::StableAbi)]
+                    pub(crate) struct Root(View);
+                }
+            };
         }
 
-        pub(super) mod pack {
-            #[repr(C)]
-            #[derive(abi_stable::StableAbi)]
-            pub(crate) struct View {
-                pub(crate) id: u64,
-                pub(crate) name: u64,
-                pub(crate) arguments: u64,
-                pub(crate) extra: u64,
-            }
-
-            #[repr(C)]
-            #[derive(abi_stable::StableAbi)]
-            pub(crate) struct Root {
-                pub(crate) view: View,
-            }
-        }
+        version!(host: u64, u64, u64);
+        version!(pack: u64, u64, u64, u64);
     }
 
     #[test]

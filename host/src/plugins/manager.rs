@@ -40,11 +40,12 @@ pub enum ReloadOutcome {
 /// A loaded pack, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackInfo {
-    /// Its name.
+    /// The name it is listed, reloaded and unloaded under (a pack's
+    /// entry-point name).
     pub name: String,
-    /// Its version.
+    /// The version it declares.
     pub version: String,
-    /// One line.
+    /// Its one-line description, for listings.
     pub description: String,
     /// Where it came from.
     pub source: PackSource,

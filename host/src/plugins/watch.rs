@@ -59,16 +59,16 @@ pub enum ReloadEvent {
     Reloaded(PackInfo),
     /// A reload failed; the previous version keeps running.
     Failed {
-        /// The pack.
+        /// The pack whose reload failed.
         name: String,
-        /// The file.
+        /// The file it was reloaded from.
         path: PathBuf,
         /// Why (shared: every listener sees the same error).
         error: Arc<LoadError>,
     },
     /// A loaded pack's file disappeared; the loaded version stays active.
     Removed {
-        /// The file.
+        /// The file that is gone.
         path: PathBuf,
         /// The packs still running from it.
         names: Vec<String>,

@@ -48,7 +48,7 @@ pub enum PinError {
     /// The file's content is not what was locked.
     #[error("its SHA-256 ({}…) is not the one {lock} pins ({}…): the file changed after it was locked; re-run `{}` if the change is yours", short_hash(found), short_hash(pinned), lock.relock_command())]
     Changed {
-        /// The lock.
+        /// The lock that refused it.
         lock: LockLocation,
         /// The SHA-256 the lock pins, hex.
         pinned: String,
@@ -58,7 +58,7 @@ pub enum PinError {
     /// The lock does not name this file.
     #[error("{lock} does not pin {file}; run `{}` to trust it", lock.relock_command())]
     NotPinned {
-        /// The lock.
+        /// The lock that refused it.
         lock: LockLocation,
         /// The name the lock would pin it under (bare, or absolute).
         file: String,
@@ -73,7 +73,7 @@ pub enum PinError {
     /// entry points than the lock (a lock edited by hand).
     #[error("it provides [{}] but {lock} pins [{}]; re-run `{}` if this change is yours", found.join(", "), pinned.join(", "), lock.relock_command())]
     EntryPoints {
-        /// The lock.
+        /// The lock that refused it.
         lock: LockLocation,
         /// What the manifest lists.
         found: Vec<String>,
@@ -150,5 +150,71 @@ pub(crate) fn check_pin(
             lock: location,
             file: key,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PINNED: &str = "5f2c0d9b8a7e6f5041322314f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e";
+    const FOUND: &str = "9a0e1d2c3b4a59687766554433221100ffeeddccbbaa99887766554433221100";
+
+    #[test]
+    fn each_refusal_names_the_lock_and_the_command_that_rewrites_it() {
+        let own = LockLocation::Directory(PathBuf::from("plugins"));
+        let kept = LockLocation::External(PathBuf::from("/etc/chimera/pins.lock"));
+        for (error, expected) in [
+            (
+                PinError::Changed {
+                    lock: own.clone(),
+                    pinned: PINNED.to_owned(),
+                    found: FOUND.to_owned(),
+                },
+                "its SHA-256 (9a0e1d2c3b4a…) is not the one chimera.lock pins (5f2c0d9b8a7e…): the file changed after it was locked; re-run `chimera packs lock --plugins-dir plugins` if the change is yours",
+            ),
+            (
+                PinError::NotPinned {
+                    lock: kept.clone(),
+                    file: "/srv/plugins/libx.so".to_owned(),
+                },
+                "/etc/chimera/pins.lock does not pin /srv/plugins/libx.so; run `chimera packs lock --lock /etc/chimera/pins.lock` to trust it",
+            ),
+            (
+                PinError::NoLock {
+                    dir: PathBuf::from("plugins"),
+                },
+                "--locked, but plugins has no chimera.lock; run `chimera packs lock --plugins-dir plugins` first (or keep the lock elsewhere with --lock FILE)",
+            ),
+            (
+                PinError::EntryPoints {
+                    lock: own,
+                    found: vec!["a".to_owned(), "b".to_owned()],
+                    pinned: vec!["a".to_owned()],
+                },
+                "it provides [a, b] but chimera.lock pins [a]; re-run `chimera packs lock --plugins-dir plugins` if this change is yours",
+            ),
+        ] {
+            assert_eq!(error.to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn the_entry_points_of_a_pin_match_in_any_order() {
+        let pin = Pin {
+            entry: LockEntry {
+                file: "libx.so".to_owned(),
+                sha256: PINNED.to_owned(),
+                entry_points: vec!["a".to_owned(), "b".to_owned()],
+            },
+            lock: LockLocation::Directory(PathBuf::from("plugins")),
+        };
+        assert!(pin
+            .check_entry_points(vec!["b".to_owned(), "a".to_owned()])
+            .is_ok());
+        assert!(matches!(
+            pin.check_entry_points(vec!["a".to_owned()]),
+            Err(PinError::EntryPoints { .. })
+        ));
     }
 }

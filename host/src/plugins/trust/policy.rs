@@ -22,7 +22,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Which directory a [`TrustedDir`] is, for messages.
+/// Which kind of directory a path is, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DirectoryRole {
@@ -125,7 +125,7 @@ pub enum PolicyErrorKind {
     Io {
         /// What was being done.
         access: Access,
-        /// The failure.
+        /// The operating system's error.
         source: io::Error,
     },
 }

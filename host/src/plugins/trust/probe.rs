@@ -114,7 +114,7 @@ pub enum ProbeError {
     /// The child had not finished when the timeout ran out (and was killed).
     #[error("the probe did not finish loading it within {after:?} (it hangs); not loaded")]
     TimedOut {
-        /// The timeout.
+        /// How long the child was given ([`Probe::timeout`]).
         after: Duration,
     },
     /// The child refused the pack, saying why.
