@@ -4,6 +4,7 @@
 
 use super::trust::{PinError, PolicyError, ProbeError};
 use crate::interception::UnknownSeam;
+use crate::text::one_line;
 use chimera_plugin_api::abi::Seam;
 use std::fmt;
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ pub enum RegistryError {
 #[non_exhaustive]
 pub enum PluginError {
     /// The plugin refused, saying why (`Err("…".into())`).
-    #[error("{0}")]
+    #[error("{}", one_line(.0))]
     Failed(String),
     /// A registration was refused.
     #[error(transparent)]
@@ -70,8 +71,8 @@ impl From<String> for PluginError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WrongFormat {
-    /// No object format recognised (the reader's own words).
-    #[error("{0}")]
+    /// No object format recognised (the object reader's own words).
+    #[error("{}", .0.to_lowercase())]
     Unrecognised(String),
     /// A program, not a library.
     #[error("an executable")]
@@ -155,8 +156,8 @@ pub enum AbiMismatch {
     /// The library header is not one this abi_stable reads.
     #[error("it was built with an incompatible abi_stable")]
     Header,
-    /// A version string in the library does not parse.
-    #[error("{0}")]
+    /// A version string in the library does not parse (abi_stable's words).
+    #[error("{}", one_line(.0))]
     Version(String),
     /// abi_stable reported an empty list of errors.
     #[error("unknown library error")]
@@ -171,7 +172,7 @@ pub enum RootModuleFailure {
     #[error("it exports no abi_stable root module")]
     Missing,
     /// The root module's initialiser failed or panicked (its message).
-    #[error("{0}")]
+    #[error("{}", one_line(.0))]
     Failed(String),
 }
 
@@ -195,7 +196,7 @@ pub enum FileError {
     #[error("incomplete file ({0}); it may still be being written — publish packs by writing a temporary file and renaming it")]
     Incomplete(#[from] Incomplete),
     /// `dlopen` refused it.
-    #[error("the dynamic loader refused it: {}", crate::text::one_line(&.0.to_string()))]
+    #[error("the dynamic loader refused it: {}", one_line(&.0.to_string()))]
     Open(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Built against another plugin-api version.
     #[error("built against chimera-plugin-api {found}, but this host speaks {expected}; rebuild the pack against chimera-plugin-api {expected}")]
@@ -287,7 +288,7 @@ pub enum LoadError {
     },
     /// The pack refused its configuration, or its constructor failed or
     /// panicked (the pack's own message, which names it).
-    #[error("{0}")]
+    #[error("{}", one_line(.0))]
     Instantiate(String),
     /// Activation failed; the registry is exactly as it was before.
     #[error("{name}: activation failed: {source}")]

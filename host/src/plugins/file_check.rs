@@ -61,8 +61,8 @@ pub(crate) fn inspect<'data, R: ReadRef<'data>>(
     if ELFMAG.starts_with(magic) {
         elf_complete(data, len)?;
     }
-    let file = object::File::parse(data)
-        .map_err(|error| WrongFormat::Unrecognised(error.to_string().to_lowercase()))?;
+    let file =
+        object::File::parse(data).map_err(|error| WrongFormat::Unrecognised(error.to_string()))?;
     let wrong = match file.kind() {
         ObjectKind::Dynamic => None,
         ObjectKind::Executable => Some(WrongFormat::Executable),

@@ -9,9 +9,10 @@
 use super::errors::{AbiMismatch, FileError, LoadError, RootModuleFailure};
 use super::file_check::{inspect, read_bounded, sha256_hex, Inspection};
 use super::sealed::{PrivateDir, Sealed};
-use super::trust::{check_pin, DirectoryRole, Pin, Probe, Subject, TrustSettings, TrustedDir};
+use super::trust::{
+    check_pin, DirectoryRole, FollowSymlinks, Pin, Probe, Subject, TrustSettings, TrustedDir,
+};
 use super::MAX_PACK_BYTES;
-use crate::text::one_line;
 use abi_stable::library::{
     AbiHeaderRef, LibHeader, LibraryError, RawLibrary, ROOT_MODULE_LOADER_NAME,
 };
@@ -150,7 +151,7 @@ impl Loader {
         let dir = TrustedDir::open(parent, DirectoryRole::Plugins, checks.trust.allow_insecure)
             .map_err(|problem| fail(problem.into()))?;
         let file = dir
-            .open_file(name, Subject::PackFile)
+            .open_file(name, Subject::PackFile, FollowSymlinks::Yes)
             .map_err(|problem| fail(problem.into()))?
             .ok_or_else(|| fail(FileError::NotFound))?;
         let bytes = read_bounded(file.file).map_err(fail)?;
@@ -346,16 +347,12 @@ fn condense(error: LibraryError) -> FileError {
             expected: expected_version.to_string(),
             found: actual_version.to_string(),
         },
-        LibraryError::RootModule { err, .. } => {
-            RootModuleFailure::Failed(one_line(&err.to_string())).into()
-        }
+        LibraryError::RootModule { err, .. } => RootModuleFailure::Failed(err.to_string()).into(),
         LibraryError::AbiInstability(err) => layout_summary(&err.to_string()).into(),
         LibraryError::InvalidAbiHeader(_) | LibraryError::InvalidCAbi { .. } => {
             AbiMismatch::Header.into()
         }
-        LibraryError::ParseVersionError(error) => {
-            AbiMismatch::Version(one_line(&error.to_string())).into()
-        }
+        LibraryError::ParseVersionError(error) => AbiMismatch::Version(error.to_string()).into(),
         LibraryError::Many(errors) => match errors.into_iter().next() {
             Some(first) => condense(first),
             None => AbiMismatch::Unknown.into(),

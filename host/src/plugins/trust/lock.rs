@@ -26,7 +26,7 @@
 //! symlink, no FIFO), not writable by group or others, owned by you or root,
 //! and at most 1 MiB.
 
-use super::policy::{DirectoryRole, PolicyError, Subject, TrustedDir};
+use super::policy::{DirectoryRole, FollowSymlinks, PolicyError, Subject, TrustedDir};
 use crate::plugins::errors::FileError;
 use crate::plugins::file_check::{inspect, read_bounded, sha256_hex};
 use crate::plugins::SearchDir;
@@ -129,9 +129,9 @@ impl LockError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SyntaxProblem {
-    /// Not TOML, or not the lock file's tables and keys (an unknown key is
-    /// named here).
-    #[error("{0}")]
+    /// Not TOML, or not the lock file's tables and keys (the parser's
+    /// words, which name an unknown key).
+    #[error("{}", one_line(.0))]
     Toml(String),
     /// A directory's `chimera.lock` names a file elsewhere.
     #[error("the file must be a bare file name in this directory, not {file:?}")]
@@ -255,7 +255,10 @@ impl LockFile {
             problem,
         };
         let raw: RawLock = toml::from_str(text).map_err(|error| {
-            syntax(SyntaxProblem::Toml(one_line(error.message())), error.span())
+            syntax(
+                SyntaxProblem::Toml(error.message().to_owned()),
+                error.span(),
+            )
         })?;
         let mut entries: Vec<LockEntry> = Vec::new();
         for raw in raw.pack {
@@ -317,7 +320,7 @@ fn read_checked(
     shown: &Path,
     scope: LockScope,
 ) -> Result<Option<LockFile>, LockError> {
-    let Some(file) = dir.open_file_nofollow(name, Subject::LockFile)? else {
+    let Some(file) = dir.open_file(name, Subject::LockFile, FollowSymlinks::No)? else {
         return Ok(None);
     };
     let mut text = String::new();
@@ -428,7 +431,7 @@ fn pin(dirs: &[SearchDir], scope: LockScope) -> Result<(LockFile, Vec<Skipped>),
 /// directory handle.
 fn pin_file(dir: &TrustedDir, name: &Path) -> Result<(String, Vec<String>), FileError> {
     let file = dir
-        .open_file(name, Subject::PackFile)
+        .open_file(name, Subject::PackFile, FollowSymlinks::Yes)
         .map_err(FileError::Untrusted)?
         .ok_or(FileError::NotFound)?;
     let bytes = read_bounded(file.file)?;

@@ -24,8 +24,8 @@ pub use lock::{
 };
 pub(crate) use pin::{check_pin, Pin};
 pub use pin::{LockLocation, PinError};
-pub(crate) use policy::TrustedDir;
 pub use policy::{check_location, Access, DirectoryRole, PolicyError, PolicyErrorKind, Subject};
+pub(crate) use policy::{FollowSymlinks, TrustedDir};
 pub use probe::{Probe, ProbeError};
 
 /// How strictly pack files are trusted.

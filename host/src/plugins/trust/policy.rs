@@ -15,7 +15,8 @@
 //!               by others — all checked on the opened file
 //! ```
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+pub(crate) use cap_fs_ext::FollowSymlinks;
+use cap_fs_ext::OpenOptionsFollowExt;
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 use std::fmt;
@@ -322,27 +323,11 @@ impl TrustedDir {
     }
 
     /// Opens `name` in this directory for reading and checks the opened file:
-    /// `Ok(None)` when there is no such file. A relative symlink may lead to
-    /// another file in the directory, never out of it (an absolute symlink
-    /// counts as out).
+    /// `Ok(None)` when there is no such file. With [`FollowSymlinks::Yes`] a
+    /// relative symlink may lead to another file in the directory, never out
+    /// of it (an absolute symlink counts as out); with
+    /// [`FollowSymlinks::No`] a symlink is refused outright.
     pub(crate) fn open_file(
-        &self,
-        name: &Path,
-        subject: Subject,
-    ) -> Result<Option<TrustedFile>, PolicyError> {
-        self.open_checked(name, subject, FollowSymlinks::Yes)
-    }
-
-    /// [`TrustedDir::open_file`], refusing a symlink outright.
-    pub(crate) fn open_file_nofollow(
-        &self,
-        name: &Path,
-        subject: Subject,
-    ) -> Result<Option<TrustedFile>, PolicyError> {
-        self.open_checked(name, subject, FollowSymlinks::No)
-    }
-
-    fn open_checked(
         &self,
         name: &Path,
         subject: Subject,
@@ -454,7 +439,7 @@ pub fn check_location(dir: &Path, file: &Path) -> Result<(), PolicyError> {
     let trusted = TrustedDir::open(dir, DirectoryRole::Plugins, false)?;
     let missing = || PolicyError::new(Subject::PackFile, file, PolicyErrorKind::Missing);
     let name = file.file_name().ok_or_else(missing)?;
-    match trusted.open_file(Path::new(name), Subject::PackFile)? {
+    match trusted.open_file(Path::new(name), Subject::PackFile, FollowSymlinks::Yes)? {
         Some(_) => Ok(()),
         None => Err(missing()),
     }
