@@ -133,6 +133,9 @@ pub enum SyntaxProblem {
     /// words, which name an unknown key).
     #[error("{}", one_line(.0))]
     Toml(String),
+    /// A lock in the one-line format chimera wrote before it used TOML.
+    #[error("this is the old one-line lock format; re-run `chimera packs lock` to rewrite it")]
+    OldFormat,
     /// A directory's `chimera.lock` names a file elsewhere.
     #[error("the file must be a bare file name in this directory, not {file:?}")]
     NotBareName {
@@ -207,6 +210,22 @@ fn line_of(text: &str, span: Option<Range<usize>>) -> usize {
         .count()
 }
 
+/// Where the first line of the old format (`<file> sha256:<hex> <names>`)
+/// starts, if `text` has one.
+fn old_format_line(text: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [_, hash, _] = fields[..] {
+            if hash.starts_with("sha256:") {
+                return Some(at);
+            }
+        }
+        at += line.len();
+    }
+    None
+}
+
 impl RawEntry {
     /// The entry, once its values pass; else the problem and where it is.
     fn check(self, scope: LockScope) -> Result<LockEntry, (SyntaxProblem, Range<usize>)> {
@@ -254,11 +273,12 @@ impl LockFile {
             line: line_of(text, span),
             problem,
         };
-        let raw: RawLock = toml::from_str(text).map_err(|error| {
-            syntax(
+        let raw: RawLock = toml::from_str(text).map_err(|error| match old_format_line(text) {
+            Some(at) => syntax(SyntaxProblem::OldFormat, Some(at..at)),
+            None => syntax(
                 SyntaxProblem::Toml(error.message().to_owned()),
                 error.span(),
-            )
+            ),
         })?;
         let mut entries: Vec<LockEntry> = Vec::new();
         for raw in raw.pack {
@@ -676,7 +696,11 @@ mod tests {
                 ),
                 "line 6: missing field `sha256`",
             ),
-            ("libx.so sha256:abc x".to_owned(), "line 1: "),
+            (
+                format!("# pins\nlibx.so  sha256:{HASH}  a,b\n"),
+                "line 2: this is the old one-line lock format; re-run `chimera packs lock`",
+            ),
+            ("libx.so sha 256".to_owned(), "line 1: "),
             ("[[pack]]\nfile = \"libx.so\n".to_owned(), "line 2: "),
         ] {
             let error = LockFile::parse(&text).unwrap_err();
