@@ -147,6 +147,7 @@ fn failure_keeps_the_old_version(config: serde_json::Value, bad: Vec<u8>, fragme
     match live.next_event() {
         ReloadEvent::Failed { name, error, .. } => {
             assert_eq!(name, "fixture");
+            let error = error.to_string();
             assert!(error.contains(fragment), "{error:?} lacks {fragment:?}");
             assert!(!error.contains('\n'), "{error}");
         }
@@ -194,7 +195,9 @@ fn a_constructor_error_fails_the_reload_and_keeps_the_old_version() {
     live.publish(&v2());
     match live.next_event() {
         ReloadEvent::Failed { error, .. } => assert!(
-            error.contains("fixture: build v2 refuses this configuration"),
+            error
+                .to_string()
+                .contains("fixture: build v2 refuses this configuration"),
             "{error}"
         ),
         other => panic!("expected a failure, got {other:?}"),
@@ -210,7 +213,9 @@ fn a_constructor_panic_fails_the_reload_and_keeps_the_old_version() {
     live.publish(&v2());
     match live.next_event() {
         ReloadEvent::Failed { error, .. } => assert!(
-            error.contains("constructor panicked: build v2 panics"),
+            error
+                .to_string()
+                .contains("constructor panicked: build v2 panics"),
             "{error}"
         ),
         other => panic!("expected a failure, got {other:?}"),

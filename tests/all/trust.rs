@@ -80,8 +80,8 @@ fn a_byte_tampered_after_locking_is_refused_before_loading() {
     scene.lock();
     let lock = std::fs::read_to_string(scene.plugins().join("chimera.lock")).unwrap();
     assert!(
-        lock.contains("libchimera_fixture_pack.so  sha256:")
-            && lock.contains("fixture,fixture-alt"),
+        lock.contains("[[pack]]\nfile = \"libchimera_fixture_pack.so\"\nsha256 = \"")
+            && lock.contains("entry_points = [\"fixture\", \"fixture-alt\"]"),
         "{lock}"
     );
     assert_eq!(scene.run(&["--pack", "fixture"], &[]).code(), Some(0));

@@ -231,7 +231,8 @@ fn packs_in_the_per_user_data_directory_are_found_by_name() {
 #[test]
 fn a_lock_kept_outside_the_plugins_directory_is_enforced() {
     let scene = tempfile::tempdir().unwrap();
-    let plugins = scene.path().join("plugins");
+    // A space in the path: the lock pins it like any other.
+    let plugins = scene.path().join("my plugins");
     plant(&plugins, "chimera-fixture-pack");
     let keep = scene.path().join("keep");
     std::fs::create_dir(&keep).unwrap();

@@ -7,8 +7,8 @@ use super::wiring::parse_pack_spec;
 use chimera_host::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };
-use chimera_host::plugins::{discover, PluginManager, Registry};
-use std::path::Path;
+use chimera_host::plugins::{discover, path_list, PluginManager, Registry};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
@@ -30,8 +30,8 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
         }
     }
     if discovery.packs.is_empty() && !json {
-        let searched: Vec<String> = dirs.iter().map(|d| d.path.display().to_string()).collect();
-        println!("no packs found (searched: {})", searched.join(":"));
+        let searched: Vec<PathBuf> = dirs.iter().map(|d| d.path.clone()).collect();
+        println!("no packs found (searched: {})", path_list(&searched));
     }
     for name in discovery.conflicts() {
         if let Err(error) = discovery.find(name) {
@@ -93,7 +93,7 @@ pub(crate) fn check(
 }
 
 /// The directories `packs lock` / `verify` work on; at least one.
-fn lock_dirs(search: &SearchArgs) -> Result<Vec<std::path::PathBuf>, Failure> {
+fn lock_dirs(search: &SearchArgs) -> Result<Vec<PathBuf>, Failure> {
     let dirs = configured_dirs(search);
     if dirs.is_empty() {
         return Err(Failure::usage(

@@ -136,9 +136,10 @@ fn reload_event(event: ReloadEvent) -> Option<AgentEvent> {
             version: info.version.clone(),
             path: info.path().map(|p| p.display().to_string()),
         }),
-        ReloadEvent::Failed { name, error, .. } => {
-            Some(AgentEvent::PackReloadFailed { name, error })
-        }
+        ReloadEvent::Failed { name, error, .. } => Some(AgentEvent::PackReloadFailed {
+            name,
+            error: error.to_string(),
+        }),
         ReloadEvent::Removed { .. } => None,
     }
 }

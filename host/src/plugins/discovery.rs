@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// A directory on the search path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchDir {
-    /// The directory.
+    /// The directory, as configured (not canonicalised).
     pub path: PathBuf,
     /// `None`: every pack file in it is indexed. `Some(names)`: only files
     /// with these names (the executable's directory holds the bundled packs,
@@ -34,7 +34,19 @@ impl SearchDir {
         }
     }
 
-    pub(crate) fn admits(&self, file: &Path) -> bool {
+    /// The library files of the directory that it admits, sorted (whatever
+    /// they turn out to be: nothing is opened).
+    pub(crate) fn library_files(&self) -> std::io::Result<Vec<PathBuf>> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.path)?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| is_library_file(path) && self.admits(path))
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    fn admits(&self, file: &Path) -> bool {
         match &self.files {
             None => true,
             Some(names) => file
@@ -122,16 +134,10 @@ pub fn discover<D: Into<SearchDir> + Clone>(search_path: &[D]) -> Discovery {
             continue;
         }
         seen.push(canonical);
-        let Ok(entries) = std::fs::read_dir(&dir.path) else {
+        let Ok(files) = dir.library_files() else {
             continue;
         };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| is_library_file(path) && dir.admits(path) && path.is_file())
-            .collect();
-        files.sort();
-        for path in files {
+        for path in files.into_iter().filter(|path| path.is_file()) {
             match read_manifest(&path) {
                 Ok(manifest) => {
                     for (name, version) in manifest {

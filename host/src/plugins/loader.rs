@@ -6,12 +6,11 @@
 //! crashes the host): each new content is read once, sealed (a memfd, or a
 //! private copy), loaded from there, and never unloaded.
 
-use super::errors::{FileError, LoadError};
-use super::file_check::inspect;
-use super::file_check::Inspection;
+use super::errors::{AbiMismatch, FileError, LoadError, RootModuleFailure};
+use super::file_check::{inspect, read_bounded, sha256_hex, Inspection};
 use super::sealed::{PrivateDir, Sealed};
 use super::trust::{
-    trusted_canonical, LockEntry, LockError, LockFile, Probe, TrustSettings, TrustedDir,
+    check_pin, DirectoryRole, FollowSymlinks, Pin, Probe, Subject, TrustSettings, TrustedDir,
 };
 use super::MAX_PACK_BYTES;
 use abi_stable::library::{
@@ -19,20 +18,19 @@ use abi_stable::library::{
 };
 use abi_stable::std_types::RStr;
 use chimera_plugin_api::abi::{PackInstanceBox, PackLibraryRef, Seam};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// One pack a library provides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackDescription {
-    /// Entry-point name.
+    /// The entry-point name it is loaded by.
     pub name: String,
-    /// The pack's version.
+    /// The version the pack declares.
     pub version: String,
-    /// One line.
+    /// The pack's one-line description, for listings.
     pub description: String,
     /// Seams it registers on.
     pub seams: Vec<Seam>,
@@ -47,7 +45,7 @@ pub struct LibraryInfo {
     pub sha256: String,
     /// The ABI revision the pack was built against.
     pub abi_revision: u32,
-    /// Its packs.
+    /// Every pack of every root module in the library, in manifest order.
     pub packs: Vec<PackDescription>,
 }
 
@@ -60,21 +58,46 @@ pub(crate) struct Library {
 }
 
 impl Library {
-    /// Builds pack `name` from `config_json`; errors are one line.
+    /// The description of pack `name`, or of the library's only pack when
+    /// `name` is `None`.
+    pub(crate) fn pack(&self, name: Option<&str>) -> Result<&PackDescription, LoadError> {
+        let packs = &self.info.packs;
+        let have = || packs.iter().map(|p| p.name.clone()).collect();
+        let found = match (name, packs.as_slice()) {
+            (Some(name), _) => {
+                packs
+                    .iter()
+                    .find(|p| p.name == name)
+                    .ok_or_else(|| FileError::NoSuchPack {
+                        wanted: name.to_owned(),
+                        have: have(),
+                    })
+            }
+            (None, [only]) => Ok(only),
+            (None, _) => Err(FileError::WhichPack { have: have() }),
+        };
+        found.map_err(|kind| LoadError::file(&self.info.path, kind))
+    }
+
+    /// Builds pack `name` from `config_json`.
     pub(crate) fn instantiate(
         &self,
         name: &str,
         config_json: &str,
-    ) -> Result<PackInstanceBox, String> {
-        let root = self
+    ) -> Result<PackInstanceBox, LoadError> {
+        let Some(root) = self
             .roots
             .iter()
             .find(|(_, names)| names.iter().any(|n| n == name))
             .map(|(root, _)| *root)
-            .ok_or_else(|| format!("this library has no pack named '{name}'"))?;
+        else {
+            self.pack(Some(name))?;
+            let kind = FileError::ManifestMismatch(name.to_owned());
+            return Err(LoadError::file(&self.info.path, kind));
+        };
         (root.instantiate())(RStr::from_str(name), RStr::from_str(config_json))
             .into_result()
-            .map_err(|e| e.into_string())
+            .map_err(|e| LoadError::Instantiate(e.into_string()))
     }
 }
 
@@ -87,61 +110,12 @@ pub(crate) struct Checks<'a> {
     pub(crate) probe: Option<(&'a Probe, &'a [(&'a str, &'a str)])>,
 }
 
-/// Checks `hash` against the lock that governs `name` in `dir`: the
-/// `--lock FILE` when one is set, else the directory's own `chimera.lock`.
-/// Returns the pin (to check the entry points against once the manifest is
-/// read).
-fn pinned(
-    dir: &TrustedDir,
-    name: &Path,
-    hash: &str,
-    trust: &TrustSettings,
-) -> Result<Option<LockEntry>, FileError> {
-    let not_pinned = |e: LockError| FileError::NotPinned(e.to_string());
-    let (lock, key, lock_name, relock) = match &trust.lock_file {
-        Some(external) => {
-            let lock = LockFile::read_external(external).map_err(not_pinned)?;
-            let key = trusted_canonical(dir.path(), name).map_err(FileError::NotPinned)?;
-            let relock = format!("chimera packs lock --lock {}", external.display());
-            let lock_name = external.display().to_string();
-            (
-                Some(lock),
-                key.to_string_lossy().into_owned(),
-                lock_name,
-                relock,
-            )
-        }
-        None => {
-            let lock = LockFile::read_in(dir).map_err(not_pinned)?;
-            let relock = format!("chimera packs lock --plugins-dir {}", dir.path().display());
-            let lock_name = super::trust::LOCK_FILE_NAME.to_owned();
-            (lock, name.to_string_lossy().into_owned(), lock_name, relock)
-        }
-    };
-    match lock {
-        Some(lock) => match lock.entry(&key) {
-            Some(entry) if entry.sha256 == hash => Ok(Some(entry.clone())),
-            Some(_) => Err(FileError::NotPinned(format!(
-                "its SHA-256 ({}…) is not the one {lock_name} pins: the file changed after it was locked; re-run `{relock}` if the change is yours",
-                &hash[..12]
-            ))),
-            None => Err(FileError::NotPinned(format!(
-                "{lock_name} does not pin {key}; run `{relock}` to trust it"
-            ))),
-        },
-        None if trust.locked => Err(FileError::NotPinned(format!(
-            "--locked, but {} has no chimera.lock; run `{relock}` first (or keep the lock elsewhere with --lock FILE)",
-            dir.path().display(),
-        ))),
-        None => Ok(None),
-    }
-}
-
 /// Opens libraries, once per distinct content.
 pub(crate) struct Loader {
     /// Where copies go where sealed memfds are not available.
     cache: PrivateDir,
-    libraries: Mutex<HashMap<[u8; 32], Arc<Library>>>,
+    /// Every library loaded, by the SHA-256 (hex) of its content.
+    libraries: Mutex<HashMap<String, Arc<Library>>>,
 }
 
 impl Loader {
@@ -162,7 +136,7 @@ impl Loader {
     /// path is looked up twice, so nothing can change between the checks and
     /// the load.
     pub(crate) fn open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
-        let fail = |kind| LoadError::file(path, kind);
+        let fail = |kind: FileError| LoadError::file(path, kind);
         let name = path
             .file_name()
             .map(Path::new)
@@ -174,15 +148,15 @@ impl Loader {
         if !parent.is_dir() {
             return Err(fail(FileError::NotFound));
         }
-        let dir = TrustedDir::open(parent, "plugins directory", checks.trust.allow_insecure)
-            .map_err(|problem| fail(FileError::Untrusted(problem)))?;
+        let dir = TrustedDir::open(parent, DirectoryRole::Plugins, checks.trust.allow_insecure)
+            .map_err(|problem| fail(problem.into()))?;
         let file = dir
-            .open_file(name, "pack file")
-            .map_err(|problem| fail(FileError::Untrusted(problem)))?
+            .open_file(name, Subject::PackFile, FollowSymlinks::Yes)
+            .map_err(|problem| fail(problem.into()))?
             .ok_or_else(|| fail(FileError::NotFound))?;
         let bytes = read_bounded(file.file).map_err(fail)?;
-        let hash: [u8; 32] = Sha256::digest(&bytes).into();
-        let pin = pinned(&dir, name, &hex(&hash), checks.trust).map_err(fail)?;
+        let hash = sha256_hex(&bytes);
+        let pin = check_pin(&dir, name, &hash, checks.trust).map_err(|e| fail(e.into()))?;
         if let Some(library) = self.cached(&hash) {
             return Ok(library);
         }
@@ -198,9 +172,9 @@ impl Loader {
     /// parent made them on these very bytes).
     pub(crate) fn open_inherited_stdin(&self) -> Result<Arc<Library>, LoadError> {
         let shown = Path::new("(sealed pack on stdin)");
-        let fail = |kind| LoadError::file(shown, kind);
+        let fail = |kind: FileError| LoadError::file(shown, kind);
         let (bytes, path) = inherited_stdin().map_err(|e| fail(FileError::Io(e)))?;
-        let hash: [u8; 32] = Sha256::digest(&bytes).into();
+        let hash = sha256_hex(&bytes);
         let inspection = inspect(&bytes[..], bytes.len() as u64).map_err(fail)?;
         drop(bytes);
         let library = self.map(shown, &path, &hash, &inspection).map_err(fail)?;
@@ -211,30 +185,20 @@ impl Loader {
         &self,
         path: &Path,
         bytes: &[u8],
-        hash: &[u8; 32],
+        hash: &str,
         stem: &str,
-        pin: Option<LockEntry>,
+        pin: Option<Pin>,
         checks: &Checks<'_>,
     ) -> Result<Arc<Library>, FileError> {
         let inspection = inspect(bytes, bytes.len() as u64)?;
         if let Some(pin) = pin {
-            let mut found: Vec<&str> = inspection.packs().map(|(name, _)| name.as_str()).collect();
-            let mut pinned: Vec<&str> = pin.entry_points.iter().map(String::as_str).collect();
-            found.sort_unstable();
-            pinned.sort_unstable();
-            if found != pinned {
-                return Err(FileError::NotPinned(format!(
-                    "it provides [{}] but the lock file pins [{}]; re-run `chimera packs lock` if this change is yours",
-                    found.join(", "),
-                    pinned.join(", ")
-                )));
-            }
+            pin.check_entry_points(inspection.packs().map(|(name, _)| name.clone()).collect())?;
         }
         let sealed = Sealed::new(bytes, stem, &self.cache).map_err(FileError::Io)?;
         if let Some((probe, packs)) = checks.probe {
             if let Err(problem) = probe.run(&sealed, packs) {
                 sealed.discard();
-                return Err(FileError::ProbeFailed(problem));
+                return Err(problem.into());
             }
         }
         let outcome = self.map(path, &sealed.path(), hash, &inspection);
@@ -250,7 +214,7 @@ impl Loader {
         &self,
         path: &Path,
         load_path: &Path,
-        hash: &[u8; 32],
+        hash: &str,
         inspection: &Inspection,
     ) -> Result<Arc<Library>, FileError> {
         let raw = RawLibrary::load_at(load_path).map_err(condense)?;
@@ -284,32 +248,17 @@ impl Loader {
         self.libraries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(*hash, Arc::clone(&library));
+            .insert(hash.to_owned(), Arc::clone(&library));
         Ok(library)
     }
 
-    fn cached(&self, hash: &[u8; 32]) -> Option<Arc<Library>> {
+    fn cached(&self, hash: &str) -> Option<Arc<Library>> {
         self.libraries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(hash)
             .cloned()
     }
-}
-
-/// The whole file, up to [`MAX_PACK_BYTES`].
-fn read_bounded(file: std::fs::File) -> Result<Vec<u8>, FileError> {
-    let mut bytes = Vec::new();
-    file.take(MAX_PACK_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(FileError::Io)?;
-    if bytes.len() as u64 > MAX_PACK_BYTES {
-        return Err(FileError::NotALibrary(format!(
-            "larger than {} MiB, which no pack is",
-            MAX_PACK_BYTES >> 20
-        )));
-    }
-    Ok(bytes)
 }
 
 /// The bytes of the sealed file on stdin, and the path `dlopen` reads it by.
@@ -335,10 +284,6 @@ fn inherited_stdin() -> io::Result<(Vec<u8>, PathBuf)> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The library header exported under `symbol`, checked by abi_stable.
 fn library_header(raw: &RawLibrary, symbol: &str) -> Result<&'static LibHeader, LibraryError> {
     let mut name = symbol.as_bytes().to_vec();
@@ -358,7 +303,7 @@ fn library_header(raw: &RawLibrary, symbol: &str) -> Result<&'static LibHeader, 
 /// the manifest the file was indexed by.
 fn describe(
     path: &Path,
-    hash: &[u8; 32],
+    hash: &str,
     roots: &[(PackLibraryRef, Vec<String>)],
 ) -> Result<LibraryInfo, FileError> {
     let mut packs = Vec::new();
@@ -382,20 +327,18 @@ fn describe(
     }
     Ok(LibraryInfo {
         path: path.to_owned(),
-        sha256: hex(hash),
+        sha256: hash.to_owned(),
         abi_revision: roots.first().map_or(0, |(root, _)| root.abi_revision()),
         packs,
     })
 }
 
 /// Turns abi_stable's error (up to hundreds of lines of layout dump) into
-/// one sentence.
+/// values that display as one line.
 fn condense(error: LibraryError) -> FileError {
     match error {
-        LibraryError::OpenError { err, .. } => FileError::Open(first_line(&err.to_string())),
-        LibraryError::GetSymbolError { .. } => {
-            FileError::RootModule("it exports no abi_stable root module".to_owned())
-        }
+        LibraryError::OpenError { err, .. } => FileError::Open(err),
+        LibraryError::GetSymbolError { .. } => RootModuleFailure::Missing.into(),
         LibraryError::IncompatibleVersionNumber {
             expected_version,
             actual_version,
@@ -404,38 +347,34 @@ fn condense(error: LibraryError) -> FileError {
             expected: expected_version.to_string(),
             found: actual_version.to_string(),
         },
-        LibraryError::RootModule { err, .. } => FileError::RootModule(first_line(&err.to_string())),
-        LibraryError::AbiInstability(err) => {
-            FileError::AbiMismatch(layout_summary(&err.to_string()))
-        }
+        LibraryError::RootModule { err, .. } => RootModuleFailure::Failed(err.to_string()).into(),
+        LibraryError::AbiInstability(err) => layout_summary(&err.to_string()).into(),
         LibraryError::InvalidAbiHeader(_) | LibraryError::InvalidCAbi { .. } => {
-            FileError::AbiMismatch("it was built with an incompatible abi_stable".to_owned())
+            AbiMismatch::Header.into()
         }
-        LibraryError::ParseVersionError(error) => {
-            FileError::AbiMismatch(first_line(&error.to_string()))
-        }
+        LibraryError::ParseVersionError(error) => AbiMismatch::Version(error.to_string()).into(),
         LibraryError::Many(errors) => match errors.into_iter().next() {
             Some(first) => condense(first),
-            None => FileError::AbiMismatch("unknown library error".to_owned()),
+            None => AbiMismatch::Unknown.into(),
         },
     }
 }
 
-fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("unknown error")
-        .to_owned()
-}
+/// How many of a layout dump's differences are kept.
+const DIFFERENCES_KEPT: usize = 2;
 
-/// Condenses a layout dump into the mismatching type and its first errors:
-/// `ToolCallView<'a>: incompatible type size (expected 48, found 56); too many
-/// fields (expected 3, found 4)`.
-fn layout_summary(dump: &str) -> String {
+/// Condenses abi_stable's layout dump (only its text survives into
+/// [`LibraryError::AbiInstability`]) into the mismatching type and its first
+/// differences: `ToolCallView<'a>: incompatible type size (expected 48,
+/// found 56); too many fields (expected 3, found 4)`.
+fn layout_summary(dump: &str) -> AbiMismatch {
     let lines: Vec<&str> = dump.lines().map(str::trim).collect();
+    let after = |at: usize, label: &str| {
+        let offset = lines[at..].iter().position(|l| *l == label)?;
+        lines.get(at + offset + 1).copied()
+    };
     let mut type_name = None;
-    let mut errors: Vec<String> = Vec::new();
+    let mut differences: Vec<String> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if *line == "Layout of found type:" {
             type_name = lines[i..]
@@ -444,35 +383,37 @@ fn layout_summary(dump: &str) -> String {
                 .map(str::to_owned);
         }
         if let Some(what) = line.strip_prefix("Error:") {
-            let value_after = |label: &str| {
-                lines[i..]
-                    .iter()
-                    .position(|l| *l == label)
-                    .and_then(|at| lines.get(i + at + 1))
-                    .map(|v| v.to_string())
-            };
-            let error = match (value_after("Expected:"), value_after("Found:")) {
+            let difference = match (after(i, "Expected:"), after(i, "Found:")) {
                 (Some(expected), Some(found)) if expected.len() < 60 && found.len() < 60 => {
                     format!("{what} (expected {expected}, found {found})")
                 }
                 _ => what.to_owned(),
             };
-            if !errors.contains(&error) {
-                errors.push(error);
+            if !differences.contains(&difference) {
+                differences.push(difference);
             }
         }
     }
-    errors.truncate(2);
-    match (type_name, errors.is_empty()) {
-        (_, true) => first_line(dump),
-        (Some(name), false) => format!("{name}: {}", errors.join("; ")),
-        (None, false) => errors.join("; "),
+    differences.truncate(DIFFERENCES_KEPT);
+    if differences.is_empty() {
+        let extra = lines
+            .iter()
+            .position(|l| *l == "Extra:")
+            .and_then(|at| lines[at + 1..].iter().find(|l| !l.is_empty()));
+        differences.push(extra.map_or("the type layouts differ", |l| l).to_owned());
+    }
+    AbiMismatch::Layout {
+        type_name,
+        differences,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::layout_summary;
+    use super::{condense, layout_summary};
+    use crate::plugins::errors::{AbiMismatch, FileError};
+    use abi_stable::library::LibraryError;
+    use abi_stable::std_types::RBoxError;
 
     #[test]
     fn a_layout_dump_condenses_to_the_type_and_its_first_errors() {
@@ -498,8 +439,63 @@ Found:
     4
 ";
         assert_eq!(
-            layout_summary(dump),
+            layout_summary(dump).to_string(),
             "ToolCallView<'a>: incompatible type size (expected 48, found 56); too many fields (expected 3, found 4)"
+        );
+    }
+
+    /// Two versions of one type, as a host and a pack built against another
+    /// ABI would see it.
+    #[allow(
+        unsafe_code,
+        reason = "the StableAbi derive implements an unsafe trait; no unsafe code is written here"
+    )]
+    mod versions {
+        /// Module `$name` with a `View` of the given fields, held by a
+        /// `Root` (as a pack's root module holds the ABI's types).
+        macro_rules! version {
+            ($name:ident: $($field:ty),*) => {
+                pub(in super::super) mod $name {
+                    #[repr(C)]
+                    #[derive(abi_stable::StableAbi)]
+                    pub(crate) struct View($($field),*);
+
+                    #[repr(C)]
+                    #[derive(abi_stable::StableAbi)]
+                    pub(crate) struct Root(View);
+                }
+            };
+        }
+
+        version!(host: u64, u64, u64);
+        version!(pack: u64, u64, u64, u64);
+    }
+
+    #[test]
+    fn a_real_layout_error_from_this_abi_stable_condenses_to_one_line() {
+        use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+        use abi_stable::StableAbi;
+        let errors = check_layout_compatibility(
+            <versions::host::Root as StableAbi>::LAYOUT,
+            <versions::pack::Root as StableAbi>::LAYOUT,
+        )
+        .unwrap_err();
+        // What `LibHeader` hands the loader: the errors, formatted.
+        let error = LibraryError::AbiInstability(RBoxError::from_fmt(&errors));
+        let FileError::AbiMismatch(AbiMismatch::Layout {
+            type_name,
+            differences,
+        }) = condense(error)
+        else {
+            panic!("a layout mismatch");
+        };
+        assert_eq!(type_name.as_deref(), Some("View"));
+        assert_eq!(
+            differences,
+            [
+                "incompatible type size (expected 24, found 32)",
+                "too many fields (expected 3, found 4)"
+            ]
         );
     }
 }

@@ -1,15 +1,15 @@
 //! The plugin manager: load by name, by file or in-process; unload; list.
 
 use super::discovery::{discover, Discovery, SearchDir};
-use super::errors::{FileError, LoadError, PluginError};
-use super::loader::{Checks, Library, Loader};
+use super::errors::{LoadError, PluginError};
+use super::loader::{Checks, Library, LibraryInfo, Loader};
 use super::plugin::{Plugin, PluginRegistrar};
 use super::registry::{OwnerId, Registry};
-use super::trust::TrustSettings;
+use super::trust::{Probe, TrustSettings};
 use crate::interception::{AnyInterceptor, Interceptor, Interceptors, SeamName};
 use crate::interception::{HealthPolicy, HealthSink, PackHealth};
 use chimera_plugin_api::abi::{PackInstanceBox, Seam};
-use chimera_plugin_api::sdk::{self, Pack};
+use chimera_plugin_api::sdk::{self, panic_message, Pack};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -40,11 +40,12 @@ pub enum ReloadOutcome {
 /// A loaded pack, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackInfo {
-    /// Its name.
+    /// The name it is listed, reloaded and unloaded under (a pack's
+    /// entry-point name).
     pub name: String,
-    /// Its version.
+    /// The version it declares.
     pub version: String,
-    /// One line.
+    /// Its one-line description, for listings.
     pub description: String,
     /// Where it came from.
     pub source: PackSource,
@@ -161,12 +162,7 @@ impl PluginManager {
         let Some(found) = discovery.find(name)? else {
             return Err(LoadError::UnknownName {
                 name: name.to_owned(),
-                searched: self
-                    .search_path
-                    .iter()
-                    .map(|d| d.path.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(":"),
+                searched: self.search_path.iter().map(|d| d.path.clone()).collect(),
             });
         };
         self.load_file(&found.path, Some(name), config_json)
@@ -180,41 +176,50 @@ impl PluginManager {
         name: Option<&str>,
         config_json: &str,
     ) -> Result<PackInfo, LoadError> {
-        let trust = self.trust();
-        let probe_packs: Vec<(&str, &str)> =
-            name.map(|n| vec![(n, config_json)]).unwrap_or_default();
-        let checks = Checks {
-            trust: &trust,
-            probe: trust
-                .probe_on_load
-                .as_ref()
-                .map(|p| (p, probe_packs.as_slice())),
-        };
-        let library = self.loader.open(path, &checks)?;
-        let name = pick(&library, path, name)?;
+        let probed: Vec<(&str, &str)> = name.map(|n| vec![(n, config_json)]).unwrap_or_default();
+        let library = self.open(path, |trust| trust.probe_on_load.as_ref(), &probed)?;
+        let name = library.pack(name)?.name.clone();
         self.refuse_duplicate(&name)?;
-        let instance = library
-            .instantiate(&name, config_json)
-            .map_err(LoadError::Instantiate)?;
-        let description = library
-            .info
-            .packs
-            .iter()
-            .find(|p| p.name == name)
-            .cloned()
-            .ok_or_else(|| LoadError::file(path, FileError::ManifestMismatch(name.clone())))?;
-        let plugin = PackPlugin {
-            health: self.new_health(&description.name),
-            name: description.name,
-            version: description.version,
-            description: description.description,
-            instance,
-        };
+        let plugin = self.build(&library, &name, config_json)?;
         let source = PackSource::File {
             path: path.to_owned(),
             sha256: library.info.sha256.clone(),
         };
         self.activate(Arc::new(plugin), source, config_json)
+    }
+
+    /// Opens the library at `path` with this manager's trust settings,
+    /// probing `probed` (name, config) first where `probe` picks a probe.
+    fn open(
+        &self,
+        path: &Path,
+        probe: impl FnOnce(&TrustSettings) -> Option<&Probe>,
+        probed: &[(&str, &str)],
+    ) -> Result<Arc<Library>, LoadError> {
+        let trust = self.trust();
+        let checks = Checks {
+            trust: &trust,
+            probe: probe(&trust).map(|p| (p, probed)),
+        };
+        self.loader.open(path, &checks)
+    }
+
+    /// Builds pack `name` of `library` from `config_json`, as a plugin.
+    fn build(
+        &self,
+        library: &Library,
+        name: &str,
+        config_json: &str,
+    ) -> Result<PackPlugin, LoadError> {
+        let description = library.pack(Some(name))?.clone();
+        let instance = library.instantiate(name, config_json)?;
+        Ok(PackPlugin {
+            health: self.new_health(&description.name),
+            name: description.name,
+            version: description.version,
+            description: description.description,
+            instance,
+        })
     }
 
     /// Loads SDK pack `P` in-process (linked into the host, no library file).
@@ -287,87 +292,53 @@ impl PluginManager {
     /// already in flight keeps the chains it started with (the old code
     /// stays mapped).
     pub fn reload(&self, name: &str) -> Result<ReloadOutcome, LoadError> {
-        let (path, sha256, config, owner, old) = {
-            let loaded = self.loaded();
-            let entry = loaded
-                .iter()
-                .find(|l| l.info.name == name)
-                .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
-            let PackSource::File { path, sha256 } = &entry.info.source else {
-                return Err(LoadError::NotReloadable(name.to_owned()));
-            };
-            (
-                path.clone(),
-                sha256.clone(),
-                entry.info.config.clone(),
-                entry.owner,
-                Arc::clone(&entry.plugin),
-            )
-        };
-        let trust = self.trust();
-        let probe_packs = [(name, config.as_str())];
-        let checks = Checks {
-            trust: &trust,
-            probe: trust
-                .probe_on_reload
-                .as_ref()
-                .map(|p| (p, &probe_packs[..])),
-        };
-        let library = self.loader.open(&path, &checks)?;
-        if library.info.sha256 == sha256 {
+        let running = self.running_from_file(name)?;
+        let probed = [(name, running.config.as_str())];
+        let library = self.open(
+            &running.path,
+            |trust| trust.probe_on_reload.as_ref(),
+            &probed,
+        )?;
+        if library.info.sha256 == running.sha256 {
             return Ok(ReloadOutcome::Unchanged);
         }
-        let description = library
-            .info
-            .packs
-            .iter()
-            .find(|p| p.name == name)
-            .cloned()
-            .ok_or_else(|| {
-                LoadError::file(
-                    &path,
-                    FileError::NoSuchPack {
-                        wanted: name.to_owned(),
-                        have: library
-                            .info
-                            .packs
-                            .iter()
-                            .map(|p| p.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    },
-                )
-            })?;
-        let instance = library
-            .instantiate(name, &config)
-            .map_err(LoadError::Instantiate)?;
-        let plugin: Arc<dyn Plugin> = Arc::new(PackPlugin {
-            health: self.new_health(name),
-            name: description.name,
-            version: description.version,
-            description: description.description,
-            instance,
-        });
-        if let Some(state) = old.export_state() {
-            if let Err(error) = plugin.import_state(&state) {
-                tracing::warn!(pack = name, %error, "the new build did not take the old state; it starts fresh");
-            }
-        }
+        let plugin: Arc<dyn Plugin> = Arc::new(self.build(&library, name, &running.config)?);
+        hand_over_state(name, running.plugin.as_ref(), plugin.as_ref());
         let chains = stage(plugin.as_ref())?;
         let mut loaded = self.loaded();
         let entry = loaded
             .iter_mut()
-            .find(|l| l.owner == owner)
+            .find(|l| l.owner == running.owner)
             .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
-        self.registry.replace_owner(owner, chains);
+        self.registry.replace_owner(running.owner, chains);
         entry.info.version = plugin.version().to_owned();
         entry.info.description = plugin.description().to_owned();
         entry.info.source = PackSource::File {
-            path,
+            path: running.path,
             sha256: library.info.sha256.clone(),
         };
         entry.plugin = plugin;
         Ok(ReloadOutcome::Reloaded(entry.info.clone()))
+    }
+
+    /// What [`PluginManager::reload`] replaces: loaded pack `name`, which
+    /// must have come from a file.
+    fn running_from_file(&self, name: &str) -> Result<Running, LoadError> {
+        let loaded = self.loaded();
+        let entry = loaded
+            .iter()
+            .find(|l| l.info.name == name)
+            .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
+        let PackSource::File { path, sha256 } = &entry.info.source else {
+            return Err(LoadError::NotReloadable(name.to_owned()));
+        };
+        Ok(Running {
+            path: path.clone(),
+            sha256: sha256.clone(),
+            config: entry.info.config.clone(),
+            owner: entry.owner,
+            plugin: Arc::clone(&entry.plugin),
+        })
     }
 
     /// The files loaded packs came from, with the names loaded from each.
@@ -407,8 +378,7 @@ impl PluginManager {
                 .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
             loaded.remove(at)
         };
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| entry.plugin.deactivate()))
-            .unwrap_or_else(|_| Err(PluginError("deactivate panicked".to_owned())));
+        let outcome = guarded("deactivate", || entry.plugin.deactivate());
         self.registry.unregister_owner(entry.owner);
         outcome.map_err(|source| LoadError::Deactivation {
             name: name.to_owned(),
@@ -418,7 +388,7 @@ impl PluginManager {
 
     /// Opens the library at `path` and reports what it provides, without
     /// instantiating or activating anything.
-    pub fn inspect_file(&self, path: &Path) -> Result<super::loader::LibraryInfo, LoadError> {
+    pub fn inspect_file(&self, path: &Path) -> Result<LibraryInfo, LoadError> {
         self.check_file(path, &[])
     }
 
@@ -429,26 +399,16 @@ impl PluginManager {
         &self,
         path: &Path,
         packs: &[(&str, &str)],
-    ) -> Result<super::loader::LibraryInfo, LoadError> {
-        let trust = self.trust();
-        let library = self.loader.open(
-            path,
-            &Checks {
-                trust: &trust,
-                probe: None,
-            },
-        )?;
-        build_each(&library, path, packs)
+    ) -> Result<LibraryInfo, LoadError> {
+        let library = self.open(path, |_| None, &[])?;
+        build_each(&library, packs)
     }
 
     /// The probe's side of [`PluginManager::check_file`]: the same load test
     /// on the sealed pack this process was handed on its standard input.
-    pub fn check_inherited_stdin(
-        &self,
-        packs: &[(&str, &str)],
-    ) -> Result<super::loader::LibraryInfo, LoadError> {
+    pub fn check_inherited_stdin(&self, packs: &[(&str, &str)]) -> Result<LibraryInfo, LoadError> {
         let library = self.loader.open_inherited_stdin()?;
-        build_each(&library, Path::new("(sealed pack on stdin)"), packs)
+        build_each(&library, packs)
     }
 
     /// The loaded packs, in load order.
@@ -457,65 +417,57 @@ impl PluginManager {
     }
 }
 
+/// A loaded pack [`PluginManager::reload`] is replacing.
+struct Running {
+    path: PathBuf,
+    sha256: String,
+    config: String,
+    owner: OwnerId,
+    plugin: Arc<dyn Plugin>,
+}
+
+/// Hands the old build's state to the new one; a new build that does not
+/// take it starts fresh (and the reload goes on).
+fn hand_over_state(name: &str, old: &dyn Plugin, new: &dyn Plugin) {
+    if let Some(state) = old.export_state() {
+        if let Err(error) = new.import_state(&state) {
+            tracing::warn!(pack = name, %error, "the new build did not take the old state; it starts fresh");
+        }
+    }
+}
+
 /// Builds each of `packs` (name, config) from `library` without activating
 /// it; returns what the library provides.
-fn build_each(
-    library: &Library,
-    path: &Path,
-    packs: &[(&str, &str)],
-) -> Result<super::loader::LibraryInfo, LoadError> {
+fn build_each(library: &Library, packs: &[(&str, &str)]) -> Result<LibraryInfo, LoadError> {
     for (name, config) in packs {
-        pick(library, path, Some(name))?;
-        library
-            .instantiate(name, config)
-            .map_err(LoadError::Instantiate)?;
+        library.pack(Some(name))?;
+        library.instantiate(name, config)?;
     }
     Ok(library.info.clone())
+}
+
+/// Runs plugin hook `hook`; a panic becomes [`PluginError::Panicked`].
+fn guarded(
+    hook: &'static str,
+    body: impl FnOnce() -> Result<(), PluginError>,
+) -> Result<(), PluginError> {
+    panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        Err(PluginError::Panicked {
+            hook,
+            message: panic_message(&*payload),
+        })
+    })
 }
 
 /// Stages a plugin's registrations; a failure or panic stages nothing.
 fn stage(plugin: &dyn Plugin) -> Result<Interceptors, LoadError> {
     let mut registrar = PluginRegistrar::new();
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| plugin.activate(&mut registrar)))
-        .unwrap_or_else(|_| Err(PluginError("activate panicked".to_owned())));
-    match outcome {
+    match guarded("activate", || plugin.activate(&mut registrar)) {
         Ok(()) => Ok(registrar.into_chains()),
         Err(source) => Err(LoadError::Activation {
             name: plugin.name().to_owned(),
             source,
         }),
-    }
-}
-
-fn pick(library: &Library, path: &Path, name: Option<&str>) -> Result<String, LoadError> {
-    let have = || {
-        library
-            .info
-            .packs
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match name {
-        Some(name) if library.info.packs.iter().any(|p| p.name == name) => Ok(name.to_owned()),
-        Some(name) => Err(LoadError::file(
-            path,
-            FileError::NoSuchPack {
-                wanted: name.to_owned(),
-                have: have(),
-            },
-        )),
-        None => match library.info.packs.as_slice() {
-            [only] => Ok(only.name.clone()),
-            _ => Err(LoadError::file(
-                path,
-                FileError::NoSuchPack {
-                    wanted: "(unnamed)".to_owned(),
-                    have: have(),
-                },
-            )),
-        },
     }
 }
 
@@ -542,7 +494,7 @@ impl Plugin for PackPlugin {
         self.instance
             .import_state(abi_stable::std_types::RStr::from_str(state))
             .into_result()
-            .map_err(|e| PluginError(e.into_string()))
+            .map_err(|e| PluginError::Failed(e.into_string()))
     }
 
     fn version(&self) -> &str {
@@ -577,11 +529,9 @@ pub(crate) fn pack_interceptors(
             let seam = SeamName::ALL
                 .into_iter()
                 .find(|s| Seam::from_name(s.as_str()) == Some(registration.seam))
-                .ok_or_else(|| {
-                    PluginError(format!(
-                        "interceptor '{name}' registers on {} which this host does not run; upgrade the host or drop the pack",
-                        registration.seam
-                    ))
+                .ok_or_else(|| PluginError::UnsupportedSeam {
+                    interceptor: name.clone(),
+                    seam: registration.seam,
                 })?;
             let interceptor = registration.interceptor;
             let health = Some(Arc::clone(health));
@@ -589,17 +539,21 @@ pub(crate) fn pack_interceptors(
                 SeamName::ProviderRequest => AnyInterceptor::ProviderRequest(
                     Interceptor::from_pack_watched(name, interceptor, health),
                 ),
-                SeamName::ToolCall => {
-                    AnyInterceptor::ToolCall(Interceptor::from_pack_watched(name, interceptor, health))
-                }
+                SeamName::ToolCall => AnyInterceptor::ToolCall(Interceptor::from_pack_watched(
+                    name,
+                    interceptor,
+                    health,
+                )),
                 SeamName::ToolResult => AnyInterceptor::ToolResult(Interceptor::from_pack_watched(
                     name,
                     interceptor,
                     health,
                 )),
-                SeamName::Context => {
-                    AnyInterceptor::Context(Interceptor::from_pack_watched(name, interceptor, health))
-                }
+                SeamName::Context => AnyInterceptor::Context(Interceptor::from_pack_watched(
+                    name,
+                    interceptor,
+                    health,
+                )),
             })
         })
         .collect()

@@ -29,7 +29,11 @@ mod watch;
 pub(crate) const MAX_PACK_BYTES: u64 = 512 << 20;
 
 pub use discovery::{discover, DiscoveredPack, Discovery, SearchDir};
-pub use errors::{FileError, LoadError, PluginError, RegistryError};
+pub use errors::path_list;
+pub use errors::{
+    AbiMismatch, ElfPart, FileError, Incomplete, LoadError, PluginError, RegistryError,
+    RootModuleFailure, WrongFormat,
+};
 pub use loader::{LibraryInfo, PackDescription};
 pub use manager::{interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome};
 pub use plugin::{Plugin, PluginRegistrar};

@@ -12,7 +12,7 @@ pub trait Plugin: Send + Sync {
     /// The name it is loaded, listed and unloaded under.
     fn name(&self) -> &str;
 
-    /// Its version.
+    /// The version listed for it (`0.0.0` unless the plugin says otherwise).
     fn version(&self) -> &str {
         "0.0.0"
     }

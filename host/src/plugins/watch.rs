@@ -15,11 +15,12 @@
 //! writes in chunks or in place cannot crash the host: the worst it can do is
 //! produce a failed reload, which the next complete write corrects.
 
+use super::errors::LoadError;
+use super::file_check::sha256_hex;
 use super::manager::{PluginManager, ReloadOutcome};
 use super::PackInfo;
 use notify_debouncer_full::notify::{self, EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
-use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -52,22 +53,22 @@ impl Default for WatchOptions {
 }
 
 /// What the watcher did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum ReloadEvent {
     /// A pack's new build is active.
     Reloaded(PackInfo),
     /// A reload failed; the previous version keeps running.
     Failed {
-        /// The pack.
+        /// The pack whose reload failed.
         name: String,
-        /// The file.
+        /// The file it was reloaded from.
         path: PathBuf,
-        /// One line.
-        error: String,
+        /// Why (shared: every listener sees the same error).
+        error: Arc<LoadError>,
     },
     /// A loaded pack's file disappeared; the loaded version stays active.
     Removed {
-        /// The file.
+        /// The file that is gone.
         path: PathBuf,
         /// The packs still running from it.
         names: Vec<String>,
@@ -169,14 +170,9 @@ fn fingerprint(path: &Path) -> Option<(u64, SystemTime)> {
     Some((meta.len(), meta.modified().ok()?))
 }
 
-fn sha256_hex(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+/// The SHA-256 (hex) of the file's content now, as the loader computes it.
+fn content_hash(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|bytes| sha256_hex(&bytes))
 }
 
 impl Worker {
@@ -264,7 +260,7 @@ impl Worker {
             self.retry_later(&loaded_path, at);
             return Vec::new();
         }
-        let Some(hash) = sha256_hex(&loaded_path) else {
+        let Some(hash) = content_hash(&loaded_path) else {
             return Vec::new();
         };
         if names
@@ -288,13 +284,12 @@ impl Worker {
                 Ok(ReloadOutcome::Reloaded(info)) => events.push(ReloadEvent::Reloaded(info)),
                 Ok(ReloadOutcome::Unchanged) => {}
                 Err(error) => {
-                    let error = error.to_string();
                     tracing::warn!(pack = %name, %error, "reload failed; the previous version keeps running");
                     failed = Some(());
                     events.push(ReloadEvent::Failed {
                         name: name.clone(),
                         path: loaded_path.clone(),
-                        error,
+                        error: Arc::new(error),
                     });
                 }
             }

@@ -16,12 +16,15 @@ pub(crate) fn catch<R>(body: impl FnOnce() -> R) -> Result<R, String> {
         let recorded = LAST_PANIC.with(|last| last.borrow_mut().take());
         format!(
             "panicked: {}",
-            recorded.unwrap_or_else(|| payload_text(&*payload))
+            recorded.unwrap_or_else(|| panic_message(&*payload))
         )
     })
 }
 
-fn payload_text(payload: &(dyn Any + Send)) -> String {
+/// The message a panic carried: the text of `panic!("…")` (whose payload is
+/// a `&str` or a `String`), or `non-string panic payload` for anything else
+/// (`std::panic::panic_any` with another type).
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
@@ -42,11 +45,11 @@ pub(crate) fn install_quiet_hook() {
             let text = match info.location() {
                 Some(at) => format!(
                     "{} (at {}:{})",
-                    payload_text(info.payload()),
+                    panic_message(info.payload()),
                     at.file(),
                     at.line()
                 ),
-                None => payload_text(info.payload()),
+                None => panic_message(info.payload()),
             };
             LAST_PANIC.with(|last| *last.borrow_mut() = Some(text));
         }));

@@ -21,6 +21,7 @@ mod registrar;
 mod values;
 
 pub use decision::{Decision, InterceptError, InterceptResult};
+pub use guard::panic_message;
 pub use inputs::{
     BlockRef, HeadersRef, MessageRef, Messages, RequestRef, Session, ToolCallRef, ToolResultRef,
 };

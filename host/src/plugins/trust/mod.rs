@@ -14,17 +14,19 @@
 //! made first, on the very bytes that are then loaded.
 
 mod lock;
+mod pin;
 mod policy;
 mod probe;
 
-pub(crate) use lock::trusted_canonical;
 pub use lock::{
     pin_directory, pin_external, verify_directory, verify_external, LockEntry, LockError, LockFile,
-    LockScope, LOCK_FILE_NAME,
+    LockMismatch, LockScope, Skipped, SyntaxProblem, LOCK_FILE_NAME,
 };
-pub use policy::check_location;
-pub(crate) use policy::TrustedDir;
-pub use probe::Probe;
+pub(crate) use pin::{check_pin, Pin};
+pub use pin::{LockLocation, PinError};
+pub use policy::{check_location, Access, DirectoryRole, PolicyError, PolicyErrorKind, Subject};
+pub(crate) use policy::{FollowSymlinks, TrustedDir};
+pub use probe::{Probe, ProbeError};
 
 /// How strictly pack files are trusted.
 #[derive(Debug, Clone, Default)]

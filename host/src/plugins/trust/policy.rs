@@ -15,15 +15,206 @@
 //!               by others — all checked on the opened file
 //! ```
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+pub(crate) use cap_fs_ext::FollowSymlinks;
+use cap_fs_ext::OpenOptionsFollowExt;
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// Which kind of directory a path is, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DirectoryRole {
+    /// A directory packs are loaded from.
+    Plugins,
+    /// The directory holding a lock kept outside the plugins directories
+    /// (`--lock FILE`).
+    LockFile,
+}
+
+impl fmt::Display for DirectoryRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DirectoryRole::Plugins => "plugins directory",
+            DirectoryRole::LockFile => "directory of the lock file",
+        })
+    }
+}
+
+/// What a refused path is to chimera, as the message names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Subject {
+    /// The directory itself.
+    Directory(DirectoryRole),
+    /// One of the directories above it (a writable one could swap it).
+    Above(DirectoryRole),
+    /// A pack library in a plugins directory.
+    PackFile,
+    /// A `chimera.lock`, or the file given to `--lock`.
+    LockFile,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Directory(role) => write!(f, "{role}"),
+            Subject::Above(role) => write!(f, "directory above the {role}"),
+            Subject::PackFile => f.write_str("pack file"),
+            Subject::LockFile => f.write_str("lock file"),
+        }
+    }
+}
+
+/// What a file-system call was doing when it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// Opening the path.
+    Open,
+    /// Resolving it to its canonical path.
+    Resolve,
+    /// Reading its owner and mode.
+    Inspect,
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Access::Open => "open",
+            Access::Resolve => "resolve",
+            Access::Inspect => "inspect",
+        })
+    }
+}
+
+/// Why the policy refuses a path.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PolicyErrorKind {
+    /// Anyone may write to it (and so replace what chimera loads).
+    WorldWritable,
+    /// Its group may write to it.
+    GroupWritable,
+    /// It belongs to another user (neither the one running chimera nor root).
+    ForeignOwner {
+        /// The uid that owns it.
+        owner: u32,
+        /// The effective uid chimera runs as.
+        me: u32,
+    },
+    /// A directory, FIFO, socket or device where a file was expected.
+    NotRegularFile,
+    /// A symlink, where only a regular file is accepted (lock files).
+    Symlink,
+    /// A symlink that leads out of the directory, or an absolute one.
+    SymlinkOut {
+        /// The directory it leads out of.
+        dir: PathBuf,
+    },
+    /// The path led to another directory after it was opened: someone
+    /// renamed directories while chimera was opening it.
+    Replaced {
+        /// The directory whose writers could have done it.
+        parent: PathBuf,
+    },
+    /// Nothing is there.
+    Missing,
+    /// A file-system call failed.
+    Io {
+        /// What was being done.
+        access: Access,
+        /// The operating system's error.
+        source: io::Error,
+    },
+}
+
+/// A directory or file that fails the trust policy. Displays as one line
+/// naming the path and the fix.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PolicyError {
+    /// What the path is to chimera.
+    pub subject: Subject,
+    /// The refused path, as it was reached.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub kind: PolicyErrorKind,
+}
+
+impl PolicyError {
+    fn new(subject: Subject, path: impl Into<PathBuf>, kind: PolicyErrorKind) -> Self {
+        PolicyError {
+            subject,
+            path: path.into(),
+            kind,
+        }
+    }
+
+    fn io(subject: Subject, path: &Path, access: Access) -> impl FnOnce(io::Error) -> Self + '_ {
+        move |source| PolicyError::new(subject, path, PolicyErrorKind::Io { access, source })
+    }
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (what, path) = (self.subject, self.path.display());
+        let insecure = "or pass --allow-insecure-plugins-dir";
+        match &self.kind {
+            PolicyErrorKind::WorldWritable => write!(
+                f,
+                "refusing the {what} {path}: it is world-writable (run `chmod o-w {path}`, {insecure})"
+            ),
+            PolicyErrorKind::GroupWritable => write!(
+                f,
+                "refusing the {what} {path}: it is group-writable (run `chmod g-w {path}`, {insecure})"
+            ),
+            PolicyErrorKind::ForeignOwner { owner, me } => write!(
+                f,
+                "refusing the {what} {path}: it is owned by user {owner}, not by you (uid {me}) or root (chown it, {insecure})"
+            ),
+            PolicyErrorKind::NotRegularFile => {
+                write!(f, "refusing the {what} {path}: it is not a regular file")
+            }
+            PolicyErrorKind::Symlink => write!(
+                f,
+                "refusing the {what} {path}: it is a symlink; it must be a regular file"
+            ),
+            PolicyErrorKind::SymlinkOut { dir } => write!(
+                f,
+                "{path} is a symlink leading out of the plugins directory {} (or an absolute one); copy the {what} into it, or link to it with a relative path inside it",
+                dir.display()
+            ),
+            PolicyErrorKind::Replaced { parent } => write!(
+                f,
+                "the {what} {path} was replaced while it was being opened; try again, and check who else can write to {}",
+                parent.display()
+            ),
+            PolicyErrorKind::Missing => write!(f, "{path}: no such file"),
+            PolicyErrorKind::Io { access, source } => {
+                write!(f, "cannot {access} the {what} {path}: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            PolicyErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// A directory opened once and checked on its handle.
 pub(crate) struct TrustedDir {
     path: PathBuf,
+    /// Where `path` led when the directory was opened.
+    canonical: PathBuf,
+    role: DirectoryRole,
     dir: Dir,
     /// Problems were found but `--allow-insecure-plugins-dir` overrides them.
     allow_insecure: bool,
@@ -36,23 +227,35 @@ pub(crate) struct TrustedFile {
 }
 
 impl TrustedDir {
-    /// Opens `path` and checks it and its ancestors. `what` names the
-    /// directory in errors ("plugins directory"). With `allow_insecure`,
+    /// Opens `path` and checks it and its ancestors. With `allow_insecure`,
     /// problems are warnings and the directory is used anyway.
-    pub(crate) fn open(path: &Path, what: &str, allow_insecure: bool) -> Result<Self, String> {
+    pub(crate) fn open(
+        path: &Path,
+        role: DirectoryRole,
+        allow_insecure: bool,
+    ) -> Result<Self, PolicyError> {
         let path = if path.as_os_str().is_empty() {
             Path::new(".")
         } else {
             path
         };
-        let dir = Dir::open_ambient_dir(path, ambient_authority())
-            .map_err(|e| format!("cannot open the {what} {}: {e}", path.display()))?;
+        let subject = Subject::Directory(role);
+        let dir = Dir::open_ambient_dir(path, ambient_authority()).map_err(PolicyError::io(
+            subject,
+            path,
+            Access::Open,
+        ))?;
+        let canonical =
+            path.canonicalize()
+                .map_err(PolicyError::io(subject, path, Access::Resolve))?;
         let trusted = TrustedDir {
             path: path.to_owned(),
+            canonical,
+            role,
             dir,
             allow_insecure,
         };
-        trusted.overridable(trusted.check(what))?;
+        trusted.overridable(trusted.check())?;
         Ok(trusted)
     }
 
@@ -61,7 +264,13 @@ impl TrustedDir {
         &self.path
     }
 
-    fn overridable(&self, outcome: Result<(), String>) -> Result<(), String> {
+    /// The absolute path the directory had when it was opened (what an
+    /// external lock pins its files under).
+    pub(crate) fn canonical(&self) -> &Path {
+        &self.canonical
+    }
+
+    fn overridable(&self, outcome: Result<(), PolicyError>) -> Result<(), PolicyError> {
         match outcome {
             Err(problem) if self.allow_insecure => {
                 tracing::warn!(%problem, "loading anyway (--allow-insecure-plugins-dir)");
@@ -72,74 +281,60 @@ impl TrustedDir {
     }
 
     #[cfg(unix)]
-    fn check(&self, what: &str) -> Result<(), String> {
+    fn check(&self) -> Result<(), PolicyError> {
         use cap_std::fs::MetadataExt;
-        let canonical = self
-            .path
-            .canonicalize()
-            .map_err(|e| format!("cannot resolve the {what} {}: {e}", self.path.display()))?;
+        use std::os::unix::fs::MetadataExt as _;
+        let subject = Subject::Directory(self.role);
+        let canonical = &self.canonical;
         for ancestor in canonical.ancestors().skip(1) {
-            let meta = std::fs::symlink_metadata(ancestor)
-                .map_err(|e| format!("cannot inspect {}: {e}", ancestor.display()))?;
-            owner_and_mode(
+            let above = Subject::Above(self.role);
+            let meta = std::fs::symlink_metadata(ancestor).map_err(PolicyError::io(
+                above,
                 ancestor,
-                &format!("directory above the {what}"),
-                std::os::unix::fs::MetadataExt::uid(&meta),
-                std::os::unix::fs::MetadataExt::mode(&meta),
-                true,
-            )?;
+                Access::Inspect,
+            ))?;
+            owner_and_mode(ancestor, above, meta.uid(), meta.mode(), true)?;
         }
-        let handle = self
-            .dir
-            .dir_metadata()
-            .map_err(|e| format!("cannot inspect the {what} {}: {e}", self.path.display()))?;
-        let now = std::fs::metadata(&canonical)
-            .map_err(|e| format!("cannot inspect the {what} {}: {e}", canonical.display()))?;
-        if (handle.dev(), handle.ino())
-            != (
-                std::os::unix::fs::MetadataExt::dev(&now),
-                std::os::unix::fs::MetadataExt::ino(&now),
-            )
-        {
-            return Err(format!(
-                "the {what} {} was replaced while it was being opened; try again, and check who else can write to {}",
-                self.path.display(),
-                canonical.parent().unwrap_or(&canonical).display()
+        let handle = self.dir.dir_metadata().map_err(PolicyError::io(
+            subject,
+            &self.path,
+            Access::Inspect,
+        ))?;
+        let now = std::fs::metadata(canonical).map_err(PolicyError::io(
+            subject,
+            canonical,
+            Access::Inspect,
+        ))?;
+        if (handle.dev(), handle.ino()) != (now.dev(), now.ino()) {
+            let parent = canonical.parent().unwrap_or(canonical).to_owned();
+            return Err(PolicyError::new(
+                subject,
+                &self.path,
+                PolicyErrorKind::Replaced { parent },
             ));
         }
-        owner_and_mode(&canonical, what, handle.uid(), handle.mode(), false)
+        owner_and_mode(canonical, subject, handle.uid(), handle.mode(), false)
     }
 
     #[cfg(not(unix))]
-    fn check(&self, _what: &str) -> Result<(), String> {
+    fn check(&self) -> Result<(), PolicyError> {
         // Windows ACLs are not checked; the README says so.
         Ok(())
     }
 
     /// Opens `name` in this directory for reading and checks the opened file:
-    /// `Ok(None)` when there is no such file. A relative symlink may lead to
-    /// another file in the directory, never out of it (an absolute symlink
-    /// counts as out); `what` names the file in errors ("pack file").
-    pub(crate) fn open_file(&self, name: &Path, what: &str) -> Result<Option<TrustedFile>, String> {
-        self.open_checked(name, what, FollowSymlinks::Yes)
-    }
-
-    /// [`TrustedDir::open_file`], refusing a symlink outright.
-    pub(crate) fn open_file_nofollow(
+    /// `Ok(None)` when there is no such file. With [`FollowSymlinks::Yes`] a
+    /// relative symlink may lead to another file in the directory, never out
+    /// of it (an absolute symlink counts as out); with
+    /// [`FollowSymlinks::No`] a symlink is refused outright.
+    pub(crate) fn open_file(
         &self,
         name: &Path,
-        what: &str,
-    ) -> Result<Option<TrustedFile>, String> {
-        self.open_checked(name, what, FollowSymlinks::No)
-    }
-
-    fn open_checked(
-        &self,
-        name: &Path,
-        what: &str,
+        subject: Subject,
         follow: FollowSymlinks,
-    ) -> Result<Option<TrustedFile>, String> {
+    ) -> Result<Option<TrustedFile>, PolicyError> {
         let shown = self.path.join(name);
+        let refuse = |kind| PolicyError::new(subject, &shown, kind);
         let mut options = OpenOptions::new();
         options.read(true).follow(follow);
         #[cfg(unix)]
@@ -153,43 +348,44 @@ impl TrustedDir {
             Ok(file) => file.into_std(),
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) if follow == FollowSymlinks::No && is_loop(&error) => {
-                return Err(format!(
-                    "refusing the {what} {}: it is a symlink; it must be a regular file",
-                    shown.display()
-                ))
+                return Err(refuse(PolicyErrorKind::Symlink))
             }
             Err(error) if is_escape(&error) => {
+                let dir = self.path.clone();
                 return self
-                    .overridable(Err(format!(
-                        "{} is a symlink leading out of the plugins directory {} (or an absolute one); copy the {what} into it, or link to it with a relative path inside it",
-                        shown.display(),
-                        self.path.display()
-                    )))
-                    .and_then(|()| self.open_outside(&shown, what))
+                    .overridable(Err(refuse(PolicyErrorKind::SymlinkOut { dir })))
+                    .and_then(|()| self.open_outside(&shown, subject));
             }
-            Err(error) => return Err(format!("cannot open the {what} {}: {error}", shown.display())),
+            Err(error) => return Err(PolicyError::io(subject, &shown, Access::Open)(error)),
         };
         let meta = file
             .metadata()
-            .map_err(|e| format!("cannot inspect the {what} {}: {e}", shown.display()))?;
+            .map_err(PolicyError::io(subject, &shown, Access::Inspect))?;
         if !meta.is_file() {
-            return Err(format!(
-                "refusing the {what} {}: it is not a regular file",
-                shown.display()
-            ));
+            return Err(refuse(PolicyErrorKind::NotRegularFile));
         }
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            self.overridable(owner_and_mode(&shown, what, meta.uid(), meta.mode(), false))?;
+            self.overridable(owner_and_mode(
+                &shown,
+                subject,
+                meta.uid(),
+                meta.mode(),
+                false,
+            ))?;
         }
         Ok(Some(TrustedFile { file }))
     }
 
     /// `--allow-insecure-plugins-dir` and a symlink out: follow it, as asked.
-    fn open_outside(&self, shown: &Path, what: &str) -> Result<Option<TrustedFile>, String> {
-        let file = std::fs::File::open(shown)
-            .map_err(|e| format!("cannot open the {what} {}: {e}", shown.display()))?;
+    fn open_outside(
+        &self,
+        shown: &Path,
+        subject: Subject,
+    ) -> Result<Option<TrustedFile>, PolicyError> {
+        let file =
+            std::fs::File::open(shown).map_err(PolicyError::io(subject, shown, Access::Open))?;
         Ok(Some(TrustedFile { file }))
     }
 }
@@ -219,46 +415,33 @@ fn is_escape(error: &io::Error) -> bool {
 #[cfg(unix)]
 fn owner_and_mode(
     path: &Path,
-    what: &str,
+    subject: Subject,
     uid: u32,
     mode: u32,
     sticky_ok: bool,
-) -> Result<(), String> {
+) -> Result<(), PolicyError> {
     let sticky = sticky_ok && mode & 0o1000 != 0;
-    if mode & 0o002 != 0 && !sticky {
-        return Err(format!(
-            "refusing the {what} {}: it is world-writable (run `chmod o-w {}`, or pass --allow-insecure-plugins-dir)",
-            path.display(),
-            path.display()
-        ));
-    }
-    if mode & 0o020 != 0 && !sticky {
-        return Err(format!(
-            "refusing the {what} {}: it is group-writable (run `chmod g-w {}`, or pass --allow-insecure-plugins-dir)",
-            path.display(),
-            path.display()
-        ));
-    }
     let me = rustix::process::geteuid().as_raw();
-    if uid != me && uid != 0 {
-        return Err(format!(
-            "refusing the {what} {}: it is owned by user {uid}, not by you (uid {me}) or root (chown it, or pass --allow-insecure-plugins-dir)",
-            path.display(),
-        ));
-    }
-    Ok(())
+    let kind = if mode & 0o002 != 0 && !sticky {
+        PolicyErrorKind::WorldWritable
+    } else if mode & 0o020 != 0 && !sticky {
+        PolicyErrorKind::GroupWritable
+    } else if uid != me && uid != 0 {
+        PolicyErrorKind::ForeignOwner { owner: uid, me }
+    } else {
+        return Ok(());
+    };
+    Err(PolicyError::new(subject, path, kind))
 }
 
 /// Checks `file` (found in `dir`) the way a load does, without reading it.
-/// `Err` is one line naming the path and the fix.
-pub fn check_location(dir: &Path, file: &Path) -> Result<(), String> {
-    let trusted = TrustedDir::open(dir, "plugins directory", false)?;
-    let name = file
-        .file_name()
-        .ok_or_else(|| format!("{} names no file", file.display()))?;
-    match trusted.open_file(Path::new(name), "pack file")? {
+pub fn check_location(dir: &Path, file: &Path) -> Result<(), PolicyError> {
+    let trusted = TrustedDir::open(dir, DirectoryRole::Plugins, false)?;
+    let missing = || PolicyError::new(Subject::PackFile, file, PolicyErrorKind::Missing);
+    let name = file.file_name().ok_or_else(missing)?;
+    match trusted.open_file(Path::new(name), Subject::PackFile, FollowSymlinks::Yes)? {
         Some(_) => Ok(()),
-        None => Err(format!("{}: no such file", file.display())),
+        None => Err(missing()),
     }
 }
 
@@ -293,18 +476,19 @@ mod tests {
         let file = dir.path().join("libx.so");
         std::fs::write(&file, "x").unwrap();
         set_mode(&file, 0o646);
-        let error = check_location(dir.path(), &file).unwrap_err();
+        let error = check_location(dir.path(), &file).unwrap_err().to_string();
         assert!(
             error.contains("world-writable") && error.contains("chmod o-w"),
             "{error}"
         );
         set_mode(&file, 0o664);
-        assert!(check_location(dir.path(), &file)
-            .unwrap_err()
-            .contains("group-writable"));
+        assert!(matches!(
+            check_location(dir.path(), &file).unwrap_err().kind,
+            PolicyErrorKind::GroupWritable
+        ));
         set_mode(&file, 0o644);
         set_mode(dir.path(), 0o777);
-        let error = check_location(dir.path(), &file).unwrap_err();
+        let error = check_location(dir.path(), &file).unwrap_err().to_string();
         assert!(
             error.contains("plugins directory") && error.contains("world-writable"),
             "{error}"
@@ -323,7 +507,7 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         set_mode(&file, 0o644);
         set_mode(&middle, 0o777);
-        let error = check_location(&plugins, &file).unwrap_err();
+        let error = check_location(&plugins, &file).unwrap_err().to_string();
         assert!(
             error.contains("directory above the plugins directory")
                 && error.contains("world-writable"),
@@ -346,7 +530,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let error = check_location(dir.path(), &fifo).unwrap_err();
+        let error = check_location(dir.path(), &fifo).unwrap_err().to_string();
         assert!(error.contains("not a regular file"), "{error}");
     }
 
@@ -361,7 +545,7 @@ mod tests {
             return;
         }
         std::os::unix::fs::chown(&file, Some(12345), None).unwrap();
-        let error = check_location(dir.path(), &file).unwrap_err();
+        let error = check_location(dir.path(), &file).unwrap_err().to_string();
         assert!(error.contains("owned by user 12345"), "{error}");
         std::os::unix::fs::chown(&file, Some(0), None).unwrap();
         check_location(dir.path(), &file).unwrap();
@@ -375,7 +559,7 @@ mod tests {
         let dir = scratch();
         let link = dir.path().join("libevil.so");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let error = check_location(dir.path(), &link).unwrap_err();
+        let error = check_location(dir.path(), &link).unwrap_err().to_string();
         assert!(error.contains("symlink leading out of the"), "{error}");
         let inside = dir.path().join("libreal.so");
         std::fs::write(&inside, "x").unwrap();
