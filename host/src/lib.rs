@@ -50,6 +50,5 @@ pub mod agent;
 pub mod interception;
 pub mod plugins;
 pub mod providers;
-mod text;
 pub mod tools;
 pub mod types;

@@ -37,8 +37,7 @@ impl Failure {
 
     pub(crate) fn exit(self) -> ExitCode {
         if !self.message.is_empty() {
-            let line = self.message.lines().next().unwrap_or_default();
-            eprintln!("error: {line}");
+            eprintln!("error: {}", chimera_host::types::one_line(&self.message));
         }
         ExitCode::from(self.status)
     }

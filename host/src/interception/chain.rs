@@ -157,7 +157,10 @@ fn host_verdict<S: SeamSpec>(f: &S::HostFn, lead: &S::Lead, value: &S::Value) ->
         Ok(Ok(InterceptDecision::Replace(new))) => Verdict::Replace(new),
         Ok(Ok(InterceptDecision::Block(reason))) => Verdict::Block(reason),
         Ok(Err(error)) => Verdict::Error(error.as_str().to_owned()),
-        Err(payload) => Verdict::Error(format!("panicked: {}", panic_text(&*payload))),
+        Err(payload) => Verdict::Error(format!(
+            "panicked: {}",
+            chimera_plugin_api::sdk::panic_message(&*payload)
+        )),
     }
 }
 
@@ -236,12 +239,4 @@ fn apply<S: SeamSpec>(
             fail(format!("{name}: {text}"), text)
         }
     }
-}
-
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".to_owned())
 }

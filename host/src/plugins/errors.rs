@@ -4,7 +4,7 @@
 
 use super::trust::{PinError, PolicyError, ProbeError};
 use crate::interception::UnknownSeam;
-use crate::text::one_line;
+use crate::types::one_line;
 use chimera_plugin_api::abi::Seam;
 use std::fmt;
 use std::path::PathBuf;

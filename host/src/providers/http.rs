@@ -11,6 +11,7 @@
 
 use super::sse::{self, Event, Limits, SseError};
 use super::ProviderError;
+use crate::types::one_line;
 use std::io::Read;
 use std::time::{Duration, SystemTime};
 use ureq::http::Response;
@@ -473,10 +474,6 @@ fn shorten(text: &str) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A 3xx answer: not followed, since the request's credentials would go

@@ -48,7 +48,10 @@ impl TypedTool for ReplaceInFileTool {
         let regex = Regex::new(&pattern).map_err(|e| {
             ToolError::invalid(
                 "pattern",
-                format!("invalid regex {pattern:?}: {}", one_line(&e.to_string())),
+                format!(
+                    "invalid regex {pattern:?}: {}",
+                    regex_error_line(&e.to_string())
+                ),
             )
         })?;
         let count = cx.workspace.edit_text(&path, |text| {
@@ -67,20 +70,11 @@ impl TypedTool for ReplaceInFileTool {
 
 /// A regex error on one line: its `error: ...` line when it has one (the
 /// syntax errors draw a caret diagram over several lines).
-fn one_line(message: &str) -> String {
-    let lines: Vec<&str> = message.lines().map(str::trim).collect();
-    lines
-        .iter()
-        .find_map(|l| l.strip_prefix("error: "))
-        .map(str::to_owned)
-        .unwrap_or_else(|| {
-            lines
-                .iter()
-                .filter(|l| !l.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+fn regex_error_line(message: &str) -> String {
+    message
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map_or_else(|| crate::types::one_line(message), str::to_owned)
 }
 
 #[cfg(test)]

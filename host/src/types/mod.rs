@@ -4,13 +4,13 @@
 mod arguments;
 mod message;
 mod request;
-mod terminal;
+mod text;
 mod tool_call;
 mod tool_result;
 
 pub use arguments::Arguments;
 pub use message::{ContentBlock, Message, Role};
 pub use request::{Headers, ProviderRequest, ToolList, ToolSchema};
-pub use terminal::terminal_safe;
+pub use text::{one_line, terminal_safe};
 pub use tool_call::ToolCall;
 pub use tool_result::ToolResult;

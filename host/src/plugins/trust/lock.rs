@@ -30,7 +30,7 @@ use super::policy::{DirectoryRole, FollowSymlinks, PolicyError, Subject, Trusted
 use crate::plugins::errors::FileError;
 use crate::plugins::file_check::{inspect, read_bounded, sha256_hex};
 use crate::plugins::SearchDir;
-use crate::text::one_line;
+use crate::types::one_line;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::{self, Read};

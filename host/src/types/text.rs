@@ -1,4 +1,5 @@
-//! Text from models, tools and packs, made safe to show on a terminal.
+//! Text that came from elsewhere — models, tools, packs, other programs —
+//! made safe to show: on a terminal, and on one line.
 
 /// `text` made safe to print on a terminal: control characters (other than
 /// newline and tab), escape sequences, C1 controls and bidirectional
@@ -24,9 +25,17 @@ fn needs_escape(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }
 
+/// `text` on one line: every run of whitespace, line breaks included,
+/// becomes one space, and the ends are trimmed. For messages from elsewhere
+/// (a dynamic loader, a library's error, a child process) that end up in a
+/// one-line error.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::terminal_safe as clean;
+    use super::{one_line, terminal_safe as clean};
 
     #[test]
     fn escape_sequences_are_shown_escaped_not_interpreted() {
@@ -35,5 +44,14 @@ mod tests {
         assert_eq!(clean("a\rb\u{7}"), "a\\u{d}b\\u{7}");
         assert_eq!(clean("\u{9b}31m"), "\\u{9b}31m");
         assert_eq!(clean("abc\u{202e}fed"), "abc\\u{202e}fed");
+    }
+
+    #[test]
+    fn line_breaks_and_runs_of_spaces_become_single_spaces() {
+        assert_eq!(
+            one_line("  first line\n\n  second\tline \r\n"),
+            "first line second line"
+        );
+        assert_eq!(one_line(""), "");
     }
 }
