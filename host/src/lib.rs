@@ -38,7 +38,7 @@
 //!    pack or must see (and may rewrite) every call before anything else
 //!    does — a pack's verdict is fail-closed, and its rewrite is what
 //!    everything after it sees.
-//! 2. **PreToolUse hooks** ([`agent::Hooks`]): the embedding application's
+//! 2. **`PreToolUse` hooks** ([`agent::Hooks`]): the embedding application's
 //!    own checks in plain Rust, with no ABI and no pack — patching
 //!    arguments, or deciding permission outright for tools it knows.
 //! 3. **The permission policy** ([`agent::PermissionPolicy`]): the user's

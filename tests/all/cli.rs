@@ -150,7 +150,7 @@ fn every_seam_blocks_replaces_and_errors_in_the_json_transcript() {
                     assert_eq!(result.unwrap()["content"], "Thought recorded.+x");
                 }
                 _ if !pre_provider_block => {
-                    assert_eq!(result.unwrap()["is_error"], false, "{case}")
+                    assert_eq!(result.unwrap()["is_error"], false, "{case}");
                 }
                 _ => {}
             }

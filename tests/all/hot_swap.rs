@@ -32,7 +32,7 @@ fn v2() -> Vec<u8> {
 }
 
 /// A plugins directory holding the v1 fixture, a manager that loaded it with
-/// a tool_call block whose reason names the build, and a watcher.
+/// a `tool_call` block whose reason names the build, and a watcher.
 struct Live {
     dir: tempfile::TempDir,
     manager: Arc<PluginManager>,

@@ -1,6 +1,15 @@
 //! One integration-test binary: every test here drives the real loader, the
 //! real chain runner, the real loop and the real built pack libraries.
 
+#![allow(
+    clippy::too_many_lines,
+    clippy::items_after_statements,
+    clippy::default_trait_access,
+    clippy::cast_possible_truncation,
+    reason = "a scenario test reads top to bottom: set-up (with the doubles it needs, \
+              where it needs them), action and every check"
+)]
+
 mod abi;
 mod chains;
 mod cli;

@@ -26,7 +26,7 @@ fn call(id: &str, name: &str, arguments: Value) -> Value {
     json!({"id": id, "name": name, "arguments": arguments})
 }
 
-/// Every tool_result event: (call id, tool name, content, is_error).
+/// Every `tool_result` event: (call id, tool name, content, `is_error`).
 fn results(run: &Run) -> Vec<(String, String, String, bool)> {
     run.events
         .lock()

@@ -152,7 +152,7 @@ fn the_effective_chain_is_none_the_host_bundle_itself_or_a_merge() {
 
     manager.load("fixture", &write_gate()).unwrap();
     let effective = session.effective_interceptors().unwrap();
-    let names: Vec<&str> = effective.tool_call.iter().map(|i| i.name()).collect();
+    let names: Vec<&str> = effective.tool_call.iter().map(Interceptor::name).collect();
     assert_eq!(names, ["fixture/tool_call-0"]);
     manager.unload("fixture").unwrap();
     assert!(session.effective_interceptors().is_none());

@@ -81,7 +81,7 @@ fn registration_order_is_kept_reads_are_copies_and_seams_are_independent() {
     );
 }
 
-/// An allowing interceptor for `seam` (a tool_call one for unknown names, so
+/// An allowing interceptor for `seam` (a `tool_call` one for unknown names, so
 /// the seam-name check is what refuses it).
 fn allow_on(seam: &str, name: &str) -> AnyInterceptor {
     let name = name.to_owned();

@@ -2,7 +2,7 @@
 //!
 //! Run: `cargo bench -p chimera-tests --bench boundary`
 //!
-//! * `tool_call_allow/{host,pack}/{1,3,10}`: a tool_call chain of N allowing
+//! * `tool_call_allow/{host,pack}/{1,3,10}`: a `tool_call` chain of N allowing
 //!   interceptors, as host closures and from the loaded fixture pack. The
 //!   host closures do what the fixture's allowing interceptor does (count the
 //!   call, check the tool filter), so only the boundary differs.
@@ -11,11 +11,21 @@
 //!   activate one pack from a file whose content was never loaded before.
 
 #![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "statistics over measured durations and sizes, far from the limits"
+)]
+#![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented pub fn"
 )]
 
-use chimera_host::interception::*;
+use chimera_host::interception::{
+    run_chain, ChainContext, ChainOutcome, InterceptDecision, Interceptor, SessionFacts,
+    ToolCallInterceptor,
+};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::types::ToolCall;
 use chimera_tests::{pack_path, packs_dir};
@@ -80,10 +90,10 @@ fn allow(c: &mut Criterion) {
         let host = host_allow_chain(n, &counter);
         let (_manager, pack) = pack_chain(json!({"tool_call": {"action": "allow", "count": n}}));
         group.bench_with_input(BenchmarkId::new("host", n), &n, |b, _| {
-            b.iter(|| black_box(run(black_box(&host), black_box(&call), &facts)))
+            b.iter(|| black_box(run(black_box(&host), black_box(&call), &facts)));
         });
         group.bench_with_input(BenchmarkId::new("pack", n), &n, |b, _| {
-            b.iter(|| black_box(run(black_box(&pack), black_box(&call), &facts)))
+            b.iter(|| black_box(run(black_box(&pack), black_box(&call), &facts)));
         });
     }
     group.finish();
@@ -105,10 +115,10 @@ fn replace(c: &mut Criterion) {
     let (_manager, pack) = pack_chain(json!({"tool_call": {"action": "replace", "with": "+x"}}));
     let mut group = c.benchmark_group("tool_call_replace");
     group.bench_function("host", |b| {
-        b.iter(|| black_box(run(&host, black_box(&call), &facts)))
+        b.iter(|| black_box(run(&host, black_box(&call), &facts)));
     });
     group.bench_function("pack", |b| {
-        b.iter(|| black_box(run(&pack, black_box(&call), &facts)))
+        b.iter(|| black_box(run(&pack, black_box(&call), &facts)));
     });
     group.finish();
 }
@@ -139,7 +149,7 @@ fn load(c: &mut Criterion) {
                 total += started.elapsed();
             }
             total
-        })
+        });
     });
     group.finish();
 }

@@ -7,11 +7,19 @@
 //!   (after the registry swap), over 20 reloads, with the default debounce;
 //! * load step: `PluginManager::reload` alone (copy, checks, dlopen,
 //!   instantiate, state handover, swap), over 20 new contents;
-//! * memory: VmRSS before and after 100 reloads of new contents, and after
+//! * memory: `VmRSS` before and after 100 reloads of new contents, and after
 //!   100 rewrites that leave the content unchanged.
 //!
 //! Every reload alternates between the v1 and v2 builds of the fixture pack,
 //! each made unique by a few trailing bytes (so each is new content).
+
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "statistics over measured durations and sizes, far from the limits"
+)]
 
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{

@@ -9,6 +9,15 @@
 //! pattern and replacement on the same bytes. Each side reports the median of
 //! 31 runs; the table prints MB/s and the ratio.
 
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::format_push_string,
+    reason = "statistics over measured durations and sizes, far from the limits"
+)]
+
 use chimera_host::interception::{run_chain, ChainContext, SessionFacts};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::types::{ToolCall, ToolResult};

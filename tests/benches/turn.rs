@@ -6,12 +6,19 @@
 //! call that proposes one tool call (`think`), the tool, and a second
 //! provider call that answers. `no_packs` runs it with nothing registered;
 //! `fixture_allow_4_seams` with the loaded fixture pack allowing on every
-//! seam (context and provider_request run twice, tool_call and tool_result
+//! seam (context and `provider_request` run twice, `tool_call` and `tool_result`
 //! once); and `three_chimera_packs` with plan-gate, redactor and
 //! delegate-spawner loaded by name (the turn plans with `think`, so every
 //! pack's interceptors run and allow). Sessions are built outside the timed
 //! part.
 
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "statistics over measured durations and sizes, far from the limits"
+)]
 #![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented pub fn"
@@ -77,7 +84,7 @@ fn turn(c: &mut Criterion) {
                     black_box(result)
                 },
                 BatchSize::SmallInput,
-            )
+            );
         });
     }
     group.finish();

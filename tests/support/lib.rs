@@ -1,6 +1,13 @@
 //! Shared test support: builds the workspace's pack libraries once per test
 //! run and says where they are.
 
+#![allow(
+    clippy::must_use_candidate,
+    clippy::missing_panics_doc,
+    clippy::format_push_string,
+    reason = "test support: its helpers panic on a broken set-up by design, and every result is used"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

@@ -155,6 +155,7 @@ pub struct EventBus {
 
 impl EventBus {
     /// A bus with no subscribers.
+    #[must_use]
     pub fn new() -> Self {
         EventBus::default()
     }

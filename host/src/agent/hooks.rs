@@ -1,10 +1,10 @@
 //! Host lifecycle hooks around the seams: durable before-model middleware,
-//! and PreToolUse / PostToolUse hooks.
+//! and `PreToolUse` / `PostToolUse` hooks.
 
 use crate::types::{Message, ToolCall, ToolResult};
 use std::sync::Arc;
 
-/// What a PreToolUse hook decides.
+/// What a `PreToolUse` hook decides.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PreToolUse {
     /// Deny the call: `Blocked by hook: <reason>`.
@@ -30,18 +30,21 @@ pub struct Hooks {
 
 impl Hooks {
     /// No hooks.
+    #[must_use]
     pub fn new() -> Self {
         Hooks::default()
     }
 
     /// Middleware that may rewrite the durable history before every provider
     /// call (runs before the context seam).
+    #[must_use]
     pub fn before_model(mut self, f: impl Fn(&mut Vec<Message>) + Send + Sync + 'static) -> Self {
         self.before_model.push(Arc::new(f));
         self
     }
 
     /// A hook run after the `tool_call` seam, before the permission policy.
+    #[must_use]
     pub fn pre_tool_use(
         mut self,
         f: impl Fn(&ToolCall) -> PreToolUse + Send + Sync + 'static,
@@ -51,6 +54,7 @@ impl Hooks {
     }
 
     /// A hook run after the result is recorded.
+    #[must_use]
     pub fn post_tool_use(
         mut self,
         f: impl Fn(&ToolCall, &ToolResult) + Send + Sync + 'static,

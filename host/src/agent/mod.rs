@@ -1,4 +1,4 @@
-//! The agent: a session (a conversation across turns) and its ReAct loop.
+//! The agent: a session (a conversation across turns) and its `ReAct` loop.
 //!
 //! ```text
 //!  run_turn(input)

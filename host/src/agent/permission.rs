@@ -32,6 +32,7 @@ pub struct ToolRules {
 
 impl ToolRules {
     /// Every tool gets `default` unless a rule says otherwise.
+    #[must_use]
     pub fn new(default: Permission) -> Self {
         ToolRules {
             default,
@@ -40,6 +41,7 @@ impl ToolRules {
     }
 
     /// Sets the rule for `tool`.
+    #[must_use]
     pub fn set(mut self, tool: impl Into<String>, permission: Permission) -> Self {
         self.rules.insert(tool.into(), permission);
         self
@@ -160,7 +162,7 @@ impl Approver for AnswersFile {
         let next = self
             .answers
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .pop_front();
         match next {
             Some(answer) if answer.tool.as_deref().is_some_and(|t| t != call.name) => {

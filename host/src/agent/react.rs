@@ -1,4 +1,4 @@
-//! The ReAct loop: one user turn, provider call by provider call.
+//! The `ReAct` loop: one user turn, provider call by provider call.
 //!
 //! Headers a `provider_request` interceptor replaces travel with that one
 //! call ([`ProviderCall::headers`]); the provider itself is never changed, so
@@ -83,7 +83,7 @@ impl AgentSession {
         )
     }
 
-    /// Context → provider_request → the wire, the call carrying the headers
+    /// Context → `provider_request` → the wire, the call carrying the headers
     /// the seam chose. `Err` ends the run (a block or a provider failure).
     fn call_provider(
         &mut self,

@@ -124,6 +124,7 @@ fn next_session_id() -> String {
 
 impl SessionBuilder {
     /// The system prompt (the first, durable message).
+    #[must_use]
     pub fn system(mut self, text: impl Into<String>) -> Self {
         self.session
             .history
@@ -133,48 +134,56 @@ impl SessionBuilder {
     }
 
     /// The tools offered (default: none).
+    #[must_use]
     pub fn tools(mut self, tools: ToolSet) -> Self {
         self.session.tools = tools;
         self
     }
 
     /// Host chains, merged after the plugin chains every turn.
+    #[must_use]
     pub fn interceptors(mut self, host: Arc<Interceptors>) -> Self {
         self.session.host = Some(host);
         self
     }
 
     /// The plugin registry to merge from at the start of every turn.
+    #[must_use]
     pub fn registry(mut self, registry: Arc<Registry>) -> Self {
         self.session.registry = Some(registry);
         self
     }
 
     /// The permission policy (default: none, every call allowed).
+    #[must_use]
     pub fn permissions(mut self, policy: Arc<dyn PermissionPolicy>) -> Self {
         self.session.permissions = Some(policy);
         self
     }
 
     /// Who answers `Ask` (default: deny).
+    #[must_use]
     pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.session.approver = approver;
         self
     }
 
     /// Lifecycle hooks.
+    #[must_use]
     pub fn hooks(mut self, hooks: Hooks) -> Self {
         self.session.hooks = hooks;
         self
     }
 
     /// The event bus to publish on.
+    #[must_use]
     pub fn events(mut self, bus: EventBus) -> Self {
         self.session.bus = bus;
         self
     }
 
     /// Provider calls allowed per turn (default 25).
+    #[must_use]
     pub fn max_steps(mut self, steps: usize) -> Self {
         self.session.max_steps = steps;
         self
@@ -182,12 +191,14 @@ impl SessionBuilder {
 
     /// Successful tool output longer than this many bytes is truncated in the
     /// transcript (default 30 000).
+    #[must_use]
     pub fn output_cap(mut self, bytes: usize) -> Self {
         self.session.output_cap = bytes;
         self
     }
 
     /// Stream replies: text is published (`assistant_delta`) as it arrives.
+    #[must_use]
     pub fn stream(mut self, on: bool) -> Self {
         self.session.stream = on;
         self
@@ -200,12 +211,14 @@ impl SessionBuilder {
     }
 
     /// The session id packs key their state by (default: unique in the process).
+    #[must_use]
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session.facts.session_id = id.into();
         self
     }
 
     /// The session.
+    #[must_use]
     pub fn build(mut self) -> AgentSession {
         let tool_list = ToolList::new(self.session.tools.schemas());
         // Rendered now, once per session, rather than inside the first turn
@@ -243,26 +256,31 @@ impl AgentSession {
     }
 
     /// The durable conversation.
+    #[must_use]
     pub fn history(&self) -> &[Message] {
         &self.history
     }
 
     /// The event bus.
+    #[must_use]
     pub fn events(&self) -> &EventBus {
         &self.bus
     }
 
     /// The session facts packs see.
+    #[must_use]
     pub fn facts(&self) -> &SessionFacts {
         &self.facts
     }
 
     /// The workspace.
+    #[must_use]
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
     }
 
     /// The provider.
+    #[must_use]
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
     }
@@ -270,6 +288,7 @@ impl AgentSession {
     /// The bundle a turn starting now would run with: the plugin chains (load
     /// order) merged before the host chains. `None` when there are none —
     /// the loop then behaves exactly as a host without interception.
+    #[must_use]
     pub fn effective_interceptors(&self) -> Option<Arc<Interceptors>> {
         let plugins = self.registry.as_ref().and_then(|r| r.snapshot());
         merge_interceptors(&[plugins.as_ref(), self.host.as_ref()])

@@ -100,7 +100,7 @@ mod tests {
                 index: 0,
                 id: Some("a".into()),
                 name: Some("bash".into()),
-                arguments: "".into(),
+                arguments: String::new(),
             },
             StreamDelta::ToolCall {
                 index: 0,

@@ -69,18 +69,21 @@ impl SessionSubAgent {
     }
 
     /// Outside a session: merge plugin chains from `registry`.
+    #[must_use]
     pub fn registry(mut self, registry: Arc<Registry>) -> Self {
         self.registry = Some(registry);
         self
     }
 
     /// Outside a session: these host chains.
+    #[must_use]
     pub fn interceptors(mut self, host: Arc<Interceptors>) -> Self {
         self.host = Some(host);
         self
     }
 
     /// Provider calls allowed per delegated task.
+    #[must_use]
     pub fn max_steps(mut self, steps: usize) -> Self {
         self.max_steps = steps;
         self
@@ -95,29 +98,26 @@ impl SubAgent for SessionSubAgent {
             .system(self.system.clone())
             .tools(tools)
             .max_steps(self.max_steps);
-        match cx.extensions.downcast_ref::<Inherited>() {
-            Some(parent) => {
-                let depth = parent.depth + 1;
-                builder = builder
-                    .hooks(parent.hooks.clone())
-                    .approver(Arc::clone(&parent.approver))
-                    .events(parent.bus.nested(depth, cx.call_id))
-                    .depth(depth);
-                if let Some(bundle) = &parent.bundle {
-                    // Host chains only: the merge hands back this very bundle.
-                    builder = builder.interceptors(Arc::clone(bundle));
-                }
-                if let Some(policy) = &parent.permissions {
-                    builder = builder.permissions(Arc::clone(policy));
-                }
+        if let Some(parent) = cx.extensions.downcast_ref::<Inherited>() {
+            let depth = parent.depth + 1;
+            builder = builder
+                .hooks(parent.hooks.clone())
+                .approver(Arc::clone(&parent.approver))
+                .events(parent.bus.nested(depth, cx.call_id))
+                .depth(depth);
+            if let Some(bundle) = &parent.bundle {
+                // Host chains only: the merge hands back this very bundle.
+                builder = builder.interceptors(Arc::clone(bundle));
             }
-            None => {
-                if let Some(registry) = &self.registry {
-                    builder = builder.registry(Arc::clone(registry));
-                }
-                if let Some(host) = &self.host {
-                    builder = builder.interceptors(Arc::clone(host));
-                }
+            if let Some(policy) = &parent.permissions {
+                builder = builder.permissions(Arc::clone(policy));
+            }
+        } else {
+            if let Some(registry) = &self.registry {
+                builder = builder.registry(Arc::clone(registry));
+            }
+            if let Some(host) = &self.host {
+                builder = builder.interceptors(Arc::clone(host));
             }
         }
         let result = builder.build().run_turn(task);

@@ -7,6 +7,7 @@ use super::subagent::Inherited;
 use crate::interception::{run_chain, withheld_result, ChainContext, Interceptors};
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 /// How a call was settled before execution.
@@ -55,7 +56,7 @@ impl AgentSession {
         });
     }
 
-    /// tool_call seam → PreToolUse hooks → permission policy.
+    /// `tool_call` seam → `PreToolUse` hooks → permission policy.
     fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
         let mut effective = call.clone();
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
@@ -163,9 +164,7 @@ impl AgentSession {
         }
         let dropped = result.output.len() - cut;
         result.output.truncate(cut);
-        result
-            .output
-            .push_str(&format!("\n[output truncated: {dropped} more bytes]"));
+        let _ = write!(result.output, "\n[output truncated: {dropped} more bytes]");
         result
     }
 }

@@ -32,7 +32,7 @@ pub(crate) enum Command {
 #[derive(Debug, Args, Clone)]
 pub(crate) struct SearchArgs {
     /// A directory to search for packs (repeatable). Also searched:
-    /// $CHIMERA_PLUGIN_PATH (colon-separated), the per-user data directory
+    /// $`CHIMERA_PLUGIN_PATH` (colon-separated), the per-user data directory
     /// (~/.local/share/chimera/plugins), and the bundled packs beside the
     /// chimera executable. Never the current directory, unless named here.
     #[arg(long = "plugins-dir", value_name = "DIR")]
@@ -106,8 +106,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) provider: Option<String>,
 
-    /// The provider's base URL (default: $OPENAI_BASE_URL or
-    /// https://api.openai.com/v1; $ANTHROPIC_BASE_URL or https://api.anthropic.com).
+    /// The provider's base URL (default: $`OPENAI_BASE_URL` or
+    /// <https://api.openai.com/v1>; $`ANTHROPIC_BASE_URL` or <https://api.anthropic.com>).
     #[arg(long = "base-url", value_name = "URL")]
     pub(crate) base_url: Option<String>,
 
@@ -116,12 +116,12 @@ pub(crate) struct RunArgs {
     pub(crate) model: Option<String>,
 
     /// The environment variable holding the API key (default
-    /// OPENAI_API_KEY / ANTHROPIC_API_KEY).
+    /// `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).
     #[arg(long = "api-key-env", value_name = "VAR")]
     pub(crate) api_key_env: Option<String>,
 
     /// A header of the provider's per-request header surface, `K: V` or
-    /// `K:V` (repeatable): the scripted model's, or the OpenAI provider's
+    /// `K:V` (repeatable): the scripted model's, or the `OpenAI` provider's
     /// extra headers.
     #[arg(long = "header", value_name = "K: V")]
     pub(crate) headers: Vec<String>,

@@ -53,7 +53,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
             {
                 println!("  user: {}", user.content);
             }
-            for (name, value) in last.headers.iter().flat_map(|h| h.iter()) {
+            for (name, value) in last.headers.iter().flat_map(Headers::iter) {
                 println!("  header {name}: {value}");
             }
         }

@@ -11,6 +11,10 @@ use chimera_host::plugins::{discover, path_list, PluginManager, Registry};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "every command returns the same Result, so the dispatch is uniform"
+)]
 pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
     let dirs = search_path(search);
     let discovery = discover(&dirs);
@@ -69,7 +73,7 @@ pub(crate) fn check(
     }
     .map_err(|error| Failure::pack(error.to_string()))?;
     for pack in &info.packs {
-        let seams: Vec<String> = pack.seams.iter().map(|s| s.to_string()).collect();
+        let seams: Vec<String> = pack.seams.iter().map(ToString::to_string).collect();
         if json {
             println!(
                 "{}",

@@ -65,7 +65,10 @@ impl Renderer {
     }
 
     pub(crate) fn render(&self, event: &AgentEvent) {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = self
+            .out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.json {
             let text = serde_json::to_string(event).unwrap_or_default();
             let _ = writeln!(out.stdout, "{text}");

@@ -107,7 +107,7 @@ pub(crate) fn configure_trust(
                 elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
                 budget_ms: u64::try_from(budget.as_millis()).unwrap_or(u64::MAX),
             },
-        })
+        });
     });
     manager.set_health(policy, Some(sink));
     Ok(())

@@ -33,11 +33,13 @@ pub struct Interceptors {
 
 impl Interceptors {
     /// An empty bundle.
+    #[must_use]
     pub fn new() -> Self {
         Interceptors::default()
     }
 
     /// True when every chain is empty.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.provider_request.is_empty()
             && self.tool_call.is_empty()
@@ -96,6 +98,7 @@ impl Interceptors {
     }
 
     /// Number of interceptors over all seams.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.provider_request.len()
             + self.tool_call.len()
@@ -147,6 +150,7 @@ impl SeamName {
     }
 
     /// The canonical name.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             SeamName::ProviderRequest => "provider_request",
@@ -178,6 +182,7 @@ pub enum AnyInterceptor {
 
 impl AnyInterceptor {
     /// The seam this interceptor runs on.
+    #[must_use]
     pub fn seam(&self) -> SeamName {
         match self {
             AnyInterceptor::ProviderRequest(_) => SeamName::ProviderRequest,
@@ -188,6 +193,7 @@ impl AnyInterceptor {
     }
 
     /// The display name.
+    #[must_use]
     pub fn name(&self) -> &str {
         match self {
             AnyInterceptor::ProviderRequest(i) => i.name(),

@@ -196,7 +196,7 @@ fn apply<S: SeamSpec>(
             tool_name: tool_name.to_owned(),
             call_id: call_id.to_owned(),
             interceptor: name.to_owned(),
-        })
+        });
     };
     let fail = |event_reason: String, block_text: String| {
         emit(EventDecision::Error, event_reason);

@@ -91,6 +91,7 @@ pub struct PackHealth {
 
 impl PackHealth {
     /// A clean record for `pack`.
+    #[must_use]
     pub fn new(pack: &str, policy: HealthPolicy, sink: Option<HealthSink>) -> Self {
         PackHealth {
             pack: pack.to_owned(),
@@ -108,7 +109,7 @@ impl PackHealth {
         }
         self.record
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .reason
             .clone()
     }
@@ -132,7 +133,10 @@ impl PackHealth {
     /// Counts a failure; may quarantine.
     pub(crate) fn failed(&self) {
         let now = Instant::now();
-        let mut record = self.record.lock().unwrap_or_else(|p| p.into_inner());
+        let mut record = self
+            .record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let count = Self::count(&mut record.errors, now, self.policy.window);
         if count >= self.policy.max_errors && record.reason.is_none() {
             let reason = format!(
@@ -159,7 +163,10 @@ impl PackHealth {
         }
         tracing::warn!(pack = %self.pack, %interceptor, ?elapsed, ?budget, "interceptor call over budget");
         let now = Instant::now();
-        let mut record = self.record.lock().unwrap_or_else(|p| p.into_inner());
+        let mut record = self
+            .record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let count = Self::count(&mut record.overruns, now, self.policy.window);
         if count >= self.policy.max_overruns && record.reason.is_none() {
             let reason = format!(

@@ -55,11 +55,13 @@ impl<S: SeamSpec> Interceptor<S> {
     }
 
     /// The display name used in events.
+    #[must_use]
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// True when this interceptor comes from a pack.
+    #[must_use]
     pub fn is_pack(&self) -> bool {
         matches!(self.inner.kind, Kind::Pack(..))
     }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 /// let merged = merge_interceptors(&[None, Some(&host)]).unwrap();
 /// assert!(Arc::ptr_eq(&merged, &host));
 /// ```
+#[must_use]
 pub fn merge_interceptors(bundles: &[Option<&Arc<Interceptors>>]) -> Option<Arc<Interceptors>> {
     let contributing: Vec<&Arc<Interceptors>> = bundles
         .iter()

@@ -110,6 +110,7 @@ impl Discovery {
     }
 
     /// The names provided by more than one file.
+    #[must_use]
     pub fn conflicts(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
         for (i, pack) in self.packs.iter().enumerate() {

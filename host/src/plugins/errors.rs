@@ -145,21 +145,21 @@ pub enum Incomplete {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AbiMismatch {
-    /// A type's layout differs (abi_stable's layout check).
+    /// A type's layout differs (`abi_stable`'s layout check).
     #[error("{}{}", type_name.as_deref().map(|t| format!("{t}: ")).unwrap_or_default(), differences.join("; "))]
     Layout {
-        /// The type whose layout differs, where abi_stable names it.
+        /// The type whose layout differs, where `abi_stable` names it.
         type_name: Option<String>,
         /// The first differences, e.g. `too many fields (expected 3, found 4)`.
         differences: Vec<String>,
     },
-    /// The library header is not one this abi_stable reads.
+    /// The library header is not one this `abi_stable` reads.
     #[error("it was built with an incompatible abi_stable")]
     Header,
-    /// A version string in the library does not parse (abi_stable's words).
+    /// A version string in the library does not parse (`abi_stable`'s words).
     #[error("{}", one_line(.0))]
     Version(String),
-    /// abi_stable reported an empty list of errors.
+    /// `abi_stable` reported an empty list of errors.
     #[error("unknown library error")]
     Unknown,
 }
@@ -168,7 +168,7 @@ pub enum AbiMismatch {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RootModuleFailure {
-    /// No abi_stable root module is exported.
+    /// No `abi_stable` root module is exported.
     #[error("it exports no abi_stable root module")]
     Missing,
     /// The root module's initialiser failed or panicked (its message).
@@ -320,6 +320,7 @@ impl LoadError {
 }
 
 /// Directories as a person reads them: `a, b`, or `nothing` for none.
+#[must_use]
 pub fn path_list(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "nothing".to_owned();

@@ -227,7 +227,7 @@ impl Loader {
                     .as_deref()
                     .unwrap_or(ROOT_MODULE_LOADER_NAME);
                 let root = library_header(&raw, symbol)
-                    .and_then(|header| header.init_root_module::<PackLibraryRef>())
+                    .and_then(LibHeader::init_root_module::<PackLibraryRef>)
                     .map_err(condense)?;
                 Ok((
                     root,
@@ -247,7 +247,7 @@ impl Loader {
         });
         self.libraries
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(hash.to_owned(), Arc::clone(&library));
         Ok(library)
     }
@@ -255,7 +255,7 @@ impl Loader {
     fn cached(&self, hash: &str) -> Option<Arc<Library>> {
         self.libraries
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(hash)
             .cloned()
     }
@@ -284,7 +284,7 @@ fn inherited_stdin() -> io::Result<(Vec<u8>, PathBuf)> {
     }
 }
 
-/// The library header exported under `symbol`, checked by abi_stable.
+/// The library header exported under `symbol`, checked by `abi_stable`.
 fn library_header(raw: &RawLibrary, symbol: &str) -> Result<&'static LibHeader, LibraryError> {
     let mut name = symbol.as_bytes().to_vec();
     name.push(0);
@@ -333,7 +333,7 @@ fn describe(
     })
 }
 
-/// Turns abi_stable's error (up to hundreds of lines of layout dump) into
+/// Turns `abi_stable`'s error (up to hundreds of lines of layout dump) into
 /// values that display as one line.
 fn condense(error: LibraryError) -> FileError {
     match error {
@@ -363,7 +363,7 @@ fn condense(error: LibraryError) -> FileError {
 /// How many of a layout dump's differences are kept.
 const DIFFERENCES_KEPT: usize = 2;
 
-/// Condenses abi_stable's layout dump (only its text survives into
+/// Condenses `abi_stable`'s layout dump (only its text survives into
 /// [`LibraryError::AbiInstability`]) into the mismatching type and its first
 /// differences: `ToolCallView<'a>: incompatible type size (expected 48,
 /// found 56); too many fields (expected 3, found 4)`.

@@ -55,6 +55,7 @@ pub struct PackInfo {
 
 impl PackInfo {
     /// The pack file, when it came from one.
+    #[must_use]
     pub fn path(&self) -> Option<&Path> {
         match &self.source {
             PackSource::File { path, .. } => Some(path),
@@ -112,25 +113,34 @@ impl PluginManager {
 
     /// Sets how pack files are trusted (lock file, directory policy, probe).
     pub fn set_trust(&self, trust: TrustSettings) {
-        *self.trust.write().unwrap_or_else(|p| p.into_inner()) = trust;
+        *self
+            .trust
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = trust;
     }
 
     fn trust(&self) -> TrustSettings {
-        self.trust.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.trust
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Sets the quarantine and time-budget policy for packs loaded from now
     /// on, and who is told when a pack is quarantined or a call runs over
     /// its budget.
     pub fn set_health(&self, policy: HealthPolicy, sink: Option<HealthSink>) {
-        *self.health.write().unwrap_or_else(|p| p.into_inner()) = HealthSettings { policy, sink };
+        *self
+            .health
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = HealthSettings { policy, sink };
     }
 
     fn new_health(&self, pack: &str) -> Arc<PackHealth> {
         let settings = self
             .health
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         Arc::new(PackHealth::new(pack, settings.policy, settings.sink))
     }
@@ -146,7 +156,9 @@ impl PluginManager {
     }
 
     fn loaded(&self) -> MutexGuard<'_, Vec<Loaded>> {
-        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Indexes the search path (no pack code runs).
@@ -311,8 +323,8 @@ impl PluginManager {
             .find(|l| l.owner == running.owner)
             .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
         self.registry.replace_owner(running.owner, chains);
-        entry.info.version = plugin.version().to_owned();
-        entry.info.description = plugin.description().to_owned();
+        plugin.version().clone_into(&mut entry.info.version);
+        plugin.description().clone_into(&mut entry.info.description);
         entry.info.source = PackSource::File {
             path: running.path,
             sha256: library.info.sha256.clone(),

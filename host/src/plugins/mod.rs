@@ -10,7 +10,7 @@
 //!             ─▶ commit to the registry in one step (atomic) ─▶ pack_loaded
 //! ```
 //!
-//! Libraries are never unloaded (`dlclose` is unsafe with abi_stable); a
+//! Libraries are never unloaded (`dlclose` is unsafe with `abi_stable`); a
 //! library whose content was loaded before is reused, not mapped again.
 
 mod discovery;

@@ -18,6 +18,7 @@ pub fn is_library_file(path: &Path) -> bool {
 
 /// The file a cargo package named `package` builds as a cdylib here
 /// (`plan-gate` → `libplan_gate.so`).
+#[must_use]
 pub fn library_file_name(package: &str) -> String {
     libloading::library_filename(package.replace('-', "_"))
         .to_string_lossy()

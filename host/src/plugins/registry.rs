@@ -31,6 +31,7 @@ pub struct Registry {
 
 impl Registry {
     /// An empty registry.
+    #[must_use]
     pub fn new() -> Self {
         Registry::default()
     }
@@ -43,13 +44,13 @@ impl Registry {
     fn read(&self) -> RwLockReadGuard<'_, Vec<Group>> {
         self.groups
             .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Vec<Group>> {
         self.groups
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Checks that `interceptor` belongs on `seam`.

@@ -295,16 +295,14 @@ impl Worker {
             }
         }
         let state = self.files.entry(loaded_path).or_default();
-        match failed {
-            None => *state = FileState::default(),
-            Some(()) => {
-                state.failures += 1;
-                state.failed_hash = Some(hash);
-                let doublings = state.failures.saturating_sub(1).min(16);
-                let wait =
-                    (self.options.backoff * 2u32.pow(doublings)).min(self.options.max_backoff);
-                state.not_before = (state.failures > 1).then(|| Instant::now() + wait);
-            }
+        if failed.is_none() {
+            *state = FileState::default();
+        } else {
+            state.failures += 1;
+            state.failed_hash = Some(hash);
+            let doublings = state.failures.saturating_sub(1).min(16);
+            let wait = (self.options.backoff * 2u32.pow(doublings)).min(self.options.max_backoff);
+            state.not_before = (state.failures > 1).then(|| Instant::now() + wait);
         }
         events
     }

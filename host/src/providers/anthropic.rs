@@ -40,6 +40,7 @@ pub struct AnthropicProvider {
 
 impl AnthropicProvider {
     /// A provider for `config`.
+    #[must_use]
     pub fn new(config: AnthropicConfig) -> Self {
         AnthropicProvider {
             transport: Transport::new(config.http),

@@ -217,7 +217,7 @@ fn retry_wait(
     } else {
         0.0
     };
-    half + (backoff - half).mul_f64(unit)
+    half + backoff.checked_sub(half).unwrap().mul_f64(unit)
 }
 
 /// A `Retry-After` value as a wait from `now`: seconds (`120`, or `1.5`), or

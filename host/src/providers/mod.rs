@@ -46,6 +46,7 @@ pub struct ProviderCall<'a> {
 impl<'a> ProviderCall<'a> {
     /// The headers this call carries: its own when it has some, else `own`
     /// (the provider's configured surface).
+    #[must_use]
     pub fn headers_or(&self, own: &'a Headers) -> &'a Headers {
         self.headers.unwrap_or(own)
     }
@@ -132,11 +133,13 @@ impl ProviderError {
     }
 
     /// The message (what `Display` shows, line breaks aside).
+    #[must_use]
     pub fn message(&self) -> &str {
         &self.message
     }
 
     /// The HTTP status the provider answered with, when it answered.
+    #[must_use]
     pub fn status(&self) -> Option<u16> {
         self.status
     }
@@ -145,6 +148,7 @@ impl ProviderError {
     /// refused connection. The transport has already spent its own retries
     /// on the statuses it retries; this says whether trying again later
     /// could help.
+    #[must_use]
     pub fn retryable(&self) -> bool {
         self.retryable
     }

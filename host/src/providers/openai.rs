@@ -1,5 +1,5 @@
-//! An OpenAI-compatible chat-completions provider (OpenAI, vLLM, llama.cpp's
-//! server, Ollama, LiteLLM …), with streaming.
+//! An OpenAI-compatible chat-completions provider (`OpenAI`, vLLM, llama.cpp's
+//! server, Ollama, `LiteLLM` …), with streaming.
 //!
 //! Its extra headers are its per-request header surface: the
 //! `provider_request` seam reads them and may replace them for one call (the
@@ -41,6 +41,7 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     /// A provider for `config`.
+    #[must_use]
     pub fn new(config: OpenAiConfig) -> Self {
         OpenAiProvider {
             transport: Transport::new(config.http),

@@ -131,10 +131,13 @@ impl ScriptedModel {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Sets the configured headers of its header surface.
+    #[must_use]
     pub fn with_headers(mut self, headers: Headers) -> Self {
         self.headers = Some(headers);
         self
@@ -142,6 +145,7 @@ impl ScriptedModel {
 
     /// Removes the header surface (the envelope then carries no headers,
     /// and headers a call carries are ignored).
+    #[must_use]
     pub fn without_header_surface(mut self) -> Self {
         self.headers = None;
         self

@@ -155,7 +155,7 @@ fn split(patch: &str) -> Result<Vec<Section>, ToolError> {
             while i < lines.len() && (old_left > 0 || new_left > 0) {
                 let body = lines[i];
                 match body.as_bytes().first() {
-                    Some(b' ') | Some(b'\n') | Some(b'\r') | None => {
+                    Some(b' ' | b'\n' | b'\r') | None => {
                         old_left = old_left.saturating_sub(1);
                         new_left = new_left.saturating_sub(1);
                     }
@@ -468,7 +468,7 @@ fn create_staging_file(dir: &Dir, target: &OsStr, private: bool) -> io::Result<(
         let name = staging_name(target)?;
         match dir.open_with(&name, &options) {
             Ok(file) => return Ok((name, file.into_std())),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
     }

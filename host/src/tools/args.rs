@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_path_to_error::Segment;
 use std::borrow::Cow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// How many characters of a string argument an error message quotes.
 const QUOTED_CHARS: usize = 40;
@@ -266,7 +266,7 @@ fn argument_error(
     ToolError::invalid(at, line)
 }
 
-/// For `message` = `<prefix>name` + "`" + rest: `(name, rest)`.
+/// For a `message` of the form ``<prefix>name`rest``: `(name, rest)`.
 fn backticked<'m>(message: &'m str, prefix: &str) -> Option<(&'m str, &'m str)> {
     message.strip_prefix(prefix)?.split_once('`')
 }
@@ -281,7 +281,9 @@ fn render(steps: &[Step<'_>]) -> String {
                 text.push('.');
                 text.push_str(name);
             }
-            Step::Index(index) => text.push_str(&format!("[{index}]")),
+            Step::Index(index) => {
+                let _ = write!(text, "[{index}]");
+            }
         }
     }
     text
@@ -303,7 +305,7 @@ fn value_at<'v>(value: &'v Value, steps: &[Step<'_>]) -> Option<&'v Value> {
     })
 }
 
-/// What a subschema asks for, for messages: `a string`, `one of `a`, `b``.
+/// What a subschema asks for, for messages: ``a string``, ``one of `a`, `b` ``.
 fn describe(schema: &Value) -> Option<String> {
     if let Some(Value::Array(options)) = schema.get("enum") {
         let options: Vec<String> = options
@@ -402,6 +404,12 @@ impl Visitor<'_> for WholeVisitor {
             .map_err(|_| E::invalid_value(Unexpected::Signed(value), &self))
     }
 
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "checked: integral, non-negative and at most u64::MAX"
+    )]
     fn visit_f64<E: de::Error>(self, value: f64) -> Result<Whole, E> {
         if value.fract() == 0.0 && value >= 0.0 && value <= u64::MAX as f64 {
             // Integral and in range: the conversion is exact (saturating

@@ -111,6 +111,7 @@ impl BashTool {
     /// is longer; see [`BashTool::max_timeout`]), and whose whole output is
     /// at most `output_cap` bytes (at least 64). Sandboxed where the kernel
     /// allows.
+    #[must_use]
     pub fn new(default_timeout: Duration, output_cap: usize) -> Self {
         BashTool {
             default_timeout,
@@ -123,6 +124,7 @@ impl BashTool {
     /// The largest `timeout_secs` a call may ask for (at least 1 s); a
     /// larger one is refused with an error naming this maximum. Lowers the
     /// default timeout to it if needed.
+    #[must_use]
     pub fn max_timeout(mut self, max: Duration) -> Self {
         self.max_timeout = max.max(Duration::from_secs(1));
         self.default_timeout = self.default_timeout.min(self.max_timeout);
@@ -130,6 +132,7 @@ impl BashTool {
     }
 
     /// Turns the write sandbox on (the default) or off.
+    #[must_use]
     pub fn sandboxed(mut self, on: bool) -> Self {
         self.sandbox = on;
         self
@@ -138,18 +141,21 @@ impl BashTool {
     /// Whether this tool's commands run confined: the sandbox is on and
     /// the kernel supports Landlock (perhaps partially, see the module
     /// docs).
+    #[must_use]
     pub fn sandbox_active(&self) -> bool {
         self.sandbox && BashTool::sandbox_available()
     }
 
     /// Whether the running system can confine bash at all (Landlock is
     /// available and enforced); checked once.
+    #[must_use]
     pub fn sandbox_available() -> bool {
         sandbox::available() != Confinement::None
     }
 
     /// One line on the sandbox, for a status display: whether it is on,
     /// off or unavailable, and why.
+    #[must_use]
     pub fn sandbox_summary(&self) -> String {
         let kernel = sandbox::describe();
         match (self.sandbox, sandbox::available()) {
@@ -627,8 +633,7 @@ mod tests {
             .arg(pid.to_string())
             .stderr(Stdio::null())
             .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
+            .is_ok_and(|s| s.success())
     }
 
     #[test]
@@ -1204,7 +1209,7 @@ mod tests {
                 describe(pid)
             );
         }
-        thread::sleep(Duration::from_millis(3000).saturating_sub(started.elapsed()));
+        thread::sleep(Duration::from_secs(3).saturating_sub(started.elapsed()));
         assert!(
             !ws.root().join("canary1").exists(),
             "the setsid child ran on"

@@ -130,6 +130,7 @@ impl ToolError {
     }
 
     /// An [`Io`](ToolError::Io) error: `action` could not be done to `path`.
+    #[must_use]
     pub fn io(path: &str, action: &'static str, source: io::Error) -> Self {
         ToolError::Io {
             path: path.to_owned(),
@@ -156,6 +157,7 @@ impl ToolError {
     }
 
     /// The output kept with the error (empty for most errors).
+    #[must_use]
     pub fn output(&self) -> &str {
         match self {
             ToolError::TimedOut { output, .. }

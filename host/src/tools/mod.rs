@@ -69,6 +69,7 @@ pub struct ToolContext<'a> {
 
 impl<'a> ToolContext<'a> {
     /// A context with only a workspace: no call id, no extensions.
+    #[must_use]
     pub fn new(workspace: &'a Workspace) -> Self {
         ToolContext {
             workspace,
@@ -283,12 +284,14 @@ pub struct ToolSet {
 
 impl ToolSet {
     /// An empty set.
+    #[must_use]
     pub fn new() -> Self {
         ToolSet::default()
     }
 
     /// The standard tools: `read_file`, `write_file`, `edit_file`,
     /// `replace_in_file`, `apply_patch`, `bash`, `think`, `todo`.
+    #[must_use]
     pub fn standard() -> Self {
         let mut set = ToolSet::new();
         set.insert(Arc::new(ReadFileTool));
@@ -318,16 +321,19 @@ impl ToolSet {
     }
 
     /// The tool named `name`.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
 
     /// Schemas of every tool, in order.
+    #[must_use]
     pub fn schemas(&self) -> Vec<ToolSchema> {
         self.tools.iter().map(|t| t.schema()).collect()
     }
 
     /// Tool names, in order.
+    #[must_use]
     pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
@@ -497,6 +503,8 @@ mod tests {
         );
     }
 
+    type Case<'a> = (&'a dyn Tool, fn(&str) -> Value);
+
     #[test]
     fn every_file_tool_refuses_paths_that_leave_the_workspace() {
         let (_dir, workspace) = testing::setup();
@@ -513,7 +521,6 @@ mod tests {
             std::os::unix::fs::symlink(&target, workspace.root().join("link")).expect("symlink");
             paths.push("link".to_owned());
         }
-        type Case<'a> = (&'a dyn Tool, fn(&str) -> Value);
         let cases: [Case<'_>; 4] = [
             (&ReadFileTool, |p| json!({"path": p})),
             (&WriteFileTool, |p| json!({"path": p, "content": "pwned"})),

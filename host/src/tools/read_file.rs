@@ -12,6 +12,7 @@ use super::workspace::Access;
 use super::{ToolContext, ToolError, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::fmt::Write as _;
 use std::io::{self, Read};
 
 /// At most this many bytes of text are returned.
@@ -252,12 +253,15 @@ impl Selection {
             if !text.ends_with('\n') {
                 text.push('\n');
             }
-            text.push_str(&match rest {
-                Rest::Counted => format!("[truncated: {} more bytes]", self.cut),
+            let _ = match rest {
+                Rest::Counted => write!(text, "[truncated: {} more bytes]", self.cut),
                 Rest::Unknown => {
-                    format!("[truncated: more than {TRUNCATION_LOOKAHEAD} more bytes]")
+                    write!(
+                        text,
+                        "[truncated: more than {TRUNCATION_LOOKAHEAD} more bytes]"
+                    )
                 }
-            });
+            };
         }
         Ok(text)
     }

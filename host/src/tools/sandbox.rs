@@ -66,7 +66,7 @@ mod imp {
     use super::{Confinement, DEVICE_FILES, IOCTL_FILES};
     use landlock::{
         AccessFs, BitFlags, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
-        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+        RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
     };
     use std::path::Path;
     use std::process::{Child, Command};
@@ -156,8 +156,8 @@ mod imp {
                         let status = Ruleset::default()
                             .set_compatibility(CompatLevel::BestEffort)
                             .handle_access(write_rights())
-                            .and_then(|r| r.create())
-                            .and_then(|r| r.restrict_self());
+                            .and_then(Ruleset::create)
+                            .and_then(RulesetCreated::restrict_self);
                         match status {
                             Ok(status) => {
                                 let abi = match status.landlock {

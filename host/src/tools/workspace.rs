@@ -100,7 +100,9 @@ impl Access {
 fn no_controlling_terminal(options: &mut OpenOptions) {
     use cap_std::fs::OpenOptionsExt;
     // The flag's bits fit an `int`, which is what `open(2)` takes.
-    options.custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32);
+    options.custom_flags(i32::from_ne_bytes(
+        rustix::fs::OFlags::NOCTTY.bits().to_ne_bytes(),
+    ));
 }
 
 #[cfg(not(unix))]
@@ -150,6 +152,7 @@ impl Workspace {
     }
 
     /// The canonical root.
+    #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -398,15 +401,14 @@ impl Entry {
         workspace: &Workspace,
         shown: &str,
     ) -> Result<&Dir, ToolError> {
-        let dir = match self.dir.take() {
-            Some(dir) => dir,
-            None => {
-                workspace.create_dirs(shown, &self.parent)?;
-                workspace
-                    .dir
-                    .open_dir(dir_path(&self.parent))
-                    .map_err(|e| workspace.failure(shown, e, "open the directory of"))?
-            }
+        let dir = if let Some(dir) = self.dir.take() {
+            dir
+        } else {
+            workspace.create_dirs(shown, &self.parent)?;
+            workspace
+                .dir
+                .open_dir(dir_path(&self.parent))
+                .map_err(|e| workspace.failure(shown, e, "open the directory of"))?
         };
         Ok(self.dir.insert(dir))
     }

@@ -145,7 +145,9 @@ mod tests {
         crate::tools::testing::make_fifo(&fifo);
         let _reader = fs::OpenOptions::new()
             .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .custom_flags(i32::from_ne_bytes(
+                rustix::fs::OFlags::NONBLOCK.bits().to_ne_bytes(),
+            ))
             .open(&fifo)
             .unwrap();
         crate::tools::testing::within_seconds(10, move || {

@@ -16,12 +16,14 @@ impl Arguments {
     }
 
     /// Arguments serialised from a value.
+    #[must_use]
     pub fn from_value(value: &serde_json::Value) -> Self {
         // Serialising a `Value` cannot fail.
         Arguments(serde_json::value::to_raw_value(value).unwrap_or_else(|_| Self::empty_raw()))
     }
 
     /// `{}`.
+    #[must_use]
     pub fn empty() -> Self {
         Arguments(Self::empty_raw())
     }
@@ -31,16 +33,19 @@ impl Arguments {
     }
 
     /// The JSON text.
+    #[must_use]
     pub fn as_str(&self) -> &str {
         self.0.get()
     }
 
     /// The arguments parsed; invalid JSON cannot occur (checked on the way in).
+    #[must_use]
     pub fn parse(&self) -> serde_json::Value {
         serde_json::from_str(self.as_str()).unwrap_or(serde_json::Value::Null)
     }
 
     /// The string argument `key`, if present.
+    #[must_use]
     pub fn get_str(&self, key: &str) -> Option<String> {
         match self.parse() {
             serde_json::Value::Object(mut map) => match map.remove(key) {

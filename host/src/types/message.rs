@@ -21,6 +21,7 @@ pub enum Role {
 
 impl Role {
     /// The role's wire name.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Role::System => "system",
@@ -31,6 +32,7 @@ impl Role {
     }
 
     /// Parses a wire name.
+    #[must_use]
     pub fn parse(name: &str) -> Option<Role> {
         [Role::System, Role::User, Role::Assistant, Role::Tool]
             .into_iter()

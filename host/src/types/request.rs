@@ -30,6 +30,7 @@ struct ToolListInner {
 
 impl ToolList {
     /// A list of these schemas.
+    #[must_use]
     pub fn new(schemas: Vec<ToolSchema>) -> Self {
         ToolList(Arc::new(ToolListInner {
             schemas,
@@ -38,6 +39,7 @@ impl ToolList {
     }
 
     /// The schemas as a JSON array (rendered once).
+    #[must_use]
     pub fn json(&self) -> &str {
         self.0.json.get_or_init(|| {
             serde_json::to_string(&self.0.schemas).unwrap_or_else(|_| "[]".to_owned())
@@ -91,6 +93,7 @@ pub struct Headers(pub Vec<(String, String)>);
 
 impl Headers {
     /// The value of the first header named `name`.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()

@@ -29,6 +29,7 @@ fn needs_escape(c: char) -> bool {
 /// becomes one space, and the ends are trimmed. For messages from elsewhere
 /// (a dynamic loader, a library's error, a child process) that end up in a
 /// one-line error.
+#[must_use]
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

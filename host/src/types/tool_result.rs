@@ -45,6 +45,7 @@ impl ToolResult {
     }
 
     /// True when the call failed.
+    #[must_use]
     pub fn is_error(&self) -> bool {
         self.error.is_some()
     }
@@ -56,6 +57,7 @@ impl ToolResult {
 
     /// The text the conversation records: the output on success; the error
     /// (then the output, if any, on the next line) on failure.
+    #[must_use]
     pub fn transcript_text(&self) -> String {
         match &self.error {
             None => self.output.clone(),

@@ -14,7 +14,7 @@ pub struct DelegateSpawner {
 /// Python truthiness of a JSON value.
 fn truthy(value: Option<&Value>) -> bool {
     match value {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        None | Some(Value::Null | Value::Bool(false)) => false,
         Some(Value::String(s)) => !s.is_empty(),
         Some(Value::Number(n)) => n.as_f64() != Some(0.0),
         Some(Value::Array(a)) => !a.is_empty(),
@@ -25,6 +25,7 @@ fn truthy(value: Option<&Value>) -> bool {
 
 impl DelegateSpawner {
     /// True when a call named `name` is rewritten.
+    #[must_use]
     pub fn matches(&self, name: &str) -> bool {
         name != self.config.delegate_tool
             && (self.config.names.contains(name)
@@ -32,6 +33,7 @@ impl DelegateSpawner {
     }
 
     /// The task handed to the sub-agent for a call `name(arguments)`.
+    #[must_use]
     pub fn task(name: &str, arguments: &Value) -> String {
         let empty = serde_json::Map::new();
         let args = arguments.as_object().unwrap_or(&empty);
@@ -63,7 +65,7 @@ impl DelegateSpawner {
             self.config.delegate_tool.clone(),
             &serde_json::json!({ "task": task }),
         );
-        rewritten.id = call.id().to_owned();
+        call.id().clone_into(&mut rewritten.id);
         Ok(Some(rewritten))
     }
 }

@@ -1,4 +1,4 @@
-//! The pack: the gate (tool_call) and the watcher (context).
+//! The pack: the gate (`tool_call`) and the watcher (context).
 
 use crate::config::Config;
 use crate::lanes::Lanes;

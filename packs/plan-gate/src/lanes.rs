@@ -26,7 +26,9 @@ impl Default for Lanes {
 
 impl Lanes {
     fn table(&self) -> MutexGuard<'_, LruCache<String, bool>> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn is_planned(&self, session: &str) -> bool {

@@ -16,6 +16,7 @@ pub struct Redactor {
 
 impl Redactor {
     /// Scrubs `text`; `None` when nothing matched.
+    #[must_use]
     pub fn text(&self, text: &str) -> Option<String> {
         match self.pattern.replace_all(text, NoExpand(&self.replacement)) {
             Cow::Borrowed(_) => None,
@@ -139,6 +140,7 @@ impl Redactor {
     }
 
     /// The durable scrub of a tool result, or `None` when nothing matched.
+    #[must_use]
     pub fn result(&self, result: ToolResultRef<'_>) -> Option<ToolResult> {
         let output = self.text(result.output());
         let error = result.error().and_then(|e| self.text(e));

@@ -40,11 +40,13 @@ pub struct Decision {
 
 impl Decision {
     /// Pass through.
+    #[must_use]
     pub fn allow() -> Decision {
         Decision::with_reason(DecisionKind::ALLOW, RString::new())
     }
 
     /// Substitute `value`.
+    #[must_use]
     pub fn replace(value: SeamValue) -> Decision {
         Decision {
             kind: DecisionKind::REPLACE,

@@ -12,7 +12,7 @@
 //! The SDK names both statics after the pack crate
 //! (`CHIMERA_PACK_MANIFEST_<crate>`, `_chimera_pack_root_<crate>`), so a
 //! host can link several pack crates as rlibs without duplicate symbols. A
-//! manifest without `@root` means abi_stable's standard root-module symbol.
+//! manifest without `@root` means `abi_stable`'s standard root-module symbol.
 
 /// Size of the manifest static, in bytes.
 pub const MANIFEST_LEN: usize = 1024;
@@ -26,7 +26,7 @@ pub const ROOT_MARKER: &str = "@root";
 /// A parsed manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
-    /// The library-header symbol, when not abi_stable's standard one.
+    /// The library-header symbol, when not `abi_stable`'s standard one.
     pub root_symbol: Option<String>,
     /// `(name, version)` per pack.
     pub packs: Vec<(String, String)>,
@@ -34,6 +34,7 @@ pub struct Manifest {
 
 /// The manifest bytes for a library whose header is `root_symbol` (empty:
 /// the standard symbol). Fails the build (a const panic) when it does not fit.
+#[must_use]
 pub const fn manifest(root_symbol: &str, packs: &[(&str, &str)]) -> [u8; MANIFEST_LEN] {
     let mut out = [0u8; MANIFEST_LEN];
     let mut at = copy(&mut out, 0, MANIFEST_MAGIC.as_bytes());
@@ -69,6 +70,7 @@ const fn copy(out: &mut [u8; MANIFEST_LEN], mut at: usize, bytes: &[u8]) -> usiz
 }
 
 /// Parses manifest bytes; `None` when the bytes are not a manifest.
+#[must_use]
 pub fn parse_manifest(bytes: &[u8]) -> Option<Manifest> {
     let text = std::str::from_utf8(bytes.split(|b| *b == 0).next()?).ok()?;
     let body = text.strip_prefix(MANIFEST_MAGIC)?;

@@ -7,6 +7,13 @@
 // paths; the unsafety is abi_stable's, audited upstream.
 #![allow(unsafe_code, reason = "abi_stable's sabi_trait expansion")]
 #![allow(unused_qualifications, reason = "abi_stable's sabi_trait expansion")]
+#![allow(
+    clippy::must_use_candidate,
+    clippy::used_underscore_binding,
+    clippy::cast_ptr_alignment,
+    clippy::expl_impl_clone_on_copy,
+    reason = "abi_stable's sabi_trait and StableAbi expansions"
+)]
 
 use super::decision::Decision;
 use super::seam::Seam;

@@ -38,6 +38,7 @@ impl Seam {
 
     /// The seam's canonical name (`tool_call`, ...), or `None` for an id this
     /// version does not know.
+    #[must_use]
     pub const fn name(self) -> Option<&'static str> {
         match self.0 {
             0 => Some("context"),

@@ -35,6 +35,7 @@ impl InterceptError {
     }
 
     /// The error text.
+    #[must_use]
     pub fn as_str(&self) -> &str {
         &self.0
     }

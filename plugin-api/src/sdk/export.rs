@@ -19,6 +19,7 @@ pub struct PackEntry {
 
 impl PackEntry {
     /// The entry for pack `P`.
+    #[must_use]
     pub const fn of<P: Pack>() -> PackEntry {
         PackEntry {
             name: P::NAME,
@@ -38,6 +39,7 @@ fn descriptor<P: Pack>() -> PackDescriptor {
 }
 
 /// `PackLibrary::packs` for these entries.
+#[must_use]
 pub fn list(entries: &[PackEntry]) -> RVec<PackDescriptor> {
     guard::catch(|| entries.iter().map(|entry| (entry.descriptor)()).collect()).unwrap_or_default()
 }

@@ -18,26 +18,32 @@ pub struct Session<'a>(pub(crate) &'a SessionView<'a>);
 
 impl<'a> Session<'a> {
     /// Stable id of the conversation; key per-conversation state by it.
+    #[must_use]
     pub fn id(&self) -> &'a str {
         self.0.session_id.as_str()
     }
     /// Zero-based index of the current user turn.
+    #[must_use]
     pub fn turn_index(&self) -> u64 {
         self.0.turn_index
     }
     /// Provider calls already made in this turn.
+    #[must_use]
     pub fn provider_calls_this_turn(&self) -> u64 {
         self.0.provider_calls_this_turn
     }
     /// Tool calls already processed in this turn.
+    #[must_use]
     pub fn tool_calls_this_turn(&self) -> u64 {
         self.0.tool_calls_this_turn
     }
     /// Input tokens reported so far in the session.
+    #[must_use]
     pub fn input_tokens(&self) -> u64 {
         self.0.input_tokens
     }
     /// Output tokens reported so far in the session.
+    #[must_use]
     pub fn output_tokens(&self) -> u64 {
         self.0.output_tokens
     }
@@ -49,14 +55,17 @@ pub struct ToolCallRef<'a>(pub(crate) &'a ToolCallView<'a>);
 
 impl<'a> ToolCallRef<'a> {
     /// The call id.
+    #[must_use]
     pub fn id(&self) -> &'a str {
         self.0.id.as_str()
     }
     /// The tool name as dispatched.
+    #[must_use]
     pub fn name(&self) -> &'a str {
         self.0.name.as_str()
     }
     /// The arguments exactly as the model sent them (JSON text).
+    #[must_use]
     pub fn arguments_json(&self) -> &'a str {
         self.0.arguments_json.as_str()
     }
@@ -65,6 +74,7 @@ impl<'a> ToolCallRef<'a> {
         serde_json::from_str(self.arguments_json())
     }
     /// An owned copy, to edit and hand back in a replacement.
+    #[must_use]
     pub fn to_owned(&self) -> ToolCall {
         ToolCall {
             id: self.id().to_owned(),
@@ -80,14 +90,17 @@ pub struct BlockRef<'a>(pub(crate) &'a BlockView<'a>);
 
 impl<'a> BlockRef<'a> {
     /// `text`, `image`, ...
+    #[must_use]
     pub fn kind(&self) -> &'a str {
         self.0.kind.as_str()
     }
     /// The text of a text block (empty otherwise).
+    #[must_use]
     pub fn text(&self) -> &'a str {
         self.0.text.as_str()
     }
     /// An owned copy.
+    #[must_use]
     pub fn to_owned(&self) -> Block {
         Block {
             kind: self.kind().to_owned(),
@@ -103,10 +116,12 @@ pub struct MessageRef<'a>(pub(crate) &'a MessageView<'a>);
 
 impl<'a> MessageRef<'a> {
     /// `system`, `user`, `assistant` or `tool`.
+    #[must_use]
     pub fn role(&self) -> &'a str {
         self.0.role.as_str()
     }
     /// The text content.
+    #[must_use]
     pub fn content(&self) -> &'a str {
         self.0.content.as_str()
     }
@@ -121,10 +136,12 @@ impl<'a> MessageRef<'a> {
         calls.as_slice().iter().map(ToolCallRef)
     }
     /// For a tool message, the call it answers.
+    #[must_use]
     pub fn tool_call_id(&self) -> Option<&'a str> {
         non_empty(self.0.tool_call_id)
     }
     /// The author name, if any.
+    #[must_use]
     pub fn name(&self) -> Option<&'a str> {
         non_empty(self.0.name)
     }
@@ -147,10 +164,12 @@ pub struct Messages<'a>(pub(crate) RSlice<'a, MessageView<'a>>);
 
 impl<'a> Messages<'a> {
     /// Number of messages.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.0.len()
     }
     /// True when there are none.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -165,6 +184,7 @@ impl<'a> Messages<'a> {
         all.iter().map(MessageRef)
     }
     /// Owned copies of every message.
+    #[must_use]
     pub fn to_owned(&self) -> Vec<Message> {
         self.iter().map(|m| m.to_owned()).collect()
     }
@@ -176,17 +196,20 @@ pub struct HeadersRef<'a>(pub(crate) RSlice<'a, HeaderView<'a>>);
 
 impl<'a> HeadersRef<'a> {
     /// `(name, value)` pairs in the provider's order.
+    #[must_use]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&'a str, &'a str)> + 'a {
         let all: &'a [HeaderView<'a>] = self.0.as_slice();
         all.iter().map(|h| (h.name.as_str(), h.value.as_str()))
     }
     /// The value of the first header named `name` (ASCII case-insensitive).
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<&'a str> {
         self.iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v)
     }
     /// Owned copies.
+    #[must_use]
     pub fn to_owned(&self) -> Vec<(String, String)> {
         self.iter()
             .map(|(n, v)| (n.to_owned(), v.to_owned()))
@@ -203,18 +226,22 @@ pub struct RequestRef<'a> {
 
 impl<'a> RequestRef<'a> {
     /// The provider's model name.
+    #[must_use]
     pub fn model(&self) -> &'a str {
         self.view.model.as_str()
     }
     /// The messages about to be sent (after the context seam).
+    #[must_use]
     pub fn messages(&self) -> Messages<'a> {
         self.messages
     }
     /// The tool schemas offered, as JSON text (an array).
+    #[must_use]
     pub fn tools_json(&self) -> &'a str {
         self.view.tools_json.as_str()
     }
     /// Extra call options passed verbatim to the provider, as JSON text.
+    #[must_use]
     pub fn kwargs_json(&self) -> &'a str {
         self.view.kwargs_json.as_str()
     }
@@ -223,6 +250,7 @@ impl<'a> RequestRef<'a> {
         self.view.headers.into_option().map(HeadersRef)
     }
     /// An owned copy, to edit and hand back in a replacement.
+    #[must_use]
     pub fn to_owned(&self) -> Request {
         Request {
             model: self.model().to_owned(),
@@ -240,14 +268,17 @@ pub struct ToolResultRef<'a>(pub(crate) &'a ToolResultView<'a>);
 
 impl<'a> ToolResultRef<'a> {
     /// The output text.
+    #[must_use]
     pub fn output(&self) -> &'a str {
         self.0.output.as_str()
     }
     /// The error text, when the tool failed.
+    #[must_use]
     pub fn error(&self) -> Option<&'a str> {
         self.0.error.into_option().map(|e| e.as_str())
     }
     /// Result metadata as JSON text.
+    #[must_use]
     pub fn metadata_json(&self) -> &'a str {
         self.0.metadata_json.as_str()
     }

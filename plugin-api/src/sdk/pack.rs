@@ -22,6 +22,7 @@ pub enum SeamKind {
 
 impl SeamKind {
     /// The ABI identifier of this seam.
+    #[must_use]
     pub fn seam(self) -> Seam {
         match self {
             SeamKind::Context => Seam::CONTEXT,

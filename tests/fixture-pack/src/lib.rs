@@ -180,10 +180,12 @@ fn edit_arguments(value: &mut serde_json::Value, behavior: &Behavior) {
     match value {
         serde_json::Value::String(text) => *text = behavior.edit(text),
         serde_json::Value::Array(items) => {
-            items.iter_mut().for_each(|v| edit_arguments(v, behavior))
+            for v in items.iter_mut() {
+                edit_arguments(v, behavior);
+            }
         }
         serde_json::Value::Object(map) => {
-            map.values_mut().for_each(|v| edit_arguments(v, behavior))
+            map.values_mut().for_each(|v| edit_arguments(v, behavior));
         }
         _ => {}
     }
@@ -213,9 +215,10 @@ impl<F: Flavor> Pack for Fixture<F> {
                 "build {BUILD_TAG} refuses this configuration"
             )));
         }
-        if config.panic_tags.iter().any(|t| t == BUILD_TAG) {
-            panic!("build {BUILD_TAG} panics on this configuration");
-        }
+        assert!(
+            !config.panic_tags.iter().any(|t| t == BUILD_TAG),
+            "build {BUILD_TAG} panics on this configuration"
+        );
         match config.constructor.as_deref() {
             Some("error") => return Err(PackError::msg("constructor refused on purpose")),
             Some("panic") => panic!("constructor panicked on purpose"),
@@ -228,6 +231,10 @@ impl<F: Flavor> Pack for Fixture<F> {
         })
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one registration per seam and behaviour, read as one table"
+    )]
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         if let Some(behavior) = self.config.context.clone() {
             for i in 0..behavior.count {
@@ -245,7 +252,7 @@ impl<F: Flavor> Pack for Fixture<F> {
                         || {
                             let mut owned = messages.to_owned();
                             if let Some(first) = owned.first_mut() {
-                                first.role = "robot".to_owned();
+                                "robot".clone_into(&mut first.role);
                             }
                             owned
                         },
@@ -285,7 +292,7 @@ impl<F: Flavor> Pack for Fixture<F> {
                         },
                         || {
                             let mut owned = request.to_owned();
-                            owned.kwargs_json = "[1, 2, 3]".to_owned();
+                            "[1, 2, 3]".clone_into(&mut owned.kwargs_json);
                             owned
                         },
                     )
@@ -310,7 +317,7 @@ impl<F: Flavor> Pack for Fixture<F> {
                         },
                         || {
                             let mut owned = call.to_owned();
-                            owned.arguments_json = "{not json".to_owned();
+                            "{not json".clone_into(&mut owned.arguments_json);
                             owned
                         },
                     )
@@ -333,7 +340,7 @@ impl<F: Flavor> Pack for Fixture<F> {
                         },
                         || {
                             let mut owned = result.to_owned();
-                            owned.metadata_json = "not json at all".to_owned();
+                            "not json at all".clone_into(&mut owned.metadata_json);
                             owned
                         },
                     )

@@ -82,13 +82,12 @@ impl SeamAbi for ProviderRequestSeam {
         let messages = messages.map_err(Invalid::Malformed)?;
         let tools: Vec<ToolSchema> = serde_json::from_str(request.tools_json.as_str())
             .map_err(|error| Invalid::Malformed(format!("tools are not a tool list: {error}")))?;
-        let kwargs = match serde_json::from_str(request.kwargs_json.as_str()) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => {
-                return Err(Invalid::Malformed(
-                    "kwargs are not a JSON object".to_owned(),
-                ))
-            }
+        let Ok(serde_json::Value::Object(kwargs)) =
+            serde_json::from_str(request.kwargs_json.as_str())
+        else {
+            return Err(Invalid::Malformed(
+                "kwargs are not a JSON object".to_owned(),
+            ));
         };
         let headers = request.headers.into_option().map(|headers| {
             Headers(

@@ -1,4 +1,4 @@
-//! The `tool_call` seam: before each proposed call runs — before PreToolUse
+//! The `tool_call` seam: before each proposed call runs — before `PreToolUse`
 //! hooks and the permission policy. **Fail-closed.** A replacement may change
 //! the name and arguments; the call id always stays the original. A block
 //! denies the call (`Blocked by interceptor: <reason>`) and the run goes on.

@@ -1,5 +1,5 @@
 //! The `tool_result` seam: after a tool actually executed, before truncation,
-//! the transcript, PostToolUse hooks and events. Never for denied, blocked or
+//! the transcript, `PostToolUse` hooks and events. Never for denied, blocked or
 //! unknown calls. Fail-open. A block withholds the output: the result becomes
 //! a *successful* `[tool result withheld by interceptor: <reason>]`.
 
@@ -71,6 +71,7 @@ impl Interceptor<ToolResultSeam> {
 }
 
 /// The result recorded when a `tool_result` interceptor blocks.
+#[must_use]
 pub fn withheld(reason: &str) -> ToolResult {
     ToolResult::ok(format!("[tool result withheld by interceptor: {reason}]"))
 }

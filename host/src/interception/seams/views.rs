@@ -100,7 +100,10 @@ pub(crate) fn tool_result_from_abi(value: ToolResultValue) -> Result<ToolResult,
     Ok(ToolResult {
         metadata: optional_raw(value.metadata_json.as_str(), "result metadata")?,
         output: value.output.into_string(),
-        error: value.error.map(|e| e.into_string()).into_option(),
+        error: value
+            .error
+            .map(abi_stable::std_types::RString::into_string)
+            .into_option(),
     })
 }
 

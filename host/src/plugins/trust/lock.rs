@@ -204,10 +204,7 @@ fn is_hex64(text: &str) -> bool {
 /// parser names no place).
 fn line_of(text: &str, span: Option<Range<usize>>) -> usize {
     let start = span.map_or(0, |span| span.start.min(text.len()));
-    1 + text.as_bytes()[..start]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
+    1 + text.as_bytes()[..start].split(|b| *b == b'\n').count() - 1
 }
 
 /// Where the first line of the old format (`<file> sha256:<hex> <names>`)
@@ -328,6 +325,7 @@ impl LockFile {
     }
 
     /// The pin for `file` (a bare name, or an absolute path in an external lock).
+    #[must_use]
     pub fn entry(&self, file: &str) -> Option<&LockEntry> {
         self.entries.iter().find(|e| e.file == file)
     }
@@ -560,7 +558,7 @@ fn compare(
                     path,
                     now: now.entry_points.clone(),
                     pinned: pin.entry_points.clone(),
-                })
+                });
             }
             Some(_) => {}
         }

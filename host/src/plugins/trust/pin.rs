@@ -19,6 +19,7 @@ pub enum LockLocation {
 
 impl LockLocation {
     /// The command that rewrites this lock.
+    #[must_use]
     pub fn relock_command(&self) -> String {
         match self {
             LockLocation::Directory(dir) => {

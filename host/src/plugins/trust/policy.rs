@@ -342,7 +342,8 @@ impl TrustedDir {
             use cap_std::fs::OpenOptionsExt;
             // Never block on a FIFO or take a terminal.
             let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
-            options.custom_flags(flags.bits() as i32);
+            // `open(2)` takes the same bits as an `int`.
+            options.custom_flags(i32::from_ne_bytes(flags.bits().to_ne_bytes()));
         }
         let file = match self.dir.open_with(name, &options) {
             Ok(file) => file.into_std(),
@@ -354,7 +355,7 @@ impl TrustedDir {
                 let dir = self.path.clone();
                 return self
                     .overridable(Err(refuse(PolicyErrorKind::SymlinkOut { dir })))
-                    .and_then(|()| self.open_outside(&shown, subject));
+                    .and_then(|()| open_outside(&shown, subject));
             }
             Err(error) => return Err(PolicyError::io(subject, &shown, Access::Open)(error)),
         };
@@ -377,17 +378,12 @@ impl TrustedDir {
         }
         Ok(Some(TrustedFile { file }))
     }
+}
 
-    /// `--allow-insecure-plugins-dir` and a symlink out: follow it, as asked.
-    fn open_outside(
-        &self,
-        shown: &Path,
-        subject: Subject,
-    ) -> Result<Option<TrustedFile>, PolicyError> {
-        let file =
-            std::fs::File::open(shown).map_err(PolicyError::io(subject, shown, Access::Open))?;
-        Ok(Some(TrustedFile { file }))
-    }
+/// `--allow-insecure-plugins-dir` and a symlink out: follow it, as asked.
+fn open_outside(shown: &Path, subject: Subject) -> Result<Option<TrustedFile>, PolicyError> {
+    let file = std::fs::File::open(shown).map_err(PolicyError::io(subject, shown, Access::Open))?;
+    Ok(Some(TrustedFile { file }))
 }
 
 /// `O_NOFOLLOW` met a symlink.

@@ -31,15 +31,12 @@ impl Probe {
     pub(crate) fn run(&self, sealed: &Sealed, packs: &[(&str, &str)]) -> Result<(), ProbeError> {
         let mut command = Command::new(&self.program);
         command.args(["packs", "check"]);
-        let stdin = match sealed.for_child().map_err(ProbeError::Handover)? {
-            Some(stdin) => {
-                command.arg("--sealed-stdin");
-                stdin
-            }
-            None => {
-                command.arg(sealed.path());
-                Stdio::null()
-            }
+        let stdin = if let Some(stdin) = sealed.for_child().map_err(ProbeError::Handover)? {
+            command.arg("--sealed-stdin");
+            stdin
+        } else {
+            command.arg(sealed.path());
+            Stdio::null()
         };
         for (name, config) in packs {
             command.arg("--pack").arg(if config.is_empty() {
@@ -75,7 +72,7 @@ impl Probe {
             (Some(_), Some(line)) => ProbeError::Refused { line },
             (Some(code), None) => ProbeError::Exited { code },
             (None, _) => ProbeError::Crashed {
-                signal: signal_of(&status),
+                signal: signal_of(status),
             },
         })
     }
@@ -147,13 +144,13 @@ pub enum ProbeError {
 }
 
 #[cfg(unix)]
-fn signal_of(status: &ExitStatus) -> Option<i32> {
+fn signal_of(status: ExitStatus) -> Option<i32> {
     use std::os::unix::process::ExitStatusExt;
     status.signal()
 }
 
 #[cfg(not(unix))]
-fn signal_of(_status: &ExitStatus) -> Option<i32> {
+fn signal_of(_status: ExitStatus) -> Option<i32> {
     None
 }
 
