@@ -33,7 +33,7 @@ pub(crate) fn run<S: SeamSpec>(
     let sink = |event: InterceptorEvent| events.lock().unwrap().push(event);
     let cx = ChainContext {
         session: &facts,
-        events: &sink,
+        events: Some(&sink),
     };
     let outcome = run_chain(chain, lead, value, &cx);
     (outcome, events.into_inner().unwrap())

@@ -88,7 +88,7 @@ fn verdict(chain: &[ToolCallInterceptor]) -> Option<String> {
     let facts = SessionFacts::new("hot");
     let cx = ChainContext {
         session: &facts,
-        events: &|_| {},
+        events: None,
     };
     run_chain(chain, &(), &ToolCall::new("c", "bash", json!({})), &cx).blocked
 }
@@ -323,7 +323,7 @@ fn plan_gate_hands_its_planned_turns_to_the_new_build() {
     let facts = SessionFacts::new("planned-session");
     let cx = ChainContext {
         session: &facts,
-        events: &|_| {},
+        events: None,
     };
     assert!(
         run_chain(&manager.registry().get_all().tool_call, &(), &think, &cx)
@@ -347,7 +347,7 @@ fn plan_gate_hands_its_planned_turns_to_the_new_build() {
     let other = SessionFacts::new("unplanned-session");
     let cx = ChainContext {
         session: &other,
-        events: &|_| {},
+        events: None,
     };
     assert!(
         run_chain(&manager.registry().get_all().tool_call, &(), &write, &cx)

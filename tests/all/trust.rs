@@ -334,7 +334,7 @@ fn a_pack_that_panics_on_ten_thousand_calls_leaves_the_host_alive_and_every_call
     let facts = SessionFacts::new("panics");
     let cx = ChainContext {
         session: &facts,
-        events: &|_| {},
+        events: None,
     };
     let call = ToolCall::new("c", "bash", json!({}));
     let result = ToolResult::ok("untouched");

@@ -76,7 +76,7 @@ fn run(
 ) -> ChainOutcome<ToolCall> {
     let cx = ChainContext {
         session: facts,
-        events: &|_| {},
+        events: None,
     };
     run_chain(chain, &(), call, &cx)
 }

@@ -82,7 +82,7 @@ fn rust_median(text: &str) -> (Duration, usize) {
     let facts = SessionFacts::new("bench");
     let cx = ChainContext {
         session: &facts,
-        events: &|_| {},
+        events: None,
     };
     let mut redactions = 0;
     let samples = (0..RUNS)

@@ -168,6 +168,24 @@ impl EventBus {
             .push(Arc::new(subscriber));
     }
 
+    /// True when anyone subscribed: events are worth building.
+    #[must_use]
+    pub fn is_listened(&self) -> bool {
+        !self
+            .subscribers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Publishes the event `make` builds, building it only when anyone
+    /// listens.
+    pub fn emit(&self, make: impl FnOnce() -> AgentEvent) {
+        if self.is_listened() {
+            self.publish(make());
+        }
+    }
+
     /// Publishes `event` to every subscriber.
     pub fn publish(&self, event: AgentEvent) {
         let subscribers = self

@@ -8,7 +8,7 @@
 use super::events::AgentEvent;
 use super::session::{AgentSession, EndReason, RunResult};
 use super::stream::Assembler;
-use crate::interception::{run_chain, ChainContext, Interceptors};
+use crate::interception::Interceptors;
 use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolList};
 use std::sync::Arc;
@@ -34,12 +34,12 @@ impl AgentSession {
         self.facts.provider_calls_this_turn = 0;
         self.facts.tool_calls_this_turn = 0;
         self.history.push(Message::user(input));
-        self.bus.publish(AgentEvent::User {
+        self.bus.emit(|| AgentEvent::User {
             content: input.to_owned(),
         });
         let bundle = self.effective_interceptors();
         let result = self.run_steps(bundle.as_ref());
-        self.bus.publish(AgentEvent::RunEnd {
+        self.bus.emit(|| AgentEvent::RunEnd {
             success: result.success,
             output: result.output.clone(),
             reason: result.reason.to_string(),
@@ -60,7 +60,7 @@ impl AgentSession {
             let assistant =
                 Message::assistant(response.content.clone(), response.tool_calls.clone());
             self.history.push(assistant);
-            self.bus.publish(AgentEvent::Assistant {
+            self.bus.emit(|| AgentEvent::Assistant {
                 content: response.content.clone(),
                 tool_calls: response.tool_calls.clone(),
             });
@@ -142,12 +142,7 @@ impl AgentSession {
         else {
             return Ok(Outgoing::default());
         };
-        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
-        let cx = ChainContext {
-            session: &self.facts,
-            events: &sink,
-        };
-        let context = run_chain(&bundle.context, &(), &self.history, &cx);
+        let context = self.run_seam(&bundle.context, &(), &self.history);
         if let Some(reason) = context.blocked {
             return Err(reason);
         }
@@ -169,12 +164,7 @@ impl AgentSession {
             kwargs: serde_json::Map::new(),
             headers: surface,
         };
-        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
-        let cx = ChainContext {
-            session: &self.facts,
-            events: &sink,
-        };
-        let request = run_chain(&bundle.provider_request, &(), &envelope, &cx);
+        let request = self.run_seam(&bundle.provider_request, &(), &envelope);
         let (sent, keep) = match request.replaced {
             Some(replaced) => (replaced, Some(envelope.messages)),
             None if lent => {

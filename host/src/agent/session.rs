@@ -3,7 +3,11 @@
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, PermissionPolicy};
-use crate::interception::{merge_interceptors, Interceptors, SessionFacts};
+use super::events::AgentEvent;
+use crate::interception::{
+    merge_interceptors, run_chain, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
+    Interceptors, SeamSpec, SessionFacts,
+};
 use crate::plugins::Registry;
 use crate::providers::{Provider, ProviderError};
 use crate::tools::{ToolSet, Workspace};
@@ -283,6 +287,25 @@ impl AgentSession {
     #[must_use]
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
+    }
+
+    /// Runs `chain` for this conversation. Its events reach the bus only when
+    /// someone listens; otherwise none is built.
+    pub(crate) fn run_seam<S: SeamSpec>(
+        &self,
+        chain: &[Interceptor<S>],
+        lead: &S::Lead,
+        value: &S::Value,
+    ) -> ChainOutcome<S::Value> {
+        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
+        let cx = ChainContext {
+            session: &self.facts,
+            events: self
+                .bus
+                .is_listened()
+                .then_some(&sink as &dyn Fn(InterceptorEvent)),
+        };
+        run_chain(chain, lead, value, &cx)
     }
 
     /// The bundle a turn starting now would run with: the plugin chains (load

@@ -4,7 +4,7 @@ use super::events::AgentEvent;
 use super::permission::Permission;
 use super::session::AgentSession;
 use super::subagent::Inherited;
-use crate::interception::{run_chain, withheld_result, ChainContext, Interceptors};
+use crate::interception::{withheld_result, Interceptors};
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
 use std::fmt::Write as _;
@@ -39,19 +39,19 @@ impl AgentSession {
                 (effective, self.truncate(result), true)
             }
         };
-        let content = result.transcript_text();
         self.history
-            .push(Message::tool(call.id.clone(), content.clone()));
+            .push(Message::tool(call.id.clone(), result.transcript_text()));
         // PostToolUse follows execution only: a refused call short-circuits it.
         if executed {
             for hook in &self.hooks.post_tool_use {
                 hook(&effective, &result);
             }
         }
-        self.bus.publish(AgentEvent::ToolResult {
+        let recorded = self.history.last().map(|m| m.content.as_str());
+        self.bus.emit(|| AgentEvent::ToolResult {
             call_id: call.id.clone(),
             name: effective.name.clone(),
-            content,
+            content: recorded.unwrap_or_default().to_owned(),
             is_error: result.is_error(),
         });
     }
@@ -60,12 +60,7 @@ impl AgentSession {
     fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
         let mut effective = call.clone();
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
-            let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
-            let cx = ChainContext {
-                session: &self.facts,
-                events: &sink,
-            };
-            let outcome = run_chain(&bundle.tool_call, &(), call, &cx);
+            let outcome = self.run_seam(&bundle.tool_call, &(), call);
             if let Some(reason) = outcome.blocked {
                 return Gate::Refuse(call.clone(), format!("Blocked by interceptor: {reason}"));
             }
@@ -140,12 +135,7 @@ impl AgentSession {
         if bundle.tool_result.is_empty() {
             return result;
         }
-        let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
-        let cx = ChainContext {
-            session: &self.facts,
-            events: &sink,
-        };
-        let outcome = run_chain(&bundle.tool_result, call, &result, &cx);
+        let outcome = self.run_seam(&bundle.tool_result, call, &result);
         match (outcome.blocked, outcome.replaced) {
             (Some(reason), _) => withheld_result(&reason),
             (None, Some(replaced)) => replaced,

@@ -25,8 +25,9 @@ pub struct ChainOutcome<V> {
 pub struct ChainContext<'a> {
     /// The conversation the chain runs for.
     pub session: &'a SessionFacts,
-    /// Receives one event per block / replace / error.
-    pub events: &'a dyn Fn(InterceptorEvent),
+    /// Receives one event per block / replace / error; `None` when nobody
+    /// listens, and then no event is even built.
+    pub events: Option<&'a dyn Fn(InterceptorEvent)>,
 }
 
 enum Verdict<V> {
@@ -189,14 +190,16 @@ fn apply<S: SeamSpec>(
     cx: &ChainContext<'_>,
 ) -> Flow<S::Value> {
     let emit = |decision, reason: String| {
-        (cx.events)(InterceptorEvent {
-            seam: S::NAME,
-            decision,
-            reason,
-            tool_name: tool_name.to_owned(),
-            call_id: call_id.to_owned(),
-            interceptor: name.to_owned(),
-        });
+        if let Some(events) = cx.events {
+            events(InterceptorEvent {
+                seam: S::NAME,
+                decision,
+                reason,
+                tool_name: tool_name.to_owned(),
+                call_id: call_id.to_owned(),
+                interceptor: name.to_owned(),
+            });
+        }
     };
     let fail = |event_reason: String, block_text: String| {
         emit(EventDecision::Error, event_reason);

@@ -43,7 +43,7 @@
 //!
 //! let call = ToolCall::new("c1", "write_file", json!({ "content": "one" }));
 //! let facts = SessionFacts::new("s1");
-//! let cx = ChainContext { session: &facts, events: &|_| {} };
+//! let cx = ChainContext { session: &facts, events: None };
 //! let outcome = run_chain(&merged.tool_call, &(), &call, &cx);
 //! let effective = outcome.replaced.unwrap();
 //! assert_eq!(effective.arguments.get_str("content").unwrap(), "one+plugin+host");
