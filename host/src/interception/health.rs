@@ -103,10 +103,16 @@ impl PackHealth {
     }
 
     /// The quarantine reason, when quarantined (one atomic load otherwise).
+    #[inline]
     pub fn quarantine(&self) -> Option<String> {
         if !self.quarantined.load(Ordering::Acquire) {
             return None;
         }
+        self.reason()
+    }
+
+    #[cold]
+    fn reason(&self) -> Option<String> {
         self.record
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -115,6 +121,7 @@ impl PackHealth {
     }
 
     /// The call budget, if any.
+    #[inline]
     pub(crate) fn budget(&self) -> Option<Duration> {
         self.policy.call_budget
     }

@@ -5,11 +5,12 @@ use super::guard;
 use super::inputs::{Messages, RequestRef, Session, ToolCallRef, ToolResultRef};
 use super::pack::SeamKind;
 use super::values::{messages_into_abi, Message, Request, ToolCall, ToolResult};
-use crate::abi::{self, InterceptorAbi, InterceptorAbi_TO, Registration, SeamInput, SeamValue};
+use crate::abi::{
+    self, InterceptorAbi, InterceptorAbi_TO, InterceptorBox, Registration, SeamInput, SeamValue,
+};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RString};
 
-type Erased = Box<dyn Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync>;
 
 /// Where a pack registers its interceptors: any number per seam, each with a
 /// name, run in registration order.
@@ -19,7 +20,7 @@ type Erased = Box<dyn Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync>;
 /// `Ok(Decision::Block(reason))`, or `Err(e)` for a failure the seam's failure
 /// policy handles. A panic counts as a failure.
 pub struct Registrar {
-    pub(crate) entries: Vec<(SeamKind, String, Erased)>,
+    pub(crate) entries: Vec<(SeamKind, String, InterceptorBox)>,
 }
 
 impl Registrar {
@@ -36,8 +37,8 @@ impl Registrar {
         F: Fn(Session<'_>, Messages<'_>) -> InterceptResult<Vec<Message>> + Send + Sync + 'static,
     {
         self.push(SeamKind::Context, name, move |input| {
-            finish(
-                guard::catch(|| f(Session(input.session), Messages(input.messages))),
+            decide(
+                || f(Session(input.session), Messages(input.messages)),
                 |messages| SeamValue {
                     messages: ROption::RSome(messages_into_abi(messages)),
                     ..SeamValue::default()
@@ -61,8 +62,8 @@ impl Registrar {
                 messages: Messages(input.messages),
                 view,
             };
-            finish(
-                guard::catch(|| f(Session(input.session), request)),
+            decide(
+                || f(Session(input.session), request),
                 Request::into_abi,
             )
         });
@@ -78,8 +79,8 @@ impl Registrar {
             let Some(call) = input.tool_call.into_option() else {
                 return missing("tool call");
             };
-            finish(
-                guard::catch(|| f(Session(input.session), ToolCallRef(call))),
+            decide(
+                || f(Session(input.session), ToolCallRef(call)),
                 |call| SeamValue {
                     tool_call: ROption::RSome(call.into_abi()),
                     ..SeamValue::default()
@@ -104,14 +105,14 @@ impl Registrar {
             ) else {
                 return missing("tool call and result");
             };
-            finish(
-                guard::catch(|| {
+            decide(
+                || {
                     f(
                         Session(input.session),
                         ToolCallRef(call),
                         ToolResultRef(result),
                     )
-                }),
+                },
                 |result| SeamValue {
                     tool_result: ROption::RSome(result.into_abi()),
                     ..SeamValue::default()
@@ -120,22 +121,23 @@ impl Registrar {
         });
     }
 
-    fn push(
-        &mut self,
-        seam: SeamKind,
-        name: &str,
-        f: impl Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync + 'static,
-    ) {
-        self.entries.push((seam, name.to_owned(), Box::new(f)));
+    /// Erases `f` straight into the ABI trait object: the host's call
+    /// reaches the closure through one vtable, with no second indirection.
+    fn push<F>(&mut self, seam: SeamKind, name: &str, f: F)
+    where
+        F: Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync + 'static,
+    {
+        let interceptor = InterceptorAbi_TO::from_value(Typed(f), TD_Opaque);
+        self.entries.push((seam, name.to_owned(), interceptor));
     }
 
     pub(crate) fn into_registrations(self) -> Vec<Registration> {
         self.entries
             .into_iter()
-            .map(|(seam, name, f)| Registration {
+            .map(|(seam, name, interceptor)| Registration {
                 seam: seam.seam(),
                 name: RString::from(name),
-                interceptor: InterceptorAbi_TO::from_value(ErasedInterceptor(f), TD_Opaque),
+                interceptor,
             })
             .collect()
     }
@@ -145,25 +147,30 @@ fn missing(what: &str) -> abi::Decision {
     abi::Decision::error(format!("the host sent no {what} for this seam"))
 }
 
-fn finish<T>(
-    outcome: Result<InterceptResult<T>, String>,
+/// Runs the pack's closure under `catch_unwind` and turns its answer into
+/// the ABI's decision inside the same guard, so a panic anywhere — in the
+/// closure or while its replacement is converted — is an error decision,
+/// and the common allow is built once, never moved through a wider result.
+fn decide<T>(
+    body: impl FnOnce() -> InterceptResult<T>,
     into_value: impl FnOnce(T) -> SeamValue,
 ) -> abi::Decision {
-    match outcome {
-        Ok(Ok(Decision::Allow)) => abi::Decision::allow(),
-        Ok(Ok(Decision::Block(reason))) => abi::Decision::block(reason),
-        Ok(Ok(Decision::Replace(value))) => match guard::catch(|| into_value(value)) {
-            Ok(value) => abi::Decision::replace(value),
-            Err(panic) => abi::Decision::error(panic),
-        },
-        Ok(Err(error)) => abi::Decision::error(error.as_str()),
-        Err(panic) => abi::Decision::error(panic),
-    }
+    guard::catch(|| match body() {
+        Ok(Decision::Allow) => abi::Decision::allow(),
+        Ok(Decision::Block(reason)) => abi::Decision::block(reason),
+        Ok(Decision::Replace(value)) => abi::Decision::replace(into_value(value)),
+        Err(error) => abi::Decision::error(error.as_str()),
+    })
+    .unwrap_or_else(abi::Decision::error)
 }
 
-struct ErasedInterceptor(Erased);
+/// A registered closure as the ABI's interceptor.
+struct Typed<F>(F);
 
-impl InterceptorAbi for ErasedInterceptor {
+impl<F> InterceptorAbi for Typed<F>
+where
+    F: Fn(&SeamInput<'_>) -> abi::Decision + Send + Sync + 'static,
+{
     fn intercept(&self, input: &SeamInput<'_>) -> abi::Decision {
         (self.0)(input)
     }
