@@ -1,0 +1,1012 @@
+//! The cost of the ABI boundary alone: each real pack against the same
+//! policy written as a host closure, side by side in one run.
+//!
+//! Run: `cargo bench -p chimera-tests --bench packs_vs_closures`
+//! (one case: append `-- <group>`, e.g. `-- redactor_envelope`).
+//!
+//! Every case times two chains through the real chain runner (`run_chain`),
+//! with the same inputs and the same decisions:
+//!
+//! * `pack`: the pack loaded from its `.so` through the plugin manager, run
+//!   exactly as the agent loop runs it (ABI views, `sabi_trait` dispatch,
+//!   the pack's health record, replacements converted back into host types);
+//! * `closure`: the pack's logic reproduced as a host closure over the host's
+//!   own types (`ToolCall`, `ProviderRequest`, `ToolResult`, ...), with the
+//!   same regular expression, the same state structure and the same
+//!   replacement shape, so only the boundary differs.
+//!
+//! Cases:
+//!
+//! * `tool_call_allow_3`: three allowing fixture interceptors
+//!   (`{"tool_call": {"action": "allow", "count": 3}}`): count the call on a
+//!   shared atomic, check the tool filter and the sleep, allow.
+//! * `plan_gate_gated_after_plan`: plan-gate (default config) on `bash` in a
+//!   session that already planned (a `think` call through the same chain,
+//!   before timing): a lookup in the per-session LRU behind a mutex, allow.
+//!   Host closures do not see the session, so the closure captures the id of
+//!   the session it was built for.
+//! * `redactor_envelope`: the redactor (default config) on a 20-message
+//!   `provider_request` envelope with two headers and a secret in three
+//!   messages (one in tool-call arguments): a replacement envelope.
+//! * `spawner_rewrite`: delegate-spawner (default config) rewriting
+//!   `spawn_research` into `delegate` with the rendered task.
+//! * `redactor_result_1mib`: the redactor on a 1 MiB `tool_result` with a
+//!   near-miss (`sk-ab12`) about every 85 bytes and a real secret every 4 KiB;
+//!   `redactor_result_1mib_clean`: the same size with neither (no decision).
+//!
+//! Both sides' outputs are checked equal once before timing. Criterion
+//! reports each side's absolute time; a table at the end gives the medians
+//! and the figure that matters, the ratio **pack / closure** (absolute times
+//! drift on a shared machine, the ratio is measured side by side).
+
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "statistics over measured durations and sizes, far from the limits"
+)]
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented pub fn"
+)]
+
+use chimera_host::interception::{
+    run_chain, ChainContext, ChainOutcome, InterceptDecision, Interceptor,
+    ProviderRequestInterceptor, SessionFacts, ToolCallInterceptor, ToolResultInterceptor,
+};
+use chimera_host::plugins::{PluginManager, Registry};
+use chimera_host::types::{
+    Arguments, Headers, Message, ProviderRequest, ToolCall, ToolList, ToolResult, ToolSchema,
+};
+use chimera_tests::packs_dir;
+use criterion::{criterion_group, Criterion};
+use lru::LruCache;
+use regex::{NoExpand, Regex};
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+const MIB: usize = 1 << 20;
+const SESSION: &str = "bench-session";
+
+/// The groups, in the order they run (and the summary prints).
+const CASES: &[&str] = &[
+    "tool_call_allow_3",
+    "plan_gate_gated_after_plan",
+    "redactor_envelope",
+    "spawner_rewrite",
+    "redactor_result_1mib",
+    "redactor_result_1mib_clean",
+];
+
+// ---------------------------------------------------------------- helpers
+
+/// A manager with pack `name` loaded from its `.so` with `config`.
+fn load(name: &str, config: &str) -> PluginManager {
+    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    manager
+        .load(name, config)
+        .unwrap_or_else(|error| panic!("{name} loads: {error}"));
+    manager
+}
+
+fn context(facts: &SessionFacts) -> ChainContext<'_> {
+    ChainContext {
+        session: facts,
+        events: &|_| {},
+    }
+}
+
+fn call_tool(
+    chain: &[ToolCallInterceptor],
+    call: &ToolCall,
+    facts: &SessionFacts,
+) -> ChainOutcome<ToolCall> {
+    run_chain(chain, &(), call, &context(facts))
+}
+
+fn call_request(
+    chain: &[ProviderRequestInterceptor],
+    request: &ProviderRequest,
+    facts: &SessionFacts,
+) -> ChainOutcome<ProviderRequest> {
+    run_chain(chain, &(), request, &context(facts))
+}
+
+fn call_result(
+    chain: &[ToolResultInterceptor],
+    call: &ToolCall,
+    result: &ToolResult,
+    facts: &SessionFacts,
+) -> ChainOutcome<ToolResult> {
+    run_chain(chain, call, result, &context(facts))
+}
+
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group
+}
+
+// ------------------------------------------------ 1. fixture: allow x 3
+
+const FIXTURE_ALLOW_3: &str = r#"{"tool_call": {"action": "allow", "count": 3}}"#;
+
+/// The fixture's `tool_call` interceptors as host closures, built from the
+/// same configuration (its `Behavior`): each counts the call on the pack's
+/// shared counter, checks the tool filter, sleeps if told to, then answers
+/// the configured action.
+fn fixture_closures(config: &str) -> Vec<ToolCallInterceptor> {
+    use chimera_fixture_pack::Action;
+    let config: chimera_fixture_pack::Config = serde_json::from_str(config).expect("config");
+    let behavior = config.tool_call.expect("a tool_call behaviour");
+    let calls = Arc::new(AtomicU64::new(0));
+    (0..behavior.count)
+        .map(|i| {
+            let (calls, b) = (Arc::clone(&calls), behavior.clone());
+            Interceptor::tool_call(format!("tool_call-{i}"), move |call: &ToolCall| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                if !(b.tools.is_empty() || b.tools.contains(&call.name)) {
+                    return Ok(InterceptDecision::Allow);
+                }
+                if b.sleep_ms > 0 {
+                    std::thread::sleep(Duration::from_millis(b.sleep_ms));
+                }
+                match b.action {
+                    Action::Allow => Ok(InterceptDecision::Allow),
+                    Action::Block => Ok(InterceptDecision::Block(b.reason.clone())),
+                    other => panic!("the bench reproduces allow and block only, not {other:?}"),
+                }
+            })
+        })
+        .collect()
+}
+
+fn tool_call_allow_3(c: &mut Criterion) {
+    let facts = SessionFacts::new(SESSION);
+    let call = ToolCall::new(
+        "call_1",
+        "write_file",
+        json!({"path": "/data/x.txt", "count": 3, "recursive": true}),
+    );
+    let closure = fixture_closures(FIXTURE_ALLOW_3);
+    let manager = load("fixture", FIXTURE_ALLOW_3);
+    let pack = manager.registry().get_all().tool_call;
+    assert_eq!((closure.len(), pack.len()), (3, 3));
+    for chain in [&closure, &pack] {
+        let outcome = call_tool(chain, &call, &facts);
+        assert!(outcome.replaced.is_none() && outcome.blocked.is_none());
+    }
+    let mut group = group(c, "tool_call_allow_3");
+    group.bench_function("closure", |b| {
+        b.iter(|| black_box(call_tool(&closure, black_box(&call), &facts)));
+    });
+    group.bench_function("pack", |b| {
+        b.iter(|| black_box(call_tool(&pack, black_box(&call), &facts)));
+    });
+    group.finish();
+}
+
+// ------------------------------------------------------ 2. plan-gate
+
+/// Per-session "planned this turn", as plan-gate keeps it: an LRU of the
+/// 256 most recently written sessions behind a mutex (reading with `peek`,
+/// so reading does not count as use).
+struct Lanes {
+    table: Mutex<LruCache<String, bool>>,
+}
+
+impl Lanes {
+    fn new() -> Self {
+        let capacity = NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN);
+        Lanes {
+            table: Mutex::new(LruCache::new(capacity)),
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, LruCache<String, bool>> {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_planned(&self, session: &str) -> bool {
+        self.table().peek(session).copied().unwrap_or(false)
+    }
+
+    fn set(&self, session: &str, planned: bool) {
+        let mut table = self.table();
+        match table.get_mut(session) {
+            Some(entry) => *entry = planned,
+            None => {
+                table.put(session.to_owned(), planned);
+            }
+        }
+    }
+}
+
+/// The gate: plan-gate's `check`, over the host's `ToolCall`.
+struct Gate {
+    gated_tools: BTreeSet<String>,
+    plan_tools: BTreeSet<String>,
+    lanes: Lanes,
+}
+
+impl Gate {
+    fn check(&self, session: &str, tool: &str) -> InterceptDecision<ToolCall> {
+        if self.plan_tools.contains(tool) {
+            self.lanes.set(session, true);
+            return InterceptDecision::Allow;
+        }
+        if self.gated_tools.contains(tool) && !self.lanes.is_planned(session) {
+            let plan_tools: Vec<&str> = self.plan_tools.iter().map(String::as_str).collect();
+            return InterceptDecision::Block(format!(
+                "plan-gate: no plan recorded this turn \u{2014} call one of [{}] to record a plan before using {tool}",
+                plan_tools.join(", ")
+            ));
+        }
+        InterceptDecision::Allow
+    }
+}
+
+fn plan_gate_closure(session: &str) -> Vec<ToolCallInterceptor> {
+    let config = plan_gate::Config::default();
+    let gate = Gate {
+        gated_tools: config.gated_tools,
+        plan_tools: config.plan_tools,
+        lanes: Lanes::new(),
+    };
+    let session = session.to_owned();
+    vec![Interceptor::tool_call("gate", move |call: &ToolCall| {
+        Ok(gate.check(&session, &call.name))
+    })]
+}
+
+fn plan_gate_gated_after_plan(c: &mut Criterion) {
+    let facts = SessionFacts::new(SESSION);
+    let think = ToolCall::new(
+        "call_1",
+        "think",
+        json!({"thought": "plan: edit, then test"}),
+    );
+    let bash = ToolCall::new("call_2", "bash", json!({"command": "cargo test --quiet"}));
+    let closure = plan_gate_closure(&facts.session_id);
+    let manager = load("plan-gate", "");
+    let pack = manager.registry().get_all().tool_call;
+    for chain in [&closure, &pack] {
+        let before = call_tool(chain, &bash, &facts);
+        assert!(before.blocked.is_some(), "unplanned: blocked");
+        let planning = call_tool(chain, &think, &facts);
+        assert!(planning.blocked.is_none() && planning.replaced.is_none());
+        let after = call_tool(chain, &bash, &facts);
+        assert!(
+            after.blocked.is_none() && after.replaced.is_none(),
+            "planned: allowed"
+        );
+    }
+    let mut group = group(c, "plan_gate_gated_after_plan");
+    group.bench_function("closure", |b| {
+        b.iter(|| black_box(call_tool(&closure, black_box(&bash), &facts)));
+    });
+    group.bench_function("pack", |b| {
+        b.iter(|| black_box(call_tool(&pack, black_box(&bash), &facts)));
+    });
+    group.finish();
+}
+
+// ------------------------------------------------------ 3, 5. redactor
+
+/// The redactor's scrub over the host's types: same pattern, replacement
+/// and header list as the pack's default config, same decisions.
+struct Scrubber {
+    pattern: Regex,
+    replacement: String,
+    headers: Vec<String>,
+}
+
+impl Scrubber {
+    fn new() -> Self {
+        let config = redactor::Config::default();
+        Scrubber {
+            pattern: Regex::new(&config.pattern).expect("the default pattern compiles"),
+            replacement: config.replacement,
+            headers: config.headers,
+        }
+    }
+
+    fn text(&self, text: &str) -> Option<String> {
+        match self.pattern.replace_all(text, NoExpand(&self.replacement)) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(scrubbed) => Some(scrubbed),
+        }
+    }
+
+    fn json_strings(&self, value: &mut Value) -> bool {
+        match value {
+            Value::String(text) => match self.text(text) {
+                Some(scrubbed) => {
+                    *text = scrubbed;
+                    true
+                }
+                None => false,
+            },
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, item| self.json_strings(item) | changed),
+            Value::Object(map) => map
+                .values_mut()
+                .fold(false, |changed, item| self.json_strings(item) | changed),
+            _ => false,
+        }
+    }
+
+    /// Scrubbed arguments, or `None` (the model's text kept verbatim).
+    fn arguments(&self, arguments: &Arguments) -> Option<Arguments> {
+        let text = arguments.as_str();
+        if !self.pattern.is_match(text) && !text.contains('\\') {
+            return None;
+        }
+        let mut value = arguments.parse();
+        self.json_strings(&mut value)
+            .then(|| Arguments::from_value(&value))
+    }
+
+    fn message(&self, message: &Message) -> Option<Message> {
+        let content = self.text(&message.content);
+        let blocks: Vec<Option<String>> = message
+            .blocks
+            .iter()
+            .map(|b| {
+                if b.kind == "text" {
+                    self.text(&b.text)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let calls: Vec<Option<Arguments>> = message
+            .tool_calls
+            .iter()
+            .map(|c| self.arguments(&c.arguments))
+            .collect();
+        if content.is_none()
+            && blocks.iter().all(Option::is_none)
+            && calls.iter().all(Option::is_none)
+        {
+            return None;
+        }
+        let mut owned = message.clone();
+        if let Some(content) = content {
+            owned.content = content;
+        }
+        for (block, scrubbed) in owned.blocks.iter_mut().zip(blocks) {
+            if let Some(text) = scrubbed {
+                block.text = text;
+            }
+        }
+        for (call, scrubbed) in owned.tool_calls.iter_mut().zip(calls) {
+            if let Some(arguments) = scrubbed {
+                call.arguments = arguments;
+            }
+        }
+        Some(owned)
+    }
+
+    fn header_values(&self, headers: &Headers) -> Option<Headers> {
+        let mut changed = false;
+        let scrubbed = headers
+            .iter()
+            .map(|(name, value)| {
+                let named = self.headers.iter().any(|h| h.eq_ignore_ascii_case(name));
+                let new = if named {
+                    (value != self.replacement).then(|| self.replacement.clone())
+                } else {
+                    self.text(value)
+                };
+                changed |= new.is_some();
+                (name.to_owned(), new.unwrap_or_else(|| value.to_owned()))
+            })
+            .collect();
+        changed.then_some(Headers(scrubbed))
+    }
+
+    /// A replacement envelope (unchanged messages cloned), or `None`.
+    fn request(&self, request: &ProviderRequest) -> Option<ProviderRequest> {
+        let messages: Vec<Option<Message>> =
+            request.messages.iter().map(|m| self.message(m)).collect();
+        let headers = request.headers.as_ref().and_then(|h| self.header_values(h));
+        if headers.is_none() && messages.iter().all(Option::is_none) {
+            return None;
+        }
+        Some(ProviderRequest {
+            model: request.model.clone(),
+            messages: request
+                .messages
+                .iter()
+                .zip(messages)
+                .map(|(original, scrubbed)| scrubbed.unwrap_or_else(|| original.clone()))
+                .collect(),
+            tools: request.tools.clone(),
+            kwargs: request.kwargs.clone(),
+            headers: headers.or_else(|| request.headers.clone()),
+        })
+    }
+
+    fn result(&self, result: &ToolResult) -> Option<ToolResult> {
+        let output = self.text(&result.output);
+        let error = result.error.as_deref().and_then(|e| self.text(e));
+        if output.is_none() && error.is_none() {
+            return None;
+        }
+        Some(ToolResult {
+            output: output.unwrap_or_else(|| result.output.clone()),
+            error: error.or_else(|| result.error.clone()),
+            metadata: result.metadata.clone(),
+        })
+    }
+}
+
+fn redactor_closures() -> (Vec<ProviderRequestInterceptor>, Vec<ToolResultInterceptor>) {
+    let scrubber = Arc::new(Scrubber::new());
+    let wire = Arc::clone(&scrubber);
+    let request = Interceptor::provider_request("wire", move |request: &ProviderRequest| {
+        Ok(wire
+            .request(request)
+            .map_or(InterceptDecision::Allow, InterceptDecision::Replace))
+    });
+    let result = Interceptor::tool_result("result", move |_: &ToolCall, result: &ToolResult| {
+        Ok(scrubber
+            .result(result)
+            .map_or(InterceptDecision::Allow, InterceptDecision::Replace))
+    });
+    (vec![request], vec![result])
+}
+
+/// `sk-` and 20 alphanumerics, distinct per `seed`.
+fn secret(seed: u64) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = String::from("sk-");
+    for _ in 0..20 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        out.push(ALPHABET[(state % ALPHABET.len() as u64) as usize] as char);
+    }
+    out
+}
+
+fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
+    ToolSchema {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+    }
+}
+
+/// 20 messages (system, then user/assistant alternating; four assistant
+/// messages propose a tool call), two headers, a secret in messages 3
+/// (user text), 8 (assistant text) and 12 (tool-call arguments).
+fn envelope() -> ProviderRequest {
+    let mut messages = vec![Message::system(
+        "You are Chimera, a coding agent working in /srv/app. Read before you edit, plan before \
+         you write, keep answers short, and never print credentials back to the user.",
+    )];
+    for i in 1..20u64 {
+        let message = if i % 2 == 1 {
+            let text = if i == 3 {
+                format!(
+                    "The staging API rejects the request; the key I was given is {} if that \
+                     helps. Can you find where the client builds its headers?",
+                    secret(i)
+                )
+            } else {
+                format!(
+                    "Step {i}: look at the handler for /api/v1/items/{} and tell me why the \
+                     pagination cursor is dropped after the second page of results.",
+                    i * 37
+                )
+            };
+            Message::user(text)
+        } else {
+            let text = if i == 8 {
+                format!(
+                    "The client reads the token from the environment; right now it is set to {} \
+                     in .env.staging, which is checked in. I will move it out of the repository.",
+                    secret(i)
+                )
+            } else {
+                format!(
+                    "Looking at module {i}: the cursor is parsed in items::list and re-encoded in \
+                     paginate(), which drops the `after` field when the page is short."
+                )
+            };
+            let calls = match i {
+                4 => vec![ToolCall::new(
+                    format!("call_{i}"),
+                    "read_file",
+                    json!({"path": "src/api/items.rs", "max_lines": 200}),
+                )],
+                8 => vec![ToolCall::new(
+                    format!("call_{i}"),
+                    "bash",
+                    json!({"command": "git grep -n 'fn paginate' -- src/", "timeout": 30}),
+                )],
+                12 => vec![ToolCall::new(
+                    format!("call_{i}"),
+                    "bash",
+                    json!({
+                        "command": format!(
+                            "curl -s -H 'Authorization: Bearer {}' https://staging.example.com/api/v1/items?limit=2",
+                            secret(i)
+                        ),
+                        "timeout": 30
+                    }),
+                )],
+                16 => vec![ToolCall::new(
+                    format!("call_{i}"),
+                    "write_file",
+                    json!({"path": "src/api/paginate.rs", "content": "pub fn paginate() {}\n"}),
+                )],
+                _ => Vec::new(),
+            };
+            Message::assistant(text, calls)
+        };
+        messages.push(message);
+    }
+    let string = json!({"type": "string"});
+    let tools = ToolList::new(vec![
+        schema(
+            "read_file",
+            "Reads a file of the workspace.",
+            json!({"type": "object", "properties": {"path": string, "max_lines": {"type": "integer"}}, "required": ["path"]}),
+        ),
+        schema(
+            "bash",
+            "Runs a shell command in the workspace.",
+            json!({"type": "object", "properties": {"command": string, "timeout": {"type": "integer"}}, "required": ["command"]}),
+        ),
+        schema(
+            "write_file",
+            "Writes a file of the workspace.",
+            json!({"type": "object", "properties": {"path": string, "content": string}, "required": ["path", "content"]}),
+        ),
+    ]);
+    let Value::Object(kwargs) = json!({"temperature": 0.2, "max_tokens": 1024}) else {
+        unreachable!("an object literal")
+    };
+    ProviderRequest {
+        model: "bench-model".to_owned(),
+        messages,
+        tools,
+        kwargs,
+        headers: Some(Headers(vec![
+            ("Authorization".to_owned(), format!("Bearer {}", secret(99))),
+            ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
+        ])),
+    }
+}
+
+fn redactor_envelope(c: &mut Criterion) {
+    let facts = SessionFacts::new(SESSION);
+    let request = envelope();
+    assert_eq!(request.messages.len(), 20);
+    let (closure, _) = redactor_closures();
+    let manager = load("redactor", "");
+    let pack = manager.registry().get_all().provider_request;
+    let by_closure = call_request(&closure, &request, &facts)
+        .replaced
+        .expect("the closure replaces the envelope");
+    let by_pack = call_request(&pack, &request, &facts)
+        .replaced
+        .expect("the pack replaces the envelope");
+    assert_eq!(by_closure, by_pack, "both sides produce the same envelope");
+    let changed: Vec<usize> = (0..20)
+        .filter(|&i| by_pack.messages[i] != request.messages[i])
+        .collect();
+    assert_eq!(
+        changed,
+        [3, 8, 12],
+        "exactly three messages carried a secret"
+    );
+    let headers = by_pack.headers.as_ref().expect("headers");
+    assert_eq!(headers.get("authorization"), Some("[redacted]"));
+    assert_eq!(headers.get("anthropic-version"), Some("2023-06-01"));
+    let mut group = group(c, "redactor_envelope");
+    group.bench_function("closure", |b| {
+        b.iter(|| black_box(call_request(&closure, black_box(&request), &facts)));
+    });
+    group.bench_function("pack", |b| {
+        b.iter(|| black_box(call_request(&pack, black_box(&request), &facts)));
+    });
+    group.finish();
+}
+
+/// 1 MiB of log lines. `near_misses`: every line (about 85 bytes) carries
+/// `sk-` with too few characters to match, and a line every 4 KiB carries a
+/// real secret; otherwise neither.
+fn log_output(near_misses: bool) -> String {
+    let mut text = String::with_capacity(MIB + 256);
+    let mut next_secret = 4096;
+    let mut line = 0u64;
+    loop {
+        line += 1;
+        let mut row = format!(
+            "2026-11-30T12:{:02}:{:02}Z INFO  worker-{} req=r{:08} path=/api/v1/items/{:03} ",
+            line / 60 % 60,
+            line % 60,
+            line % 8,
+            line,
+            line % 977
+        );
+        if near_misses && text.len() >= next_secret {
+            next_secret += 4096;
+            let _ = write!(row, "auth={}", secret(line));
+        } else if near_misses {
+            let _ = write!(row, "sk-ab{:02}", line % 100);
+        } else {
+            row.push_str("status=ok");
+        }
+        let _ = writeln!(row, " {}ms", line % 250);
+        if text.len() + row.len() > MIB {
+            break;
+        }
+        text.push_str(&row);
+    }
+    // Pad the last line to exactly 1 MiB.
+    let pad = MIB - text.len();
+    text.pop();
+    text.push_str(&" ".repeat(pad));
+    text.push('\n');
+    text
+}
+
+fn redactor_result(c: &mut Criterion, name: &str, near_misses: bool) {
+    let facts = SessionFacts::new(SESSION);
+    let call = ToolCall::new("call_1", "bash", json!({"command": "cat /var/log/app.log"}));
+    let result = ToolResult::ok(log_output(near_misses));
+    assert_eq!(result.output.len(), MIB);
+    let (_, closure) = redactor_closures();
+    let manager = load("redactor", "");
+    let pack = manager.registry().get_all().tool_result;
+    let by_closure = call_result(&closure, &call, &result, &facts);
+    let by_pack = call_result(&pack, &call, &result, &facts);
+    assert!(by_closure.blocked.is_none() && by_pack.blocked.is_none());
+    assert_eq!(by_closure.replaced, by_pack.replaced, "both sides agree");
+    if near_misses {
+        let scrubbed = by_pack.replaced.expect("secrets are scrubbed");
+        let lines = result.output.lines().count();
+        let redactions = scrubbed.output.matches("[redacted]").count();
+        assert_eq!(
+            redactions,
+            result.output.matches("auth=sk-").count(),
+            "every real secret is scrubbed, nothing else"
+        );
+        assert_eq!(redactions, MIB / 4096 - 1, "one real secret every 4 KiB");
+        assert_eq!(
+            result.output.matches("sk-").count(),
+            lines,
+            "a near-miss or a secret on every line"
+        );
+        let bytes_per_line = MIB / lines;
+        assert!(
+            (80..=90).contains(&bytes_per_line),
+            "{bytes_per_line} B/line"
+        );
+    } else {
+        assert!(by_pack.replaced.is_none(), "nothing to scrub: no decision");
+        assert!(!result.output.contains("sk-"));
+    }
+    let mut group = group(c, name);
+    group.sample_size(30);
+    group.bench_function("closure", |b| {
+        b.iter(|| black_box(call_result(&closure, &call, black_box(&result), &facts)));
+    });
+    group.bench_function("pack", |b| {
+        b.iter(|| black_box(call_result(&pack, &call, black_box(&result), &facts)));
+    });
+    group.finish();
+}
+
+fn redactor_result_1mib(c: &mut Criterion) {
+    redactor_result(c, "redactor_result_1mib", true);
+}
+
+fn redactor_result_1mib_clean(c: &mut Criterion) {
+    redactor_result(c, "redactor_result_1mib_clean", false);
+}
+
+// ------------------------------------------------ 4. delegate-spawner
+
+/// JSON the way Python's `json.dumps(value, sort_keys=True)` renders it
+/// (`", "` and `": "`, non-ASCII escaped, `repr` floats), as the pack does.
+mod pydump {
+    use serde_json::Value;
+    use std::fmt::Write;
+
+    pub(crate) fn dumps(value: &Value) -> String {
+        let mut out = String::new();
+        write_value(&mut out, value);
+        out
+    }
+
+    fn write_value(out: &mut String, value: &Value) {
+        match value {
+            Value::Null => out.push_str("null"),
+            Value::Bool(true) => out.push_str("true"),
+            Value::Bool(false) => out.push_str("false"),
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => {
+                    let _ = write!(out, "{i}");
+                }
+                (None, Some(u), _) => {
+                    let _ = write!(out, "{u}");
+                }
+                (None, None, Some(f)) => out.push_str(&float_repr(f)),
+                _ => out.push_str(&n.to_string()),
+            },
+            Value::String(s) => write_string(out, s),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_value(out, item);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_string(out, key);
+                    out.push_str(": ");
+                    write_value(out, &map[key]);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    fn write_string(out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        let _ = write!(out, "\\u{unit:04x}");
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+
+    fn float_repr(f: f64) -> String {
+        if !f.is_finite() {
+            return if f.is_nan() {
+                "NaN".into()
+            } else if f > 0.0 {
+                "Infinity".into()
+            } else {
+                "-Infinity".into()
+            };
+        }
+        let sci = format!("{f:e}");
+        let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+        let exponent: i32 = exponent.parse().unwrap_or(0);
+        if (-4..16).contains(&exponent) {
+            let positional = format!("{f}");
+            if positional.contains('.') {
+                positional
+            } else {
+                format!("{positional}.0")
+            }
+        } else {
+            let sign = if exponent < 0 { '-' } else { '+' };
+            format!("{mantissa}e{sign}{:02}", exponent.abs())
+        }
+    }
+}
+
+/// Python truthiness of a JSON value.
+fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null | Value::Bool(false)) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(Value::Bool(true)) => true,
+    }
+}
+
+/// delegate-spawner's task: `task` if truthy, else `prompt`; unless that is
+/// a non-blank string, `<name>: <the other arguments, sorted>`.
+fn spawner_task(name: &str, arguments: &Value) -> String {
+    let empty = serde_json::Map::new();
+    let args = arguments.as_object().unwrap_or(&empty);
+    let chosen = if truthy(args.get("task")) {
+        args.get("task")
+    } else {
+        args.get("prompt")
+    };
+    match chosen {
+        Some(Value::String(task)) if !task.trim().is_empty() => task.clone(),
+        _ => {
+            let rest: serde_json::Map<String, Value> = args
+                .iter()
+                .filter(|(key, _)| *key != "task" && *key != "prompt")
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            format!("{name}: {}", pydump::dumps(&Value::Object(rest)))
+        }
+    }
+}
+
+fn spawner_closure() -> Vec<ToolCallInterceptor> {
+    let config = delegate_spawner::Config::default();
+    vec![Interceptor::tool_call("rewrite", move |call: &ToolCall| {
+        let matches = call.name != config.delegate_tool
+            && (config.names.contains(&call.name)
+                || (!config.prefix.is_empty() && call.name.starts_with(&config.prefix)));
+        if !matches {
+            return Ok(InterceptDecision::Allow);
+        }
+        let task = spawner_task(&call.name, &call.arguments.parse());
+        Ok(InterceptDecision::Replace(ToolCall {
+            id: call.id.clone(),
+            name: config.delegate_tool.clone(),
+            arguments: Arguments::from_value(&json!({ "task": task })),
+        }))
+    })]
+}
+
+fn spawner_rewrite(c: &mut Criterion) {
+    let facts = SessionFacts::new(SESSION);
+    let call = ToolCall::new(
+        "call_7",
+        "spawn_research",
+        json!({"query": "bean varieties", "depth": 2}),
+    );
+    let closure = spawner_closure();
+    let manager = load("delegate-spawner", "");
+    let pack = manager.registry().get_all().tool_call;
+    let expected = ToolCall::new(
+        "call_7",
+        "delegate",
+        json!({"task": "spawn_research: {\"depth\": 2, \"query\": \"bean varieties\"}"}),
+    );
+    assert_eq!(
+        spawner_task(&call.name, &call.arguments.parse()),
+        delegate_spawner::DelegateSpawner::task(&call.name, &call.arguments.parse()),
+        "the closure renders the task as the pack does"
+    );
+    for chain in [&closure, &pack] {
+        let outcome = call_tool(chain, &call, &facts);
+        assert!(outcome.blocked.is_none());
+        assert_eq!(outcome.replaced.as_ref(), Some(&expected));
+    }
+    let mut group = group(c, "spawner_rewrite");
+    group.bench_function("closure", |b| {
+        b.iter(|| black_box(call_tool(&closure, black_box(&call), &facts)));
+    });
+    group.bench_function("pack", |b| {
+        b.iter(|| black_box(call_tool(&pack, black_box(&call), &facts)));
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------- summary
+
+/// Where criterion writes its estimates: `$CRITERION_HOME`, else
+/// `$CARGO_TARGET_DIR/criterion`, else `<target>/criterion` (the target
+/// directory this bench binary was built in).
+fn criterion_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return Some(home.into());
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Some(PathBuf::from(target).join("criterion"));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.ancestors().nth(3)?.join("criterion"))
+}
+
+/// The median (ns) criterion estimated for `group/function` in this run.
+fn median_ns(
+    home: &std::path::Path,
+    group: &str,
+    function: &str,
+    since: SystemTime,
+) -> Option<f64> {
+    let file = home.join(group).join(function).join("new/estimates.json");
+    if std::fs::metadata(&file).ok()?.modified().ok()? < since {
+        return None; // left from an earlier run
+    }
+    let estimates: Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+fn human(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.1} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+fn summary(since: SystemTime) {
+    let Some(home) = criterion_home() else {
+        return;
+    };
+    let rows: Vec<String> = CASES
+        .iter()
+        .filter_map(|case| {
+            let closure = median_ns(&home, case, "closure", since)?;
+            let pack = median_ns(&home, case, "pack", since)?;
+            Some(format!(
+                "| {case} | {} | {} | {:.2}× |",
+                human(closure),
+                human(pack),
+                pack / closure
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    println!("\nmedians of this run (criterion), pack / closure is the figure that matters");
+    println!("| case | closure | pack | pack / closure |");
+    println!("|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
+}
+
+criterion_group!(
+    benches,
+    tool_call_allow_3,
+    plan_gate_gated_after_plan,
+    redactor_envelope,
+    spawner_rewrite,
+    redactor_result_1mib,
+    redactor_result_1mib_clean
+);
+
+/// `criterion_main!`, then the summary table.
+fn main() {
+    let since = SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    summary(since);
+}
