@@ -101,7 +101,7 @@ fn load(name: &str, config: &str) -> PluginManager {
 fn context(facts: &SessionFacts) -> ChainContext<'_> {
     ChainContext {
         session: facts,
-        events: &|_| {},
+        events: None,
     }
 }
 
