@@ -100,11 +100,13 @@ impl Behavior {
         self.reason.replace("{tag}", BUILD_TAG)
     }
 
+    #[inline]
     fn applies_to(&self, tool: &str) -> bool {
         self.tools.is_empty() || self.tools.iter().any(|t| t == tool)
     }
 
     /// The shared part of every action but `replace` and `invalid`.
+    #[inline]
     fn verdict<T>(
         &self,
         replace: impl FnOnce() -> T,
