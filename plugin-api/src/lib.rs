@@ -52,9 +52,9 @@ pub mod sdk;
 /// Everything a pack author needs, in one `use`.
 pub mod prelude {
     pub use crate::sdk::{
-        Decision, InterceptError, InterceptResult, Message, MessageRef, Messages, NoConfig, Pack,
-        PackError, Registrar, Request, RequestRef, SeamKind, Session, ToolCall, ToolCallRef,
-        ToolResult, ToolResultRef,
+        Decision, InterceptError, InterceptResult, Message, MessageRef, Messages, MessagesEdit,
+        NoConfig, Pack, PackError, Registrar, Request, RequestEdit, RequestRef, SeamKind, Session,
+        ToolCall, ToolCallRef, ToolResult, ToolResultRef,
     };
 }
 

@@ -1,9 +1,9 @@
 //! The assembled entry point: a conversation across turns.
 
+use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, PermissionPolicy};
-use super::events::AgentEvent;
 use crate::interception::{
     merge_interceptors, run_chain, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
     Interceptors, SeamSpec, SessionFacts,

@@ -171,7 +171,10 @@ impl<'c> Group<'c> {
         };
         let elapsed = coarse_now().saturating_sub(started);
         if health.budget().is_some_and(|budget| elapsed > budget) {
-            let names: Vec<&str> = chain[self.first..end].iter().map(Interceptor::name).collect();
+            let names: Vec<&str> = chain[self.first..end]
+                .iter()
+                .map(Interceptor::name)
+                .collect();
             health.took(&names.join(", "), S::NAME, elapsed);
         }
     }

@@ -39,7 +39,7 @@ impl SessionFacts {
             tool_calls_this_turn: self.tool_calls_this_turn,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-            extension_json: RStr::from_str("{}"),
+            extension_json: RStr::from_str(super::seams::SESSION_EXTENSION),
         }
     }
 }

@@ -116,27 +116,20 @@ impl Redactor {
         changed.then_some(scrubbed)
     }
 
-    /// The wire scrub: a replacement envelope, or `None` when nothing matched.
-    pub fn request(&self, request: RequestRef<'_>) -> Option<Request> {
-        let messages: Vec<Option<Message>> =
-            request.messages().iter().map(|m| self.message(m)).collect();
-        let headers = self.header_values(request);
-        if headers.is_none() && messages.iter().all(Option::is_none) {
-            return None;
+    /// The wire scrub: an edit of the messages and headers that matched, or
+    /// `None` when nothing did. Unchanged messages are not copied.
+    #[must_use]
+    pub fn request(&self, request: RequestRef<'_>) -> Option<RequestEdit> {
+        let mut edit = RequestEdit::new();
+        for (index, message) in request.messages().iter().enumerate() {
+            if let Some(scrubbed) = self.message(message) {
+                edit.message(index, scrubbed);
+            }
         }
-        let mut owned = Request {
-            model: request.model().to_owned(),
-            messages: Vec::with_capacity(messages.len()),
-            tools_json: request.tools_json().to_owned(),
-            kwargs_json: request.kwargs_json().to_owned(),
-            headers: headers.or_else(|| request.headers().map(|h| h.to_owned())),
-        };
-        for (original, scrubbed) in request.messages().iter().zip(messages) {
-            owned
-                .messages
-                .push(scrubbed.unwrap_or_else(|| original.to_owned()));
+        if let Some(headers) = self.header_values(request) {
+            edit.headers(headers);
         }
-        Some(owned)
+        (!edit.is_empty()).then_some(edit)
     }
 
     /// The durable scrub of a tool result, or `None` when nothing matched.
@@ -176,7 +169,7 @@ impl Pack for Redactor {
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         let wire = Arc::clone(&self);
-        registrar.provider_request("wire", move |_, request| {
+        registrar.provider_request_edit("wire", move |_, request| {
             Ok(wire
                 .request(request)
                 .map_or(Decision::Allow, Decision::Replace))

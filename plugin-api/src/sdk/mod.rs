@@ -12,6 +12,7 @@
 //! error value the host handles by the seam's failure policy.
 
 mod decision;
+mod edit;
 pub(crate) mod export;
 mod guard;
 mod inputs;
@@ -21,6 +22,7 @@ mod registrar;
 mod values;
 
 pub use decision::{Decision, InterceptError, InterceptResult};
+pub use edit::{MessagesEdit, RequestEdit, HOST_TAKES_EDITS};
 pub use guard::panic_message;
 pub use inputs::{
     BlockRef, HeadersRef, MessageRef, Messages, RequestRef, Session, ToolCallRef, ToolResultRef,

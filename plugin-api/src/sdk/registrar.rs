@@ -1,6 +1,7 @@
 //! Collecting a pack's interceptors, and erasing them to ABI trait objects.
 
 use super::decision::{Decision, InterceptResult};
+use super::edit::{MessagesEdit, RequestEdit};
 use super::guard;
 use super::inputs::{Messages, RequestRef, Session, ToolCallRef, ToolResultRef};
 use super::pack::SeamKind;
@@ -10,7 +11,6 @@ use crate::abi::{
 };
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RString};
-
 
 /// Where a pack registers its interceptors: any number per seam, each with a
 /// name, run in registration order.
@@ -39,9 +39,11 @@ impl Registrar {
         self.push(SeamKind::Context, name, move |input| {
             decide(
                 || f(Session(input.session), Messages(input.messages)),
-                |messages| SeamValue {
-                    messages: ROption::RSome(messages_into_abi(messages)),
-                    ..SeamValue::default()
+                |messages| {
+                    Ok(SeamValue {
+                        messages: ROption::RSome(messages_into_abi(messages)),
+                        ..SeamValue::default()
+                    })
                 },
             )
         });
@@ -64,7 +66,46 @@ impl Registrar {
             };
             decide(
                 || f(Session(input.session), request),
-                Request::into_abi,
+                |request| Ok(Request::into_abi(request)),
+            )
+        });
+    }
+
+    /// Registers on `context` with a partial edit: the closure answers only
+    /// the messages it changes ([`MessagesEdit`]); the rest stay as they are
+    /// without being copied. The way to write an edit of a few messages.
+    pub fn context_edit<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, Messages<'_>) -> InterceptResult<MessagesEdit> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::Context, name, move |input| {
+            let messages = Messages(input.messages);
+            decide(
+                || f(Session(input.session), messages),
+                |edit| edit.into_abi(input.session, messages),
+            )
+        });
+    }
+
+    /// Registers on `provider_request` with a partial edit: the closure
+    /// answers only the messages (and headers) it changes
+    /// ([`RequestEdit`]); everything else is kept without being copied. The
+    /// way to write a scrub that touches a few messages of a long envelope.
+    pub fn provider_request_edit<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, RequestRef<'_>) -> InterceptResult<RequestEdit> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::ProviderRequest, name, move |input| {
+            let Some(view) = input.request.into_option() else {
+                return missing("request envelope");
+            };
+            let request = RequestRef {
+                messages: Messages(input.messages),
+                view,
+            };
+            decide(
+                || f(Session(input.session), request),
+                |edit| edit.into_abi(input.session, request),
             )
         });
     }
@@ -81,9 +122,11 @@ impl Registrar {
             };
             decide(
                 || f(Session(input.session), ToolCallRef(call)),
-                |call| SeamValue {
-                    tool_call: ROption::RSome(call.into_abi()),
-                    ..SeamValue::default()
+                |call| {
+                    Ok(SeamValue {
+                        tool_call: ROption::RSome(call.into_abi()),
+                        ..SeamValue::default()
+                    })
                 },
             )
         });
@@ -113,9 +156,11 @@ impl Registrar {
                         ToolResultRef(result),
                     )
                 },
-                |result| SeamValue {
-                    tool_result: ROption::RSome(result.into_abi()),
-                    ..SeamValue::default()
+                |result| {
+                    Ok(SeamValue {
+                        tool_result: ROption::RSome(result.into_abi()),
+                        ..SeamValue::default()
+                    })
                 },
             )
         });
@@ -157,7 +202,7 @@ fn missing(what: &str) -> abi::Decision {
 /// copy stalls on store forwarding: measured at a third of a call.)
 fn decide<T>(
     body: impl FnOnce() -> InterceptResult<T>,
-    into_value: impl FnOnce(T) -> SeamValue,
+    into_value: impl FnOnce(T) -> Result<SeamValue, String>,
 ) -> abi::Decision {
     let mut other: Option<abi::Decision> = None;
     let allowed = guard::catch(|| match body() {
@@ -167,7 +212,10 @@ fn decide<T>(
             false
         }
         Ok(Decision::Replace(value)) => {
-            other = Some(abi::Decision::replace(into_value(value)));
+            other = Some(match into_value(value) {
+                Ok(value) => abi::Decision::replace(value),
+                Err(error) => abi::Decision::error(error),
+            });
             false
         }
         Err(error) => {

@@ -108,17 +108,22 @@ pub struct Request {
     pub headers: Option<Vec<(String, String)>>,
 }
 
+/// Headers as `(name, value)` pairs, in order.
+pub(crate) type HeaderList = Vec<(String, String)>;
+
+pub(crate) fn headers_into_abi(headers: HeaderList) -> RVec<HeaderValue> {
+    headers
+        .into_iter()
+        .map(|(name, value)| HeaderValue {
+            name: name.into(),
+            value: value.into(),
+        })
+        .collect()
+}
+
 impl Request {
     pub(crate) fn into_abi(self) -> SeamValue {
-        let headers = self.headers.map(|headers| {
-            headers
-                .into_iter()
-                .map(|(name, value)| HeaderValue {
-                    name: name.into(),
-                    value: value.into(),
-                })
-                .collect::<RVec<_>>()
-        });
+        let headers = self.headers.map(headers_into_abi);
         SeamValue {
             messages: ROption::RSome(messages_into_abi(self.messages)),
             request: ROption::RSome(RequestValue {

@@ -3,6 +3,7 @@
 //! shapes only this call's payload (the durable conversation is untouched). A
 //! block means no provider call and the run ends. Fail-open.
 
+use super::edit::Edit;
 use super::views::{messages_from_abi, with_message_views};
 use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
@@ -44,7 +45,10 @@ impl SeamAbi for ContextSeam {
         })
     }
 
-    fn from_abi(value: SeamValue, _current: &Vec<Message>) -> Result<Vec<Message>, Invalid> {
+    fn from_abi(value: SeamValue, current: &Vec<Message>) -> Result<Vec<Message>, Invalid> {
+        if let Some(edit) = Edit::of(&value)? {
+            return edit.apply(current, value.messages.into_option());
+        }
         let described = super::describe(&value);
         match messages_from_abi(value.messages) {
             Some(messages) => messages.map_err(Invalid::Malformed),

@@ -2,12 +2,14 @@
 //! is viewed across the ABI and how a pack's replacement comes back.
 
 mod context;
+mod edit;
 mod provider_request;
 mod tool_call;
 mod tool_result;
 mod views;
 
 pub use context::ContextSeam;
+pub(crate) use edit::SESSION_EXTENSION;
 pub use provider_request::ProviderRequestSeam;
 pub use tool_call::ToolCallSeam;
 pub use tool_result::{withheld as withheld_result, ToolResultSeam};

@@ -4,12 +4,15 @@
 //! travel with that call only; the provider's own never change. A block means no
 //! provider call and the run ends. Fail-open.
 
+use super::edit::{Edit, Field};
 use super::views::{messages_from_abi, with_message_views};
 use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::{InterceptResult, Interceptor};
 use crate::types::{Headers, ProviderRequest, ToolList, ToolSchema};
-use abi_stable::std_types::{ROption, RSlice, RStr};
-use chimera_plugin_api::abi::{self, HeaderView, RequestView, SeamInput, SeamValue, SessionView};
+use abi_stable::std_types::{ROption, RSlice, RStr, RVec};
+use chimera_plugin_api::abi::{
+    self, HeaderValue, HeaderView, RequestView, SeamInput, SeamValue, SessionView,
+};
 
 /// Marker for the `provider_request` seam.
 pub struct ProviderRequestSeam;
@@ -71,7 +74,10 @@ impl SeamAbi for ProviderRequestSeam {
         })
     }
 
-    fn from_abi(value: SeamValue, _current: &ProviderRequest) -> Result<ProviderRequest, Invalid> {
+    fn from_abi(value: SeamValue, current: &ProviderRequest) -> Result<ProviderRequest, Invalid> {
+        if let Some(edit) = Edit::of(&value)? {
+            return apply_edit(&edit, value, current);
+        }
         let described = super::describe(&value);
         let (Some(request), Some(messages)) = (
             value.request.into_option(),
@@ -80,8 +86,17 @@ impl SeamAbi for ProviderRequestSeam {
             return Err(Invalid::WrongType(described));
         };
         let messages = messages.map_err(Invalid::Malformed)?;
-        let tools: Vec<ToolSchema> = serde_json::from_str(request.tools_json.as_str())
-            .map_err(|error| Invalid::Malformed(format!("tools are not a tool list: {error}")))?;
+        // The schemas are usually handed back unchanged: then keep the list
+        // (and its rendering) instead of parsing it again.
+        let tools = if request.tools_json.as_str() == current.tools.json() {
+            current.tools.clone()
+        } else {
+            let schemas: Vec<ToolSchema> = serde_json::from_str(request.tools_json.as_str())
+                .map_err(|error| {
+                    Invalid::Malformed(format!("tools are not a tool list: {error}"))
+                })?;
+            ToolList::new(schemas)
+        };
         let Ok(serde_json::Value::Object(kwargs)) =
             serde_json::from_str(request.kwargs_json.as_str())
         else {
@@ -89,22 +104,49 @@ impl SeamAbi for ProviderRequestSeam {
                 "kwargs are not a JSON object".to_owned(),
             ));
         };
-        let headers = request.headers.into_option().map(|headers| {
-            Headers(
-                headers
-                    .into_iter()
-                    .map(|h| (h.name.into_string(), h.value.into_string()))
-                    .collect(),
-            )
-        });
+        let headers = request.headers.into_option().map(headers_from_abi);
         Ok(ProviderRequest {
             model: request.model.into_string(),
             messages,
-            tools: ToolList::new(tools),
+            tools,
             kwargs,
             headers,
         })
     }
+}
+
+/// `current` with an edit's messages (and headers, when it sets them).
+fn apply_edit(
+    edit: &Edit,
+    value: SeamValue,
+    current: &ProviderRequest,
+) -> Result<ProviderRequest, Invalid> {
+    let messages = edit.apply(&current.messages, value.messages.into_option())?;
+    let headers = if edit.sets(Field::Headers) {
+        value
+            .request
+            .into_option()
+            .and_then(|request| request.headers.into_option())
+            .map(headers_from_abi)
+    } else {
+        current.headers.clone()
+    };
+    Ok(ProviderRequest {
+        model: current.model.clone(),
+        messages,
+        tools: current.tools.clone(),
+        kwargs: current.kwargs.clone(),
+        headers,
+    })
+}
+
+fn headers_from_abi(headers: RVec<HeaderValue>) -> Headers {
+    Headers(
+        headers
+            .into_iter()
+            .map(|h| (h.name.into_string(), h.value.into_string()))
+            .collect(),
+    )
 }
 
 impl Interceptor<ProviderRequestSeam> {
