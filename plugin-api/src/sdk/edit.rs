@@ -22,6 +22,10 @@ use abi_stable::std_types::{ROption, RString};
 /// partial edits: the SDK looks for this marker.
 pub const HOST_TAKES_EDITS: &str = "\"edits\"";
 
+/// The session view extension of a host that reads edits and says nothing
+/// else (checked first, before searching for [`HOST_TAKES_EDITS`]).
+pub const HOST_SESSION_EXTENSION: &str = r#"{"capabilities":["edits"]}"#;
+
 /// A partial edit of the `provider_request` envelope: the messages that
 /// change (by index into [`RequestRef::messages`]) and, optionally, new
 /// headers. Everything else is kept as the host has it.
@@ -186,17 +190,25 @@ impl MessagesEdit {
 }
 
 fn host_takes_edits(session: &SessionView<'_>) -> bool {
-    session.extension_json.as_str().contains(HOST_TAKES_EDITS)
+    let text = session.extension_json.as_str();
+    text == HOST_SESSION_EXTENSION || text.contains(HOST_TAKES_EDITS)
 }
 
 /// `{"edit":{"messages":[…],"set":[…]}}`.
 fn edit_marker(indices: &[usize], set: &[&str]) -> String {
-    let indices: Vec<String> = indices.iter().map(usize::to_string).collect();
-    format!(
-        r#"{{"edit":{{"messages":[{}],"set":[{}]}}}}"#,
-        indices.join(","),
-        set.join(",")
-    )
+    use std::fmt::Write as _;
+    let mut marker = String::with_capacity(40 + 4 * indices.len());
+    marker.push_str(r#"{"edit":{"messages":["#);
+    for (n, index) in indices.iter().enumerate() {
+        if n > 0 {
+            marker.push(',');
+        }
+        let _ = write!(marker, "{index}");
+    }
+    marker.push_str(r#"],"set":["#);
+    marker.push_str(&set.join(","));
+    marker.push_str("]}}");
+    marker
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ mod registrar;
 mod values;
 
 pub use decision::{Decision, InterceptError, InterceptResult};
-pub use edit::{MessagesEdit, RequestEdit, HOST_TAKES_EDITS};
+pub use edit::{MessagesEdit, RequestEdit, HOST_SESSION_EXTENSION, HOST_TAKES_EDITS};
 pub use guard::panic_message;
 pub use inputs::{
     BlockRef, HeadersRef, MessageRef, Messages, RequestRef, Session, ToolCallRef, ToolResultRef,
