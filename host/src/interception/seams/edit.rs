@@ -93,15 +93,10 @@ impl Edit {
                 values.len()
             )));
         }
-        if let Some((a, b)) = self
-            .messages
-            .windows(2)
-            .filter_map(|pair| match pair {
-                [a, b] if a >= b => Some((*a, *b)),
-                _ => None,
-            })
-            .next()
-        {
+        if let Some((a, b)) = self.messages.windows(2).find_map(|pair| match pair {
+            [a, b] if a >= b => Some((*a, *b)),
+            _ => None,
+        }) {
             return Err(Invalid::Malformed(format!(
                 "the edit's message indices are not strictly increasing ({a} then {b})"
             )));
