@@ -632,15 +632,6 @@ fn redactor_envelope(c: &mut Criterion) {
     group.bench_function("pack", |b| {
         b.iter(|| black_box(call_request(&pack, black_box(&request), &facts)));
     });
-    let inproc = chimera_host::plugins::PluginManager::new(
-        std::sync::Arc::new(chimera_host::plugins::Registry::new()),
-        vec![],
-    );
-    inproc.load_pack::<redactor::Redactor>("").unwrap();
-    let inproc_chain = inproc.registry().get_all().provider_request;
-    group.bench_function("inproc", |b| {
-        b.iter(|| black_box(call_request(&inproc_chain, black_box(&request), &facts)));
-    });
     group.finish();
 }
 
