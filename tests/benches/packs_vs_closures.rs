@@ -880,11 +880,14 @@ fn spawner_closure() -> Vec<ToolCallInterceptor> {
         if !matches {
             return Ok(InterceptDecision::Allow);
         }
-        let task = spawner_task(&call.name, &call.arguments.parse());
+        // The pack crate's own functions: the same work, exactly.
+        let task = delegate_spawner::DelegateSpawner::task(&call.name, &call.arguments.parse());
+        let arguments = delegate_spawner::DelegateSpawner::task_arguments(&task);
         Ok(InterceptDecision::Replace(ToolCall {
             id: call.id.clone(),
             name: config.delegate_tool.clone(),
-            arguments: Arguments::from_value(&json!({ "task": task })),
+            arguments: Arguments::from_json(&arguments)
+                .map_err(|e| chimera_host::interception::InterceptError::msg(e.to_string()))?,
         }))
     })]
 }

@@ -6,7 +6,8 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// Renders `value` like `json.dumps(value, sort_keys=True)`.
-pub(crate) fn dumps(value: &Value) -> String {
+#[cfg(test)]
+fn dumps(value: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, value);
     out
@@ -38,21 +39,32 @@ fn write_value(out: &mut String, value: &Value) {
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_string(out, key);
-                out.push_str(": ");
-                write_value(out, &map[key]);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object_except(out, map, &[]),
     }
+}
+
+/// Renders the entries of `map` whose keys are not in `skip`, as
+/// `json.dumps` renders a dict, keys sorted (by code point, as Python does).
+pub(crate) fn write_object_except(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    skip: &[&str],
+) {
+    let mut entries: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(key, _)| !skip.contains(&key.as_str()))
+        .collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push('{');
+    for (i, (key, value)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_string(out, key);
+        out.push_str(": ");
+        write_value(out, value);
+    }
+    out.push('}');
 }
 
 fn write_string(out: &mut String, s: &str) {

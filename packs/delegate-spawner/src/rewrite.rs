@@ -1,7 +1,7 @@
 //! The rewrite, and the pack around it.
 
 use crate::config::Config;
-use crate::pydump::dumps;
+use crate::pydump::write_object_except;
 use chimera_plugin_api::prelude::*;
 use serde_json::Value;
 use std::sync::Arc;
@@ -45,14 +45,20 @@ impl DelegateSpawner {
         match chosen {
             Some(Value::String(task)) if !task.trim().is_empty() => task.clone(),
             _ => {
-                let rest: serde_json::Map<String, Value> = args
-                    .iter()
-                    .filter(|(key, _)| *key != "task" && *key != "prompt")
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect();
-                format!("{name}: {}", dumps(&Value::Object(rest)))
+                // The other arguments, rendered straight from the parsed map.
+                let mut task = format!("{name}: ");
+                write_object_except(&mut task, args, &["task", "prompt"]);
+                task
             }
         }
+    }
+
+    /// The rewritten call's arguments, `{"task": <task>}`, as JSON text
+    /// written directly (no tree built and serialised).
+    #[must_use]
+    pub fn task_arguments(task: &str) -> String {
+        let quoted = serde_json::to_string(task).unwrap_or_else(|_| String::from("\"\""));
+        format!(r#"{{"task":{quoted}}}"#)
     }
 
     /// The rewritten call, or `None` for calls that do not match.
@@ -61,12 +67,11 @@ impl DelegateSpawner {
             return Ok(None);
         }
         let task = Self::task(call.name(), &call.arguments()?);
-        let mut rewritten = ToolCall::new(
-            self.config.delegate_tool.clone(),
-            &serde_json::json!({ "task": task }),
-        );
-        call.id().clone_into(&mut rewritten.id);
-        Ok(Some(rewritten))
+        Ok(Some(ToolCall {
+            id: call.id().to_owned(),
+            name: self.config.delegate_tool.clone(),
+            arguments_json: Self::task_arguments(&task),
+        }))
     }
 }
 
