@@ -23,8 +23,9 @@
 //! * `plan_gate_gated_after_plan`: plan-gate (default config) on `bash` in a
 //!   session that already planned (a `think` call through the same chain,
 //!   before timing): a lookup in the per-session LRU behind a mutex, allow.
-//!   Host closures do not see the session, so the closure captures the id of
-//!   the session it was built for.
+//!   The closure calls the pack crate's own `PlanGate::check`; host closures
+//!   do not see the session, so it captures the id of the session it was
+//!   built for.
 //! * `redactor_envelope`: the redactor (default config) on a 20-message
 //!   `provider_request` envelope with two headers and a secret in three
 //!   messages (one in tool-call arguments): a replacement envelope.
@@ -59,19 +60,17 @@ use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::types::{
     Arguments, Headers, Message, ProviderRequest, ToolCall, ToolList, ToolResult, ToolSchema,
 };
+use chimera_plugin_api::sdk::{Decision as PackDecision, Pack};
 use chimera_tests::packs_dir;
 use criterion::{criterion_group, Criterion};
-use lru::LruCache;
 use regex::{NoExpand, Regex};
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 const MIB: usize = 1 << 20;
@@ -202,76 +201,21 @@ fn tool_call_allow_3(c: &mut Criterion) {
 
 // ------------------------------------------------------ 2. plan-gate
 
-/// Per-session "planned this turn", as plan-gate keeps it: an LRU of the
-/// 256 most recently written sessions behind a mutex (reading with `peek`,
-/// so reading does not count as use).
-struct Lanes {
-    table: Mutex<LruCache<String, bool>>,
-}
-
-impl Lanes {
-    fn new() -> Self {
-        let capacity = NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN);
-        Lanes {
-            table: Mutex::new(LruCache::new(capacity)),
-        }
-    }
-
-    fn table(&self) -> MutexGuard<'_, LruCache<String, bool>> {
-        self.table
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn is_planned(&self, session: &str) -> bool {
-        self.table().peek(session).copied().unwrap_or(false)
-    }
-
-    fn set(&self, session: &str, planned: bool) {
-        let mut table = self.table();
-        match table.get_mut(session) {
-            Some(entry) => *entry = planned,
-            None => {
-                table.put(session.to_owned(), planned);
-            }
-        }
-    }
-}
-
-/// The gate: plan-gate's `check`, over the host's `ToolCall`.
-struct Gate {
-    gated_tools: BTreeSet<String>,
-    plan_tools: BTreeSet<String>,
-    lanes: Lanes,
-}
-
-impl Gate {
-    fn check(&self, session: &str, tool: &str) -> InterceptDecision<ToolCall> {
-        if self.plan_tools.contains(tool) {
-            self.lanes.set(session, true);
-            return InterceptDecision::Allow;
-        }
-        if self.gated_tools.contains(tool) && !self.lanes.is_planned(session) {
-            let plan_tools: Vec<&str> = self.plan_tools.iter().map(String::as_str).collect();
-            return InterceptDecision::Block(format!(
-                "plan-gate: no plan recorded this turn \u{2014} call one of [{}] to record a plan before using {tool}",
-                plan_tools.join(", ")
-            ));
-        }
-        InterceptDecision::Allow
-    }
-}
-
+/// plan-gate's own gate (the pack crate's `PlanGate::check`, default
+/// config), called from a host closure over the host's `ToolCall`: the same
+/// code on both sides, so the difference is the boundary.
 fn plan_gate_closure(session: &str) -> Vec<ToolCallInterceptor> {
-    let config = plan_gate::Config::default();
-    let gate = Gate {
-        gated_tools: config.gated_tools,
-        plan_tools: config.plan_tools,
-        lanes: Lanes::new(),
-    };
+    let gate = <plan_gate::PlanGate as Pack>::new(
+        plan_gate::Config::default(),
+    )
+    .unwrap_or_else(|error| panic!("plan-gate's default config builds: {error}"));
     let session = session.to_owned();
     vec![Interceptor::tool_call("gate", move |call: &ToolCall| {
-        Ok(gate.check(&session, &call.name))
+        Ok(match gate.check(&session, &call.name) {
+            PackDecision::Allow => InterceptDecision::Allow,
+            PackDecision::Block(reason) => InterceptDecision::Block(reason),
+            PackDecision::Replace(_) => unreachable!("plan-gate never rewrites a call"),
+        })
     })]
 }
 
