@@ -205,10 +205,8 @@ fn tool_call_allow_3(c: &mut Criterion) {
 /// config), called from a host closure over the host's `ToolCall`: the same
 /// code on both sides, so the difference is the boundary.
 fn plan_gate_closure(session: &str) -> Vec<ToolCallInterceptor> {
-    let gate = <plan_gate::PlanGate as Pack>::new(
-        plan_gate::Config::default(),
-    )
-    .unwrap_or_else(|error| panic!("plan-gate's default config builds: {error}"));
+    let gate = <plan_gate::PlanGate as Pack>::new(plan_gate::Config::default())
+        .unwrap_or_else(|error| panic!("plan-gate's default config builds: {error}"));
     let session = session.to_owned();
     vec![Interceptor::tool_call("gate", move |call: &ToolCall| {
         Ok(match gate.check(&session, &call.name) {
