@@ -53,8 +53,9 @@ pub mod sdk;
 pub mod prelude {
     pub use crate::sdk::{
         Decision, InterceptError, InterceptResult, Message, MessageRef, Messages, MessagesEdit,
-        NoConfig, Pack, PackError, Registrar, Request, RequestEdit, RequestRef, SeamKind, Session,
-        ToolCall, ToolCallRef, ToolResult, ToolResultRef,
+        NoConfig, Pack, PackError, Registrar, Request, RequestEdit, RequestRef, ResponseRef,
+        SeamKind, Segment, Session, StreamDecision, StreamResult, ToolCall, ToolCallRef,
+        ToolResult, ToolResultRef,
     };
 }
 

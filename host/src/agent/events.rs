@@ -22,6 +22,38 @@ pub enum AgentEvent {
         content: String,
         /// The calls it proposed, before any seam changed them.
         tool_calls: Vec<ToolCall>,
+        /// `vetoed` when the `model_response` or `stream_chunk` seam blocked
+        /// the reply and this is its substitute (no tool calls, the notice
+        /// or the reason as text); absent otherwise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<&'static str>,
+    },
+    /// A user-facing notice an interceptor attached to its decision. Shown
+    /// to the user; never sent to the model.
+    Notice {
+        /// The seam the interceptor ran on.
+        seam: &'static str,
+        /// Its display name (`<pack>/<name>`).
+        interceptor: String,
+        /// The notice.
+        text: String,
+    },
+    /// The `stream_chunk` seam blocked a stream after some of it was shown:
+    /// a display should take back the released text. Nothing more of the
+    /// turn's stream is published.
+    StreamRetract {
+        /// Bytes of reply text already released when the block came.
+        released: usize,
+        /// The block reason.
+        reason: String,
+    },
+    /// Streaming was turned off for this run: these packs gate whole replies
+    /// (`model_response` or `output`) but not streamed text (`stream_chunk`),
+    /// so text streamed before their verdict could not be taken back.
+    /// `--stream-policy allow` keeps streaming on.
+    StreamingDowngraded {
+        /// The packs, sorted.
+        packs: Vec<String>,
     },
     /// A piece of the model's reply text, as it streams in (`--stream`).
     /// The `assistant` event that follows carries the whole reply.

@@ -27,5 +27,5 @@ pub use permission::{
     AnswersFile, ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover,
     ToolRules,
 };
-pub use session::{AgentSession, EndReason, RunResult, SessionBuilder};
+pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
 pub use subagent::SessionSubAgent;

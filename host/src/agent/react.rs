@@ -6,12 +6,38 @@
 //! headers, and nothing needs putting back after a call.
 
 use super::events::AgentEvent;
-use super::session::{AgentSession, EndReason, RunResult};
-use super::stream::Assembler;
-use crate::interception::Interceptors;
+use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
+use super::stream::{Assembler, StreamGate};
+use crate::interception::{
+    Interceptors, Notice, ReplyFacts, SeamName, StreamChunkInterceptor,
+};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
-use crate::types::{Headers, Message, ProviderRequest, ToolList};
+use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
+use std::collections::BTreeSet;
 use std::sync::Arc;
+
+/// A model reply as the provider returned it, and what its stream's gate
+/// decided.
+struct Received {
+    response: ModelResponse,
+    streamed: bool,
+    /// The `stream_chunk` seam blocked: the reason and the block's notice.
+    stream_blocked: Option<(String, Option<String>)>,
+}
+
+/// A reply after the `model_response` seam.
+struct Judged {
+    content: String,
+    tool_calls: Vec<ToolCall>,
+    /// The reply is a substitute (a block on `model_response` or
+    /// `stream_chunk`): no later seam judges it again.
+    vetoed: bool,
+}
+
+/// What a block shows the user: the notice that came with it, else the reason.
+fn shown_for_block(reason: String, notice: Option<String>) -> String {
+    notice.unwrap_or(reason)
+}
 
 /// What the pre-provider seams changed for one call; `None` fields mean
 /// "as the session has it" (the durable history, the session's tools).
@@ -38,6 +64,7 @@ impl AgentSession {
             content: input.to_owned(),
         });
         let bundle = self.effective_interceptors();
+        self.streaming = self.stream && !self.downgrade(bundle.as_deref());
         let result = self.run_steps(bundle.as_ref());
         self.bus.emit(|| AgentEvent::RunEnd {
             success: result.success,
@@ -57,17 +84,25 @@ impl AgentSession {
                 Ok(response) => response,
                 Err(end) => return end,
             };
-            let assistant =
-                Message::assistant(response.content.clone(), response.tool_calls.clone());
-            self.history.push(assistant);
-            self.bus.emit(|| AgentEvent::Assistant {
-                content: response.content.clone(),
-                tool_calls: response.tool_calls.clone(),
-            });
-            if response.tool_calls.is_empty() {
-                return RunResult::completed(response.content);
+            let judged = self.judge_reply(bundle.map(Arc::as_ref), response);
+            let Judged {
+                content,
+                tool_calls,
+                vetoed,
+            } = judged;
+            let finish_reason = vetoed.then_some("vetoed");
+            if tool_calls.is_empty() {
+                self.history.push(Message::assistant(content.clone(), Vec::new()));
+                return self.finish_answer(bundle.map(Arc::as_ref), content, vetoed, finish_reason);
             }
-            for call in &response.tool_calls {
+            self.history
+                .push(Message::assistant(content.clone(), tool_calls.clone()));
+            self.bus.emit(|| AgentEvent::Assistant {
+                content,
+                tool_calls: tool_calls.clone(),
+                finish_reason,
+            });
+            for call in &tool_calls {
                 self.settle_call(call, bundle);
             }
         }
@@ -89,7 +124,7 @@ impl AgentSession {
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
-    ) -> Result<ModelResponse, RunResult> {
+    ) -> Result<Received, RunResult> {
         let outgoing = self.outgoing(bundle, tools).map_err(|reason| {
             let text = format!("Blocked by interceptor: {reason}");
             RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
@@ -101,16 +136,28 @@ impl AgentSession {
             kwargs: &outgoing.kwargs,
             headers: outgoing.headers.as_ref(),
         };
-        let outcome = if self.stream {
+        let streamed = self.streaming;
+        let mut stream_blocked = None;
+        let outcome = if streamed {
+            let chain = bundle
+                .map(|b| b.stream_chunk.as_slice())
+                .filter(|c| !c.is_empty());
             let mut assembler = Assembler::default();
-            let bus = &self.bus;
-            provider
-                .stream(&call, &mut |delta| {
-                    if let Some(text) = assembler.push(delta) {
-                        bus.publish(AgentEvent::AssistantDelta { content: text });
-                    }
-                })
-                .map(|()| assembler.finish())
+            let mut gate = StreamGate::default();
+            let streamed = provider.stream(&call, &mut |delta| {
+                let Some(text) = assembler.push(delta) else {
+                    return;
+                };
+                match chain {
+                    None => self.bus.publish(AgentEvent::AssistantDelta { content: text }),
+                    Some(chain) => self.gated_delta(&mut gate, chain, &text, false),
+                }
+            });
+            if let (Ok(()), Some(chain)) = (&streamed, chain) {
+                self.gated_delta(&mut gate, chain, "", true);
+            }
+            stream_blocked = gate.into_blocked();
+            streamed.map(|()| assembler.finish())
         } else {
             provider.complete(&call)
         };
@@ -119,13 +166,187 @@ impl AgentSession {
             Ok(response) => {
                 self.facts.input_tokens += response.usage.input_tokens;
                 self.facts.output_tokens += response.usage.output_tokens;
-                Ok(response)
+                Ok(Received {
+                    response,
+                    streamed,
+                    stream_blocked,
+                })
             }
             Err(error) => {
                 let text = error.to_string();
                 Err(RunResult::failed(EndReason::ProviderError(error), text))
             }
         }
+    }
+
+    /// Offers one streamed delta (or, with `last`, the held text) to the
+    /// `stream_chunk` chain and publishes what it releases.
+    fn gated_delta(
+        &self,
+        gate: &mut StreamGate,
+        chain: &[StreamChunkInterceptor],
+        delta: &str,
+        last: bool,
+    ) {
+        let offered = gate.offer(delta, last, |facts, text| {
+            self.run_seam(chain, facts, text)
+        });
+        self.publish_notices("stream_chunk", offered.notices);
+        if let Some(range) = offered.release {
+            self.bus.emit(|| AgentEvent::AssistantDelta {
+                content: gate.text()[range].to_owned(),
+            });
+        }
+        if let Some((released, reason)) = offered.retract {
+            self.bus
+                .emit(|| AgentEvent::StreamRetract { released, reason });
+        }
+    }
+
+    /// Publishes the notices interceptors on `seam` attached.
+    fn publish_notices(&self, seam: &'static str, notices: Vec<Notice>) {
+        for notice in notices {
+            self.bus.emit(|| AgentEvent::Notice {
+                seam,
+                interceptor: notice.interceptor,
+                text: notice.text,
+            });
+        }
+    }
+
+    /// The `model_response` seam on one reply: a replacement redacts the
+    /// text and keeps the tool calls; a block (here, or earlier on the
+    /// reply's stream) makes a substitute with no tool calls whose text is
+    /// the notice or the reason.
+    fn judge_reply(&self, bundle: Option<&Interceptors>, received: Received) -> Judged {
+        let Received {
+            response,
+            streamed,
+            stream_blocked,
+        } = received;
+        if let Some((reason, notice)) = stream_blocked {
+            return Judged {
+                content: shown_for_block(reason, notice),
+                tool_calls: Vec::new(),
+                vetoed: true,
+            };
+        }
+        let Some(chain) = bundle
+            .map(|b| b.model_response.as_slice())
+            .filter(|c| !c.is_empty())
+        else {
+            return Judged {
+                content: response.content,
+                tool_calls: response.tool_calls,
+                vetoed: false,
+            };
+        };
+        let facts = ReplyFacts {
+            tool_calls: response.tool_calls,
+            streamed,
+        };
+        let outcome = self.run_seam(chain, &facts, &response.content);
+        let notice = outcome.notices.last().map(|n| n.text.clone());
+        self.publish_notices("model_response", outcome.notices);
+        if let Some(reason) = outcome.blocked {
+            return Judged {
+                content: shown_for_block(reason, notice),
+                tool_calls: Vec::new(),
+                vetoed: true,
+            };
+        }
+        Judged {
+            content: outcome.replaced.unwrap_or(response.content),
+            tool_calls: facts.tool_calls,
+            vetoed: false,
+        }
+    }
+
+    /// The final answer: the `output` seam (not for a substitute), then the
+    /// `assistant` event with what the user is shown, and the run's result.
+    fn finish_answer(
+        &self,
+        bundle: Option<&Interceptors>,
+        content: String,
+        vetoed: bool,
+        finish_reason: Option<&'static str>,
+    ) -> RunResult {
+        let chain = bundle
+            .map(|b| b.output.as_slice())
+            .filter(|c| !c.is_empty() && !vetoed);
+        let Some(chain) = chain else {
+            self.bus.emit(|| AgentEvent::Assistant {
+                content: content.clone(),
+                tool_calls: Vec::new(),
+                finish_reason,
+            });
+            return RunResult::completed(content);
+        };
+        let outcome = self.run_seam(chain, &(), &content);
+        let notice = outcome.notices.last().map(|n| n.text.clone());
+        self.publish_notices("output", outcome.notices);
+        if let Some(reason) = outcome.blocked {
+            let shown = shown_for_block(reason.clone(), notice);
+            self.bus.emit(|| AgentEvent::Assistant {
+                content: shown.clone(),
+                tool_calls: Vec::new(),
+                finish_reason: Some("vetoed"),
+            });
+            return RunResult::failed(EndReason::OutputBlocked { reason }, shown);
+        }
+        let shown = outcome.replaced.unwrap_or(content);
+        self.bus.emit(|| AgentEvent::Assistant {
+            content: shown.clone(),
+            tool_calls: Vec::new(),
+            finish_reason,
+        });
+        RunResult::completed(shown)
+    }
+
+    /// True when streaming must be off for this run: a pack gates whole
+    /// replies (`model_response` or `output`) but not streamed text, so what
+    /// streamed before its verdict could not be taken back. Publishes one
+    /// event and logs one line naming the packs. `--stream-policy allow`
+    /// (and a run that does not stream) keeps streaming as it is.
+    fn downgrade(&self, bundle: Option<&Interceptors>) -> bool {
+        let Some(bundle) = bundle.filter(|_| self.stream) else {
+            return false;
+        };
+        let packs_on = |seam: SeamName| -> BTreeSet<String> {
+            bundle
+                .chain(seam)
+                .iter()
+                .filter(|i| i.is_pack())
+                .map(|i| i.name().split('/').next().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let streaming_gates = packs_on(SeamName::StreamChunk);
+        let mut whole = packs_on(SeamName::ModelResponse);
+        whole.extend(packs_on(SeamName::Output));
+        let unsafe_packs: Vec<String> = whole
+            .into_iter()
+            .filter(|pack| !streaming_gates.contains(pack))
+            .collect();
+        if unsafe_packs.is_empty() {
+            return false;
+        }
+        if self.stream_policy == StreamPolicy::Allow {
+            tracing::warn!(
+                packs = %unsafe_packs.join(", "),
+                "streaming left on for packs that can only gate whole replies: \
+                 a model_response or output block cannot take back text already streamed"
+            );
+            return false;
+        }
+        tracing::info!(
+            packs = %unsafe_packs.join(", "),
+            "streaming disabled for this run: these packs gate model_response or output \
+             but not stream_chunk (--stream-policy allow keeps it on)"
+        );
+        self.bus.emit(|| AgentEvent::StreamingDowngraded {
+            packs: unsafe_packs,
+        });
+        true
     }
 
     /// Runs the two pre-provider seams. With no bundle, or both chains

@@ -46,6 +46,12 @@ pub enum EndReason {
     },
     /// The provider call failed.
     ProviderError(ProviderError),
+    /// The `output` seam blocked the final answer: the user was shown the
+    /// notice (or the reason) instead.
+    OutputBlocked {
+        /// The blocking interceptor's reason.
+        reason: String,
+    },
     /// This many provider calls were made without a final answer.
     MaxSteps {
         /// The session's step limit.
@@ -59,6 +65,7 @@ impl fmt::Display for EndReason {
             EndReason::Completed => f.write_str("completed"),
             EndReason::InterceptorBlocked { reason } => write!(f, "interceptor_blocked: {reason}"),
             EndReason::ProviderError(_) => f.write_str("provider_error"),
+            EndReason::OutputBlocked { reason } => write!(f, "output_blocked: {reason}"),
             EndReason::MaxSteps { .. } => f.write_str("max_steps"),
         }
     }
@@ -86,6 +93,18 @@ impl RunResult {
     }
 }
 
+/// What to do with streaming when a pack gates whole replies
+/// (`model_response` or `output`) but not streamed text (`stream_chunk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamPolicy {
+    /// Turn streaming off for the run, with one log line and one
+    /// `streaming_downgraded` event naming the packs (the default).
+    #[default]
+    Downgrade,
+    /// Keep streaming on (a whole-reply block cannot take back what streamed).
+    Allow,
+}
+
 /// An agent session: provider, tools, host chains, a registry handle, and the
 /// durable conversation. The plugin chains are merged with the host's at the
 /// start of every turn, so a pack loaded or unloaded between turns takes
@@ -108,6 +127,9 @@ pub struct AgentSession {
     pub(crate) output_cap: usize,
     pub(crate) turns: u64,
     pub(crate) stream: bool,
+    /// Whether the current run streams (`stream`, unless downgraded).
+    pub(crate) streaming: bool,
+    pub(crate) stream_policy: StreamPolicy,
     /// Delegations above this session (0: a top-level session).
     pub(crate) depth: u32,
 }
@@ -208,6 +230,14 @@ impl SessionBuilder {
         self
     }
 
+    /// What streaming does when a pack gates whole replies but not streamed
+    /// text (default: [`StreamPolicy::Downgrade`]).
+    #[must_use]
+    pub fn stream_policy(mut self, policy: StreamPolicy) -> Self {
+        self.session.stream_policy = policy;
+        self
+    }
+
     /// A sub-agent's session: `depth` delegations below the top level.
     pub(crate) fn depth(mut self, depth: u32) -> Self {
         self.session.depth = depth;
@@ -254,6 +284,8 @@ impl AgentSession {
                 output_cap: 30_000,
                 turns: 0,
                 stream: false,
+                streaming: false,
+                stream_policy: StreamPolicy::Downgrade,
                 depth: 0,
             },
         }

@@ -1,18 +1,108 @@
-//! The streamed-reply path: provider deltas → assembly → display.
+//! The streamed-reply path: provider deltas → assembly → gate → display.
 //!
 //! ```text
-//!  provider.stream ─▶ delta ─▶ [stream_chunk seam, later: hold / redact / block] ─▶ assistant_delta event
-//!                        └───▶ Assembler (text + tool calls split across deltas) ─▶ ModelResponse
+//!  provider.stream ─▶ delta ─▶ Assembler (text + tool calls split across deltas) ─▶ ModelResponse
+//!                                 └─ text ─▶ StreamGate (stream_chunk seam: release / hold / block) ─▶ assistant_delta event
 //! ```
 //!
-//! Text deltas go through [`Assembler::push`], which returns the text to
-//! release for display. Today every delta is released as it arrives; a
-//! stream gate will sit exactly there, holding a suffix it cannot judge yet
-//! and releasing it with a later delta.
+//! Text deltas go through [`Assembler::push`], which returns the text of the
+//! delta. With no `stream_chunk` interceptor it is published as it is (same
+//! boundaries, no seam work). Otherwise a [`StreamGate`] offers it to the
+//! chain: the interceptors see the turn's text so far, how much of it is
+//! already released and the new delta, and answer release, hold (withhold a
+//! suffix until the next delta) or block (nothing more is published; one
+//! retract event). At the end of the stream held text gets one final check
+//! in which holds are ignored.
+//!
+//! The gate keeps the turn's text in one growing string and hands the chain
+//! a borrowed view of it, so the host's cost per delta is constant and a
+//! stream's cost is linear in its length; what an interceptor scans is its
+//! own business (the SDK documents scanning from the released boundary).
 
+use crate::interception::{ChainOutcome, Notice, StreamFacts};
 use crate::providers::{ModelResponse, StreamDelta, Usage};
 use crate::types::ToolCall;
 use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// One reply's `stream_chunk` state.
+#[derive(Default)]
+pub(crate) struct StreamGate {
+    /// The reply's text so far: released, then held.
+    text: String,
+    /// Bytes of `text` already released.
+    released: usize,
+    /// Why the stream was blocked, and the notice that came with the block.
+    blocked: Option<(String, Option<String>)>,
+}
+
+/// What one offer to the gate produced.
+pub(crate) struct Offered {
+    /// The range of the gate's text to publish now.
+    pub(crate) release: Option<Range<usize>>,
+    /// Notices the interceptors attached.
+    pub(crate) notices: Vec<Notice>,
+    /// The stream was blocked by this offer: the released length and the reason.
+    pub(crate) retract: Option<(usize, String)>,
+}
+
+impl StreamGate {
+    /// Offers `delta` (or, with `last`, the held text once more, holds
+    /// ignored) to `judge` — the chain run over the facts and the text.
+    pub(crate) fn offer(
+        &mut self,
+        delta: &str,
+        last: bool,
+        judge: impl FnOnce(&StreamFacts, &String) -> ChainOutcome<String>,
+    ) -> Offered {
+        let mut offered = Offered {
+            release: None,
+            notices: Vec::new(),
+            retract: None,
+        };
+        if self.blocked.is_some() {
+            return offered;
+        }
+        self.text.push_str(delta);
+        if self.text.len() == self.released || (delta.is_empty() && !last) {
+            return offered;
+        }
+        let facts = StreamFacts {
+            released: self.released,
+            delta: delta.len(),
+            last,
+        };
+        let outcome = judge(&facts, &self.text);
+        offered.notices = outcome.notices;
+        if let Some(reason) = outcome.blocked {
+            let notice = offered.notices.last().map(|n| n.text.clone());
+            offered.retract = Some((self.released, reason.clone()));
+            self.blocked = Some((reason, notice));
+            return offered;
+        }
+        let candidate = self.text.len() - self.released;
+        let held = if last { 0 } else { outcome.held.min(candidate) };
+        let mut end = self.text.len() - held;
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end > self.released {
+            offered.release = Some(self.released..end);
+            self.released = end;
+        }
+        offered
+    }
+
+    /// The gate's text (for publishing a released range).
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Why the stream was blocked, with the notice that came with it.
+    pub(crate) fn into_blocked(self) -> Option<(String, Option<String>)> {
+        self.blocked
+    }
+}
 
 #[derive(Default)]
 struct PartialCall {

@@ -109,7 +109,27 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
         AgentEvent::Assistant {
             content,
             tool_calls,
+            ..
         } => assistant(content, tool_calls, streamed),
+        AgentEvent::Notice {
+            interceptor, text, ..
+        } => paint(
+            NEWS,
+            &clean(&format!("  ℹ notice ({interceptor}): {text}")),
+        ),
+        AgentEvent::StreamRetract { released, reason } => paint(
+            ALERT,
+            &clean(&format!(
+                "  ⨯ stream blocked after {released} bytes were shown (take them back): {reason}"
+            )),
+        ),
+        AgentEvent::StreamingDowngraded { packs } => paint(
+            WARN,
+            &clean(&format!(
+                "streaming off for this run: {} gate whole replies but not streamed text (--stream-policy allow keeps it on)",
+                packs.join(", ")
+            )),
+        ),
         AgentEvent::ToolResult {
             call_id,
             name,

@@ -1,7 +1,11 @@
-//! The four ordered chains.
+//! The seven ordered chains, one per seam. The seams are listed once, in
+//! [`seams!`]; every per-seam item below is generated from that list.
 
 use super::interceptor::Interceptor;
-use super::seams::{ContextSeam, ProviderRequestSeam, SeamSpec, ToolCallSeam, ToolResultSeam};
+use super::seams::{
+    ContextSeam, ModelResponseSeam, OutputSeam, ProviderRequestSeam, SeamSpec, StreamChunkSeam,
+    ToolCallSeam, ToolResultSeam,
+};
 use std::fmt;
 
 /// An interceptor on `context`.
@@ -12,23 +16,170 @@ pub type ProviderRequestInterceptor = Interceptor<ProviderRequestSeam>;
 pub type ToolCallInterceptor = Interceptor<ToolCallSeam>;
 /// An interceptor on `tool_result`.
 pub type ToolResultInterceptor = Interceptor<ToolResultSeam>;
+/// An interceptor on `model_response`.
+pub type ModelResponseInterceptor = Interceptor<ModelResponseSeam>;
+/// An interceptor on `output`.
+pub type OutputInterceptor = Interceptor<OutputSeam>;
+/// An interceptor on `stream_chunk`.
+pub type StreamChunkInterceptor = Interceptor<StreamChunkSeam>;
 
-/// The seam names, in bundle order: the closed set every string seam name is
-/// validated against.
-pub const SEAM_NAMES: [&str; 4] = ["provider_request", "tool_call", "tool_result", "context"];
+/// Generates the bundle, the seam names and the any-seam handle from one
+/// list: `Variant field Marker "name" — doc`, in bundle order.
+macro_rules! seams {
+    ($($variant:ident $field:ident $marker:ty, $name:literal, $doc:literal;)*) => {
+        /// The seam names, in bundle order: the closed set every string seam
+        /// name is validated against.
+        pub const SEAM_NAMES: [&str; 7] = [$($name),*];
 
-/// A bundle: four ordered chains, one per seam. Within a chain, list order is
-/// execution order.
-#[derive(Clone, Default, Debug)]
-pub struct Interceptors {
-    /// Runs on the request envelope, after `context`.
-    pub provider_request: Vec<ProviderRequestInterceptor>,
-    /// Runs on each proposed tool call.
-    pub tool_call: Vec<ToolCallInterceptor>,
-    /// Runs on each executed tool's result.
-    pub tool_result: Vec<ToolResultInterceptor>,
-    /// Runs on the outgoing message list.
-    pub context: Vec<ContextInterceptor>,
+        /// A bundle: one ordered chain per seam. Within a chain, list order
+        /// is execution order.
+        #[derive(Clone, Default, Debug)]
+        pub struct Interceptors {
+            $(
+                #[doc = $doc]
+                pub $field: Vec<Interceptor<$marker>>,
+            )*
+        }
+
+        impl Interceptors {
+            /// True when every chain is empty.
+            #[must_use]
+            pub fn is_empty(&self) -> bool {
+                true $(&& self.$field.is_empty())*
+            }
+
+            /// Appends `interceptor` to the chain of its seam.
+            pub fn push(&mut self, interceptor: AnyInterceptor) {
+                match interceptor {
+                    $(AnyInterceptor::$variant(i) => self.$field.push(i),)*
+                }
+            }
+
+            /// Appends every chain of `other` after this bundle's.
+            pub fn extend(&mut self, other: &Interceptors) {
+                $(self.$field.extend(other.$field.iter().cloned());)*
+            }
+
+            /// The chain of one seam, as seam-agnostic handles.
+            pub fn chain(&self, seam: SeamName) -> Vec<AnyInterceptor> {
+                match seam {
+                    $(SeamName::$variant => wrap(&self.$field, AnyInterceptor::$variant),)*
+                }
+            }
+
+            /// Removes the first interceptor equal to `interceptor`; true if found.
+            pub(crate) fn remove(&mut self, interceptor: &AnyInterceptor) -> bool {
+                match interceptor {
+                    $(AnyInterceptor::$variant(i) => remove_from(&mut self.$field, i),)*
+                }
+            }
+
+            /// Number of interceptors over all seams.
+            #[must_use]
+            pub fn len(&self) -> usize {
+                0 $(+ self.$field.len())*
+            }
+        }
+
+        /// A seam, validated. Parse strings with [`SeamName::parse`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum SeamName {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $variant,
+            )*
+        }
+
+        impl SeamName {
+            /// Every seam, in bundle order.
+            pub const ALL: [SeamName; 7] = [$(SeamName::$variant),*];
+
+            /// The canonical name.
+            #[must_use]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(SeamName::$variant => $name,)*
+                }
+            }
+        }
+
+        /// An interceptor on any seam.
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        pub enum AnyInterceptor {
+            $(
+                #[doc = concat!("On `", $name, "`.")]
+                $variant(Interceptor<$marker>),
+            )*
+        }
+
+        impl AnyInterceptor {
+            /// The seam this interceptor runs on.
+            #[must_use]
+            pub fn seam(&self) -> SeamName {
+                match self {
+                    $(AnyInterceptor::$variant(_) => SeamName::$variant,)*
+                }
+            }
+
+            /// The display name.
+            #[must_use]
+            pub fn name(&self) -> &str {
+                match self {
+                    $(AnyInterceptor::$variant(i) => i.name(),)*
+                }
+            }
+
+            /// True when this interceptor comes from a pack.
+            #[must_use]
+            pub fn is_pack(&self) -> bool {
+                match self {
+                    $(AnyInterceptor::$variant(i) => i.is_pack(),)*
+                }
+            }
+
+            /// A pack's interceptor `interceptor` on `seam`, named `name`,
+            /// counting towards `health`.
+            pub(crate) fn from_pack(
+                seam: SeamName,
+                name: String,
+                interceptor: chimera_plugin_api::abi::InterceptorBox,
+                health: Option<std::sync::Arc<super::PackHealth>>,
+            ) -> AnyInterceptor {
+                match seam {
+                    $(SeamName::$variant => AnyInterceptor::$variant(
+                        Interceptor::from_pack_watched(name, interceptor, health),
+                    ),)*
+                }
+            }
+        }
+
+        $(
+            impl From<Interceptor<$marker>> for AnyInterceptor {
+                fn from(i: Interceptor<$marker>) -> Self {
+                    AnyInterceptor::$variant(i)
+                }
+            }
+        )*
+    };
+}
+
+seams! {
+    ProviderRequest provider_request ProviderRequestSeam, "provider_request",
+        "Runs on the request envelope, after `context`.";
+    ToolCall tool_call ToolCallSeam, "tool_call",
+        "Runs on each proposed tool call.";
+    ToolResult tool_result ToolResultSeam, "tool_result",
+        "Runs on each executed tool's result.";
+    Context context ContextSeam, "context",
+        "Runs on the outgoing message list.";
+    ModelResponse model_response ModelResponseSeam, "model_response",
+        "Runs on each model reply before it enters the conversation.";
+    Output output OutputSeam, "output",
+        "Runs on the final answer before the user sees it.";
+    StreamChunk stream_chunk StreamChunkSeam, "stream_chunk",
+        "Runs on each streamed text delta before it is released.";
 }
 
 impl Interceptors {
@@ -36,74 +187,6 @@ impl Interceptors {
     #[must_use]
     pub fn new() -> Self {
         Interceptors::default()
-    }
-
-    /// True when every chain is empty.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.provider_request.is_empty()
-            && self.tool_call.is_empty()
-            && self.tool_result.is_empty()
-            && self.context.is_empty()
-    }
-
-    /// Appends `interceptor` to the chain of its seam.
-    pub fn push(&mut self, interceptor: AnyInterceptor) {
-        match interceptor {
-            AnyInterceptor::ProviderRequest(i) => self.provider_request.push(i),
-            AnyInterceptor::ToolCall(i) => self.tool_call.push(i),
-            AnyInterceptor::ToolResult(i) => self.tool_result.push(i),
-            AnyInterceptor::Context(i) => self.context.push(i),
-        }
-    }
-
-    /// Appends every chain of `other` after this bundle's.
-    pub fn extend(&mut self, other: &Interceptors) {
-        self.provider_request
-            .extend(other.provider_request.iter().cloned());
-        self.tool_call.extend(other.tool_call.iter().cloned());
-        self.tool_result.extend(other.tool_result.iter().cloned());
-        self.context.extend(other.context.iter().cloned());
-    }
-
-    /// The chain of one seam, as seam-agnostic handles.
-    pub fn chain(&self, seam: SeamName) -> Vec<AnyInterceptor> {
-        match seam {
-            SeamName::ProviderRequest => {
-                wrap(&self.provider_request, AnyInterceptor::ProviderRequest)
-            }
-            SeamName::ToolCall => wrap(&self.tool_call, AnyInterceptor::ToolCall),
-            SeamName::ToolResult => wrap(&self.tool_result, AnyInterceptor::ToolResult),
-            SeamName::Context => wrap(&self.context, AnyInterceptor::Context),
-        }
-    }
-
-    /// Removes the first interceptor equal to `interceptor`; true if found.
-    pub(crate) fn remove(&mut self, interceptor: &AnyInterceptor) -> bool {
-        fn remove_from<S: SeamSpec>(chain: &mut Vec<Interceptor<S>>, i: &Interceptor<S>) -> bool {
-            match chain.iter().position(|x| x == i) {
-                Some(at) => {
-                    chain.remove(at);
-                    true
-                }
-                None => false,
-            }
-        }
-        match interceptor {
-            AnyInterceptor::ProviderRequest(i) => remove_from(&mut self.provider_request, i),
-            AnyInterceptor::ToolCall(i) => remove_from(&mut self.tool_call, i),
-            AnyInterceptor::ToolResult(i) => remove_from(&mut self.tool_result, i),
-            AnyInterceptor::Context(i) => remove_from(&mut self.context, i),
-        }
-    }
-
-    /// Number of interceptors over all seams.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.provider_request.len()
-            + self.tool_call.len()
-            + self.tool_result.len()
-            + self.context.len()
     }
 }
 
@@ -114,33 +197,27 @@ fn wrap<S: SeamSpec>(
     chain.iter().cloned().map(f).collect()
 }
 
-/// A seam, validated. Parse strings with [`SeamName::parse`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SeamName {
-    /// `provider_request`
-    ProviderRequest,
-    /// `tool_call`
-    ToolCall,
-    /// `tool_result`
-    ToolResult,
-    /// `context`
-    Context,
+fn remove_from<S: SeamSpec>(chain: &mut Vec<Interceptor<S>>, i: &Interceptor<S>) -> bool {
+    match chain.iter().position(|x| x == i) {
+        Some(at) => {
+            chain.remove(at);
+            true
+        }
+        None => false,
+    }
 }
 
 /// A seam name outside the closed set.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown interceptor seam '{0}'; expected one of ('provider_request', 'tool_call', 'tool_result', 'context')")]
+#[error("unknown interceptor seam '{0}'; expected one of ({list})", list = quoted_names())]
 pub struct UnknownSeam(pub String);
 
-impl SeamName {
-    /// Every seam, in bundle order.
-    pub const ALL: [SeamName; 4] = [
-        SeamName::ProviderRequest,
-        SeamName::ToolCall,
-        SeamName::ToolResult,
-        SeamName::Context,
-    ];
+fn quoted_names() -> String {
+    let names: Vec<String> = SEAM_NAMES.iter().map(|n| format!("'{n}'")).collect();
+    names.join(", ")
+}
 
+impl SeamName {
     /// Parses a seam name; anything outside the closed set is an error.
     pub fn parse(name: &str) -> Result<SeamName, UnknownSeam> {
         SeamName::ALL
@@ -148,79 +225,10 @@ impl SeamName {
             .find(|seam| seam.as_str() == name)
             .ok_or_else(|| UnknownSeam(name.to_owned()))
     }
-
-    /// The canonical name.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SeamName::ProviderRequest => "provider_request",
-            SeamName::ToolCall => "tool_call",
-            SeamName::ToolResult => "tool_result",
-            SeamName::Context => "context",
-        }
-    }
 }
 
 impl fmt::Display for SeamName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// An interceptor on any seam.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AnyInterceptor {
-    /// On `provider_request`.
-    ProviderRequest(ProviderRequestInterceptor),
-    /// On `tool_call`.
-    ToolCall(ToolCallInterceptor),
-    /// On `tool_result`.
-    ToolResult(ToolResultInterceptor),
-    /// On `context`.
-    Context(ContextInterceptor),
-}
-
-impl AnyInterceptor {
-    /// The seam this interceptor runs on.
-    #[must_use]
-    pub fn seam(&self) -> SeamName {
-        match self {
-            AnyInterceptor::ProviderRequest(_) => SeamName::ProviderRequest,
-            AnyInterceptor::ToolCall(_) => SeamName::ToolCall,
-            AnyInterceptor::ToolResult(_) => SeamName::ToolResult,
-            AnyInterceptor::Context(_) => SeamName::Context,
-        }
-    }
-
-    /// The display name.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        match self {
-            AnyInterceptor::ProviderRequest(i) => i.name(),
-            AnyInterceptor::ToolCall(i) => i.name(),
-            AnyInterceptor::ToolResult(i) => i.name(),
-            AnyInterceptor::Context(i) => i.name(),
-        }
-    }
-}
-
-impl From<ProviderRequestInterceptor> for AnyInterceptor {
-    fn from(i: ProviderRequestInterceptor) -> Self {
-        AnyInterceptor::ProviderRequest(i)
-    }
-}
-impl From<ToolCallInterceptor> for AnyInterceptor {
-    fn from(i: ToolCallInterceptor) -> Self {
-        AnyInterceptor::ToolCall(i)
-    }
-}
-impl From<ToolResultInterceptor> for AnyInterceptor {
-    fn from(i: ToolResultInterceptor) -> Self {
-        AnyInterceptor::ToolResult(i)
-    }
-}
-impl From<ContextInterceptor> for AnyInterceptor {
-    fn from(i: ContextInterceptor) -> Self {
-        AnyInterceptor::Context(i)
     }
 }

@@ -19,6 +19,21 @@ pub struct ChainOutcome<V> {
     /// The block reason when the chain stopped (by a block, or by a failure on
     /// a fail-closed seam).
     pub blocked: Option<String>,
+    /// `stream_chunk` only: how many trailing bytes to withhold (the largest
+    /// hold any interceptor answered; 0 releases everything).
+    pub held: usize,
+    /// User-facing notices the interceptors attached, in chain order. Shown
+    /// to the user, never sent to the model.
+    pub notices: Vec<Notice>,
+}
+
+/// A user-facing notice one interceptor attached to its decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// Display name of the interceptor (`<pack>/<name>`).
+    pub interceptor: String,
+    /// The text to show.
+    pub text: String,
 }
 
 /// Where a chain run reports.
@@ -32,6 +47,7 @@ pub struct ChainContext<'a> {
 
 enum Verdict<V> {
     Allow,
+    Hold(usize),
     Replace(V),
     Block(String),
     Error(String),
@@ -58,6 +74,7 @@ enum Stop {
 
 enum Flow<V> {
     Continue,
+    Hold(usize),
     Replace(V),
     Stop(String),
 }
@@ -83,6 +100,8 @@ pub fn run_chain<S: SeamSpec>(
     let session = cx.session.view();
     let ids = S::tool_ids(lead, value);
     let mut replaced: Option<S::Value> = None;
+    let mut held = 0;
+    let mut notices = Vec::new();
     let mut next = 0;
     while next < chain.len() {
         let current = replaced.as_ref().unwrap_or(value);
@@ -96,6 +115,12 @@ pub fn run_chain<S: SeamSpec>(
                     None => continue,
                     Some((index, Stop::Quarantined(reason))) => (index, Verdict::Error(reason)),
                     Some((index, Stop::Decided(decision))) => {
+                        if let Some(text) = decision.notice() {
+                            notices.push(Notice {
+                                interceptor: chain[index].name().to_owned(),
+                                text,
+                            });
+                        }
                         let verdict = pack_verdict::<S>(decision, current);
                         if verdict.is_failure() {
                             if let Kind::Pack(_, Some(health)) = &chain[index].inner.kind {
@@ -110,6 +135,7 @@ pub fn run_chain<S: SeamSpec>(
         next = index + 1;
         match apply::<S>(verdict, chain[index].name(), ids, cx) {
             Flow::Continue => {}
+            Flow::Hold(bytes) => held = held.max(bytes),
             Flow::Replace(new) => {
                 let adopted = S::adopt(new, current);
                 replaced = Some(adopted);
@@ -118,6 +144,8 @@ pub fn run_chain<S: SeamSpec>(
                 return ChainOutcome {
                     replaced,
                     blocked: Some(reason),
+                    held,
+                    notices,
                 }
             }
         }
@@ -125,6 +153,8 @@ pub fn run_chain<S: SeamSpec>(
     ChainOutcome {
         replaced,
         blocked: None,
+        held,
+        notices,
     }
 }
 
@@ -205,7 +235,9 @@ fn run_packs<S: SeamSpec>(
             group = Some(Group::start(health, *next));
         }
         let decision = pack.intercept(input);
-        if decision.kind != DecisionKind::ALLOW {
+        // Anything but a bare allow (a notice rides on a value) is handled
+        // by the caller.
+        if decision.kind != DecisionKind::ALLOW || decision.value.is_some() {
             if let Some(done) = group.take() {
                 done.finish(chain, *next + 1);
             }
@@ -239,6 +271,13 @@ fn host_verdict<S: SeamSpec>(f: &S::HostFn, lead: &S::Lead, value: &S::Value) ->
 }
 
 fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<S::Value> {
+    if let Some(bytes) = decision.kind.held_bytes() {
+        return if S::HOLDS {
+            Verdict::Hold(bytes)
+        } else {
+            Verdict::Unknown(decision.kind)
+        };
+    }
     match decision.kind {
         DecisionKind::ALLOW => Verdict::Allow,
         DecisionKind::BLOCK => Verdict::Block(decision.reason.into_string()),
@@ -284,6 +323,7 @@ fn apply<S: SeamSpec>(
     };
     match verdict {
         Verdict::Allow => Flow::Continue,
+        Verdict::Hold(bytes) => Flow::Hold(bytes),
         Verdict::Replace(new) => {
             emit(EventDecision::Replaced, String::new());
             Flow::Replace(new)
@@ -309,6 +349,7 @@ fn apply<S: SeamSpec>(
             let label = match kind {
                 DecisionKind::RETRY => "retry".to_owned(),
                 DecisionKind::ASK => "ask".to_owned(),
+                other if other.held_bytes().is_some() => "hold".to_owned(),
                 other => other.0.to_string(),
             };
             let text = format!("unknown decision kind '{label}'");

@@ -61,16 +61,18 @@ mod seams;
 mod session;
 
 pub use bundle::{
-    AnyInterceptor, ContextInterceptor, Interceptors, ProviderRequestInterceptor, SeamName,
+    AnyInterceptor, ContextInterceptor, Interceptors, ModelResponseInterceptor,
+    OutputInterceptor, ProviderRequestInterceptor, SeamName, StreamChunkInterceptor,
     ToolCallInterceptor, ToolResultInterceptor, UnknownSeam, SEAM_NAMES,
 };
-pub use chain::{run_chain, ChainContext, ChainOutcome};
+pub use chain::{run_chain, ChainContext, ChainOutcome, Notice};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub use events::{EventDecision, InterceptorEvent};
 pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};
 pub use interceptor::Interceptor;
 pub use merge::merge_interceptors;
 pub use seams::{
-    withheld_result, ContextSeam, ProviderRequestSeam, SeamSpec, ToolCallSeam, ToolResultSeam,
+    withheld_result, ContextSeam, ModelResponseSeam, OutputSeam, ProviderRequestSeam, ReplyFacts,
+    SeamSpec, StreamChunkSeam, StreamFacts, ToolCallSeam, ToolResultSeam,
 };
 pub use session::SessionFacts;

@@ -6,7 +6,7 @@ use super::loader::{Checks, Library, LibraryInfo, Loader};
 use super::plugin::{Plugin, PluginRegistrar};
 use super::registry::{OwnerId, Registry};
 use super::trust::{Probe, TrustSettings};
-use crate::interception::{AnyInterceptor, Interceptor, Interceptors, SeamName};
+use crate::interception::{AnyInterceptor, Interceptors, SeamName};
 use crate::interception::{HealthPolicy, HealthSink, PackHealth};
 use chimera_plugin_api::abi::{PackInstanceBox, Seam};
 use chimera_plugin_api::sdk::{self, panic_message, Pack};
@@ -545,28 +545,13 @@ pub(crate) fn pack_interceptors(
                     interceptor: name.clone(),
                     seam: registration.seam,
                 })?;
-            let interceptor = registration.interceptor;
             let health = Some(Arc::clone(health));
-            Ok(match seam {
-                SeamName::ProviderRequest => AnyInterceptor::ProviderRequest(
-                    Interceptor::from_pack_watched(name, interceptor, health),
-                ),
-                SeamName::ToolCall => AnyInterceptor::ToolCall(Interceptor::from_pack_watched(
-                    name,
-                    interceptor,
-                    health,
-                )),
-                SeamName::ToolResult => AnyInterceptor::ToolResult(Interceptor::from_pack_watched(
-                    name,
-                    interceptor,
-                    health,
-                )),
-                SeamName::Context => AnyInterceptor::Context(Interceptor::from_pack_watched(
-                    name,
-                    interceptor,
-                    health,
-                )),
-            })
+            Ok(AnyInterceptor::from_pack(
+                seam,
+                name,
+                registration.interceptor,
+                health,
+            ))
         })
         .collect()
 }

@@ -23,6 +23,43 @@ impl DecisionKind {
     pub const RETRY: DecisionKind = DecisionKind(4);
     /// Reserved: ask a human, with `reason` as the prompt.
     pub const ASK: DecisionKind = DecisionKind(5);
+
+    /// The first of the `stream_chunk` hold kinds: `HOLD_BASE + n` withholds
+    /// the last `n` bytes of the candidate text and re-offers them with the
+    /// next delta. The count is in the kind itself, so a hold — answered on
+    /// every delta by a scanning gate — allocates nothing.
+    pub const HOLD_BASE: u32 = 0x4000_0000;
+    /// The largest count a hold kind carries (just under 1 GiB).
+    pub const HOLD_MAX: u32 = 0x3FFF_FFFF;
+
+    /// Withhold the last `bytes` bytes of the candidate (clamped to
+    /// [`HOLD_MAX`](Self::HOLD_MAX)).
+    #[must_use]
+    pub const fn hold(bytes: usize) -> DecisionKind {
+        let n = if bytes > Self::HOLD_MAX as usize {
+            Self::HOLD_MAX
+        } else {
+            // Checked just above: fits.
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "bounded by HOLD_MAX on the line above"
+            )]
+            {
+                bytes as u32
+            }
+        };
+        DecisionKind(Self::HOLD_BASE + n)
+    }
+
+    /// For a hold kind, how many trailing bytes it withholds.
+    #[must_use]
+    pub const fn held_bytes(self) -> Option<usize> {
+        if self.0 >= Self::HOLD_BASE && self.0 - Self::HOLD_BASE <= Self::HOLD_MAX {
+            Some((self.0 - Self::HOLD_BASE) as usize)
+        } else {
+            None
+        }
+    }
 }
 
 /// An interceptor's answer for one value.
@@ -63,6 +100,56 @@ impl Decision {
     /// Report an interceptor failure.
     pub fn error(reason: impl Into<RString>) -> Decision {
         Decision::with_reason(DecisionKind::ERROR, reason.into())
+    }
+
+    /// Withhold the last `bytes` bytes of a `stream_chunk` candidate.
+    #[must_use]
+    pub fn hold(bytes: usize) -> Decision {
+        Decision::with_reason(DecisionKind::hold(bytes), RString::new())
+    }
+
+    /// This decision with a user-facing notice attached: the host shows it
+    /// (a `notice` event, a line of its own in the readable transcript) and
+    /// never sends it to the model. It travels as data in the value's
+    /// `extension_json` (`{"notice": "…"}`, merged into what is there), so an
+    /// allow or a block that carries one has a value.
+    #[must_use]
+    pub fn with_notice(mut self, notice: &str) -> Decision {
+        let entry = serde_json::to_string(notice).unwrap_or_else(|_| "\"\"".to_owned());
+        let mut value = match self.value.into_option() {
+            Some(boxed) => RBox::into_inner(boxed),
+            None => SeamValue::default(),
+        };
+        let merged = match value.extension_json.into_option() {
+            Some(existing) => match existing.as_str().trim_end().strip_suffix('}') {
+                Some(open) if open.trim_end().ends_with('{') => {
+                    format!("{open}\"notice\":{entry}}}")
+                }
+                Some(open) => format!("{open},\"notice\":{entry}}}"),
+                None => format!("{{\"notice\":{entry}}}"),
+            },
+            None => format!("{{\"notice\":{entry}}}"),
+        };
+        value.extension_json = ROption::RSome(merged.into());
+        self.value = ROption::RSome(RBox::new(value));
+        self
+    }
+
+    /// The notice attached with [`with_notice`](Self::with_notice), if any.
+    #[must_use]
+    pub fn notice(&self) -> Option<String> {
+        let value = self.value.as_ref().into_option()?;
+        let json = value.extension_json.as_ref().into_option()?;
+        if !json.as_str().contains("\"notice\"") {
+            return None;
+        }
+        #[derive(serde::Deserialize)]
+        struct Noticed {
+            notice: Option<String>,
+        }
+        serde_json::from_str::<Noticed>(json.as_str())
+            .ok()
+            .and_then(|n| n.notice)
     }
 
     fn with_reason(kind: DecisionKind, reason: RString) -> Decision {

@@ -37,15 +37,20 @@
 //! * **A new seam** (`model_response`, `output`, `stream_chunk`) is a new
 //!   [`Seam`] constant. [`Seam`] is an open integer set, so old packs still load;
 //!   they simply never register on the new seam. Its input travels in the
-//!   existing slots of [`SeamInput`]: `messages` (a model reply is a one-element
-//!   list), `text` (final output, a stream delta) and `extension_json` for
-//!   anything else (for a stream chunk: `{"released_len": n}`). Its replacement
-//!   travels in the matching slots of [`SeamValue`] (a stream hold is
-//!   `extension_json = {"hold": n}`).
-//! * **A new decision kind** (`retry` with feedback, `ask` with a prompt) is a
-//!   new [`DecisionKind`] constant whose payload is the decision's `reason`
-//!   string. A host that meets a kind it does not know treats it as an
-//!   interceptor error (`unknown decision kind`), under the seam's failure policy.
+//!   existing slots of [`SeamInput`] (the table there): `messages` (a model
+//!   reply is a one-element list), `text` (the final answer, the stream's
+//!   text so far) and `extension_json` for anything else (for a stream
+//!   chunk: `{"released":R,"delta":D,"final":B}`). Its replacement travels in
+//!   the matching slots of [`SeamValue`] (`text` for a reply or an answer).
+//! * **A new decision kind** is a new [`DecisionKind`] constant whose payload
+//!   is the decision's `reason` string, or a range of constants when the
+//!   payload is a number on a hot path: a stream hold is
+//!   `DecisionKind::HOLD_BASE + n` (withhold the last `n` bytes), so
+//!   answering it on every delta allocates nothing. A host that meets a kind
+//!   it does not know treats it as an interceptor error (`unknown decision
+//!   kind`), under the seam's failure policy.
+//! * **A notice** (user-facing text beside any decision) is
+//!   `{"notice": "…"}` in the decision value's `extension_json`.
 //! * **A new pack capability** is a method name understood by
 //!   `PackInstance::extension`; packs that predate it answer "unsupported".
 //! * **New session facts** go into [`SessionView::extension_json`].

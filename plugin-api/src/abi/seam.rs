@@ -21,19 +21,27 @@ impl Seam {
     pub const TOOL_CALL: Seam = Seam(2);
     /// After a tool executed, before its result is recorded.
     pub const TOOL_RESULT: Seam = Seam(3);
-    /// Reserved for a later host: a model reply before it enters the conversation.
+    /// Each model reply, streamed or not, before it enters the conversation.
+    /// A replacement (`text`) redacts the content and keeps the tool calls; a
+    /// block publishes one substitute reply instead (no tool calls).
     pub const MODEL_RESPONSE: Seam = Seam(4);
-    /// Reserved for a later host: the final answer to the user.
+    /// The final answer before the user sees it. A replacement (`text`)
+    /// redacts; a block shows the notice (or the reason) instead; a retry
+    /// asks the model again.
     pub const OUTPUT: Seam = Seam(5);
-    /// Reserved for a later host: a streamed delta before release.
+    /// Every streamed text delta before it is released. No replacement: the
+    /// answers are allow, hold (see [`DecisionKind::hold`]) and block.
     pub const STREAM_CHUNK: Seam = Seam(6);
 
     /// The seams this version of the ABI defines behaviour for, in bundle order.
-    pub const KNOWN: [Seam; 4] = [
+    pub const KNOWN: [Seam; 7] = [
         Seam::PROVIDER_REQUEST,
         Seam::TOOL_CALL,
         Seam::TOOL_RESULT,
         Seam::CONTEXT,
+        Seam::MODEL_RESPONSE,
+        Seam::OUTPUT,
+        Seam::STREAM_CHUNK,
     ];
 
     /// The seam's canonical name (`tool_call`, ...), or `None` for an id this

@@ -116,9 +116,12 @@ pub struct SessionView<'a> {
 /// | `provider_request` | `messages`, `request` |
 /// | `tool_call` | `tool_call` |
 /// | `tool_result` | `tool_call` (the effective call), `tool_result` |
+/// | `model_response` | `messages` (the reply, one assistant message), `text` (its content), `extension_json` = `{"streamed":true\|false}` |
+/// | `output` | `text` (the final answer) |
+/// | `stream_chunk` | `text` (the turn's text so far), `extension_json` = `{"released":R,"delta":D,"final":B}`: the first `R` bytes are already shown, the last `D` are the new delta, `final` marks the check at the end of the stream |
 ///
-/// `text` and `extension_json` are empty today; later seams use them (see the
-/// module docs).
+/// On the four older seams `text` and `extension_json` are empty (see the
+/// module docs for how the ABI grows).
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone, Debug)]
 pub struct SeamInput<'a> {

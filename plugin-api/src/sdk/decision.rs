@@ -55,3 +55,22 @@ impl<E: std::error::Error> From<E> for InterceptError {
 
 /// What an interceptor closure returns: `?` works on any error type.
 pub type InterceptResult<T> = Result<Decision<T>, InterceptError>;
+
+/// What a `stream_chunk` interceptor answers for one [`Segment`](super::Segment).
+/// There is no replacement on this seam.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDecision {
+    /// Release the whole candidate.
+    Release,
+    /// Withhold the text from this offset of [`Segment::full`](super::Segment::full)
+    /// on (an offset inside the released part holds the whole candidate; one
+    /// past the end holds nothing); it is offered again with the next delta.
+    /// With several interceptors, the largest hold wins.
+    HoldFrom(usize),
+    /// Stop the stream: nothing more of this turn is published, and the
+    /// reply is replaced by the notice (or this reason).
+    Block(String),
+}
+
+/// What a `stream_chunk` closure returns.
+pub type StreamResult = Result<StreamDecision, InterceptError>;

@@ -12,11 +12,27 @@ fn non_empty(text: RStr<'_>) -> Option<&str> {
     (!text.is_empty()).then_some(text)
 }
 
+/// Where an interceptor's notice waits for its decision (one per call, on
+/// the SDK's stack).
+pub(crate) type NoticeSlot = std::cell::Cell<Option<String>>;
+
 /// The conversation an interceptor call belongs to.
 #[derive(Clone, Copy)]
-pub struct Session<'a>(pub(crate) &'a SessionView<'a>);
+pub struct Session<'a>(
+    pub(crate) &'a SessionView<'a>,
+    pub(crate) &'a NoticeSlot,
+);
 
 impl<'a> Session<'a> {
+    /// Attaches a user-facing notice to the decision this call returns,
+    /// whatever it is (e.g. `Content blocked: contains prohibited terms.`
+    /// beside a block, or a warning beside an allow). The host shows it to
+    /// the user — a `notice` event, a line of its own in the readable
+    /// transcript — and never sends it to the model. A second call replaces
+    /// the first.
+    pub fn notice(&self, text: impl Into<String>) {
+        self.1.set(Some(text.into()));
+    }
     /// Stable id of the conversation; key per-conversation state by it.
     #[must_use]
     pub fn id(&self) -> &'a str {
@@ -289,5 +305,78 @@ impl<'a> ToolResultRef<'a> {
             error: self.error().map(str::to_owned),
             metadata_json: self.metadata_json().to_owned(),
         }
+    }
+}
+
+/// A model reply, as the `model_response` seam sees it: its text and the
+/// tool calls it proposes.
+#[derive(Clone, Copy)]
+pub struct ResponseRef<'a> {
+    pub(crate) message: &'a MessageView<'a>,
+    pub(crate) streamed: bool,
+}
+
+impl<'a> ResponseRef<'a> {
+    /// The reply's text.
+    #[must_use]
+    pub fn content(&self) -> &'a str {
+        self.message.content.as_str()
+    }
+    /// The tool calls it proposes, in order.
+    pub fn tool_calls(&self) -> impl ExactSizeIterator<Item = ToolCallRef<'a>> + 'a {
+        MessageRef(self.message).tool_calls()
+    }
+    /// True when the reply was streamed (its text has been offered to the
+    /// `stream_chunk` seam delta by delta already).
+    #[must_use]
+    pub fn was_streamed(&self) -> bool {
+        self.streamed
+    }
+}
+
+/// One offer of streamed text on the `stream_chunk` seam.
+///
+/// `full()` is the turn's whole text so far: the part already released
+/// (`..released_offset()`), then the candidate — text held back earlier
+/// followed by the new delta. Scan `full()` from where a match could still
+/// end at or after `released_offset()`, not from the start: that keeps the
+/// cost of a stream linear in its length.
+#[derive(Clone, Copy)]
+pub struct Segment<'a> {
+    pub(crate) full: &'a str,
+    pub(crate) released: usize,
+    pub(crate) delta: usize,
+    pub(crate) last: bool,
+}
+
+impl<'a> Segment<'a> {
+    /// Everything of this turn's text so far: released, then the candidate.
+    #[must_use]
+    pub fn full(&self) -> &'a str {
+        self.full
+    }
+    /// The length of the text already released (and shown): where the
+    /// candidate starts in [`full`](Self::full).
+    #[must_use]
+    pub fn released_offset(&self) -> usize {
+        self.released
+    }
+    /// The candidate: held text, then the new delta.
+    #[must_use]
+    pub fn candidate(&self) -> &'a str {
+        self.full.get(self.released..).unwrap_or("")
+    }
+    /// The new delta alone (the end of the candidate).
+    #[must_use]
+    pub fn delta(&self) -> &'a str {
+        self.full
+            .get(self.full.len().saturating_sub(self.delta)..)
+            .unwrap_or("")
+    }
+    /// True for the final check at the end of the stream: a hold is ignored
+    /// then (the held text is released unless this call blocks).
+    #[must_use]
+    pub fn is_final(&self) -> bool {
+        self.last
     }
 }

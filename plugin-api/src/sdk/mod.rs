@@ -21,11 +21,12 @@ mod pack;
 mod registrar;
 mod values;
 
-pub use decision::{Decision, InterceptError, InterceptResult};
+pub use decision::{Decision, InterceptError, InterceptResult, StreamDecision, StreamResult};
 pub use edit::{MessagesEdit, RequestEdit, HOST_SESSION_EXTENSION, HOST_TAKES_EDITS};
 pub use guard::panic_message;
 pub use inputs::{
-    BlockRef, HeadersRef, MessageRef, Messages, RequestRef, Session, ToolCallRef, ToolResultRef,
+    BlockRef, HeadersRef, MessageRef, Messages, RequestRef, ResponseRef, Segment, Session,
+    ToolCallRef, ToolResultRef,
 };
 pub use instance::instantiate;
 pub use pack::{NoConfig, Pack, PackError, SeamKind};

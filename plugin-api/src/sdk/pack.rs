@@ -18,6 +18,12 @@ pub enum SeamKind {
     ToolCall,
     /// After a tool executed, before its result is recorded.
     ToolResult,
+    /// Each model reply, before it enters the conversation.
+    ModelResponse,
+    /// The final answer, before the user sees it.
+    Output,
+    /// Each streamed text delta, before it is released.
+    StreamChunk,
 }
 
 impl SeamKind {
@@ -29,6 +35,9 @@ impl SeamKind {
             SeamKind::ProviderRequest => Seam::PROVIDER_REQUEST,
             SeamKind::ToolCall => Seam::TOOL_CALL,
             SeamKind::ToolResult => Seam::TOOL_RESULT,
+            SeamKind::ModelResponse => Seam::MODEL_RESPONSE,
+            SeamKind::Output => Seam::OUTPUT,
+            SeamKind::StreamChunk => Seam::STREAM_CHUNK,
         }
     }
 }

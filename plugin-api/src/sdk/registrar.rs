@@ -1,9 +1,11 @@
 //! Collecting a pack's interceptors, and erasing them to ABI trait objects.
 
-use super::decision::{Decision, InterceptResult};
+use super::decision::{Decision, InterceptResult, StreamDecision, StreamResult};
 use super::edit::{MessagesEdit, RequestEdit};
 use super::guard;
-use super::inputs::{Messages, RequestRef, Session, ToolCallRef, ToolResultRef};
+use super::inputs::{
+    Messages, NoticeSlot, RequestRef, ResponseRef, Segment, Session, ToolCallRef, ToolResultRef,
+};
 use super::pack::SeamKind;
 use super::values::{messages_into_abi, Message, Request, ToolCall, ToolResult};
 use crate::abi::{
@@ -38,7 +40,7 @@ impl Registrar {
     {
         self.push(SeamKind::Context, name, move |input| {
             decide(
-                || f(Session(input.session), Messages(input.messages)),
+                |notice| f(Session(input.session, notice), Messages(input.messages)),
                 |messages| {
                     Ok(SeamValue {
                         messages: ROption::RSome(messages_into_abi(messages)),
@@ -65,7 +67,7 @@ impl Registrar {
                 view,
             };
             decide(
-                || f(Session(input.session), request),
+                |notice| f(Session(input.session, notice), request),
                 |request| Ok(Request::into_abi(request)),
             )
         });
@@ -81,7 +83,7 @@ impl Registrar {
         self.push(SeamKind::Context, name, move |input| {
             let messages = Messages(input.messages);
             decide(
-                || f(Session(input.session), messages),
+                |notice| f(Session(input.session, notice), messages),
                 |edit| edit.into_abi(input.session, messages),
             )
         });
@@ -104,7 +106,7 @@ impl Registrar {
                 view,
             };
             decide(
-                || f(Session(input.session), request),
+                |notice| f(Session(input.session, notice), request),
                 |edit| edit.into_abi(input.session, request),
             )
         });
@@ -121,7 +123,7 @@ impl Registrar {
                 return missing("tool call");
             };
             decide(
-                || f(Session(input.session), ToolCallRef(call)),
+                |notice| f(Session(input.session, notice), ToolCallRef(call)),
                 |call| {
                     Ok(SeamValue {
                         tool_call: ROption::RSome(call.into_abi()),
@@ -149,9 +151,9 @@ impl Registrar {
                 return missing("tool call and result");
             };
             decide(
-                || {
+                |notice| {
                     f(
-                        Session(input.session),
+                        Session(input.session, notice),
                         ToolCallRef(call),
                         ToolResultRef(result),
                     )
@@ -163,6 +165,129 @@ impl Registrar {
                     })
                 },
             )
+        });
+    }
+
+    /// Registers on `model_response`: sees each model reply, streamed or
+    /// not, before it enters the conversation. A replacement is the new
+    /// text (the tool calls are kept: the way to redact a reply); a block
+    /// publishes one substitute reply instead — no tool calls, finish
+    /// reason `vetoed`, the notice (or the reason) as its text — which the
+    /// `output` seam never judges again.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.model_response("ban", |session, reply| {
+    ///     if reply.content().contains("forbidden") {
+    ///         session.notice("Content blocked: contains prohibited terms.");
+    ///         return Ok(Decision::block("reply contains a prohibited term"));
+    ///     }
+    ///     Ok(Decision::Allow)
+    /// });
+    /// # }
+    /// ```
+    pub fn model_response<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, ResponseRef<'_>) -> InterceptResult<String> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::ModelResponse, name, move |input| {
+            let Some(message) = input.messages.as_slice().first() else {
+                return missing("model reply");
+            };
+            let reply = ResponseRef {
+                message,
+                streamed: input.extension_json.as_str().contains("\"streamed\":true"),
+            };
+            decide(
+                |notice| f(Session(input.session, notice), reply),
+                |text| Ok(text_value(text)),
+            )
+        });
+    }
+
+    /// Registers on `output`: sees the final answer before the user does.
+    /// A replacement is the text shown instead (redaction); a block shows
+    /// the notice (or the reason), never the text.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.output("no-emails", |_session, answer| {
+    ///     if answer.contains("@example.com") {
+    ///         return Ok(Decision::Replace(answer.replace("@example.com", "@[REDACTED]")));
+    ///     }
+    ///     Ok(Decision::Allow)
+    /// });
+    /// # }
+    /// ```
+    pub fn output<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, &str) -> InterceptResult<String> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::Output, name, move |input| {
+            decide(
+                |notice| f(Session(input.session, notice), input.text.as_str()),
+                |text| Ok(text_value(text)),
+            )
+        });
+    }
+
+    /// Registers on `stream_chunk`: sees every streamed text delta before
+    /// it is released, as a [`Segment`]. Answer
+    /// [`StreamDecision::Release`], [`StreamDecision::HoldFrom`] (withhold a
+    /// suffix you cannot judge yet; it comes back with the next delta) or
+    /// [`StreamDecision::Block`] (nothing more is shown this turn). At the
+    /// end of the stream the held text is offered once more with
+    /// [`Segment::is_final`] set; a hold is ignored then.
+    ///
+    /// Scan only what can still change your verdict — from the start of
+    /// the word that straddles [`Segment::released_offset`] — so the cost
+    /// stays linear in the stream's length:
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.stream_chunk("ban", |_session, segment| {
+    ///     let full = segment.full();
+    ///     let word = |b: u8| b.is_ascii_alphanumeric();
+    ///     // Back to the start of the word straddling the released boundary.
+    ///     let mut from = segment.released_offset();
+    ///     while from > 0 && word(full.as_bytes()[from - 1]) {
+    ///         from -= 1;
+    ///     }
+    ///     if full[from..].contains("forbidden") {
+    ///         return Ok(StreamDecision::Block("prohibited term".into()));
+    ///     }
+    ///     // Hold a trailing partial word: `forb` may become `forbidden`.
+    ///     let mut end = full.len();
+    ///     while end > segment.released_offset() && word(full.as_bytes()[end - 1]) {
+    ///         end -= 1;
+    ///     }
+    ///     Ok(StreamDecision::HoldFrom(end))
+    /// });
+    /// # }
+    /// ```
+    pub fn stream_chunk<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, Segment<'_>) -> StreamResult + Send + Sync + 'static,
+    {
+        self.push(SeamKind::StreamChunk, name, move |input| {
+            let Some(segment) = segment_of(input) else {
+                return missing("stream segment");
+            };
+            let notice = NoticeSlot::new(None);
+            let answer = guard::catch(|| f(Session(input.session, &notice), segment));
+            let decision = match answer {
+                Ok(Ok(StreamDecision::Release)) => abi::Decision::allow(),
+                Ok(Ok(StreamDecision::HoldFrom(offset))) => {
+                    abi::Decision::hold(held_bytes(segment, offset))
+                }
+                Ok(Ok(StreamDecision::Block(reason))) => abi::Decision::block(reason),
+                Ok(Err(error)) => abi::Decision::error(error.as_str()),
+                Err(panic) => return abi::Decision::error(panic),
+            };
+            attach_notice(decision, &notice)
         });
     }
 
@@ -201,11 +326,12 @@ fn missing(what: &str) -> abi::Decision {
 /// out of `catch_unwind` is copied from memory just written, and that
 /// copy stalls on store forwarding: measured at a third of a call.)
 fn decide<T>(
-    body: impl FnOnce() -> InterceptResult<T>,
+    body: impl FnOnce(&NoticeSlot) -> InterceptResult<T>,
     into_value: impl FnOnce(T) -> Result<SeamValue, String>,
 ) -> abi::Decision {
+    let notice = NoticeSlot::new(None);
     let mut other: Option<abi::Decision> = None;
-    let allowed = guard::catch(|| match body() {
+    let allowed = guard::catch(|| match body(&notice) {
         Ok(Decision::Allow) => true,
         Ok(Decision::Block(reason)) => {
             other = Some(abi::Decision::block(reason));
@@ -224,11 +350,70 @@ fn decide<T>(
         }
     });
     // Matched one at a time: moving both into a tuple would copy them.
-    match allowed {
+    let decision = match allowed {
         Ok(true) => abi::Decision::allow(),
         Ok(false) => other.unwrap_or_else(|| abi::Decision::error("no decision was made")),
-        Err(panic) => abi::Decision::error(panic),
+        Err(panic) => return abi::Decision::error(panic),
+    };
+    attach_notice(decision, &notice)
+}
+
+/// The decision with the call's notice, when it left one.
+#[inline]
+fn attach_notice(decision: abi::Decision, notice: &NoticeSlot) -> abi::Decision {
+    match notice.take() {
+        None => decision,
+        Some(text) => decision.with_notice(&text),
     }
+}
+
+/// A text replacement (`model_response`, `output`).
+fn text_value(text: String) -> SeamValue {
+    SeamValue {
+        text: ROption::RSome(text.into()),
+        ..SeamValue::default()
+    }
+}
+
+/// How many trailing bytes of the segment's text a hold from `offset`
+/// withholds: never released text (an offset inside it holds the whole
+/// candidate), moved back to a character boundary so the split never cuts
+/// a character.
+fn held_bytes(segment: Segment<'_>, offset: usize) -> usize {
+    let full = segment.full;
+    let mut from = offset.clamp(segment.released, full.len());
+    while !full.is_char_boundary(from) {
+        from -= 1;
+    }
+    full.len() - from
+}
+
+/// The segment a host hands over: the turn's text in `text`, and
+/// `{"released":R,"delta":D,"final":B}` in `extension_json`.
+fn segment_of<'a>(input: &SeamInput<'a>) -> Option<Segment<'a>> {
+    let full = input.text.as_str();
+    let facts = input.extension_json.as_str();
+    let released = json_uint(facts, "\"released\":")?;
+    let delta = json_uint(facts, "\"delta\":")?;
+    (released <= full.len() && full.is_char_boundary(released) && delta <= full.len()).then_some(
+        Segment {
+            full,
+            released,
+            delta,
+            last: facts.contains("\"final\":true"),
+        },
+    )
+}
+
+/// The unsigned integer right after `key` in a flat JSON object.
+fn json_uint(json: &str, key: &str) -> Option<usize> {
+    let rest = &json[json.find(key)? + key.len()..];
+    let digits = rest.trim_start();
+    let end = digits
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse().ok()
 }
 
 /// A registered closure as the ABI's interceptor.

@@ -3,12 +3,18 @@
 
 mod context;
 mod edit;
+mod model_response;
+mod output;
 mod provider_request;
+mod stream_chunk;
 mod tool_call;
 mod tool_result;
 mod views;
 
 pub use context::ContextSeam;
+pub use model_response::{ModelResponseSeam, ReplyFacts};
+pub use output::OutputSeam;
+pub use stream_chunk::{StreamChunkSeam, StreamFacts};
 pub(crate) use edit::SESSION_EXTENSION;
 pub use provider_request::ProviderRequestSeam;
 pub use tool_call::ToolCallSeam;
@@ -85,6 +91,9 @@ pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// `true` when an interceptor failure blocks (only `tool_call`): the
     /// seam fails closed; the others skip the failing interceptor.
     const FAIL_CLOSED: bool;
+    /// `true` on the seam whose interceptors may answer *hold*
+    /// (`stream_chunk`); elsewhere a hold is an unknown decision.
+    const HOLDS: bool = false;
 }
 
 /// Describes which slots of a pack's replacement are filled, for
@@ -108,6 +117,12 @@ pub(crate) fn describe(value: &SeamValue) -> String {
     } else {
         filled.join("+")
     }
+}
+
+/// A pack's text replacement (`model_response`, `output`), if it filled
+/// the `text` slot.
+pub(crate) fn text_from_abi(value: SeamValue) -> Option<String> {
+    value.text.into_option().map(abi_stable::std_types::RString::into_string)
 }
 
 /// A `SeamInput` with every slot empty but the seam and the session.
