@@ -18,6 +18,7 @@ mod helpers;
 mod hot_swap;
 mod loading;
 mod merge;
+mod outward_seams;
 mod packs;
 mod plugins_in_the_loop;
 mod providers;

@@ -8,9 +8,7 @@
 use super::events::AgentEvent;
 use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
 use super::stream::{Assembler, StreamGate};
-use crate::interception::{
-    Interceptors, Notice, ReplyFacts, SeamName, StreamChunkInterceptor,
-};
+use crate::interception::{Interceptors, Notice, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
 use std::collections::BTreeSet;
@@ -92,7 +90,8 @@ impl AgentSession {
             } = judged;
             let finish_reason = vetoed.then_some("vetoed");
             if tool_calls.is_empty() {
-                self.history.push(Message::assistant(content.clone(), Vec::new()));
+                self.history
+                    .push(Message::assistant(content.clone(), Vec::new()));
                 return self.finish_answer(bundle.map(Arc::as_ref), content, vetoed, finish_reason);
             }
             self.history
@@ -149,7 +148,9 @@ impl AgentSession {
                     return;
                 };
                 match chain {
-                    None => self.bus.publish(AgentEvent::AssistantDelta { content: text }),
+                    None => self
+                        .bus
+                        .publish(AgentEvent::AssistantDelta { content: text }),
                     Some(chain) => self.gated_delta(&mut gate, chain, &text, false),
                 }
             });
@@ -188,9 +189,7 @@ impl AgentSession {
         delta: &str,
         last: bool,
     ) {
-        let offered = gate.offer(delta, last, |facts, text| {
-            self.run_seam(chain, facts, text)
-        });
+        let offered = gate.offer(delta, last, |facts, text| self.run_seam(chain, facts, text));
         self.publish_notices("stream_chunk", offered.notices);
         if let Some(range) = offered.release {
             self.bus.emit(|| AgentEvent::AssistantDelta {
@@ -338,7 +337,7 @@ impl AgentSession {
             );
             return false;
         }
-        tracing::info!(
+        tracing::warn!(
             packs = %unsafe_packs.join(", "),
             "streaming disabled for this run: these packs gate model_response or output \
              but not stream_chunk (--stream-policy allow keeps it on)"

@@ -130,6 +130,16 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) stream: bool,
 
+    /// With `--stream`, when a pack gates whole replies (`model_response`
+    /// or `output`) but not streamed text: `downgrade` turns streaming off
+    /// for the run (one line says so); `allow` keeps it on.
+    #[arg(
+        long = "stream-policy",
+        value_name = "POLICY",
+        default_value = "downgrade"
+    )]
+    pub(crate) stream_policy: StreamPolicyArg,
+
     /// Run bash without its write sandbox (Landlock: writes only inside the
     /// workspace and a private TMPDIR). The file tools stay confined.
     #[arg(long = "no-bash-sandbox")]
@@ -249,4 +259,22 @@ pub(crate) enum PacksCommand {
         #[arg(long, value_name = "FILE")]
         lock: Option<PathBuf>,
     },
+}
+
+/// `--stream-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StreamPolicyArg {
+    /// Turn streaming off for the run.
+    Downgrade,
+    /// Keep streaming on.
+    Allow,
+}
+
+impl From<StreamPolicyArg> for chimera_host::agent::StreamPolicy {
+    fn from(policy: StreamPolicyArg) -> Self {
+        match policy {
+            StreamPolicyArg::Downgrade => chimera_host::agent::StreamPolicy::Downgrade,
+            StreamPolicyArg::Allow => chimera_host::agent::StreamPolicy::Allow,
+        }
+    }
 }

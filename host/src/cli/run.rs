@@ -174,7 +174,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .session(provider, workspace, args.max_steps, !args.no_bash_sandbox)
         .permissions(Arc::new(rules))
         .approver(approver)
-        .stream(args.stream);
+        .stream(args.stream)
+        .stream_policy(args.stream_policy.into());
     if let Some(system) = &args.system {
         builder = builder.system(system.clone());
     }

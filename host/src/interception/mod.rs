@@ -61,9 +61,9 @@ mod seams;
 mod session;
 
 pub use bundle::{
-    AnyInterceptor, ContextInterceptor, Interceptors, ModelResponseInterceptor,
-    OutputInterceptor, ProviderRequestInterceptor, SeamName, StreamChunkInterceptor,
-    ToolCallInterceptor, ToolResultInterceptor, UnknownSeam, SEAM_NAMES,
+    AnyInterceptor, ContextInterceptor, Interceptors, ModelResponseInterceptor, OutputInterceptor,
+    ProviderRequestInterceptor, SeamName, StreamChunkInterceptor, ToolCallInterceptor,
+    ToolResultInterceptor, UnknownSeam, SEAM_NAMES,
 };
 pub use chain::{run_chain, ChainContext, ChainOutcome, Notice};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};

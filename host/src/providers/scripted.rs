@@ -9,9 +9,11 @@
 //! ]}
 //! ```
 //! Every field is optional. A call id left out becomes `call_<n>`. Running
-//! out of responses is an error that says so.
+//! out of responses is an error that says so. `"deltas": ["say forb",
+//! "idden now"]` streams the text in exactly those pieces (with `--stream`);
+//! the content is then their concatenation unless `content` is given too.
 
-use super::{ModelResponse, Provider, ProviderCall, ProviderError, Usage};
+use super::{ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage};
 use crate::types::{Arguments, Headers, Message, ToolCall, ToolSchema};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -50,6 +52,8 @@ struct Script {
 struct ScriptedResponse {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    deltas: Option<Vec<String>>,
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
     #[serde(default)]
@@ -178,6 +182,46 @@ impl Provider for ScriptedModel {
     }
 
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
+        self.answer(call).map(|(response, _)| response)
+    }
+
+    fn stream(
+        &self,
+        call: &ProviderCall<'_>,
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) -> Result<(), ProviderError> {
+        let (response, deltas) = self.answer(call)?;
+        match deltas {
+            Some(deltas) => deltas
+                .into_iter()
+                .for_each(|text| on_delta(StreamDelta::Text(text))),
+            None if !response.content.is_empty() => on_delta(StreamDelta::Text(response.content)),
+            None => {}
+        }
+        for (index, tool_call) in response.tool_calls.into_iter().enumerate() {
+            on_delta(StreamDelta::ToolCall {
+                index,
+                id: Some(tool_call.id),
+                name: Some(tool_call.name),
+                arguments: tool_call.arguments.as_str().to_owned(),
+            });
+        }
+        on_delta(StreamDelta::Usage(response.usage));
+        Ok(())
+    }
+
+    fn request_headers(&self) -> Option<Headers> {
+        self.headers.clone()
+    }
+}
+
+impl ScriptedModel {
+    /// Records the call and takes the next response, with its scripted
+    /// deltas when it has any.
+    fn answer(
+        &self,
+        call: &ProviderCall<'_>,
+    ) -> Result<(ModelResponse, Option<Vec<String>>), ProviderError> {
         let request = RecordedRequest {
             model: self.model.clone(),
             messages: call.messages.to_vec(),
@@ -217,15 +261,19 @@ impl Provider for ScriptedModel {
                 arguments: c.arguments.clone().unwrap_or_default(),
             })
             .collect();
-        Ok(ModelResponse {
-            content: response.content.clone().unwrap_or_default(),
-            tool_calls,
-            usage: response.usage.unwrap_or_default(),
-        })
-    }
-
-    fn request_headers(&self) -> Option<Headers> {
-        self.headers.clone()
+        let content = match (&response.content, &response.deltas) {
+            (Some(content), _) => content.clone(),
+            (None, Some(deltas)) => deltas.concat(),
+            (None, None) => String::new(),
+        };
+        Ok((
+            ModelResponse {
+                content,
+                tool_calls,
+                usage: response.usage.unwrap_or_default(),
+            },
+            response.deltas.clone(),
+        ))
     }
 }
 

@@ -18,10 +18,7 @@ pub(crate) type NoticeSlot = std::cell::Cell<Option<String>>;
 
 /// The conversation an interceptor call belongs to.
 #[derive(Clone, Copy)]
-pub struct Session<'a>(
-    pub(crate) &'a SessionView<'a>,
-    pub(crate) &'a NoticeSlot,
-);
+pub struct Session<'a>(pub(crate) &'a SessionView<'a>, pub(crate) &'a NoticeSlot);
 
 impl<'a> Session<'a> {
     /// Attaches a user-facing notice to the decision this call returns,

@@ -7,6 +7,11 @@
 //!   "constructor": "panic" }
 //! ```
 //!
+//! The output-side seams take the same behaviour (`model_response`,
+//! `output`: `replace` edits the text, `notice` rides on every decision
+//! but allow), and `stream_chunk` takes a word gate
+//! (`{"ban": "forbidden", "reason": "…", "notice": "…"}`, see [`StreamGate`]).
+//!
 //! Actions: `allow`, `block`, `replace`, `error`, `panic`, `invalid` (a
 //! replacement the host must refuse). `count` registers that many identical
 //! interceptors (chains for benchmarks). A seam left out registers nothing.
@@ -69,6 +74,8 @@ pub struct Behavior {
     pub set_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// Sleep this long in every call before answering (a slow pack).
     pub sleep_ms: u64,
+    /// A user-facing notice attached to every decision but allow.
+    pub notice: String,
 }
 
 impl Default for Behavior {
@@ -83,6 +90,7 @@ impl Default for Behavior {
             set_headers: BTreeMap::new(),
             set_kwargs: None,
             sleep_ms: 0,
+            notice: String::new(),
         }
     }
 }
@@ -130,6 +138,12 @@ impl Behavior {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// `model_response` behaviour.
+    pub model_response: Option<Behavior>,
+    /// `output` behaviour.
+    pub output: Option<Behavior>,
+    /// `stream_chunk` behaviour.
+    pub stream_chunk: Option<StreamGate>,
     /// `error` or `panic` to make the constructor fail.
     pub constructor: Option<String>,
     /// Builds whose [`BUILD_TAG`] is listed refuse this config (a
@@ -145,6 +159,64 @@ pub struct Config {
     pub tool_call: Option<Behavior>,
     /// `tool_result` behaviour.
     pub tool_result: Option<Behavior>,
+}
+
+/// The `stream_chunk` behaviour: a word gate that holds a trailing partial
+/// word and blocks when `ban` (ASCII, any case) appears, scanning only from
+/// the start of the word straddling the released boundary (linear in the
+/// stream). `action` `error` / `panic` fail instead.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StreamGate {
+    /// `allow` (the gate), `error` or `panic`.
+    pub action: Action,
+    /// The banned word (empty: never blocks, still holds).
+    pub ban: String,
+    /// The block reason.
+    pub reason: String,
+    /// A notice attached to the block.
+    pub notice: String,
+    /// Release every delta whole instead of holding a trailing partial word.
+    pub no_hold: bool,
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'\'' | b'_' | b'-')
+}
+
+impl StreamGate {
+    fn judge(&self, session: Session<'_>, segment: Segment<'_>) -> StreamResult {
+        match self.action {
+            Action::Error => return Err(InterceptError::msg(self.reason.clone())),
+            Action::Panic => panic!("{}", self.reason),
+            _ => {}
+        }
+        let full = segment.full().as_bytes();
+        let released = segment.released_offset();
+        let mut from = released;
+        while from > 0 && is_word(full[from - 1]) {
+            from -= 1;
+        }
+        let ban = self.ban.as_bytes();
+        if !ban.is_empty()
+            && full[from..]
+                .windows(ban.len())
+                .any(|w| w.eq_ignore_ascii_case(ban))
+        {
+            if !self.notice.is_empty() {
+                session.notice(self.notice.clone());
+            }
+            return Ok(StreamDecision::Block(self.reason.clone()));
+        }
+        if self.no_hold || segment.is_final() {
+            return Ok(StreamDecision::Release);
+        }
+        let mut end = full.len();
+        while end > released && is_word(full[end - 1]) {
+            end -= 1;
+        }
+        Ok(StreamDecision::HoldFrom(end))
+    }
 }
 
 /// Names the two exported copies of the pack.
@@ -197,6 +269,42 @@ impl<F: Flavor> Fixture<F> {
     fn count(&self) {
         self.calls.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// The output-side seams: `model_response`, `output`, `stream_chunk`.
+    fn register_outward(self: &Arc<Self>, registrar: &mut Registrar) {
+        let text_seam = |b: &Behavior, session: Session<'_>, text: &str| {
+            let answer = b.verdict(|| b.edit(text), || b.edit(text));
+            if !b.notice.is_empty() && !matches!(answer, Ok(Decision::Allow)) {
+                session.notice(b.notice.clone());
+            }
+            answer
+        };
+        if let Some(behavior) = self.config.model_response.clone() {
+            for i in 0..behavior.count {
+                let (me, b) = (Arc::clone(self), behavior.clone());
+                registrar.model_response(&format!("model_response-{i}"), move |session, reply| {
+                    me.count();
+                    text_seam(&b, session, reply.content())
+                });
+            }
+        }
+        if let Some(behavior) = self.config.output.clone() {
+            for i in 0..behavior.count {
+                let (me, b) = (Arc::clone(self), behavior.clone());
+                registrar.output(&format!("output-{i}"), move |session, answer| {
+                    me.count();
+                    text_seam(&b, session, answer)
+                });
+            }
+        }
+        if let Some(gate) = self.config.stream_chunk.clone() {
+            let me = Arc::clone(self);
+            registrar.stream_chunk("stream_chunk-0", move |session, segment| {
+                me.count();
+                gate.judge(session, segment)
+            });
+        }
+    }
 }
 
 impl<F: Flavor> Pack for Fixture<F> {
@@ -208,6 +316,9 @@ impl<F: Flavor> Pack for Fixture<F> {
         SeamKind::ProviderRequest,
         SeamKind::ToolCall,
         SeamKind::ToolResult,
+        SeamKind::ModelResponse,
+        SeamKind::Output,
+        SeamKind::StreamChunk,
     ];
     type Config = Config;
 
@@ -238,6 +349,7 @@ impl<F: Flavor> Pack for Fixture<F> {
         reason = "one registration per seam and behaviour, read as one table"
     )]
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        self.register_outward(registrar);
         if let Some(behavior) = self.config.context.clone() {
             for i in 0..behavior.count {
                 let (me, b) = (Arc::clone(&self), behavior.clone());

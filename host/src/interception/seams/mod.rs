@@ -12,11 +12,11 @@ mod tool_result;
 mod views;
 
 pub use context::ContextSeam;
+pub(crate) use edit::SESSION_EXTENSION;
 pub use model_response::{ModelResponseSeam, ReplyFacts};
 pub use output::OutputSeam;
-pub use stream_chunk::{StreamChunkSeam, StreamFacts};
-pub(crate) use edit::SESSION_EXTENSION;
 pub use provider_request::ProviderRequestSeam;
+pub use stream_chunk::{StreamChunkSeam, StreamFacts};
 pub use tool_call::ToolCallSeam;
 pub use tool_result::{withheld as withheld_result, ToolResultSeam};
 
@@ -122,7 +122,10 @@ pub(crate) fn describe(value: &SeamValue) -> String {
 /// A pack's text replacement (`model_response`, `output`), if it filled
 /// the `text` slot.
 pub(crate) fn text_from_abi(value: SeamValue) -> Option<String> {
-    value.text.into_option().map(abi_stable::std_types::RString::into_string)
+    value
+        .text
+        .into_option()
+        .map(abi_stable::std_types::RString::into_string)
 }
 
 /// A `SeamInput` with every slot empty but the seam and the session.

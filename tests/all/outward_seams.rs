@@ -1,0 +1,318 @@
+//! The output-side seams through the binary and the loaded fixture pack:
+//! `model_response` (substitution), `output` (redaction, refusal),
+//! `stream_chunk` (release, hold, block, retract), notices, and the
+//! streaming downgrade for packs that gate whole replies only.
+
+use chimera_tests::cli::Ran;
+use chimera_tests::packs_dir;
+use serde_json::{json, Value};
+use std::path::Path;
+
+const BANNED: &str = "Response contains prohibited term: \"forbidden\"";
+const NOTICE: &str = "Content blocked: contains prohibited terms.";
+
+/// Runs `chimera run --json` with the fixture pack configured by `config`
+/// (more `extra` flags before the prompt) on a script of `responses`.
+fn run(dir: &Path, config: &Value, responses: &Value, extra: &[&str]) -> Ran {
+    let script = dir.join("script.json");
+    std::fs::write(&script, json!({ "responses": responses }).to_string()).unwrap();
+    let script = script.display().to_string();
+    let plugins = packs_dir().display().to_string();
+    let pack = format!("fixture={config}");
+    let mut args = vec![
+        "run",
+        "--plugins-dir",
+        &plugins,
+        "--pack",
+        &pack,
+        "--script",
+        &script,
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", "go"]);
+    chimera_tests::cli::chimera(dir, &args, &[], "")
+}
+
+/// The texts of the `assistant_delta` events, in order.
+fn released(ran: &Ran) -> Vec<String> {
+    ran.of_type("assistant_delta")
+        .iter()
+        .map(|e| e["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn word_gate() -> Value {
+    json!({"stream_chunk": {"ban": "forbidden", "reason": BANNED, "notice": NOTICE}})
+}
+
+/// One streamed final reply in these pieces.
+fn streamed(deltas: &[&str]) -> Value {
+    json!([{ "deltas": deltas }])
+}
+
+#[test]
+fn with_no_stream_gate_deltas_are_published_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"tool_call": {}});
+    let ran = run(
+        dir.path(),
+        &config,
+        &streamed(&["Hello", ", ", "world"]),
+        &["--stream"],
+    );
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    assert_eq!(released(&ran), ["Hello", ", ", "world"]);
+    assert!(ran.of_type("stream_retract").is_empty());
+}
+
+#[test]
+fn a_word_gate_never_releases_a_banned_word_and_releases_clean_text_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &[&str], bool); 5] = [
+        (&["this is ", "forbidden ", "text"], &["this is "], true),
+        (&["say forb", "idden now"], &["say "], true),
+        (&["hello wor"], &["hello ", "wor"], false),
+        (
+            &["hello wor", "ld there"],
+            &["hello ", "world ", "there"],
+            false,
+        ),
+        (
+            &["a perfectly ", "ordinary ", "answer"],
+            &["a perfectly ", "ordinary ", "answer"],
+            false,
+        ),
+    ];
+    for (deltas, expected, blocked) in cases {
+        let ran = run(dir.path(), &word_gate(), &streamed(deltas), &["--stream"]);
+        let case = format!("{deltas:?}");
+        assert_eq!(released(&ran), expected, "{case}");
+        let retracts = ran.of_type("stream_retract");
+        let end = ran.of_type("run_end").pop().expect("run_end");
+        if blocked {
+            assert_eq!(retracts.len(), 1, "{case}");
+            assert_eq!(retracts[0]["released"], expected.concat().len(), "{case}");
+            assert_eq!(retracts[0]["reason"], BANNED, "{case}");
+            // The reply is substituted by the block's notice.
+            let reply = ran.of_type("assistant").pop().expect("assistant");
+            assert_eq!(reply["content"], NOTICE, "{case}");
+            assert_eq!(reply["finish_reason"], "vetoed", "{case}");
+            assert_eq!(end["output"], NOTICE, "{case}");
+            let shown = ran
+                .of_type("assistant")
+                .into_iter()
+                .chain(ran.of_type("assistant_delta"));
+            for event in shown {
+                assert!(
+                    !event["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("forbidden"),
+                    "{case}: {event}"
+                );
+            }
+        } else {
+            assert!(retracts.is_empty(), "{case}");
+            assert_eq!(end["output"], deltas.concat(), "{case}");
+        }
+    }
+}
+
+#[test]
+fn a_blocked_stream_stays_blocked_and_its_tool_calls_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"stream_chunk": {"ban": "BANNED", "reason": "prohibited term"}});
+    let responses = json!([
+        {"deltas": ["safe ", "BANNED", " and more"],
+         "tool_calls": [{"id": "c1", "name": "think", "arguments": {"thought": "x"}}]},
+        {"content": "never reached"}
+    ]);
+    let ran = run(dir.path(), &config, &responses, &["--stream"]);
+    assert_eq!(released(&ran), ["safe "]);
+    let retracts = ran.of_type("stream_retract");
+    assert_eq!(retracts.len(), 1);
+    assert_eq!(
+        (&retracts[0]["released"], &retracts[0]["reason"]),
+        (&json!(5), &json!("prohibited term"))
+    );
+    assert!(ran.of_type("tool_result").is_empty(), "{}", ran.stdout());
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["output"], "prohibited term");
+    assert_eq!(ran.of_type("assistant").len(), 1);
+}
+
+#[test]
+fn a_model_response_block_publishes_one_substitute_that_the_output_seam_never_judges() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "model_response": {"action": "block", "reason": BANNED, "notice": NOTICE},
+        "output": {"action": "block", "reason": "output would have blanked it"}
+    });
+    let responses = json!([
+        {"content": "a forbidden plan",
+         "tool_calls": [{"id": "c1", "name": "think", "arguments": {"thought": "x"}}]}
+    ]);
+    let ran = run(dir.path(), &config, &responses, &[]);
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let replies = ran.of_type("assistant");
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0]["content"], NOTICE);
+    assert_eq!(replies[0]["tool_calls"], json!([]));
+    assert_eq!(replies[0]["finish_reason"], "vetoed");
+    assert!(ran.of_type("tool_result").is_empty());
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        (&end["success"], &end["output"]),
+        (&json!(true), &json!(NOTICE))
+    );
+    let notices = ran.of_type("notice");
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        (&notices[0]["seam"], &notices[0]["text"]),
+        (&json!("model_response"), &json!(NOTICE))
+    );
+    assert!(!ran.stdout().contains("a forbidden plan"));
+}
+
+#[test]
+fn a_model_response_replacement_redacts_the_text_and_keeps_the_tool_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let record_arg = record.display().to_string();
+    let config = json!({
+        "model_response": {"action": "replace", "find": "sk-123", "with": "[REDACTED]",
+                           "notice": "a secret was redacted"}
+    });
+    let responses = json!([
+        {"content": "key sk-123",
+         "tool_calls": [{"id": "c1", "name": "think", "arguments": {"thought": "x"}}]},
+        {"content": "done"}
+    ]);
+    let ran = run(
+        dir.path(),
+        &config,
+        &responses,
+        &["--record-requests", &record_arg],
+    );
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let replies = ran.of_type("assistant");
+    assert_eq!(replies[0]["content"], "key [REDACTED]");
+    assert_eq!(replies[0]["tool_calls"][0]["name"], "think");
+    assert_eq!(ran.of_type("tool_result").len(), 1, "the tool call ran");
+    // The second request carries the redacted reply and never the notice.
+    let requests = std::fs::read_to_string(&record).unwrap();
+    let second = requests.lines().nth(1).expect("a second request");
+    assert!(
+        second.contains("key [REDACTED]") && !second.contains("sk-123"),
+        "{second}"
+    );
+    assert!(!second.contains("a secret was redacted"), "{second}");
+    assert_eq!(ran.of_type("notice").len(), 2, "one per reply");
+}
+
+#[test]
+fn the_output_seam_redacts_the_answer_or_shows_only_the_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = json!([{"content": "mail bob@example.com"}]);
+    let redact =
+        json!({"output": {"action": "replace", "find": "bob@example.com", "with": "[REDACTED]"}});
+    let ran = run(dir.path(), &redact, &answer, &[]);
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        (&end["success"], &end["output"]),
+        (&json!(true), &json!("mail [REDACTED]"))
+    );
+    assert!(!ran.stdout().contains("bob@"), "{}", ran.stdout());
+
+    let refuse = json!({"output": {"action": "block", "reason": "pii", "notice": NOTICE}});
+    let ran = run(dir.path(), &refuse, &answer, &[]);
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["success"], false);
+    assert_eq!(end["output"], NOTICE);
+    assert_eq!(end["reason"], "output_blocked: pii");
+    assert!(!ran.stdout().contains("bob@"), "{}", ran.stdout());
+
+    // The readable transcript: the notice on a line of its own, never the text.
+    let script = dir.path().join("script.json");
+    let plugins = packs_dir().display().to_string();
+    let pack = format!("fixture={refuse}");
+    let readable = chimera_tests::cli::chimera(
+        dir.path(),
+        &[
+            "run",
+            "--plugins-dir",
+            &plugins,
+            "--pack",
+            &pack,
+            "--script",
+            &script.display().to_string(),
+            "go",
+        ],
+        &[],
+        "",
+    );
+    let stdout = readable.stdout();
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("notice (fixture/output-0)") && l.contains(NOTICE)),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("bob@"), "{stdout}");
+}
+
+#[test]
+fn streaming_is_downgraded_for_a_pack_that_gates_whole_replies_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let deltas = streamed(&["one ", "two"]);
+    let whole_only = json!({"model_response": {}});
+    let ran = run(dir.path(), &whole_only, &deltas, &["--stream"]);
+    assert!(released(&ran).is_empty(), "{}", ran.stdout());
+    let downgraded = ran.of_type("streaming_downgraded");
+    assert_eq!(downgraded.len(), 1);
+    assert_eq!(downgraded[0]["packs"], json!(["fixture"]));
+    assert!(
+        ran.stderr().contains("streaming disabled"),
+        "{}",
+        ran.stderr()
+    );
+
+    let ran = run(
+        dir.path(),
+        &whole_only,
+        &deltas,
+        &["--stream", "--stream-policy", "allow"],
+    );
+    assert_eq!(released(&ran), ["one ", "two"]);
+    assert!(ran.of_type("streaming_downgraded").is_empty());
+
+    let both = json!({"model_response": {}, "stream_chunk": {"no_hold": true}});
+    let ran = run(dir.path(), &both, &deltas, &["--stream"]);
+    assert_eq!(released(&ran), ["one ", "two"]);
+    assert!(ran.of_type("streaming_downgraded").is_empty());
+}
+
+#[test]
+fn a_failing_stream_gate_is_skipped_and_a_panicking_one_leaves_the_host_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    for action in ["error", "panic"] {
+        let config = json!({"stream_chunk": {"action": action, "reason": "gate broke"}});
+        let ran = run(
+            dir.path(),
+            &config,
+            &streamed(&["fine ", "text"]),
+            &["--stream"],
+        );
+        assert_eq!(ran.status(), 0, "{action}: {}", ran.stderr());
+        // Fail-open: nothing is held, every delta is released as offered.
+        assert_eq!(released(&ran), ["fine ", "text"], "{action}");
+        let errors = ran.of_type("interceptor");
+        assert!(
+            errors
+                .iter()
+                .all(|e| e["seam"] == "stream_chunk" && e["decision"] == "error"),
+            "{action}: {errors:?}"
+        );
+        assert!(!errors.is_empty(), "{action}");
+    }
+}
