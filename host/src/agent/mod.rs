@@ -28,4 +28,5 @@ pub use permission::{
     ToolRules,
 };
 pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
+pub use stream::{Offered, StreamGate};
 pub use subagent::SessionSubAgent;

@@ -25,9 +25,12 @@ use crate::types::ToolCall;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-/// One reply's `stream_chunk` state.
+/// One reply's `stream_chunk` state: what the loop runs between a
+/// provider's text deltas and their display. Public for hosts that drive a
+/// stream themselves: offer each delta with the chain run as the judge,
+/// publish what it releases, and offer once more with `last` at the end.
 #[derive(Default)]
-pub(crate) struct StreamGate {
+pub struct StreamGate {
     /// The reply's text so far: released, then held.
     text: String,
     /// Bytes of `text` already released.
@@ -37,19 +40,20 @@ pub(crate) struct StreamGate {
 }
 
 /// What one offer to the gate produced.
-pub(crate) struct Offered {
+#[derive(Debug)]
+pub struct Offered {
     /// The range of the gate's text to publish now.
-    pub(crate) release: Option<Range<usize>>,
+    pub release: Option<Range<usize>>,
     /// Notices the interceptors attached.
-    pub(crate) notices: Vec<Notice>,
+    pub notices: Vec<Notice>,
     /// The stream was blocked by this offer: the released length and the reason.
-    pub(crate) retract: Option<(usize, String)>,
+    pub retract: Option<(usize, String)>,
 }
 
 impl StreamGate {
     /// Offers `delta` (or, with `last`, the held text once more, holds
     /// ignored) to `judge` — the chain run over the facts and the text.
-    pub(crate) fn offer(
+    pub fn offer(
         &mut self,
         delta: &str,
         last: bool,
@@ -94,12 +98,14 @@ impl StreamGate {
     }
 
     /// The gate's text (for publishing a released range).
-    pub(crate) fn text(&self) -> &str {
+    #[must_use]
+    pub fn text(&self) -> &str {
         &self.text
     }
 
     /// Why the stream was blocked, with the notice that came with it.
-    pub(crate) fn into_blocked(self) -> Option<(String, Option<String>)> {
+    #[must_use]
+    pub fn into_blocked(self) -> Option<(String, Option<String>)> {
         self.blocked
     }
 }

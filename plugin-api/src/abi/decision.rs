@@ -62,6 +62,12 @@ impl DecisionKind {
     }
 }
 
+/// The notice part of a decision value's `extension_json`.
+#[derive(serde::Deserialize)]
+struct Noticed {
+    notice: Option<String>,
+}
+
 /// An interceptor's answer for one value.
 #[repr(C)]
 #[derive(StableAbi, Debug)]
@@ -142,10 +148,6 @@ impl Decision {
         let json = value.extension_json.as_ref().into_option()?;
         if !json.as_str().contains("\"notice\"") {
             return None;
-        }
-        #[derive(serde::Deserialize)]
-        struct Noticed {
-            notice: Option<String>,
         }
         serde_json::from_str::<Noticed>(json.as_str())
             .ok()

@@ -320,6 +320,7 @@ impl<'a> ResponseRef<'a> {
         self.message.content.as_str()
     }
     /// The tool calls it proposes, in order.
+    #[must_use]
     pub fn tool_calls(&self) -> impl ExactSizeIterator<Item = ToolCallRef<'a>> + 'a {
         MessageRef(self.message).tool_calls()
     }

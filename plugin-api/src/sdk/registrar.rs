@@ -393,16 +393,37 @@ fn held_bytes(segment: Segment<'_>, offset: usize) -> usize {
 fn segment_of<'a>(input: &SeamInput<'a>) -> Option<Segment<'a>> {
     let full = input.text.as_str();
     let facts = input.extension_json.as_str();
-    let released = json_uint(facts, "\"released\":")?;
-    let delta = json_uint(facts, "\"delta\":")?;
+    let (released, delta, last) = facts_exact(facts).or_else(|| {
+        Some((
+            json_uint(facts, "\"released\":")?,
+            json_uint(facts, "\"delta\":")?,
+            facts.contains("\"final\":true"),
+        ))
+    })?;
     (released <= full.len() && full.is_char_boundary(released) && delta <= full.len()).then_some(
         Segment {
             full,
             released,
             delta,
-            last: facts.contains("\"final\":true"),
+            last,
         },
     )
+}
+
+/// The facts in exactly the spelling this crate's host writes, read
+/// without searching; `None` for any other spelling.
+fn facts_exact(facts: &str) -> Option<(usize, usize, bool)> {
+    fn number(text: &str) -> Option<(usize, &str)> {
+        let end = text.bytes().position(|b| !b.is_ascii_digit())?;
+        Some((text[..end].parse().ok()?, &text[end..]))
+    }
+    let (released, rest) = number(facts.strip_prefix("{\"released\":")?)?;
+    let (delta, rest) = number(rest.strip_prefix(",\"delta\":")?)?;
+    match rest {
+        ",\"final\":false}" => Some((released, delta, false)),
+        ",\"final\":true}" => Some((released, delta, true)),
+        _ => None,
+    }
 }
 
 /// The unsigned integer right after `key` in a flat JSON object.

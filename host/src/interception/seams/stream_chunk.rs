@@ -9,7 +9,6 @@ use super::{empty_input, Invalid, SeamAbi, SeamSpec};
 use crate::interception::InterceptResult;
 use abi_stable::std_types::RStr;
 use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
-use std::fmt::Write as _;
 
 /// Marker for the `stream_chunk` seam.
 pub struct StreamChunkSeam;
@@ -34,19 +33,57 @@ impl SeamSpec for StreamChunkSeam {
     const HOLDS: bool = true;
 }
 
-/// A small buffer on the stack for the facts' JSON (no allocation per delta).
+/// The facts' JSON, written into a buffer on the stack (no allocation and
+/// no formatting machinery per delta): `{"released":R,"delta":D,"final":B}`.
 struct FactsJson {
     bytes: [u8; 96],
     len: usize,
 }
 
-impl std::fmt::Write for FactsJson {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        slot.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
+impl FactsJson {
+    fn new(facts: &StreamFacts) -> FactsJson {
+        let mut json = FactsJson {
+            bytes: [0; 96],
+            len: 0,
+        };
+        json.push(br#"{"released":"#);
+        json.number(facts.released);
+        json.push(br#","delta":"#);
+        json.number(facts.delta);
+        json.push(if facts.last {
+            br#","final":true}"#
+        } else {
+            br#","final":false}"#
+        });
+        json
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn number(&mut self, mut n: usize) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            // `n % 10` is a single decimal digit.
+            #[allow(clippy::cast_possible_truncation, reason = "a digit, 0..=9")]
+            {
+                digits[at] = b'0' + (n % 10) as u8;
+            }
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[at..]);
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII was written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("{}")
     }
 }
 
@@ -67,20 +104,11 @@ impl SeamAbi for StreamChunkSeam {
         session: &SessionView<'_>,
         f: impl FnOnce(&SeamInput<'_>) -> R,
     ) -> R {
-        let mut json = FactsJson {
-            bytes: [0; 96],
-            len: 0,
-        };
         // Two numbers of at most 20 digits and the fixed keys fit in 96 bytes.
-        let _ = write!(
-            json,
-            r#"{{"released":{},"delta":{},"final":{}}}"#,
-            facts.released, facts.delta, facts.last
-        );
-        let text = std::str::from_utf8(&json.bytes[..json.len]).unwrap_or("{}");
+        let json = FactsJson::new(facts);
         f(&SeamInput {
             text: RStr::from_str(value),
-            extension_json: RStr::from_str(text),
+            extension_json: RStr::from_str(json.as_str()),
             ..empty_input(Self::SEAM, session)
         })
     }

@@ -1,0 +1,109 @@
+//! The `stream_chunk` seam's cost over a long stream: a 1 MiB answer in
+//! 16-byte deltas through the loaded fixture pack's holding word gate,
+//! against one scan of the same 1 MiB by the same gate logic.
+//!
+//! Run: `cargo bench -p chimera-tests --bench stream_gate`
+//!
+//! * `stream_gate/one_scan`: the gate's check (`ban` in any ASCII case)
+//!   over the whole 1 MiB once, as a plain function — the work a single
+//!   verdict on the finished text costs;
+//! * `stream_gate/streamed_16b`: the host's stream gate (`StreamGate`, what
+//!   the loop runs between the provider and the display) offering 65 536
+//!   deltas of 16 bytes to the loaded pack's `stream_chunk` interceptor,
+//!   which holds a trailing partial word on every delta and scans only
+//!   from the word straddling the released boundary, then the final check.
+//!
+//! A gate that rescans the turn's whole text on every delta (as the
+//! reference does) is quadratic: about 32 768 scans of half the text on
+//! average here. The target is at most 3× one scan.
+
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented pub fn"
+)]
+
+use chimera_host::agent::StreamGate;
+use chimera_host::interception::{run_chain, ChainContext, SessionFacts};
+use chimera_host::plugins::{PluginManager, Registry};
+use chimera_tests::packs_dir;
+use criterion::{criterion_group, Criterion};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+const MIB: usize = 1 << 20;
+const DELTA: usize = 16;
+
+/// 1 MiB of log-like prose: words, spaces and newlines, no banned word.
+fn answer() -> String {
+    let words = [
+        "the", "build", "passed", "after", "retrying", "fetch", "of", "crate", "index", "with",
+        "timeout", "ok", "warning:", "unused", "import", "in", "module", "tests", "and",
+    ];
+    let mut text = String::with_capacity(MIB + 16);
+    let mut i = 0usize;
+    while text.len() < MIB {
+        text.push_str(words[i % words.len()]);
+        text.push(if i % 13 == 12 { '\n' } else { ' ' });
+        i = i.wrapping_mul(31).wrapping_add(7) % 1_000_003;
+    }
+    text.truncate(MIB);
+    text
+}
+
+/// The gate's check, once over `text`.
+fn one_scan(text: &[u8], ban: &[u8]) -> bool {
+    text.windows(ban.len()).any(|w| w.eq_ignore_ascii_case(ban))
+}
+
+fn stream_gate(c: &mut Criterion) {
+    let text = answer();
+    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    manager
+        .load(
+            "fixture",
+            r#"{"stream_chunk": {"ban": "forbidden", "reason": "prohibited term"}}"#,
+        )
+        .expect("fixture loads");
+    let chain = manager.registry().get_all().stream_chunk;
+    assert_eq!(chain.len(), 1);
+    let facts = SessionFacts::new("bench");
+    let cx = ChainContext {
+        session: &facts,
+        events: None,
+    };
+    let deltas: Vec<&str> = text
+        .as_bytes()
+        .chunks(DELTA)
+        .map(|chunk| std::str::from_utf8(chunk).expect("ASCII"))
+        .collect();
+    let stream = || {
+        let mut gate = StreamGate::default();
+        let mut released = 0;
+        for delta in &deltas {
+            let offered = gate.offer(delta, false, |f, t| run_chain(&chain, f, t, &cx));
+            released += offered.release.map_or(0, |r| r.len());
+        }
+        let offered = gate.offer("", true, |f, t| run_chain(&chain, f, t, &cx));
+        released + offered.release.map_or(0, |r| r.len())
+    };
+    assert_eq!(stream(), MIB, "everything is released in the end");
+    assert!(!one_scan(text.as_bytes(), b"forbidden"));
+
+    let mut group = c.benchmark_group("stream_gate");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("one_scan", |b| {
+        b.iter(|| black_box(one_scan(black_box(text.as_bytes()), b"forbidden")));
+    });
+    group.bench_function("streamed_16b", |b| b.iter(|| black_box(stream())));
+    group.finish();
+}
+
+criterion_group!(benches, stream_gate);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
