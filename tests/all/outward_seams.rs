@@ -3,10 +3,14 @@
 //! `stream_chunk` (release, hold, block, retract), notices, and the
 //! streaming downgrade for packs that gate whole replies only.
 
+use crate::harness::{script, Harness};
+use chimera_host::interception::{InterceptDecision, Interceptor, Interceptors};
 use chimera_tests::cli::Ran;
 use chimera_tests::packs_dir;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 const BANNED: &str = "Response contains prohibited term: \"forbidden\"";
 const NOTICE: &str = "Content blocked: contains prohibited terms.";
@@ -314,5 +318,79 @@ fn a_failing_stream_gate_is_skipped_and_a_panicking_one_leaves_the_host_alive() 
             "{action}: {errors:?}"
         );
         assert!(!errors.is_empty(), "{action}");
+    }
+}
+
+/// A session whose registry holds the fixture then fixture-alt, each with
+/// its own configuration, and `host` after them.
+fn two_packs_and_host(first: &Value, second: &Value, host: Interceptors) -> Harness {
+    let manager = crate::helpers::manager();
+    manager
+        .load("fixture", &first.to_string())
+        .expect("fixture");
+    manager
+        .load("fixture-alt", &second.to_string())
+        .expect("fixture-alt");
+    Harness::new(script(json!([{"content": "the answer"}])))
+        .registry(Arc::clone(manager.registry()))
+        .host(host)
+}
+
+#[test]
+fn load_order_is_priority_the_first_block_stops_the_chain_and_observers_see_it() {
+    let host_ran = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&host_ran);
+    let mut host = Interceptors::new();
+    host.output.push(Interceptor::output("host-last", move |_| {
+        seen.store(true, Ordering::SeqCst);
+        Ok(InterceptDecision::Allow)
+    }));
+    let run = two_packs_and_host(
+        &json!({"output": {"action": "replace", "with": " (checked)"}}),
+        &json!({"output": {"action": "block", "reason": "R"}}),
+        host,
+    )
+    .run("go");
+    let decisions: Vec<(String, String)> = run
+        .interceptor_events()
+        .iter()
+        .map(|e| (e.interceptor.clone(), e.decision.to_string()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("fixture/output-0".to_owned(), "replaced".to_owned()),
+            ("fixture-alt/output-0".to_owned(), "blocked".to_owned())
+        ]
+    );
+    assert!(
+        !host_ran.load(Ordering::SeqCst),
+        "the chain stopped at the block"
+    );
+    assert_eq!(run.result.output, "R");
+    assert_eq!(run.result.reason.to_string(), "output_blocked: R");
+}
+
+#[test]
+fn a_panicking_output_gate_declared_fail_closed_blocks_and_an_undeclared_one_is_skipped() {
+    for (fail_closed, shown) in [
+        (true, "interceptor error: panicked: gate broke"),
+        (false, "the answer"),
+    ] {
+        let run = two_packs_and_host(
+            &json!({"output": {"action": "panic", "reason": "gate broke", "fail_closed": fail_closed}}),
+            &json!({}),
+            Interceptors::new(),
+        )
+        .run("go");
+        assert!(
+            run.result.output.starts_with(shown),
+            "fail_closed {fail_closed}: {}",
+            run.result.output
+        );
+        assert_eq!(run.result.success, !fail_closed);
+        let events = run.interceptor_events();
+        assert_eq!(events.len(), 1, "one error event: {events:?}");
+        assert!(events[0].reason.contains("panicked: gate broke"));
     }
 }

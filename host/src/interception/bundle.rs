@@ -140,17 +140,20 @@ macro_rules! seams {
             }
 
             /// A pack's interceptor `interceptor` on `seam`, named `name`,
-            /// counting towards `health`.
+            /// counting towards `health`; `fail_closed` when it declared so.
             pub(crate) fn from_pack(
                 seam: SeamName,
                 name: String,
                 interceptor: chimera_plugin_api::abi::InterceptorBox,
                 health: Option<std::sync::Arc<super::PackHealth>>,
+                fail_closed: bool,
             ) -> AnyInterceptor {
                 match seam {
-                    $(SeamName::$variant => AnyInterceptor::$variant(
-                        Interceptor::from_pack_watched(name, interceptor, health),
-                    ),)*
+                    $(SeamName::$variant => AnyInterceptor::$variant(if fail_closed {
+                        Interceptor::pack_failing_closed(name, interceptor, health)
+                    } else {
+                        Interceptor::from_pack_watched(name, interceptor, health)
+                    }),)*
                 }
             }
         }

@@ -133,7 +133,8 @@ pub fn run_chain<S: SeamSpec>(
             }
         };
         next = index + 1;
-        match apply::<S>(verdict, chain[index].name(), ids, cx) {
+        let entry = &chain[index];
+        match apply::<S>(verdict, entry.name(), entry.fails_closed(), ids, cx) {
             Flow::Continue => {}
             Flow::Hold(bytes) => held = held.max(bytes),
             Flow::Replace(new) => {
@@ -298,6 +299,7 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
 fn apply<S: SeamSpec>(
     verdict: Verdict<S::Value>,
     name: &str,
+    fail_closed: bool,
     (tool_name, call_id): (&str, &str),
     cx: &ChainContext<'_>,
 ) -> Flow<S::Value> {
@@ -315,7 +317,7 @@ fn apply<S: SeamSpec>(
     };
     let fail = |event_reason: String, block_text: String| {
         emit(EventDecision::Error, event_reason);
-        if S::FAIL_CLOSED {
+        if fail_closed {
             Flow::Stop(format!("interceptor error: {block_text}"))
         } else {
             Flow::Continue

@@ -17,6 +17,9 @@ pub struct Interceptor<S: SeamSpec> {
 pub(crate) struct Entry<S: SeamSpec> {
     pub(crate) name: String,
     pub(crate) kind: Kind<S>,
+    /// The interceptor's own failure policy, when it declared one (a pack's
+    /// `Registrar::fail_closed`); `None` follows the seam's default.
+    pub(crate) fail_closed: Option<bool>,
 }
 
 pub(crate) enum Kind<S: SeamSpec> {
@@ -30,6 +33,7 @@ impl<S: SeamSpec> Interceptor<S> {
             inner: Arc::new(Entry {
                 name: name.into(),
                 kind: Kind::Host(f),
+                fail_closed: None,
             }),
         }
     }
@@ -50,8 +54,32 @@ impl<S: SeamSpec> Interceptor<S> {
             inner: Arc::new(Entry {
                 name: name.into(),
                 kind: Kind::Pack(interceptor, health),
+                fail_closed: None,
             }),
         }
+    }
+
+    /// The same pack interceptor, failing closed on its seam: an error or a
+    /// panic blocks instead of being skipped.
+    pub(crate) fn pack_failing_closed(
+        name: impl Into<String>,
+        interceptor: InterceptorBox,
+        health: Option<Arc<PackHealth>>,
+    ) -> Self {
+        Interceptor {
+            inner: Arc::new(Entry {
+                name: name.into(),
+                kind: Kind::Pack(interceptor, health),
+                fail_closed: Some(true),
+            }),
+        }
+    }
+
+    /// True when a failure of this interceptor blocks: its own declared
+    /// policy, else the seam's default.
+    #[must_use]
+    pub fn fails_closed(&self) -> bool {
+        self.inner.fail_closed.unwrap_or(S::FAIL_CLOSED)
     }
 
     /// The display name used in events.

@@ -533,10 +533,12 @@ pub(crate) fn pack_interceptors(
     instance: &PackInstanceBox,
     health: &Arc<PackHealth>,
 ) -> Result<Vec<AnyInterceptor>, PluginError> {
+    let fail_closed = failure_policy(instance);
     instance
         .registrations()
         .into_iter()
         .map(|registration| {
+            let closed = fail_closed.contains(registration.name.as_str());
             let name = format!("{pack}/{}", registration.name);
             let seam = SeamName::ALL
                 .into_iter()
@@ -551,9 +553,29 @@ pub(crate) fn pack_interceptors(
                 name,
                 registration.interceptor,
                 health,
+                closed,
             ))
         })
         .collect()
+}
+
+/// The names of the interceptors a pack declared fail-closed. A pack built
+/// before the failure policy existed answers "unsupported": none.
+fn failure_policy(instance: &PackInstanceBox) -> std::collections::BTreeSet<String> {
+    #[derive(serde::Deserialize)]
+    struct Policy {
+        fail_closed: Vec<String>,
+    }
+    let answer = instance.extension(
+        abi_stable::std_types::RStr::from_str(sdk::FAILURE_POLICY_METHOD),
+        abi_stable::std_types::RStr::from_str("{}"),
+    );
+    answer
+        .into_result()
+        .ok()
+        .and_then(|json| serde_json::from_str::<Policy>(json.as_str()).ok())
+        .map(|policy| policy.fail_closed.into_iter().collect())
+        .unwrap_or_default()
 }
 
 /// Pack `P`'s interceptors as a bundle, for a host that links the pack crate

@@ -12,7 +12,13 @@ struct Instance<P: Pack> {
     pack: Arc<P>,
     /// Registrations collected (and checked) at construction, handed out once.
     first: Mutex<Option<Vec<Registration>>>,
+    /// The interceptors declared fail-closed ([`Registrar::fail_closed`]).
+    fail_closed: Vec<String>,
 }
+
+/// The `PackInstance::extension` method a host asks for the failure policy:
+/// answers `{"fail_closed": [interceptor names]}`.
+pub const FAILURE_POLICY_METHOD: &str = "failure_policy";
 
 /// Builds pack `P` from `config_json` (empty means `{}`), runs its
 /// registration and checks every seam it used is one it declared.
@@ -36,15 +42,16 @@ fn build<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
     let config: P::Config =
         serde_json::from_str(text).map_err(|error| format!("bad config: {error}"))?;
     let pack = Arc::new(P::new(config).map_err(|error| error.to_string())?);
-    let registrations = collect(&pack)?;
+    let (registrations, fail_closed) = collect(&pack)?;
     let instance = Instance {
         pack,
         first: Mutex::new(Some(registrations)),
+        fail_closed,
     };
     Ok(PackInstanceAbi_TO::from_value(instance, TD_Opaque))
 }
 
-fn collect<P: Pack>(pack: &Arc<P>) -> Result<Vec<Registration>, String> {
+fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Vec<String>), String> {
     let mut registrar = Registrar::new();
     Arc::clone(pack).register(&mut registrar);
     if let Some((seam, name, _)) = registrar
@@ -57,7 +64,16 @@ fn collect<P: Pack>(pack: &Arc<P>) -> Result<Vec<Registration>, String> {
             seam.seam()
         ));
     }
-    Ok(registrar.into_registrations())
+    let fail_closed = std::mem::take(&mut registrar.fail_closed);
+    if let Some(unknown) = fail_closed
+        .iter()
+        .find(|name| !registrar.entries.iter().any(|(_, n, _)| n == *name))
+    {
+        return Err(format!(
+            "fail_closed names '{unknown}', which no interceptor is registered as"
+        ));
+    }
+    Ok((registrar.into_registrations(), fail_closed))
 }
 
 impl<P: Pack> PackInstanceAbi for Instance<P> {
@@ -68,6 +84,7 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
             None => guard::catch(|| collect(&self.pack))
                 .ok()
                 .and_then(Result::ok)
+                .map(|(registrations, _)| registrations)
                 .unwrap_or_default(),
         };
         registrations.into_iter().collect()
@@ -92,6 +109,10 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
     }
 
     fn extension(&self, method: RStr<'_>, _payload_json: RStr<'_>) -> RResult<RString, RString> {
+        if method.as_str() == FAILURE_POLICY_METHOD {
+            let policy = serde_json::json!({ "fail_closed": self.fail_closed });
+            return RResult::ROk(RString::from(policy.to_string()));
+        }
         RResult::RErr(RString::from(format!("unsupported: {method}")))
     }
 }

@@ -28,7 +28,7 @@ pub use inputs::{
     BlockRef, HeadersRef, MessageRef, Messages, RequestRef, ResponseRef, Segment, Session,
     ToolCallRef, ToolResultRef,
 };
-pub use instance::instantiate;
+pub use instance::{instantiate, FAILURE_POLICY_METHOD};
 pub use pack::{NoConfig, Pack, PackError, SeamKind};
 pub use registrar::Registrar;
 pub use values::{Block, Message, Request, ToolCall, ToolResult};

@@ -23,13 +23,36 @@ use abi_stable::std_types::{ROption, RString};
 /// policy handles. A panic counts as a failure.
 pub struct Registrar {
     pub(crate) entries: Vec<(SeamKind, String, InterceptorBox)>,
+    pub(crate) fail_closed: Vec<String>,
 }
 
 impl Registrar {
     pub(crate) fn new() -> Self {
         Registrar {
             entries: Vec::new(),
+            fail_closed: Vec::new(),
         }
+    }
+
+    /// Declares that the interceptor registered as `name` fails **closed**
+    /// on whatever seam it is on: an error or a panic blocks (the call, the
+    /// reply, the answer, the stream) instead of being skipped. Each seam's
+    /// default stays for every other interceptor (only `tool_call` fails
+    /// closed by default). A content gate on `output` wants this: it must
+    /// never fail open.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.output("ban", |_session, answer| {
+    ///     let verdict: serde_json::Value = serde_json::from_str(answer)?; // may fail
+    ///     Ok(if verdict["ok"] == true { Decision::Allow } else { Decision::block("not ok") })
+    /// });
+    /// registrar.fail_closed("ban");
+    /// # }
+    /// ```
+    pub fn fail_closed(&mut self, name: &str) {
+        self.fail_closed.push(name.to_owned());
     }
 
     /// Registers on `context`: sees the message list about to be sent; a

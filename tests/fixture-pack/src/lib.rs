@@ -76,6 +76,8 @@ pub struct Behavior {
     pub sleep_ms: u64,
     /// A user-facing notice attached to every decision but allow.
     pub notice: String,
+    /// Declare the interceptors fail-closed (`Registrar::fail_closed`).
+    pub fail_closed: bool,
 }
 
 impl Default for Behavior {
@@ -91,6 +93,7 @@ impl Default for Behavior {
             set_kwargs: None,
             sleep_ms: 0,
             notice: String::new(),
+            fail_closed: false,
         }
     }
 }
@@ -178,6 +181,8 @@ pub struct StreamGate {
     pub notice: String,
     /// Release every delta whole instead of holding a trailing partial word.
     pub no_hold: bool,
+    /// Declare the gate fail-closed (`Registrar::fail_closed`).
+    pub fail_closed: bool,
 }
 
 fn is_word(b: u8) -> bool {
@@ -282,22 +287,33 @@ impl<F: Flavor> Fixture<F> {
         if let Some(behavior) = self.config.model_response.clone() {
             for i in 0..behavior.count {
                 let (me, b) = (Arc::clone(self), behavior.clone());
-                registrar.model_response(&format!("model_response-{i}"), move |session, reply| {
+                let name = format!("model_response-{i}");
+                registrar.model_response(&name, move |session, reply| {
                     me.count();
                     text_seam(&b, session, reply.content())
                 });
+                if behavior.fail_closed {
+                    registrar.fail_closed(&name);
+                }
             }
         }
         if let Some(behavior) = self.config.output.clone() {
             for i in 0..behavior.count {
                 let (me, b) = (Arc::clone(self), behavior.clone());
-                registrar.output(&format!("output-{i}"), move |session, answer| {
+                let name = format!("output-{i}");
+                registrar.output(&name, move |session, answer| {
                     me.count();
                     text_seam(&b, session, answer)
                 });
+                if behavior.fail_closed {
+                    registrar.fail_closed(&name);
+                }
             }
         }
         if let Some(gate) = self.config.stream_chunk.clone() {
+            if gate.fail_closed {
+                registrar.fail_closed("stream_chunk-0");
+            }
             let me = Arc::clone(self);
             registrar.stream_chunk("stream_chunk-0", move |session, segment| {
                 me.count();
