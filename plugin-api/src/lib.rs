@@ -52,10 +52,10 @@ pub mod sdk;
 /// Everything a pack author needs, in one `use`.
 pub mod prelude {
     pub use crate::sdk::{
-        Decision, InterceptError, InterceptResult, Message, MessageRef, Messages, MessagesEdit,
-        NoConfig, Pack, PackError, Registrar, Request, RequestEdit, RequestRef, ResponseRef,
-        SeamKind, Segment, Session, StreamDecision, StreamResult, ToolCall, ToolCallRef,
-        ToolResult, ToolResultRef,
+        Decision, Exhausted, InterceptError, InterceptResult, Message, MessageRef, Messages,
+        MessagesEdit, NoConfig, OutputDecision, OutputResult, Pack, PackError, Registrar, Request,
+        RequestEdit, RequestRef, ResponseRef, Retry, SeamKind, Segment, Session, StreamDecision,
+        StreamResult, ToolCall, ToolCallRef, ToolResult, ToolResultRef,
     };
 }
 

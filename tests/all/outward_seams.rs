@@ -394,3 +394,69 @@ fn a_panicking_output_gate_declared_fail_closed_blocks_and_an_undeclared_one_is_
         assert!(events[0].reason.contains("panicked: gate broke"));
     }
 }
+
+#[test]
+fn an_output_retry_sends_exactly_the_answer_and_the_feedback_through_the_request_seams() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let record_arg = record.display().to_string();
+    let config = json!({
+        "output_retry": {"until": "OK", "feedback": "Say OK. token sk-999", "max": 2, "exhausted": "block", "reason": "never OK"},
+        "provider_request": {"action": "replace", "find": "sk-999", "with": "[REDACTED]"}
+    });
+    let responses =
+        json!([{"content": "first try"}, {"content": "still no"}, {"content": "OK now"}]);
+    let ran = run(
+        dir.path(),
+        &config,
+        &responses,
+        &["--record-requests", &record_arg],
+    );
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["output"], "OK now");
+    let retries = ran.of_type("gate_retry");
+    assert_eq!(retries.len(), 2);
+    assert_eq!(
+        (&retries[1]["attempt"], &retries[1]["max"]),
+        (&json!(2), &json!(2))
+    );
+    let requests: Vec<Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 3);
+    let second = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(second.len(), 2, "exactly two messages: {second:?}");
+    assert_eq!(
+        (&second[0]["role"], &second[0]["content"]),
+        (&json!("assistant"), &json!("first try"))
+    );
+    assert_eq!(second[1]["role"], "user");
+    // The feedback passed provider_request: redaction applied to the retry.
+    assert_eq!(second[1]["content"], "Say OK. token [REDACTED]");
+    // Exhaustion: blocked with the interceptor's reason after max retries.
+    let responses = json!([{"content": "a"}, {"content": "b"}, {"content": "c"}]);
+    let ran = run(dir.path(), &config, &responses, &[]);
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        (&end["success"], &end["output"]),
+        (&json!(false), &json!("never OK"))
+    );
+    assert_eq!(ran.of_type("gate_retry").len(), 2);
+    // Exhaustion that allows: the last answer is shown.
+    let allow =
+        json!({"output_retry": {"until": "OK", "feedback": "f", "max": 1, "exhausted": "allow"}});
+    let ran = run(
+        dir.path(),
+        &allow,
+        &json!([{"content": "a"}, {"content": "b"}]),
+        &[],
+    );
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        (&end["success"], &end["output"]),
+        (&json!(true), &json!("b"))
+    );
+}

@@ -38,6 +38,18 @@ pub enum AgentEvent {
         /// The notice.
         text: String,
     },
+    /// An `output` interceptor asked the model again: the request carries
+    /// exactly the current answer and this feedback.
+    GateRetry {
+        /// The interceptor that asked (`<pack>/<name>`).
+        interceptor: String,
+        /// Which of its retries this is (1-based).
+        attempt: u32,
+        /// Its bound.
+        max: u32,
+        /// The feedback sent as the user message.
+        feedback: String,
+    },
     /// The `stream_chunk` seam blocked a stream after some of it was shown:
     /// a display should take back the released text. Nothing more of the
     /// turn's stream is published.

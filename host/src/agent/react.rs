@@ -11,7 +11,7 @@ use super::stream::{Assembler, StreamGate};
 use crate::interception::{Interceptors, Notice, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A model reply as the provider returned it, and what its stream's gate
@@ -263,15 +263,19 @@ impl AgentSession {
 
     /// The final answer: the `output` seam (not for a substitute), then the
     /// `assistant` event with what the user is shown, and the run's result.
+    /// A retry asks the model again with exactly the current answer and the
+    /// feedback (through the pre-provider seams, marked as a gate retry) and
+    /// judges the new answer from the start, until the asking interceptor's
+    /// bound is used up; then its exhaustion outcome stands in for it.
     fn finish_answer(
-        &self,
+        &mut self,
         bundle: Option<&Interceptors>,
         content: String,
         vetoed: bool,
         finish_reason: Option<&'static str>,
     ) -> RunResult {
         let chain = bundle
-            .map(|b| b.output.as_slice())
+            .map(|b| b.output.clone())
             .filter(|c| !c.is_empty() && !vetoed);
         let Some(chain) = chain else {
             self.bus.emit(|| AgentEvent::Assistant {
@@ -281,25 +285,104 @@ impl AgentSession {
             });
             return RunResult::completed(content);
         };
-        let outcome = self.run_seam(chain, &(), &content);
-        let notice = outcome.notices.last().map(|n| n.text.clone());
-        self.publish_notices("output", outcome.notices);
-        if let Some(reason) = outcome.blocked {
-            let shown = shown_for_block(reason.clone(), notice);
+        let mut content = content;
+        // Per asking interceptor: retries used, and its bound.
+        let mut retries: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+        loop {
+            let spent = |name: &str| retries.get(name).is_some_and(|(used, max)| used >= max);
+            let outcome = self.run_seam_spent(&chain, &(), &content, &spent);
+            let notice = outcome.notices.last().map(|n| n.text.clone());
+            self.publish_notices("output", outcome.notices);
+            if let Some(reason) = outcome.blocked {
+                let shown = shown_for_block(reason.clone(), notice);
+                self.bus.emit(|| AgentEvent::Assistant {
+                    content: shown.clone(),
+                    tool_calls: Vec::new(),
+                    finish_reason: Some("vetoed"),
+                });
+                return RunResult::failed(EndReason::OutputBlocked { reason }, shown);
+            }
+            if let Some((interceptor, ask)) = outcome.retry {
+                let entry = retries.entry(interceptor.clone()).or_insert((0, ask.max));
+                entry.1 = ask.max;
+                if entry.0 >= ask.max {
+                    continue;
+                }
+                entry.0 += 1;
+                let attempt = entry.0;
+                self.bus.emit(|| AgentEvent::GateRetry {
+                    interceptor,
+                    attempt,
+                    max: ask.max,
+                    feedback: ask.feedback.clone(),
+                });
+                match self.gate_retry(bundle, &content, &ask.feedback) {
+                    Ok(Judged {
+                        content: retried,
+                        vetoed: false,
+                        ..
+                    }) => {
+                        self.replace_last_answer(&retried);
+                        content = retried;
+                        continue;
+                    }
+                    Ok(substitute) => {
+                        self.replace_last_answer(&substitute.content);
+                        return self.finish_answer(None, substitute.content, true, Some("vetoed"));
+                    }
+                    Err(end) => return end,
+                }
+            }
+            let shown = outcome.replaced.unwrap_or(content);
             self.bus.emit(|| AgentEvent::Assistant {
                 content: shown.clone(),
                 tool_calls: Vec::new(),
-                finish_reason: Some("vetoed"),
+                finish_reason,
             });
-            return RunResult::failed(EndReason::OutputBlocked { reason }, shown);
+            return RunResult::completed(shown);
         }
-        let shown = outcome.replaced.unwrap_or(content);
-        self.bus.emit(|| AgentEvent::Assistant {
-            content: shown.clone(),
-            tool_calls: Vec::new(),
-            finish_reason,
-        });
-        RunResult::completed(shown)
+    }
+
+    /// One gate retry: the model is sent exactly `[assistant: content, user:
+    /// feedback]`, through the `context` and `provider_request` seams (so a
+    /// retry cannot bypass redaction), not streamed, with the session facts
+    /// marking it as a gate retry; the reply passes `model_response`.
+    fn gate_retry(
+        &mut self,
+        bundle: Option<&Interceptors>,
+        content: &str,
+        feedback: &str,
+    ) -> Result<Judged, RunResult> {
+        let asked = vec![
+            Message::assistant(content, Vec::new()),
+            Message::user(feedback),
+        ];
+        let history = std::mem::replace(&mut self.history, asked);
+        let streaming = std::mem::replace(&mut self.streaming, false);
+        self.facts.gate_retry = true;
+        let tools = self.tool_list.clone();
+        let received = self.call_provider(bundle, &tools);
+        self.facts.gate_retry = false;
+        self.streaming = streaming;
+        self.history = history;
+        let mut judged = self.judge_reply(bundle, received?);
+        // A retry answers the question again; it does not get to call tools.
+        judged.tool_calls.clear();
+        Ok(judged)
+    }
+
+    /// The durable history's final answer becomes `content` (a gate retry's
+    /// answer replaces the one it corrects: one assistant message per reply
+    /// the user sees).
+    fn replace_last_answer(&mut self, content: &str) {
+        if let Some(last) = self
+            .history
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == crate::types::Role::Assistant)
+        {
+            content.clone_into(&mut last.content);
+        }
     }
 
     /// True when streaming must be off for this run: a pack gates whole

@@ -5,7 +5,7 @@ use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, PermissionPolicy};
 use crate::interception::{
-    merge_interceptors, run_chain, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
+    merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
     Interceptors, SeamSpec, SessionFacts,
 };
 use crate::plugins::Registry;
@@ -329,6 +329,18 @@ impl AgentSession {
         lead: &S::Lead,
         value: &S::Value,
     ) -> ChainOutcome<S::Value> {
+        self.run_seam_spent(chain, lead, value, &|_| false)
+    }
+
+    /// [`run_seam`](Self::run_seam), answering the retries of the
+    /// interceptors `spent` names by their exhaustion outcome.
+    pub(crate) fn run_seam_spent<S: SeamSpec>(
+        &self,
+        chain: &[Interceptor<S>],
+        lead: &S::Lead,
+        value: &S::Value,
+        spent: &dyn Fn(&str) -> bool,
+    ) -> ChainOutcome<S::Value> {
         let sink = |event| self.bus.publish(AgentEvent::Interceptor(event));
         let cx = ChainContext {
             session: &self.facts,
@@ -337,7 +349,7 @@ impl AgentSession {
                 .is_listened()
                 .then_some(&sink as &dyn Fn(InterceptorEvent)),
         };
-        run_chain(chain, lead, value, &cx)
+        run_chain_spent(chain, lead, value, &cx, spent)
     }
 
     /// The bundle a turn starting now would run with: the plugin chains (load

@@ -117,6 +117,17 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
             NEWS,
             &clean(&format!("  ℹ notice ({interceptor}): {text}")),
         ),
+        AgentEvent::GateRetry {
+            interceptor,
+            attempt,
+            max,
+            feedback,
+        } => paint(
+            WARN,
+            &clean(&format!(
+                "  ↻ {interceptor} asks the model again ({attempt}/{max}): {feedback}"
+            )),
+        ),
         AgentEvent::StreamRetract { released, reason } => paint(
             ALERT,
             &clean(&format!(

@@ -25,6 +25,50 @@ pub struct ChainOutcome<V> {
     /// User-facing notices the interceptors attached, in chain order. Shown
     /// to the user, never sent to the model.
     pub notices: Vec<Notice>,
+    /// `output` only: the interceptor that asked for a retry (the chain
+    /// stopped there), and what it asked.
+    pub retry: Option<(String, RetryAsk)>,
+}
+
+/// A retry an `output` interceptor asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryAsk {
+    /// The user message of the retry request.
+    pub feedback: String,
+    /// At most this many retries by this interceptor for one answer.
+    pub max: u32,
+    /// On exhaustion: `None` accepts the answer, `Some(reason)` blocks.
+    pub exhausted_block: Option<String>,
+}
+
+impl RetryAsk {
+    /// The retry a pack's decision carries, if it is a well-formed one.
+    fn from_decision(decision: &Decision) -> Option<RetryAsk> {
+        #[derive(serde::Deserialize)]
+        struct Wire {
+            retry: Bound,
+        }
+        #[derive(serde::Deserialize)]
+        struct Bound {
+            max: u32,
+            exhausted: String,
+            #[serde(default)]
+            reason: String,
+        }
+        let value = decision.value.as_ref().into_option()?;
+        let json = value.extension_json.as_ref().into_option()?;
+        let wire: Wire = serde_json::from_str(json.as_str()).ok()?;
+        let exhausted_block = match wire.retry.exhausted.as_str() {
+            "allow" => None,
+            "block" => Some(wire.retry.reason),
+            _ => return None,
+        };
+        Some(RetryAsk {
+            feedback: decision.reason.as_str().to_owned(),
+            max: wire.retry.max,
+            exhausted_block,
+        })
+    }
 }
 
 /// A user-facing notice one interceptor attached to its decision.
@@ -48,6 +92,7 @@ pub struct ChainContext<'a> {
 enum Verdict<V> {
     Allow,
     Hold(usize),
+    Retry(RetryAsk),
     Replace(V),
     Block(String),
     Error(String),
@@ -75,6 +120,7 @@ enum Stop {
 enum Flow<V> {
     Continue,
     Hold(usize),
+    Retry(RetryAsk),
     Replace(V),
     Stop(String),
 }
@@ -96,6 +142,18 @@ pub fn run_chain<S: SeamSpec>(
     lead: &S::Lead,
     value: &S::Value,
     cx: &ChainContext<'_>,
+) -> ChainOutcome<S::Value> {
+    run_chain_spent(chain, lead, value, cx, &|_| false)
+}
+
+/// [`run_chain`], where a retry from an interceptor `spent` names (its
+/// bound used up) is answered by its exhaustion outcome instead.
+pub(crate) fn run_chain_spent<S: SeamSpec>(
+    chain: &[Interceptor<S>],
+    lead: &S::Lead,
+    value: &S::Value,
+    cx: &ChainContext<'_>,
+    spent: &dyn Fn(&str) -> bool,
 ) -> ChainOutcome<S::Value> {
     let session = cx.session.view();
     let ids = S::tool_ids(lead, value);
@@ -134,9 +192,25 @@ pub fn run_chain<S: SeamSpec>(
         };
         next = index + 1;
         let entry = &chain[index];
+        let verdict = match verdict {
+            Verdict::Retry(ask) if spent(entry.name()) => match ask.exhausted_block {
+                None => Verdict::Allow,
+                Some(reason) => Verdict::Block(reason),
+            },
+            other => other,
+        };
         match apply::<S>(verdict, entry.name(), entry.fails_closed(), ids, cx) {
             Flow::Continue => {}
             Flow::Hold(bytes) => held = held.max(bytes),
+            Flow::Retry(ask) => {
+                return ChainOutcome {
+                    replaced,
+                    blocked: None,
+                    held,
+                    notices,
+                    retry: Some((entry.name().to_owned(), ask)),
+                }
+            }
             Flow::Replace(new) => {
                 let adopted = S::adopt(new, current);
                 replaced = Some(adopted);
@@ -147,6 +221,7 @@ pub fn run_chain<S: SeamSpec>(
                     blocked: Some(reason),
                     held,
                     notices,
+                    retry: None,
                 }
             }
         }
@@ -156,6 +231,7 @@ pub fn run_chain<S: SeamSpec>(
         blocked: None,
         held,
         notices,
+        retry: None,
     }
 }
 
@@ -279,6 +355,15 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
             Verdict::Unknown(decision.kind)
         };
     }
+    if decision.kind == DecisionKind::RETRY && S::RETRIES {
+        return match RetryAsk::from_decision(&decision) {
+            Some(ask) => Verdict::Retry(ask),
+            None => Verdict::Invalid(Invalid::Malformed(
+                "a retry needs {\"retry\":{\"max\":N,\"exhausted\":\"allow\"|\"block\"}}"
+                    .to_owned(),
+            )),
+        };
+    }
     match decision.kind {
         DecisionKind::ALLOW => Verdict::Allow,
         DecisionKind::BLOCK => Verdict::Block(decision.reason.into_string()),
@@ -326,6 +411,7 @@ fn apply<S: SeamSpec>(
     match verdict {
         Verdict::Allow => Flow::Continue,
         Verdict::Hold(bytes) => Flow::Hold(bytes),
+        Verdict::Retry(ask) => Flow::Retry(ask),
         Verdict::Replace(new) => {
             emit(EventDecision::Replaced, String::new());
             Flow::Replace(new)

@@ -65,7 +65,8 @@ pub use bundle::{
     ProviderRequestInterceptor, SeamName, StreamChunkInterceptor, ToolCallInterceptor,
     ToolResultInterceptor, UnknownSeam, SEAM_NAMES,
 };
-pub use chain::{run_chain, ChainContext, ChainOutcome, Notice};
+pub(crate) use chain::run_chain_spent;
+pub use chain::{run_chain, ChainContext, ChainOutcome, Notice, RetryAsk};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub use events::{EventDecision, InterceptorEvent};
 pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};

@@ -20,6 +20,8 @@ pub struct SessionFacts {
     pub input_tokens: u64,
     /// Output tokens reported so far in the session.
     pub output_tokens: u64,
+    /// True while the host asks the model again for an `output` gate.
+    pub gate_retry: bool,
 }
 
 impl SessionFacts {
@@ -39,7 +41,11 @@ impl SessionFacts {
             tool_calls_this_turn: self.tool_calls_this_turn,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-            extension_json: RStr::from_str(super::seams::SESSION_EXTENSION),
+            extension_json: RStr::from_str(if self.gate_retry {
+                super::seams::SESSION_EXTENSION_GATE_RETRY
+            } else {
+                super::seams::SESSION_EXTENSION
+            }),
         }
     }
 }

@@ -19,7 +19,9 @@ impl DecisionKind {
     /// The interceptor failed (returned an error or panicked): `reason` says
     /// why. The seam's failure policy applies.
     pub const ERROR: DecisionKind = DecisionKind(3);
-    /// Reserved: ask the model to try again, with `reason` as feedback.
+    /// Ask the model to try again (`output`), with `reason` as feedback;
+    /// the bound and the outcome on exhaustion travel in the value (see
+    /// [`Decision::retry`]).
     pub const RETRY: DecisionKind = DecisionKind(4);
     /// Reserved: ask a human, with `reason` as the prompt.
     pub const ASK: DecisionKind = DecisionKind(5);
@@ -106,6 +108,30 @@ impl Decision {
     /// Report an interceptor failure.
     pub fn error(reason: impl Into<RString>) -> Decision {
         Decision::with_reason(DecisionKind::ERROR, reason.into())
+    }
+
+    /// Ask the model again (`output` only), with `feedback` as the user
+    /// message of the retry request. At most `max` retries for this
+    /// interceptor per answer; then `exhausted_block` decides: `None`
+    /// accepts the last answer, `Some(reason)` blocks with `reason`. Carried
+    /// as `{"retry":{"max":N,"exhausted":"allow"|"block","reason":"…"}}` in
+    /// the value's `extension_json`.
+    #[must_use]
+    pub fn retry(feedback: &str, max: u32, exhausted_block: Option<&str>) -> Decision {
+        let exhausted = match exhausted_block {
+            None => serde_json::json!({"max": max, "exhausted": "allow"}),
+            Some(reason) => serde_json::json!({"max": max, "exhausted": "block", "reason": reason}),
+        };
+        Decision {
+            kind: DecisionKind::RETRY,
+            reason: feedback.into(),
+            value: ROption::RSome(RBox::new(SeamValue {
+                extension_json: ROption::RSome(
+                    serde_json::json!({ "retry": exhausted }).to_string().into(),
+                ),
+                ..SeamValue::default()
+            })),
+        }
     }
 
     /// Withhold the last `bytes` bytes of a `stream_chunk` candidate.

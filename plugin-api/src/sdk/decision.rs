@@ -74,3 +74,41 @@ pub enum StreamDecision {
 
 /// What a `stream_chunk` closure returns.
 pub type StreamResult = Result<StreamDecision, InterceptError>;
+
+/// What an `output` gate that can ask for a retry answers
+/// ([`Registrar::output_gate`](super::Registrar::output_gate)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputDecision {
+    /// Show the answer as it is.
+    Allow,
+    /// Show this text instead (redaction).
+    Replace(String),
+    /// Show the notice (or this reason), never the answer.
+    Block(String),
+    /// Ask the model again with feedback.
+    Retry(Retry),
+}
+
+/// A retry request: the feedback the model gets, and the bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retry {
+    /// The user message of the retry request (the assistant's current answer
+    /// is the message before it; nothing else is sent).
+    pub feedback: String,
+    /// At most this many retries by this interceptor for one answer.
+    pub max: u32,
+    /// What happens when they are used up.
+    pub exhausted: Exhausted,
+}
+
+/// The outcome of a retry bound that is used up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exhausted {
+    /// Accept the last answer (later interceptors still judge it).
+    Allow,
+    /// Block with this reason.
+    Block(String),
+}
+
+/// What an `output_gate` closure returns.
+pub type OutputResult = Result<OutputDecision, InterceptError>;

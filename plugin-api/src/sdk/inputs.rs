@@ -35,6 +35,15 @@ impl<'a> Session<'a> {
     pub fn id(&self) -> &'a str {
         self.0.session_id.as_str()
     }
+    /// True while the host asks the model again for an `output` gate (a
+    /// gate retry): a gate that counts model calls may skip it.
+    #[must_use]
+    pub fn is_gate_retry(&self) -> bool {
+        self.0
+            .extension_json
+            .as_str()
+            .contains("\"gate_retry\":true")
+    }
     /// Zero-based index of the current user turn.
     #[must_use]
     pub fn turn_index(&self) -> u64 {

@@ -21,7 +21,10 @@ mod pack;
 mod registrar;
 mod values;
 
-pub use decision::{Decision, InterceptError, InterceptResult, StreamDecision, StreamResult};
+pub use decision::{
+    Decision, Exhausted, InterceptError, InterceptResult, OutputDecision, OutputResult, Retry,
+    StreamDecision, StreamResult,
+};
 pub use edit::{MessagesEdit, RequestEdit, HOST_SESSION_EXTENSION, HOST_TAKES_EDITS};
 pub use guard::panic_message;
 pub use inputs::{

@@ -1,6 +1,9 @@
 //! Collecting a pack's interceptors, and erasing them to ABI trait objects.
 
-use super::decision::{Decision, InterceptResult, StreamDecision, StreamResult};
+use super::decision::{
+    Decision, Exhausted, InterceptResult, OutputDecision, OutputResult, StreamDecision,
+    StreamResult,
+};
 use super::edit::{MessagesEdit, RequestEdit};
 use super::guard;
 use super::inputs::{
@@ -253,6 +256,57 @@ impl Registrar {
                 |notice| f(Session(input.session, notice), input.text.as_str()),
                 |text| Ok(text_value(text)),
             )
+        });
+    }
+
+    /// Registers on `output` with the full set of answers, retry included:
+    /// [`OutputDecision::Retry`] asks the model again — the host sends it
+    /// exactly two messages, the current answer (assistant) and the
+    /// feedback (user), through the `context` and `provider_request` seams
+    /// (so redaction still applies; [`Session::is_gate_retry`] is true
+    /// there) — and judges the new answer from the start of the chain.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.output_gate("json-only", |_session, answer| {
+    ///     if serde_json::from_str::<serde_json::Value>(answer).is_ok() {
+    ///         return Ok(OutputDecision::Allow);
+    ///     }
+    ///     Ok(OutputDecision::Retry(Retry {
+    ///         feedback: "Answer with JSON only.".into(),
+    ///         max: 2,
+    ///         exhausted: Exhausted::Block("the model did not answer in JSON".into()),
+    ///     }))
+    /// });
+    /// # }
+    /// ```
+    pub fn output_gate<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, &str) -> OutputResult + Send + Sync + 'static,
+    {
+        self.push(SeamKind::Output, name, move |input| {
+            let notice = NoticeSlot::new(None);
+            let answer = guard::catch(|| {
+                let decision = f(Session(input.session, &notice), input.text.as_str());
+                match decision {
+                    Ok(OutputDecision::Allow) => abi::Decision::allow(),
+                    Ok(OutputDecision::Replace(text)) => abi::Decision::replace(text_value(text)),
+                    Ok(OutputDecision::Block(reason)) => abi::Decision::block(reason),
+                    Ok(OutputDecision::Retry(retry)) => {
+                        let exhausted = match &retry.exhausted {
+                            Exhausted::Allow => None,
+                            Exhausted::Block(reason) => Some(reason.as_str()),
+                        };
+                        abi::Decision::retry(&retry.feedback, retry.max, exhausted)
+                    }
+                    Err(error) => abi::Decision::error(error.as_str()),
+                }
+            });
+            match answer {
+                Ok(decision) => attach_notice(decision, &notice),
+                Err(panic) => abi::Decision::error(panic),
+            }
         });
     }
 

@@ -141,6 +141,8 @@ impl Behavior {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// An `output` gate that asks for retries (registered after `output`).
+    pub output_retry: Option<RetryGate>,
     /// `model_response` behaviour.
     pub model_response: Option<Behavior>,
     /// `output` behaviour.
@@ -221,6 +223,42 @@ impl StreamGate {
             end -= 1;
         }
         Ok(StreamDecision::HoldFrom(end))
+    }
+}
+
+/// An `output` gate that asks the model again until the answer contains
+/// `until`, at most `max` times; then `exhausted` (`allow` or `block` with
+/// `reason`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryGate {
+    /// The text a good answer contains.
+    pub until: String,
+    /// The feedback for the model.
+    pub feedback: String,
+    /// The retry bound.
+    pub max: u32,
+    /// `allow` or `block`.
+    pub exhausted: String,
+    /// The block reason on exhaustion.
+    pub reason: String,
+}
+
+impl RetryGate {
+    fn judge(&self, answer: &str) -> OutputResult {
+        if answer.contains(&self.until) {
+            return Ok(OutputDecision::Allow);
+        }
+        let exhausted = if self.exhausted == "block" {
+            Exhausted::Block(self.reason.clone())
+        } else {
+            Exhausted::Allow
+        };
+        Ok(OutputDecision::Retry(Retry {
+            feedback: self.feedback.clone(),
+            max: self.max,
+            exhausted,
+        }))
     }
 }
 
@@ -309,6 +347,13 @@ impl<F: Flavor> Fixture<F> {
                     registrar.fail_closed(&name);
                 }
             }
+        }
+        if let Some(gate) = self.config.output_retry.clone() {
+            let me = Arc::clone(self);
+            registrar.output_gate("output_retry-0", move |_, answer| {
+                me.count();
+                gate.judge(answer)
+            });
         }
         if let Some(gate) = self.config.stream_chunk.clone() {
             if gate.fail_closed {

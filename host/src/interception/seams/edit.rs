@@ -12,6 +12,10 @@ use serde::Deserialize;
 /// What this host tells packs in the session view: it reads partial edits.
 pub(crate) const SESSION_EXTENSION: &str = chimera_plugin_api::sdk::HOST_SESSION_EXTENSION;
 
+/// The same, during a gate retry (the request an `output` gate asked for).
+pub(crate) const SESSION_EXTENSION_GATE_RETRY: &str =
+    r#"{"capabilities":["edits"],"gate_retry":true}"#;
+
 #[derive(Deserialize)]
 struct Extension {
     edit: Option<Edit>,

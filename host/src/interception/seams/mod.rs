@@ -12,7 +12,7 @@ mod tool_result;
 mod views;
 
 pub use context::ContextSeam;
-pub(crate) use edit::SESSION_EXTENSION;
+pub(crate) use edit::{SESSION_EXTENSION, SESSION_EXTENSION_GATE_RETRY};
 pub use model_response::{ModelResponseSeam, ReplyFacts};
 pub use output::OutputSeam;
 pub use provider_request::ProviderRequestSeam;
@@ -81,7 +81,8 @@ mod sealed {
 pub(crate) use sealed::{Invalid, SeamAbi};
 
 /// A seam, as generic host code names it: [`ToolCallSeam`],
-/// [`ToolResultSeam`], [`ContextSeam`] or [`ProviderRequestSeam`]. Sealed:
+/// [`ToolResultSeam`], [`ContextSeam`], [`ProviderRequestSeam`],
+/// [`ModelResponseSeam`], [`OutputSeam`] or [`StreamChunkSeam`]. Sealed:
 /// those are the only implementations. `S::Value` is the value its chain
 /// decides on (a `ToolCall`, a `ToolResult`, the message list, the request
 /// envelope).
@@ -94,6 +95,9 @@ pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// `true` on the seam whose interceptors may answer *hold*
     /// (`stream_chunk`); elsewhere a hold is an unknown decision.
     const HOLDS: bool = false;
+    /// `true` on the seam whose interceptors may answer *retry* (`output`);
+    /// elsewhere a retry is an unknown decision.
+    const RETRIES: bool = false;
 }
 
 /// Describes which slots of a pack's replacement are filled, for

@@ -17,6 +17,7 @@ type HostFn = dyn Fn(&str) -> InterceptResult<String> + Send + Sync;
 impl SeamSpec for OutputSeam {
     const NAME: &'static str = "output";
     const FAIL_CLOSED: bool = false;
+    const RETRIES: bool = true;
 }
 
 impl SeamAbi for OutputSeam {
