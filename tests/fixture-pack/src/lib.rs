@@ -245,20 +245,20 @@ pub struct RetryGate {
 }
 
 impl RetryGate {
-    fn judge(&self, answer: &str) -> OutputResult {
+    fn judge(&self, answer: &str) -> OutputDecision {
         if answer.contains(&self.until) {
-            return Ok(OutputDecision::Allow);
+            return OutputDecision::Allow;
         }
         let exhausted = if self.exhausted == "block" {
             Exhausted::Block(self.reason.clone())
         } else {
             Exhausted::Allow
         };
-        Ok(OutputDecision::Retry(Retry {
+        OutputDecision::Retry(Retry {
             feedback: self.feedback.clone(),
             max: self.max,
             exhausted,
-        }))
+        })
     }
 }
 
@@ -352,7 +352,7 @@ impl<F: Flavor> Fixture<F> {
             let me = Arc::clone(self);
             registrar.output_gate("output_retry-0", move |_, answer| {
                 me.count();
-                gate.judge(answer)
+                Ok(gate.judge(answer))
             });
         }
         if let Some(gate) = self.config.stream_chunk.clone() {
