@@ -450,7 +450,15 @@ fn packs_list_and_check_read_packs_without_a_session() {
     assert_eq!(checked[0]["name"], "fixture");
     assert_eq!(
         checked[0]["seams"],
-        json!(["context", "provider_request", "tool_call", "tool_result"])
+        json!([
+            "context",
+            "provider_request",
+            "tool_call",
+            "tool_result",
+            "model_response",
+            "output",
+            "stream_chunk"
+        ])
     );
 
     let garbage = dir.path().join("libgarbage.so");

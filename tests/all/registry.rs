@@ -14,7 +14,7 @@ fn gate(name: &str) -> ToolCallInterceptor {
 #[test]
 fn seam_names_are_validated_on_register_get_and_unregister() {
     let registry = Registry::new();
-    let expected = "unknown interceptor seam 'tool_cal'; expected one of ('provider_request', 'tool_call', 'tool_result', 'context')";
+    let expected = "unknown interceptor seam 'tool_cal'; expected one of ('provider_request', 'tool_call', 'tool_result', 'context', 'model_response', 'output', 'stream_chunk')";
     assert_eq!(
         registry
             .register("tool_cal", gate("A"))
