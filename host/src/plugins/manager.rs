@@ -594,3 +594,61 @@ pub fn interceptors_of<P: Pack>(config_json: &str) -> Result<Interceptors, LoadE
     }
     Ok(bundle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abi_stable::sabi_trait::TD_Opaque;
+    use abi_stable::std_types::{RResult, RStr, RString, RVec};
+    use chimera_plugin_api::abi::{
+        Decision, InterceptorAbi, InterceptorAbi_TO, PackInstanceAbi, PackInstanceAbi_TO,
+        Registration, SeamInput,
+    };
+
+    struct Allow;
+    impl InterceptorAbi for Allow {
+        fn intercept(&self, _input: &SeamInput<'_>) -> Decision {
+            Decision::allow()
+        }
+    }
+
+    /// A pack written against the raw ABI that registers on `seam`.
+    struct OnSeam(Seam);
+    impl PackInstanceAbi for OnSeam {
+        fn registrations(&self) -> RVec<Registration> {
+            RVec::from(vec![Registration {
+                seam: self.0,
+                name: RString::from("gate"),
+                interceptor: InterceptorAbi_TO::from_value(Allow, TD_Opaque),
+            }])
+        }
+        fn export_state(&self) -> RString {
+            RString::new()
+        }
+        fn import_state(&self, _state: RStr<'_>) -> RResult<(), RString> {
+            RResult::ROk(())
+        }
+        fn extension(&self, method: RStr<'_>, _payload: RStr<'_>) -> RResult<RString, RString> {
+            RResult::RErr(format!("unsupported: {method}").into())
+        }
+    }
+
+    #[test]
+    fn a_pack_on_a_seam_this_host_does_not_run_is_refused_with_one_line() {
+        let health = Arc::new(PackHealth::new("later", HealthPolicy::default(), None));
+        let later = PackInstanceAbi_TO::from_value(OnSeam(Seam(9)), TD_Opaque);
+        let error = pack_interceptors("later", &later, &health).unwrap_err();
+        let line = error.to_string();
+        assert_eq!(
+            line,
+            "interceptor 'later/gate' registers on seam#9 which this host does not run; upgrade the host or drop the pack"
+        );
+        assert!(!line.contains('\n'));
+        // The seven known seams are all accepted, the new ones included.
+        for seam in Seam::KNOWN {
+            let known = PackInstanceAbi_TO::from_value(OnSeam(seam), TD_Opaque);
+            let interceptors = pack_interceptors("now", &known, &health).expect("known seam");
+            assert_eq!(interceptors[0].seam().as_str(), seam.name().unwrap_or_default());
+        }
+    }
+}
