@@ -52,10 +52,11 @@ pub mod sdk;
 /// Everything a pack author needs, in one `use`.
 pub mod prelude {
     pub use crate::sdk::{
-        Decision, Exhausted, InterceptError, InterceptResult, Message, MessageRef, Messages,
-        MessagesEdit, NoConfig, OutputDecision, OutputResult, Pack, PackError, Registrar, Request,
-        RequestEdit, RequestRef, ResponseRef, Retry, SeamKind, Segment, Session, StreamDecision,
-        StreamResult, ToolCall, ToolCallRef, ToolResult, ToolResultRef,
+        Ask, Decision, Exhausted, GateDecision, GateResult, InterceptError, InterceptResult,
+        Message, MessageRef, Messages, MessagesEdit, NoConfig, OutputDecision, OutputResult, Pack,
+        PackError, Registrar, Request, RequestEdit, RequestRef, ResponseRef, Retry, SeamKind,
+        Segment, Session, StreamDecision, StreamResult, ToolCall, ToolCallRef, ToolResult,
+        ToolResultRef,
     };
 }
 

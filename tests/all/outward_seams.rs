@@ -460,3 +460,66 @@ fn an_output_retry_sends_exactly_the_answer_and_the_feedback_through_the_request
         (&json!(true), &json!("b"))
     );
 }
+
+#[test]
+fn a_pack_asks_the_operator_and_an_edited_call_still_passes_the_chain_and_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = json!([
+        {"tool_calls": [{"id": "c1", "name": "write_file", "arguments": {"path": "out.txt", "content": "original"}}]},
+        {"content": "done"}
+    ]);
+    let config = json!({
+        "tool_call_ask": {"prompt": "may it write?", "edit": true},
+        "tool_call": {"action": "replace", "find": "edited", "with": "edited+checked"}
+    });
+    let answers = dir.path().join("answers.jsonl");
+    let answers_arg = answers.display().to_string();
+    let cases = [
+        (
+            r#"{"answer": "allow"}"#,
+            Vec::<&str>::new(),
+            "allow",
+            Some("original"),
+        ),
+        (r#"{"answer": "reject"}"#, vec![], "reject", None),
+        (
+            r#"{"answer": "edit", "payload": {"path": "out.txt", "content": "edited"}}"#,
+            vec![],
+            "edit",
+            Some("edited+checked"),
+        ),
+        (
+            r#"{"answer": "edit", "payload": {"path": "out.txt", "content": "edited"}}"#,
+            vec!["--deny", "write_file"],
+            "edit",
+            None,
+        ),
+    ];
+    for (answer, flags, answered, ran_with) in cases {
+        std::fs::write(&answers, format!("{answer}\n")).unwrap();
+        let mut extra = vec!["--approvals", answers_arg.as_str()];
+        extra.extend(flags.iter().copied());
+        let out = dir.path().join("out.txt");
+        let _ = std::fs::remove_file(&out);
+        let ran = run(dir.path(), &config, &write, &extra);
+        let case = format!("{answer} {flags:?}");
+        let asked = ran.of_type("approval_requested");
+        assert_eq!(asked.len(), 1, "{case}: {}", ran.stdout());
+        assert_eq!(asked[0]["prompt"], "may it write? (write_file)", "{case}");
+        assert_eq!(
+            asked[0]["choices"],
+            json!(["allow", "reject", "edit"]),
+            "{case}"
+        );
+        let answered_events = ran.of_type("approval_answered");
+        assert_eq!(answered_events[0]["answer"], answered, "{case}");
+        let result = ran.of_type("tool_result").pop().expect("tool_result");
+        if let Some(content) = ran_with {
+            assert_eq!(result["is_error"], false, "{case}: {result}");
+            assert_eq!(std::fs::read_to_string(&out).unwrap(), content, "{case}");
+        } else {
+            assert_eq!(result["is_error"], true, "{case}: {result}");
+            assert!(!out.exists(), "{case}");
+        }
+    }
+}

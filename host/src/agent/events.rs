@@ -38,6 +38,29 @@ pub enum AgentEvent {
         /// The notice.
         text: String,
     },
+    /// An interceptor asks the operator (a terminal prompt, an answers
+    /// file, `--yes`).
+    ApprovalRequested {
+        /// The seam it runs on.
+        seam: &'static str,
+        /// Its display name (`<pack>/<name>`).
+        interceptor: String,
+        /// What it asks about: the tool name, or `provider request`.
+        subject: String,
+        /// The question.
+        prompt: String,
+        /// The choices offered.
+        choices: Vec<String>,
+    },
+    /// The operator answered (`allow`, `reject` or `edit`).
+    ApprovalAnswered {
+        /// The seam.
+        seam: &'static str,
+        /// The asking interceptor.
+        interceptor: String,
+        /// The answer.
+        answer: &'static str,
+    },
     /// An `output` interceptor asked the model again: the request carries
     /// exactly the current answer and this feedback.
     GateRetry {

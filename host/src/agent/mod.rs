@@ -24,8 +24,8 @@ mod tool_step;
 pub use events::{AgentEvent, EventBus, NestedEvent};
 pub use hooks::{Hooks, PreToolUse};
 pub use permission::{
-    AnswersFile, ApproveAll, Approver, DenyAll, Permission, PermissionPolicy, TerminalApprover,
-    ToolRules,
+    AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission, PermissionPolicy,
+    TerminalApprover, ToolRules,
 };
 pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
 pub use stream::{Offered, StreamGate};

@@ -1,5 +1,6 @@
 //! The permission policy (allow / ask / deny per tool) and approvals.
 
+use crate::interception::Question;
 use crate::types::{terminal_safe, ToolCall};
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, IsTerminal, Write};
@@ -54,10 +55,51 @@ impl PermissionPolicy for ToolRules {
     }
 }
 
-/// Answers `Ask`.
+/// An operator's answer to an interceptor's question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperatorAnswer {
+    /// Let it through (the rest of the chain still runs).
+    Allow,
+    /// Stop it.
+    Reject,
+    /// Replace it with this payload (a tool call's new arguments, as JSON),
+    /// which still passes the rest of the chain, the hooks and the policy.
+    Edit(String),
+}
+
+impl OperatorAnswer {
+    /// `allow`, `reject` or `edit`.
+    #[must_use]
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OperatorAnswer::Allow => "allow",
+            OperatorAnswer::Reject => "reject",
+            OperatorAnswer::Edit(_) => "edit",
+        }
+    }
+
+    fn default_of(question: &Question) -> OperatorAnswer {
+        if question.default == "allow" {
+            OperatorAnswer::Allow
+        } else {
+            OperatorAnswer::Reject
+        }
+    }
+}
+
+/// The operator: answers the permission policy's `Ask` and interceptors'
+/// questions — one operator for both.
 pub trait Approver: Send + Sync {
     /// True to approve `call`.
     fn approve(&self, call: &ToolCall) -> bool;
+
+    /// Answers an interceptor's `question` about `subject` (the tool name,
+    /// or `provider request`). The default gives the question's default
+    /// answer.
+    fn answer(&self, subject: &str, question: &Question) -> OperatorAnswer {
+        let _ = subject;
+        OperatorAnswer::default_of(question)
+    }
 }
 
 /// Approves everything (`--yes`).
@@ -67,6 +109,10 @@ impl Approver for ApproveAll {
     fn approve(&self, _call: &ToolCall) -> bool {
         true
     }
+
+    fn answer(&self, _subject: &str, _question: &Question) -> OperatorAnswer {
+        OperatorAnswer::Allow
+    }
 }
 
 /// Denies everything.
@@ -75,6 +121,10 @@ pub struct DenyAll;
 impl Approver for DenyAll {
     fn approve(&self, _call: &ToolCall) -> bool {
         false
+    }
+
+    fn answer(&self, _subject: &str, _question: &Question) -> OperatorAnswer {
+        OperatorAnswer::Reject
     }
 }
 
@@ -103,6 +153,56 @@ impl Approver for TerminalApprover {
         }
         matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
     }
+
+    /// Prompts on stderr and reads one line (waiting at most the question's
+    /// timeout; then its default stands): `a`/`allow`, `r`/`reject`, or
+    /// `e`/`edit` followed by a line of JSON.
+    fn answer(&self, subject: &str, question: &Question) -> OperatorAnswer {
+        if !std::io::stdin().is_terminal() {
+            return OperatorAnswer::default_of(question);
+        }
+        let mut stderr = std::io::stderr();
+        let _ = write!(
+            stderr,
+            "{} [{}] ({}; default {}): ",
+            terminal_safe(&question.prompt),
+            terminal_safe(subject),
+            question.choices.join("/"),
+            question.default
+        );
+        let _ = stderr.flush();
+        let timeout = question.timeout_ms.map(std::time::Duration::from_millis);
+        let Some(line) = read_line_within(timeout) else {
+            return OperatorAnswer::default_of(question);
+        };
+        let offered = |c: &str| question.choices.iter().any(|x| x == c);
+        match line.trim() {
+            "a" | "allow" if offered("allow") => OperatorAnswer::Allow,
+            "r" | "reject" if offered("reject") => OperatorAnswer::Reject,
+            "e" | "edit" if offered("edit") => {
+                let _ = write!(stderr, "edited arguments (JSON): ");
+                let _ = stderr.flush();
+                read_line_within(timeout).map_or(OperatorAnswer::Reject, OperatorAnswer::Edit)
+            }
+            _ => OperatorAnswer::default_of(question),
+        }
+    }
+}
+
+/// One line of stdin, waiting at most `timeout`. The read runs on its own
+/// thread so a timeout can stand; a line typed after it is not used.
+fn read_line_within(timeout: Option<std::time::Duration>) -> Option<String> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_ok() {
+            let _ = sender.send(line);
+        }
+    });
+    match timeout {
+        Some(limit) => receiver.recv_timeout(limit).ok(),
+        None => receiver.recv().ok(),
+    }
 }
 
 /// Answers from a file (`--approvals FILE`): one JSON object per line, in
@@ -112,14 +212,16 @@ impl Approver for TerminalApprover {
 /// with no answer left is rejected.
 #[derive(Debug)]
 pub struct AnswersFile {
-    answers: Mutex<VecDeque<Answer>>,
+    answers: Mutex<VecDeque<AnswerLine>>,
 }
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Answer {
+struct AnswerLine {
     answer: AnswerKind,
     tool: Option<String>,
+    /// For `edit`: the replacement (a tool call's new arguments).
+    payload: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -127,6 +229,7 @@ struct Answer {
 enum AnswerKind {
     Allow,
     Reject,
+    Edit,
 }
 
 impl AnswersFile {
@@ -137,9 +240,9 @@ impl AnswersFile {
             if line.trim().is_empty() {
                 continue;
             }
-            let answer: Answer = serde_json::from_str(line).map_err(|error| {
+            let answer: AnswerLine = serde_json::from_str(line).map_err(|error| {
                 format!(
-                    "line {}: {error} (expected {{\"answer\": \"allow\"}} or {{\"answer\": \"reject\"}})",
+                    "line {}: {error} (expected {{\"answer\": \"allow\"}}, {{\"answer\": \"reject\"}} or {{\"answer\": \"edit\", \"payload\": {{…}}}})",
                     index + 1
                 )
             })?;
@@ -177,6 +280,36 @@ impl Approver for AnswersFile {
             None => {
                 tracing::warn!(tool = %call.name, "the approvals file has no answer left; rejected");
                 false
+            }
+        }
+    }
+
+    /// The next answer; `edit` needs a `payload` and an offered `edit`, a
+    /// `tool` must name the subject, and a question with no answer left
+    /// gets its default.
+    fn answer(&self, subject: &str, question: &Question) -> OperatorAnswer {
+        let next = self
+            .answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front();
+        let Some(answer) = next else {
+            tracing::warn!(%subject, "the approvals file has no answer left; the question's default stands");
+            return OperatorAnswer::default_of(question);
+        };
+        if answer.tool.as_deref().is_some_and(|t| t != subject) {
+            tracing::warn!(%subject, "the approvals file answers another tool here; rejected");
+            return OperatorAnswer::Reject;
+        }
+        match (answer.answer, answer.payload) {
+            (AnswerKind::Allow, _) => OperatorAnswer::Allow,
+            (AnswerKind::Reject, _) => OperatorAnswer::Reject,
+            (AnswerKind::Edit, Some(payload)) if question.choices.iter().any(|c| c == "edit") => {
+                OperatorAnswer::Edit(payload.to_string())
+            }
+            (AnswerKind::Edit, _) => {
+                tracing::warn!(%subject, "an edit answer needs a payload and an ask that offers edit; rejected");
+                OperatorAnswer::Reject
             }
         }
     }

@@ -8,7 +8,7 @@
 use super::events::AgentEvent;
 use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
 use super::stream::{Assembler, StreamGate};
-use crate::interception::{Interceptors, Notice, ReplyFacts, SeamName, StreamChunkInterceptor};
+use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
 use std::collections::{BTreeMap, BTreeSet};
@@ -190,7 +190,6 @@ impl AgentSession {
         last: bool,
     ) {
         let offered = gate.offer(delta, last, |facts, text| self.run_seam(chain, facts, text));
-        self.publish_notices("stream_chunk", offered.notices);
         if let Some(range) = offered.release {
             self.bus.emit(|| AgentEvent::AssistantDelta {
                 content: gate.text()[range].to_owned(),
@@ -199,17 +198,6 @@ impl AgentSession {
         if let Some((released, reason)) = offered.retract {
             self.bus
                 .emit(|| AgentEvent::StreamRetract { released, reason });
-        }
-    }
-
-    /// Publishes the notices interceptors on `seam` attached.
-    fn publish_notices(&self, seam: &'static str, notices: Vec<Notice>) {
-        for notice in notices {
-            self.bus.emit(|| AgentEvent::Notice {
-                seam,
-                interceptor: notice.interceptor,
-                text: notice.text,
-            });
         }
     }
 
@@ -246,7 +234,6 @@ impl AgentSession {
         };
         let outcome = self.run_seam(chain, &facts, &response.content);
         let notice = outcome.notices.last().map(|n| n.text.clone());
-        self.publish_notices("model_response", outcome.notices);
         if let Some(reason) = outcome.blocked {
             return Judged {
                 content: shown_for_block(reason, notice),
@@ -292,7 +279,6 @@ impl AgentSession {
             let spent = |name: &str| retries.get(name).is_some_and(|(used, max)| used >= max);
             let outcome = self.run_seam_spent(&chain, &(), &content, &spent);
             let notice = outcome.notices.last().map(|n| n.text.clone());
-            self.publish_notices("output", outcome.notices);
             if let Some(reason) = outcome.blocked {
                 let shown = shown_for_block(reason.clone(), notice);
                 self.bus.emit(|| AgentEvent::Assistant {

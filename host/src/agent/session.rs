@@ -3,10 +3,10 @@
 use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
-use super::permission::{Approver, DenyAll, PermissionPolicy};
+use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
 use crate::interception::{
     merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
-    Interceptors, SeamSpec, SessionFacts,
+    Interceptors, Question, SeamSpec, SessionFacts,
 };
 use crate::plugins::Registry;
 use crate::providers::{Provider, ProviderError};
@@ -349,7 +349,88 @@ impl AgentSession {
                 .is_listened()
                 .then_some(&sink as &dyn Fn(InterceptorEvent)),
         };
-        run_chain_spent(chain, lead, value, &cx, spent)
+        let mut outcome = run_chain_spent(chain, lead, value, &cx, spent);
+        let mut start = 0;
+        // An interceptor asks the operator: ask, then resume after it with
+        // the value the answer leaves.
+        while let Some((index, interceptor, question)) = outcome.ask.take() {
+            let current = outcome.replaced.take();
+            let at = start + index;
+            let answer = self.ask_operator::<S>(
+                &interceptor,
+                lead,
+                current.as_ref().unwrap_or(value),
+                &question,
+            );
+            let resumed = match answer {
+                Err(reason) => {
+                    outcome.replaced = current;
+                    outcome.blocked = Some(reason);
+                    break;
+                }
+                Ok(None) => current,
+                Ok(Some(edited)) => Some(edited),
+            };
+            start = at + 1;
+            let rest = &chain[start..];
+            let mut next =
+                run_chain_spent(rest, lead, resumed.as_ref().unwrap_or(value), &cx, spent);
+            if next.replaced.is_none() {
+                next.replaced = resumed;
+            }
+            let mut notices = std::mem::take(&mut outcome.notices);
+            notices.append(&mut next.notices);
+            next.notices = notices;
+            outcome = next;
+        }
+        for notice in &outcome.notices {
+            self.bus.emit(|| AgentEvent::Notice {
+                seam: S::NAME,
+                interceptor: notice.interceptor.clone(),
+                text: notice.text.clone(),
+            });
+        }
+        outcome
+    }
+
+    /// Puts `question` to the operator. `Ok(None)`: allowed as it is;
+    /// `Ok(Some(v))`: edited into `v`; `Err(reason)`: rejected.
+    fn ask_operator<S: SeamSpec>(
+        &self,
+        interceptor: &str,
+        lead: &S::Lead,
+        value: &S::Value,
+        question: &Question,
+    ) -> Result<Option<S::Value>, String> {
+        let (tool, _) = S::tool_ids(lead, value);
+        let subject = if tool.is_empty() {
+            "provider request".to_owned()
+        } else {
+            tool.to_owned()
+        };
+        self.bus.emit(|| AgentEvent::ApprovalRequested {
+            seam: S::NAME,
+            interceptor: interceptor.to_owned(),
+            subject: subject.clone(),
+            prompt: question.prompt.clone(),
+            choices: question.choices.clone(),
+        });
+        let answer = self.approver.answer(&subject, question);
+        self.bus.emit(|| AgentEvent::ApprovalAnswered {
+            seam: S::NAME,
+            interceptor: interceptor.to_owned(),
+            answer: answer.as_str(),
+        });
+        match answer {
+            OperatorAnswer::Allow => Ok(None),
+            OperatorAnswer::Reject => Err(format!(
+                "{interceptor}: the operator rejected it ({})",
+                question.prompt
+            )),
+            OperatorAnswer::Edit(payload) => S::edited(value, &payload)
+                .map(Some)
+                .map_err(|error| format!("{interceptor}: {error}")),
+        }
     }
 
     /// The bundle a turn starting now would run with: the plugin chains (load

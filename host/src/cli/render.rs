@@ -111,36 +111,6 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
             tool_calls,
             ..
         } => assistant(content, tool_calls, streamed),
-        AgentEvent::Notice {
-            interceptor, text, ..
-        } => paint(
-            NEWS,
-            &clean(&format!("  ℹ notice ({interceptor}): {text}")),
-        ),
-        AgentEvent::GateRetry {
-            interceptor,
-            attempt,
-            max,
-            feedback,
-        } => paint(
-            WARN,
-            &clean(&format!(
-                "  ↻ {interceptor} asks the model again ({attempt}/{max}): {feedback}"
-            )),
-        ),
-        AgentEvent::StreamRetract { released, reason } => paint(
-            ALERT,
-            &clean(&format!(
-                "  ⨯ stream blocked after {released} bytes were shown (take them back): {reason}"
-            )),
-        ),
-        AgentEvent::StreamingDowngraded { packs } => paint(
-            WARN,
-            &clean(&format!(
-                "streaming off for this run: {} gate whole replies but not streamed text (--stream-policy allow keeps it on)",
-                packs.join(", ")
-            )),
-        ),
         AgentEvent::ToolResult {
             call_id,
             name,
@@ -197,6 +167,59 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
             clean(&format!("{output} ({reason})"))
         ),
         AgentEvent::Nested(nested) => nested_lines(nested),
+        gate => gate_line(gate),
+    }
+}
+
+/// The lines of the output-side gates: notices, stream retractions and
+/// downgrades, operator questions, gate retries.
+fn gate_line(event: &AgentEvent) -> String {
+    match event {
+        AgentEvent::Notice {
+            interceptor, text, ..
+        } => paint(
+            NEWS,
+            &clean(&format!("  ℹ notice ({interceptor}): {text}")),
+        ),
+        AgentEvent::ApprovalRequested {
+            interceptor,
+            subject,
+            prompt,
+            ..
+        } => paint(
+            WARN,
+            &clean(&format!("  ? {interceptor} asks about {subject}: {prompt}")),
+        ),
+        AgentEvent::ApprovalAnswered {
+            interceptor,
+            answer,
+            ..
+        } => paint(DIM, &clean(&format!("  ? {interceptor}: answered {answer}"))),
+        AgentEvent::GateRetry {
+            interceptor,
+            attempt,
+            max,
+            feedback,
+        } => paint(
+            WARN,
+            &clean(&format!(
+                "  ↻ {interceptor} asks the model again ({attempt}/{max}): {feedback}"
+            )),
+        ),
+        AgentEvent::StreamRetract { released, reason } => paint(
+            ALERT,
+            &clean(&format!(
+                "  ⨯ stream blocked after {released} bytes were shown (take them back): {reason}"
+            )),
+        ),
+        AgentEvent::StreamingDowngraded { packs } => paint(
+            WARN,
+            &clean(&format!(
+                "streaming off for this run: {} gate whole replies but not streamed text (--stream-policy allow keeps it on)",
+                packs.join(", ")
+            )),
+        ),
+        _ => String::new(),
     }
 }
 

@@ -28,6 +28,52 @@ pub struct ChainOutcome<V> {
     /// `output` only: the interceptor that asked for a retry (the chain
     /// stopped there), and what it asked.
     pub retry: Option<(String, RetryAsk)>,
+    /// `tool_call` / `provider_request` only: an interceptor asks an
+    /// operator. The chain stopped at it (its index in the chain, its name);
+    /// the caller asks and resumes after it.
+    pub ask: Option<(usize, String, Question)>,
+}
+
+/// A question for the operator, from an interceptor's *ask* decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// What to ask.
+    pub prompt: String,
+    /// The choices offered: `allow`, `reject`, and maybe `edit`.
+    pub choices: Vec<String>,
+    /// How long to wait, in milliseconds (`None`: as long as it takes).
+    pub timeout_ms: Option<u64>,
+    /// The answer a timeout (or an operator who cannot answer) gives:
+    /// `allow` or `reject`.
+    pub default: String,
+}
+
+impl Question {
+    /// The question a pack's decision carries, if it is a well-formed one.
+    fn from_decision(decision: &Decision) -> Option<Question> {
+        #[derive(serde::Deserialize)]
+        struct Wire {
+            ask: Body,
+        }
+        #[derive(serde::Deserialize)]
+        struct Body {
+            choices: Vec<String>,
+            timeout_ms: Option<u64>,
+            default: String,
+        }
+        let value = decision.value.as_ref().into_option()?;
+        let json = value.extension_json.as_ref().into_option()?;
+        let wire: Wire = serde_json::from_str(json.as_str()).ok()?;
+        let known = |c: &str| matches!(c, "allow" | "reject" | "edit");
+        (wire.ask.choices.iter().all(|c| known(c))
+            && matches!(wire.ask.default.as_str(), "allow" | "reject"))
+        .then(|| Question {
+            prompt: decision.reason.as_str().to_owned(),
+            choices: wire.ask.choices,
+            timeout_ms: wire.ask.timeout_ms,
+            default: wire.ask.default,
+        })
+    }
 }
 
 /// A retry an `output` interceptor asked for.
@@ -93,6 +139,7 @@ enum Verdict<V> {
     Allow,
     Hold(usize),
     Retry(RetryAsk),
+    Ask(Question),
     Replace(V),
     Block(String),
     Error(String),
@@ -121,6 +168,7 @@ enum Flow<V> {
     Continue,
     Hold(usize),
     Retry(RetryAsk),
+    Ask(Question),
     Replace(V),
     Stop(String),
 }
@@ -209,6 +257,17 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                     held,
                     notices,
                     retry: Some((entry.name().to_owned(), ask)),
+                    ask: None,
+                }
+            }
+            Flow::Ask(question) => {
+                return ChainOutcome {
+                    replaced,
+                    blocked: None,
+                    held,
+                    notices,
+                    retry: None,
+                    ask: Some((index, entry.name().to_owned(), question)),
                 }
             }
             Flow::Replace(new) => {
@@ -222,6 +281,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                     held,
                     notices,
                     retry: None,
+                    ask: None,
                 }
             }
         }
@@ -232,6 +292,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         held,
         notices,
         retry: None,
+        ask: None,
     }
 }
 
@@ -364,6 +425,15 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
             )),
         };
     }
+    if decision.kind == DecisionKind::ASK && S::ASKS {
+        return match Question::from_decision(&decision) {
+            Some(question) => Verdict::Ask(question),
+            None => Verdict::Invalid(Invalid::Malformed(
+                "an ask needs {\"ask\":{\"choices\":[…],\"timeout_ms\":N,\"default\":\"allow\"|\"reject\"}}"
+                    .to_owned(),
+            )),
+        };
+    }
     match decision.kind {
         DecisionKind::ALLOW => Verdict::Allow,
         DecisionKind::BLOCK => Verdict::Block(decision.reason.into_string()),
@@ -412,6 +482,7 @@ fn apply<S: SeamSpec>(
         Verdict::Allow => Flow::Continue,
         Verdict::Hold(bytes) => Flow::Hold(bytes),
         Verdict::Retry(ask) => Flow::Retry(ask),
+        Verdict::Ask(question) => Flow::Ask(question),
         Verdict::Replace(new) => {
             emit(EventDecision::Replaced, String::new());
             Flow::Replace(new)

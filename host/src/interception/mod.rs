@@ -66,7 +66,7 @@ pub use bundle::{
     ToolResultInterceptor, UnknownSeam, SEAM_NAMES,
 };
 pub(crate) use chain::run_chain_spent;
-pub use chain::{run_chain, ChainContext, ChainOutcome, Notice, RetryAsk};
+pub use chain::{run_chain, ChainContext, ChainOutcome, Notice, Question, RetryAsk};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub use events::{EventDecision, InterceptorEvent};
 pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};

@@ -648,7 +648,10 @@ mod tests {
         for seam in Seam::KNOWN {
             let known = PackInstanceAbi_TO::from_value(OnSeam(seam), TD_Opaque);
             let interceptors = pack_interceptors("now", &known, &health).expect("known seam");
-            assert_eq!(interceptors[0].seam().as_str(), seam.name().unwrap_or_default());
+            assert_eq!(
+                interceptors[0].seam().as_str(),
+                seam.name().unwrap_or_default()
+            );
         }
     }
 }

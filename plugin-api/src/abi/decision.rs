@@ -23,7 +23,9 @@ impl DecisionKind {
     /// the bound and the outcome on exhaustion travel in the value (see
     /// [`Decision::retry`]).
     pub const RETRY: DecisionKind = DecisionKind(4);
-    /// Reserved: ask a human, with `reason` as the prompt.
+    /// Ask a human operator (`tool_call`, `provider_request`), with
+    /// `reason` as the prompt; the choices, the timeout and the default
+    /// answer travel in the value (see [`Decision::ask`]).
     pub const ASK: DecisionKind = DecisionKind(5);
 
     /// The first of the `stream_chunk` hold kinds: `HOLD_BASE + n` withholds
@@ -129,6 +131,26 @@ impl Decision {
                 extension_json: ROption::RSome(
                     serde_json::json!({ "retry": exhausted }).to_string().into(),
                 ),
+                ..SeamValue::default()
+            })),
+        }
+    }
+
+    /// Ask an operator: `prompt`, the `choices` offered (`allow`, `reject`,
+    /// and `edit` when the operator may hand back a replacement), how long
+    /// to wait (`None`: as long as it takes) and the answer a timeout gives.
+    /// Carried as `{"ask":{"choices":[…],"timeout_ms":N|null,"default":"…"}}`
+    /// in the value's `extension_json`.
+    #[must_use]
+    pub fn ask(prompt: &str, choices: &[&str], timeout_ms: Option<u64>, default: &str) -> Decision {
+        let ask = serde_json::json!({
+            "ask": {"choices": choices, "timeout_ms": timeout_ms, "default": default}
+        });
+        Decision {
+            kind: DecisionKind::ASK,
+            reason: prompt.into(),
+            value: ROption::RSome(RBox::new(SeamValue {
+                extension_json: ROption::RSome(ask.to_string().into()),
                 ..SeamValue::default()
             })),
         }

@@ -112,3 +112,36 @@ pub enum Exhausted {
 
 /// What an `output_gate` closure returns.
 pub type OutputResult = Result<OutputDecision, InterceptError>;
+
+/// What a gate that can ask an operator answers
+/// ([`Registrar::tool_call_gate`](super::Registrar::tool_call_gate),
+/// [`Registrar::provider_request_gate`](super::Registrar::provider_request_gate)).
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateDecision<T> {
+    /// Pass the value through.
+    Allow,
+    /// Substitute the value.
+    Replace(T),
+    /// Stop the chain with a reason.
+    Block(String),
+    /// Ask the operator; their answer decides, and an edited value still
+    /// passes the rest of the chain, the hooks and the permission policy.
+    Ask(Ask),
+}
+
+/// A question for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// What to ask.
+    pub prompt: String,
+    /// Offer `edit` (the operator hands back replacement arguments, for a
+    /// tool call) besides `allow` and `reject`.
+    pub edit: bool,
+    /// How long to wait for an answer (`None`: as long as it takes).
+    pub timeout: Option<std::time::Duration>,
+    /// The answer a timeout gives: true for `allow`, false for `reject`.
+    pub default_allow: bool,
+}
+
+/// What a gate closure returns.
+pub type GateResult<T> = Result<GateDecision<T>, InterceptError>;

@@ -22,8 +22,8 @@ mod registrar;
 mod values;
 
 pub use decision::{
-    Decision, Exhausted, InterceptError, InterceptResult, OutputDecision, OutputResult, Retry,
-    StreamDecision, StreamResult,
+    Ask, Decision, Exhausted, GateDecision, GateResult, InterceptError, InterceptResult,
+    OutputDecision, OutputResult, Retry, StreamDecision, StreamResult,
 };
 pub use edit::{MessagesEdit, RequestEdit, HOST_SESSION_EXTENSION, HOST_TAKES_EDITS};
 pub use guard::panic_message;

@@ -1,8 +1,8 @@
 //! Collecting a pack's interceptors, and erasing them to ABI trait objects.
 
 use super::decision::{
-    Decision, Exhausted, InterceptResult, OutputDecision, OutputResult, StreamDecision,
-    StreamResult,
+    Decision, Exhausted, GateDecision, GateResult, InterceptResult, OutputDecision, OutputResult,
+    StreamDecision, StreamResult,
 };
 use super::edit::{MessagesEdit, RequestEdit};
 use super::guard;
@@ -134,6 +134,69 @@ impl Registrar {
             decide(
                 |notice| f(Session(input.session, notice), request),
                 |edit| edit.into_abi(input.session, request),
+            )
+        });
+    }
+
+    /// Registers on `tool_call` with the full set of answers, ask included:
+    /// [`GateDecision::Ask`] puts the call to the operator (a terminal
+    /// prompt, an answers file, `--yes`). An approved call goes on through
+    /// the rest of the chain; an edited one too, with the operator's
+    /// arguments — an edit never skips a check.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.tool_call_gate("confirm-shell", |_session, call| {
+    ///     if call.name() != "bash" {
+    ///         return Ok(GateDecision::Allow);
+    ///     }
+    ///     Ok(GateDecision::Ask(Ask {
+    ///         prompt: format!("run {}?", call.arguments_json()),
+    ///         edit: true,
+    ///         timeout: Some(std::time::Duration::from_secs(60)),
+    ///         default_allow: false,
+    ///     }))
+    /// });
+    /// # }
+    /// ```
+    pub fn tool_call_gate<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, ToolCallRef<'_>) -> GateResult<ToolCall> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::ToolCall, name, move |input| {
+            let Some(call) = input.tool_call.into_option() else {
+                return missing("tool call");
+            };
+            gate(
+                |notice| f(Session(input.session, notice), ToolCallRef(call)),
+                |call| {
+                    Ok(SeamValue {
+                        tool_call: ROption::RSome(call.into_abi()),
+                        ..SeamValue::default()
+                    })
+                },
+            )
+        });
+    }
+
+    /// Registers on `provider_request` with the full set of answers, ask
+    /// included ([`GateDecision::Ask`]; `edit` is not offered on this seam).
+    pub fn provider_request_gate<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, RequestRef<'_>) -> GateResult<Request> + Send + Sync + 'static,
+    {
+        self.push(SeamKind::ProviderRequest, name, move |input| {
+            let Some(view) = input.request.into_option() else {
+                return missing("request envelope");
+            };
+            let request = RequestRef {
+                messages: Messages(input.messages),
+                view,
+            };
+            gate(
+                |notice| f(Session(input.session, notice), request),
+                |request| Ok(Request::into_abi(request)),
             )
         });
     }
@@ -441,6 +504,40 @@ fn attach_notice(decision: abi::Decision, notice: &NoticeSlot) -> abi::Decision 
     match notice.take() {
         None => decision,
         Some(text) => decision.with_notice(&text),
+    }
+}
+
+/// A gate's answer as the ABI's decision, under the same guard as
+/// [`decide`].
+fn gate<T>(
+    body: impl FnOnce(&NoticeSlot) -> GateResult<T>,
+    into_value: impl FnOnce(T) -> Result<SeamValue, String>,
+) -> abi::Decision {
+    let notice = NoticeSlot::new(None);
+    let answer = guard::catch(|| match body(&notice) {
+        Ok(GateDecision::Allow) => abi::Decision::allow(),
+        Ok(GateDecision::Block(reason)) => abi::Decision::block(reason),
+        Ok(GateDecision::Replace(value)) => match into_value(value) {
+            Ok(value) => abi::Decision::replace(value),
+            Err(error) => abi::Decision::error(error),
+        },
+        Ok(GateDecision::Ask(ask)) => {
+            let choices: &[&str] = if ask.edit {
+                &["allow", "reject", "edit"]
+            } else {
+                &["allow", "reject"]
+            };
+            let timeout = ask
+                .timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+            let default = if ask.default_allow { "allow" } else { "reject" };
+            abi::Decision::ask(&ask.prompt, choices, timeout, default)
+        }
+        Err(error) => abi::Decision::error(error.as_str()),
+    });
+    match answer {
+        Ok(decision) => attach_notice(decision, &notice),
+        Err(panic) => abi::Decision::error(panic),
     }
 }
 

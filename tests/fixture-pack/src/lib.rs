@@ -141,6 +141,9 @@ impl Behavior {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// A `tool_call` gate that asks the operator about every call
+    /// (registered before `tool_call`).
+    pub tool_call_ask: Option<AskGate>,
     /// An `output` gate that asks for retries (registered after `output`).
     pub output_retry: Option<RetryGate>,
     /// `model_response` behaviour.
@@ -262,6 +265,20 @@ impl RetryGate {
     }
 }
 
+/// A `tool_call` gate that asks the operator `prompt` about every call.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AskGate {
+    /// The question.
+    pub prompt: String,
+    /// Offer `edit`.
+    pub edit: bool,
+    /// Wait at most this long (none: as long as it takes).
+    pub timeout_ms: Option<u64>,
+    /// A timeout allows (else it rejects).
+    pub default_allow: bool,
+}
+
 /// Names the two exported copies of the pack.
 pub trait Flavor: Send + Sync + 'static {
     /// Entry-point name.
@@ -347,6 +364,18 @@ impl<F: Flavor> Fixture<F> {
                     registrar.fail_closed(&name);
                 }
             }
+        }
+        if let Some(ask) = self.config.tool_call_ask.clone() {
+            let me = Arc::clone(self);
+            registrar.tool_call_gate("tool_call_ask-0", move |_, call| {
+                me.count();
+                Ok(GateDecision::Ask(Ask {
+                    prompt: format!("{} ({})", ask.prompt, call.name()),
+                    edit: ask.edit,
+                    timeout: ask.timeout_ms.map(std::time::Duration::from_millis),
+                    default_allow: ask.default_allow,
+                }))
+            });
         }
         if let Some(gate) = self.config.output_retry.clone() {
             let me = Arc::clone(self);

@@ -64,6 +64,12 @@ mod sealed {
             replacement
         }
 
+        /// The value an operator's `edit` answer makes of `current`
+        /// (`payload` is the answer's JSON), or why there is none.
+        fn edited(_current: &Self::Value, _payload: &str) -> Result<Self::Value, String> {
+            Err(format!("an edit is not offered on {}", Self::SEAM))
+        }
+
         /// `(tool_name, call_id)` for events; empty on non-tool seams.
         fn tool_ids<'a>(_lead: &'a Self::Lead, _value: &'a Self::Value) -> (&'a str, &'a str) {
             ("", "")
@@ -98,6 +104,9 @@ pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// `true` on the seam whose interceptors may answer *retry* (`output`);
     /// elsewhere a retry is an unknown decision.
     const RETRIES: bool = false;
+    /// `true` on the seams whose interceptors may *ask* an operator
+    /// (`tool_call`, `provider_request`).
+    const ASKS: bool = false;
 }
 
 /// Describes which slots of a pack's replacement are filled, for

@@ -21,6 +21,7 @@ type HostFn = dyn Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Sen
 
 impl SeamSpec for ProviderRequestSeam {
     const NAME: &'static str = "provider_request";
+    const ASKS: bool = true;
     const FAIL_CLOSED: bool = false;
 }
 

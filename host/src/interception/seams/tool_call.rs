@@ -17,6 +17,7 @@ type HostFn = dyn Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync;
 
 impl SeamSpec for ToolCallSeam {
     const NAME: &'static str = "tool_call";
+    const ASKS: bool = true;
     const FAIL_CLOSED: bool = true;
 }
 
@@ -50,6 +51,20 @@ impl SeamAbi for ToolCallSeam {
             Some(call) => tool_call_from_abi(call).map_err(Invalid::Malformed),
             None => Err(Invalid::WrongType(described)),
         }
+    }
+
+    /// An edit is the call's new arguments (a JSON object); id and name stay.
+    fn edited(current: &ToolCall, payload: &str) -> Result<ToolCall, String> {
+        let arguments = crate::types::Arguments::from_json(payload)
+            .map_err(|e| format!("the edited arguments are not JSON: {e}"))?;
+        if !payload.trim_start().starts_with('{') {
+            return Err("the edited arguments must be a JSON object".to_owned());
+        }
+        Ok(ToolCall {
+            id: current.id.clone(),
+            name: current.name.clone(),
+            arguments,
+        })
     }
 
     fn adopt(mut replacement: ToolCall, current: &ToolCall) -> ToolCall {
