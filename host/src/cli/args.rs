@@ -182,9 +182,13 @@ pub(crate) struct RunArgs {
     #[arg(long = "deny", value_name = "TOOL")]
     pub(crate) deny: Vec<String>,
 
-    /// Approve every `--ask` without prompting.
-    #[arg(long, conflicts_with = "approvals")]
+    /// Approve every `--ask` (and every pack's question) without prompting.
+    #[arg(long, conflicts_with_all = ["approvals", "no"])]
     pub(crate) yes: bool,
+
+    /// Reject every `--ask` (and every pack's question) without prompting.
+    #[arg(long, conflicts_with = "approvals")]
+    pub(crate) no: bool,
 
     /// Answer `--ask` prompts from FILE: one JSON object per line, in the
     /// order the prompts come, `{"answer": "allow"}` or `{"answer": "reject"}`

@@ -5,8 +5,8 @@ use super::failure::Failure;
 use super::provider::provider;
 use super::wiring::{load_packs, Host};
 use chimera_host::agent::{
-    AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, EndReason, EventBus, Permission,
-    RunResult, TerminalApprover, ToolRules,
+    AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
+    Permission, RunResult, TerminalApprover, ToolRules,
 };
 use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
 use chimera_host::plugins::trust::{Probe, TrustSettings};
@@ -24,6 +24,9 @@ fn approver(args: &RunArgs) -> Result<Arc<dyn Approver>, Failure> {
     if args.yes {
         return Ok(Arc::new(ApproveAll));
     }
+    if args.no {
+        return Ok(Arc::new(DenyAll));
+    }
     if let Some(path) = &args.approvals {
         return AnswersFile::from_file(path)
             .map(|answers| Arc::new(answers) as Arc<dyn Approver>)
@@ -31,7 +34,7 @@ fn approver(args: &RunArgs) -> Result<Arc<dyn Approver>, Failure> {
     }
     if !args.ask.is_empty() && !std::io::stdin().is_terminal() {
         return Err(Failure::usage(
-            "--ask needs a terminal to answer on, and stdin is not one: pass --yes to approve every ask, or --approvals FILE to answer from a file",
+            "--ask needs a terminal to answer on, and stdin is not one: pass --yes to approve every ask, --no to reject every ask, or --approvals FILE to answer from a file",
         ));
     }
     Ok(Arc::new(TerminalApprover))
