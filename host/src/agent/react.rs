@@ -288,7 +288,8 @@ impl AgentSession {
                 });
                 return RunResult::failed(EndReason::OutputBlocked { reason }, shown);
             }
-            if let Some((interceptor, ask)) = outcome.retry {
+            if let Some(retry) = outcome.retry {
+                let (interceptor, ask) = *retry;
                 let entry = retries.entry(interceptor.clone()).or_insert((0, ask.max));
                 entry.1 = ask.max;
                 if entry.0 >= ask.max {

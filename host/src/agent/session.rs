@@ -353,7 +353,8 @@ impl AgentSession {
         let mut start = 0;
         // An interceptor asks the operator: ask, then resume after it with
         // the value the answer leaves.
-        while let Some((index, interceptor, question)) = outcome.ask.take() {
+        while let Some(asked) = outcome.ask.take() {
+            let (index, interceptor, question) = *asked;
             let current = outcome.replaced.take();
             let at = start + index;
             let answer = self.ask_operator::<S>(

@@ -27,11 +27,11 @@ pub struct ChainOutcome<V> {
     pub notices: Vec<Notice>,
     /// `output` only: the interceptor that asked for a retry (the chain
     /// stopped there), and what it asked.
-    pub retry: Option<(String, RetryAsk)>,
+    pub retry: Option<Box<(String, RetryAsk)>>,
     /// `tool_call` / `provider_request` only: an interceptor asks an
     /// operator. The chain stopped at it (its index in the chain, its name);
     /// the caller asks and resumes after it.
-    pub ask: Option<(usize, String, Question)>,
+    pub ask: Option<Box<(usize, String, Question)>>,
 }
 
 /// A question for the operator, from an interceptor's *ask* decision.
@@ -138,8 +138,8 @@ pub struct ChainContext<'a> {
 enum Verdict<V> {
     Allow,
     Hold(usize),
-    Retry(RetryAsk),
-    Ask(Question),
+    Retry(Box<RetryAsk>),
+    Ask(Box<Question>),
     Replace(V),
     Block(String),
     Error(String),
@@ -167,8 +167,8 @@ enum Stop {
 enum Flow<V> {
     Continue,
     Hold(usize),
-    Retry(RetryAsk),
-    Ask(Question),
+    Retry(Box<RetryAsk>),
+    Ask(Box<Question>),
     Replace(V),
     Stop(String),
 }
@@ -256,7 +256,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                     blocked: None,
                     held,
                     notices,
-                    retry: Some((entry.name().to_owned(), ask)),
+                    retry: Some(Box::new((entry.name().to_owned(), *ask))),
                     ask: None,
                 }
             }
@@ -267,7 +267,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                     held,
                     notices,
                     retry: None,
-                    ask: Some((index, entry.name().to_owned(), question)),
+                    ask: Some(Box::new((index, entry.name().to_owned(), *question))),
                 }
             }
             Flow::Replace(new) => {
@@ -418,7 +418,7 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
     }
     if decision.kind == DecisionKind::RETRY && S::RETRIES {
         return match RetryAsk::from_decision(&decision) {
-            Some(ask) => Verdict::Retry(ask),
+            Some(ask) => Verdict::Retry(Box::new(ask)),
             None => Verdict::Invalid(Invalid::Malformed(
                 "a retry needs {\"retry\":{\"max\":N,\"exhausted\":\"allow\"|\"block\"}}"
                     .to_owned(),
@@ -427,7 +427,7 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
     }
     if decision.kind == DecisionKind::ASK && S::ASKS {
         return match Question::from_decision(&decision) {
-            Some(question) => Verdict::Ask(question),
+            Some(question) => Verdict::Ask(Box::new(question)),
             None => Verdict::Invalid(Invalid::Malformed(
                 "an ask needs {\"ask\":{\"choices\":[…],\"timeout_ms\":N,\"default\":\"allow\"|\"reject\"}}"
                     .to_owned(),

@@ -489,13 +489,23 @@ fn decide<T>(
             false
         }
     });
-    // Matched one at a time: moving both into a tuple would copy them.
-    let decision = match allowed {
-        Ok(true) => abi::Decision::allow(),
-        Ok(false) => other.unwrap_or_else(|| abi::Decision::error("no decision was made")),
-        Err(panic) => return abi::Decision::error(panic),
+    // The common case (no notice) builds the decision straight into the
+    // return value; matched one at a time, since moving both into a tuple
+    // would copy them.
+    let Some(text) = notice.take() else {
+        return match allowed {
+            Ok(true) => abi::Decision::allow(),
+            Ok(false) => other.unwrap_or_else(|| abi::Decision::error("no decision was made")),
+            Err(panic) => abi::Decision::error(panic),
+        };
     };
-    attach_notice(decision, &notice)
+    match allowed {
+        Ok(true) => abi::Decision::allow().with_notice(&text),
+        Ok(false) => other
+            .unwrap_or_else(|| abi::Decision::error("no decision was made"))
+            .with_notice(&text),
+        Err(panic) => abi::Decision::error(panic),
+    }
 }
 
 /// The decision with the call's notice, when it left one.
