@@ -523,3 +523,34 @@ fn a_pack_asks_the_operator_and_an_edited_call_still_passes_the_chain_and_the_po
         }
     }
 }
+
+#[test]
+fn a_rate_limiter_pauses_the_turn_and_too_many_pauses_end_it_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = json!([{"content": "fine"}]);
+    let twice =
+        json!({"provider_request_pause": {"times": 2, "wait_ms": 20, "reason": "window full"}});
+    let started = std::time::Instant::now();
+    let ran = run(dir.path(), &twice, &answer, &[]);
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let paused = ran.of_type("turn_paused");
+    assert_eq!(paused.len(), 2);
+    assert_eq!(
+        (&paused[0]["wait_ms"], &paused[0]["reason"]),
+        (&json!(20), &json!("window full"))
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(40));
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["output"], "fine");
+
+    let always =
+        json!({"provider_request_pause": {"times": 100, "wait_ms": 1, "reason": "window full"}});
+    let ran = run(dir.path(), &always, &answer, &[]);
+    assert_eq!(ran.of_type("turn_paused").len(), 5);
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["success"], false);
+    assert_eq!(
+        end["reason"],
+        "interceptor_blocked: fixture/provider_request_pause-0 paused the turn 5 times and asked for more: window full"
+    );
+}

@@ -38,6 +38,16 @@ pub enum AgentEvent {
         /// The notice.
         text: String,
     },
+    /// A `provider_request` interceptor (a rate limiter) paused the turn:
+    /// the host waits, then rebuilds the request and runs the seams again.
+    TurnPaused {
+        /// The interceptor (`<pack>/<name>`).
+        interceptor: String,
+        /// How long the turn waits (capped by the host), in milliseconds.
+        wait_ms: u64,
+        /// Why.
+        reason: String,
+    },
     /// An interceptor asks the operator (a terminal prompt, an answers
     /// file, `--yes`).
     ApprovalRequested {

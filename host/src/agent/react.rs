@@ -13,6 +13,7 @@ use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A model reply as the provider returned it, and what its stream's gate
 /// decided.
@@ -31,6 +32,23 @@ struct Judged {
     /// `stream_chunk`): no later seam judges it again.
     vetoed: bool,
 }
+
+/// Why the pre-provider seams did not produce a request.
+enum Halt {
+    /// An interceptor blocked: the run ends.
+    Blocked(String),
+    /// A rate limiter asked the turn to wait.
+    Paused {
+        interceptor: String,
+        wait: Duration,
+        reason: String,
+    },
+}
+
+/// The longest one pause of a turn may last, whatever a pack asks for.
+const MAX_PAUSE: Duration = Duration::from_secs(60);
+/// The most pauses one provider call may wait out.
+const MAX_PAUSES: u32 = 5;
 
 /// What a block shows the user: the notice that came with it, else the reason.
 fn shown_for_block(reason: String, notice: Option<String>) -> String {
@@ -124,10 +142,7 @@ impl AgentSession {
         bundle: Option<&Interceptors>,
         tools: &ToolList,
     ) -> Result<Received, RunResult> {
-        let outgoing = self.outgoing(bundle, tools).map_err(|reason| {
-            let text = format!("Blocked by interceptor: {reason}");
-            RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
-        })?;
+        let outgoing = self.outgoing_after_pauses(bundle, tools)?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
         let call = ProviderCall {
             messages: outgoing.messages.as_deref().unwrap_or(&self.history),
@@ -176,6 +191,48 @@ impl AgentSession {
             Err(error) => {
                 let text = error.to_string();
                 Err(RunResult::failed(EndReason::ProviderError(error), text))
+            }
+        }
+    }
+
+    /// The pre-provider seams, waiting out the pauses a rate limiter asks
+    /// for: each wait is capped at [`MAX_PAUSE`] and shown (`turn_paused`),
+    /// then the request is rebuilt from the history and the seams run
+    /// again; after [`MAX_PAUSES`] pauses for one provider call the run ends
+    /// with one line saying so. A block ends the run.
+    fn outgoing_after_pauses(
+        &mut self,
+        bundle: Option<&Interceptors>,
+        tools: &ToolList,
+    ) -> Result<Outgoing, RunResult> {
+        let blocked = |reason: String| {
+            let text = format!("Blocked by interceptor: {reason}");
+            RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
+        };
+        let mut pauses = 0;
+        loop {
+            match self.outgoing(bundle, tools) {
+                Ok(outgoing) => return Ok(outgoing),
+                Err(Halt::Blocked(reason)) => return Err(blocked(reason)),
+                Err(Halt::Paused {
+                    interceptor,
+                    wait,
+                    reason,
+                }) => {
+                    pauses += 1;
+                    if pauses > MAX_PAUSES {
+                        return Err(blocked(format!(
+                            "{interceptor} paused the turn {MAX_PAUSES} times and asked for more: {reason}"
+                        )));
+                    }
+                    let wait = wait.min(MAX_PAUSE);
+                    self.bus.emit(|| AgentEvent::TurnPaused {
+                        interceptor,
+                        wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        reason,
+                    });
+                    std::thread::sleep(wait);
+                }
             }
         }
     }
@@ -426,7 +483,7 @@ impl AgentSession {
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
-    ) -> Result<Outgoing, String> {
+    ) -> Result<Outgoing, Halt> {
         let Some(bundle) =
             bundle.filter(|b| !b.context.is_empty() || !b.provider_request.is_empty())
         else {
@@ -434,7 +491,7 @@ impl AgentSession {
         };
         let context = self.run_seam(&bundle.context, &(), &self.history);
         if let Some(reason) = context.blocked {
-            return Err(reason);
+            return Err(Halt::Blocked(reason));
         }
         if bundle.provider_request.is_empty() {
             return Ok(Outgoing {
@@ -455,20 +512,32 @@ impl AgentSession {
             headers: surface,
         };
         let request = self.run_seam(&bundle.provider_request, &(), &envelope);
+        let halt = match (request.blocked, request.pause) {
+            (Some(reason), _) => Some(Halt::Blocked(reason)),
+            (None, Some(pause)) => {
+                let (interceptor, wait, reason) = *pause;
+                Some(Halt::Paused {
+                    interceptor,
+                    wait,
+                    reason,
+                })
+            }
+            (None, None) => None,
+        };
         let (sent, keep) = match request.replaced {
             Some(replaced) => (replaced, Some(envelope.messages)),
             None if lent => {
                 let ProviderRequest { messages, .. } = envelope;
                 self.history = messages;
-                return request.blocked.map_or_else(|| Ok(Outgoing::default()), Err);
+                return halt.map_or_else(|| Ok(Outgoing::default()), Err);
             }
             None => (envelope, None),
         };
         if let Some(history) = keep.filter(|_| lent) {
             self.history = history;
         }
-        if let Some(reason) = request.blocked {
-            return Err(reason);
+        if let Some(halt) = halt {
+            return Err(halt);
         }
         Ok(Outgoing {
             messages: Some(sent.messages),

@@ -181,6 +181,14 @@ fn gate_line(event: &AgentEvent) -> String {
             NEWS,
             &clean(&format!("  ℹ notice ({interceptor}): {text}")),
         ),
+        AgentEvent::TurnPaused {
+            interceptor,
+            wait_ms,
+            reason,
+        } => paint(
+            WARN,
+            &clean(&format!("  ⏸ {interceptor} pauses the turn for {wait_ms} ms: {reason}")),
+        ),
         AgentEvent::ApprovalRequested {
             interceptor,
             subject,

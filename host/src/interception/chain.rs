@@ -32,6 +32,9 @@ pub struct ChainOutcome<V> {
     /// operator. The chain stopped at it (its index in the chain, its name);
     /// the caller asks and resumes after it.
     pub ask: Option<Box<(usize, String, Question)>>,
+    /// `provider_request` only: an interceptor paused the turn (its name,
+    /// the wait it asked for, its reason); the chain stopped there.
+    pub pause: Option<Box<(String, Duration, String)>>,
 }
 
 /// A question for the operator, from an interceptor's *ask* decision.
@@ -140,6 +143,7 @@ enum Verdict<V> {
     Hold(usize),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
+    Pause(Duration, String),
     Replace(V),
     Block(String),
     Error(String),
@@ -169,6 +173,7 @@ enum Flow<V> {
     Hold(usize),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
+    Pause(Duration, String),
     Replace(V),
     Stop(String),
 }
@@ -205,12 +210,18 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
 ) -> ChainOutcome<S::Value> {
     let session = cx.session.view();
     let ids = S::tool_ids(lead, value);
-    let mut replaced: Option<S::Value> = None;
-    let mut held = 0;
-    let mut notices = Vec::new();
+    let mut outcome = ChainOutcome {
+        replaced: None,
+        blocked: None,
+        held: 0,
+        notices: Vec::new(),
+        retry: None,
+        ask: None,
+        pause: None,
+    };
     let mut next = 0;
     while next < chain.len() {
-        let current = replaced.as_ref().unwrap_or(value);
+        let current = outcome.replaced.as_ref().unwrap_or(value);
         let (index, verdict) = match &chain[next].inner.kind {
             Kind::Host(f) => (next, host_verdict::<S>(f, lead, current)),
             Kind::Pack(..) => {
@@ -222,7 +233,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                     Some((index, Stop::Quarantined(reason))) => (index, Verdict::Error(reason)),
                     Some((index, Stop::Decided(decision))) => {
                         if let Some(text) = decision.notice() {
-                            notices.push(Notice {
+                            outcome.notices.push(Notice {
                                 interceptor: chain[index].name().to_owned(),
                                 text,
                             });
@@ -247,53 +258,26 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             },
             other => other,
         };
+        let name = || entry.name().to_owned();
         match apply::<S>(verdict, entry.name(), entry.fails_closed(), ids, cx) {
-            Flow::Continue => {}
-            Flow::Hold(bytes) => held = held.max(bytes),
-            Flow::Retry(ask) => {
-                return ChainOutcome {
-                    replaced,
-                    blocked: None,
-                    held,
-                    notices,
-                    retry: Some(Box::new((entry.name().to_owned(), *ask))),
-                    ask: None,
-                }
-            }
-            Flow::Ask(question) => {
-                return ChainOutcome {
-                    replaced,
-                    blocked: None,
-                    held,
-                    notices,
-                    retry: None,
-                    ask: Some(Box::new((index, entry.name().to_owned(), *question))),
-                }
+            Flow::Continue => continue,
+            Flow::Hold(bytes) => {
+                outcome.held = outcome.held.max(bytes);
+                continue;
             }
             Flow::Replace(new) => {
-                let adopted = S::adopt(new, current);
-                replaced = Some(adopted);
+                outcome.replaced = Some(S::adopt(new, current));
+                continue;
             }
-            Flow::Stop(reason) => {
-                return ChainOutcome {
-                    replaced,
-                    blocked: Some(reason),
-                    held,
-                    notices,
-                    retry: None,
-                    ask: None,
-                }
-            }
+            Flow::Retry(ask) => outcome.retry = Some(Box::new((name(), *ask))),
+            Flow::Ask(question) => outcome.ask = Some(Box::new((index, name(), *question))),
+            Flow::Pause(wait, reason) => outcome.pause = Some(Box::new((name(), wait, reason))),
+            Flow::Stop(reason) => outcome.blocked = Some(reason),
         }
+        // Every other flow stops the chain here.
+        break;
     }
-    ChainOutcome {
-        replaced,
-        blocked: None,
-        held,
-        notices,
-        retry: None,
-        ask: None,
-    }
+    outcome
 }
 
 /// One pack's consecutive interceptors in a run: containment is paid once
@@ -408,12 +392,32 @@ fn host_verdict<S: SeamSpec>(f: &S::HostFn, lead: &S::Lead, value: &S::Value) ->
     }
 }
 
+/// The wait a `retry_after` decision carries.
+fn retry_after(decision: &Decision) -> Option<Duration> {
+    #[derive(serde::Deserialize)]
+    struct Wire {
+        retry_after_ms: u64,
+    }
+    let value = decision.value.as_ref().into_option()?;
+    let json = value.extension_json.as_ref().into_option()?;
+    let wire: Wire = serde_json::from_str(json.as_str()).ok()?;
+    Some(Duration::from_millis(wire.retry_after_ms))
+}
+
 fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<S::Value> {
     if let Some(bytes) = decision.kind.held_bytes() {
         return if S::HOLDS {
             Verdict::Hold(bytes)
         } else {
             Verdict::Unknown(decision.kind)
+        };
+    }
+    if decision.kind == DecisionKind::RETRY && S::PAUSES {
+        return match retry_after(&decision) {
+            Some(wait) => Verdict::Pause(wait, decision.reason.into_string()),
+            None => Verdict::Invalid(Invalid::Malformed(
+                "a retry here needs {\"retry_after_ms\":N}".to_owned(),
+            )),
         };
     }
     if decision.kind == DecisionKind::RETRY && S::RETRIES {
@@ -483,6 +487,7 @@ fn apply<S: SeamSpec>(
         Verdict::Hold(bytes) => Flow::Hold(bytes),
         Verdict::Retry(ask) => Flow::Retry(ask),
         Verdict::Ask(question) => Flow::Ask(question),
+        Verdict::Pause(wait, reason) => Flow::Pause(wait, reason),
         Verdict::Replace(new) => {
             emit(EventDecision::Replaced, String::new());
             Flow::Replace(new)

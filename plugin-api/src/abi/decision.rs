@@ -156,6 +156,26 @@ impl Decision {
         }
     }
 
+    /// Pause the turn (`provider_request` only: a rate limiter): the host
+    /// waits `wait_ms` (bounded by the host), then rebuilds the request from
+    /// the history and runs the seams again. `reason` is shown. Carried as
+    /// `{"retry_after_ms": N}` in the value's `extension_json`.
+    #[must_use]
+    pub fn retry_after(wait_ms: u64, reason: &str) -> Decision {
+        Decision {
+            kind: DecisionKind::RETRY,
+            reason: reason.into(),
+            value: ROption::RSome(RBox::new(SeamValue {
+                extension_json: ROption::RSome(
+                    serde_json::json!({ "retry_after_ms": wait_ms })
+                        .to_string()
+                        .into(),
+                ),
+                ..SeamValue::default()
+            })),
+        }
+    }
+
     /// Withhold the last `bytes` bytes of a `stream_chunk` candidate.
     #[must_use]
     pub fn hold(bytes: usize) -> Decision {

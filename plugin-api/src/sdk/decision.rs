@@ -127,6 +127,15 @@ pub enum GateDecision<T> {
     /// Ask the operator; their answer decides, and an edited value still
     /// passes the rest of the chain, the hooks and the permission policy.
     Ask(Ask),
+    /// `provider_request` only (a rate limiter): pause the turn for `wait`
+    /// (the host bounds it and shows `reason`), then the request is rebuilt
+    /// and the seams run again. The turn waits; it does not fail.
+    RetryAfter {
+        /// How long to wait.
+        wait: std::time::Duration,
+        /// Why, for the user.
+        reason: String,
+    },
 }
 
 /// A question for the operator.

@@ -543,6 +543,9 @@ fn gate<T>(
             let default = if ask.default_allow { "allow" } else { "reject" };
             abi::Decision::ask(&ask.prompt, choices, timeout, default)
         }
+        Ok(GateDecision::RetryAfter { wait, reason }) => {
+            abi::Decision::retry_after(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), &reason)
+        }
         Err(error) => abi::Decision::error(error.as_str()),
     });
     match answer {

@@ -141,6 +141,8 @@ impl Behavior {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// A `provider_request` gate that pauses the first `times` requests.
+    pub provider_request_pause: Option<PauseGate>,
     /// A `tool_call` gate that asks the operator about every call
     /// (registered before `tool_call`).
     pub tool_call_ask: Option<AskGate>,
@@ -265,6 +267,19 @@ impl RetryGate {
     }
 }
 
+/// A `provider_request` gate (a rate limiter) that pauses the first
+/// `times` requests for `wait_ms`, then allows.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PauseGate {
+    /// How many requests to pause.
+    pub times: u64,
+    /// How long each pause asks for.
+    pub wait_ms: u64,
+    /// Why.
+    pub reason: String,
+}
+
 /// A `tool_call` gate that asks the operator `prompt` about every call.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -364,6 +379,20 @@ impl<F: Flavor> Fixture<F> {
                     registrar.fail_closed(&name);
                 }
             }
+        }
+        if let Some(pause) = self.config.provider_request_pause.clone() {
+            let me = Arc::clone(self);
+            let paused = Arc::new(AtomicU64::new(0));
+            registrar.provider_request_gate("provider_request_pause-0", move |_, _| {
+                me.count();
+                if paused.fetch_add(1, Ordering::Relaxed) >= pause.times {
+                    return Ok(GateDecision::Allow);
+                }
+                Ok(GateDecision::RetryAfter {
+                    wait: std::time::Duration::from_millis(pause.wait_ms),
+                    reason: pause.reason.clone(),
+                })
+            });
         }
         if let Some(ask) = self.config.tool_call_ask.clone() {
             let me = Arc::clone(self);

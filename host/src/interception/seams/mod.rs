@@ -104,6 +104,9 @@ pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// `true` on the seam whose interceptors may answer *retry* (`output`);
     /// elsewhere a retry is an unknown decision.
     const RETRIES: bool = false;
+    /// `true` on the seam whose interceptors may *pause* the turn with a
+    /// retry-after (`provider_request`).
+    const PAUSES: bool = false;
     /// `true` on the seams whose interceptors may *ask* an operator
     /// (`tool_call`, `provider_request`).
     const ASKS: bool = false;

@@ -22,6 +22,7 @@ type HostFn = dyn Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Sen
 impl SeamSpec for ProviderRequestSeam {
     const NAME: &'static str = "provider_request";
     const ASKS: bool = true;
+    const PAUSES: bool = true;
     const FAIL_CLOSED: bool = false;
 }
 
