@@ -180,8 +180,27 @@ impl Registrar {
         });
     }
 
-    /// Registers on `provider_request` with the full set of answers, ask
-    /// included ([`GateDecision::Ask`]; `edit` is not offered on this seam).
+    /// Registers on `provider_request` with the full set of answers: ask
+    /// ([`GateDecision::Ask`]; `edit` is not offered on this seam) and
+    /// retry-after ([`GateDecision::RetryAfter`]: a rate limiter pauses the
+    /// turn instead of failing it).
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # use std::sync::atomic::{AtomicU64, Ordering};
+    /// # fn register(registrar: &mut Registrar) {
+    /// let sent = AtomicU64::new(0);
+    /// registrar.provider_request_gate("two-per-turn", move |session, _request| {
+    ///     if session.is_gate_retry() || sent.fetch_add(1, Ordering::Relaxed) % 3 < 2 {
+    ///         return Ok(GateDecision::Allow);
+    ///     }
+    ///     Ok(GateDecision::RetryAfter {
+    ///         wait: std::time::Duration::from_millis(500),
+    ///         reason: "rate limit: two requests per window".into(),
+    ///     })
+    /// });
+    /// # }
+    /// ```
     pub fn provider_request_gate<F>(&mut self, name: &str, f: F)
     where
         F: Fn(Session<'_>, RequestRef<'_>) -> GateResult<Request> + Send + Sync + 'static,
