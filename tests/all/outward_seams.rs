@@ -554,3 +554,38 @@ fn a_rate_limiter_pauses_the_turn_and_too_many_pauses_end_it_with_one_line() {
         "interceptor_blocked: fixture/provider_request_pause-0 paused the turn 5 times and asked for more: window full"
     );
 }
+
+#[test]
+fn every_decision_on_model_response_and_output_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = json!([{"content": "the answer"}]);
+    for seam in ["model_response", "output"] {
+        for action in ["allow", "block", "replace", "error", "panic"] {
+            let config = json!({ seam: {"action": action, "reason": "R", "with": "+x"} });
+            let ran = run(dir.path(), &config, &answer, &[]);
+            let case = format!("{seam}/{action}");
+            let end = ran.of_type("run_end").pop().expect("run_end");
+            let events = ran.of_type("interceptor");
+            let decision = events.first().map(|e| e["decision"].clone());
+            let (success, output, event) = match (seam, action) {
+                (_, "allow") => (true, "the answer", None),
+                ("model_response", "block") => (true, "R", Some("blocked")),
+                ("output", "block") => (false, "R", Some("blocked")),
+                (_, "replace") => (true, "the answer+x", Some("replaced")),
+                _ => (true, "the answer", Some("error")),
+            };
+            assert_eq!(end["success"], success, "{case}: {}", ran.stdout());
+            assert_eq!(end["output"], output, "{case}");
+            assert_eq!(decision, event.map(|e| json!(e)), "{case}");
+            if let Some(first) = events.first() {
+                assert_eq!(first["seam"], seam, "{case}");
+                assert_eq!(first["interceptor"], format!("fixture/{seam}-0"), "{case}");
+            }
+            let vetoed = ran
+                .of_type("assistant")
+                .iter()
+                .any(|a| a["finish_reason"] == "vetoed");
+            assert_eq!(vetoed, action == "block", "{case}");
+        }
+    }
+}
