@@ -478,7 +478,7 @@ fn packs_list_and_check_read_packs_without_a_session() {
 }
 
 #[test]
-fn each_bundled_pack_shows_its_behaviour_with_the_references_strings() {
+fn each_bundled_pack_shows_its_behaviour_with_its_pinned_strings() {
     let dir = tempfile::tempdir().unwrap();
     let run = |pack: &str, responses: Value, prompt: &str, extra: &[&str]| {
         let script = write_script(dir.path(), responses);

@@ -14,7 +14,7 @@
 //!   from the word straddling the released boundary, then the final check.
 //!
 //! A gate that rescans the turn's whole text on every delta (as the
-//! reference does) is quadratic: about 32 768 scans of half the text on
+//! Nexus gates do) is quadratic: about 32 768 scans of half the text on
 //! average here. The target is at most 3× one scan.
 
 #![allow(

@@ -46,7 +46,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_block_reason_is_the_references_text() {
+    fn the_default_block_reason_is_the_pinned_text() {
         assert_eq!(
             Config::default().block_reason("write_file"),
             "plan-gate: no plan recorded this turn — call one of [think, todo] to record a plan before using write_file"
