@@ -716,9 +716,21 @@ new file mode 100644
             if applied {
                 // Put the deleted file back for the next try (a patch too,
                 // so it races as well; it lands once `sub` is the real one).
+                // Retried for a while, yielding: on a loaded machine the
+                // racer can be descheduled with `sub` on the outside side
+                // for longer than a fixed number of quick tries.
                 let restore = "--- /dev/null\n+++ b/sub/secret.txt\n@@ -0,0 +1 @@\n+secret\n";
-                let restored = (0..1000).any(|_| run(ws, restore).error.is_none());
-                assert!(restored, "sub/secret.txt could not be put back");
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                let restored = std::iter::repeat_with(|| {
+                    let done = run(ws, restore).error.is_none();
+                    if !done {
+                        std::thread::yield_now();
+                    }
+                    done
+                })
+                .take_while(|_| std::time::Instant::now() < deadline)
+                .any(|done| done);
+                assert!(restored, "sub/secret.txt could not be put back in 10 s");
             }
             applied
         });
