@@ -180,6 +180,51 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A chain outcome that holds `held` bytes (or blocks with `blocked`).
+    fn judged(held: usize, blocked: Option<&str>) -> ChainOutcome<String> {
+        ChainOutcome {
+            replaced: None,
+            blocked: blocked.map(str::to_owned),
+            held,
+            notices: Vec::new(),
+            retry: None,
+            ask: None,
+            pause: None,
+        }
+    }
+
+    #[test]
+    fn a_hold_never_splits_a_character_and_the_final_offer_releases_everything_held() {
+        let mut gate = StreamGate::default();
+        // "né" is 3 bytes; holding 1 byte would cut the é: the hold widens to 2.
+        let first = gate.offer("né", false, |facts, text| {
+            assert_eq!((facts.released, facts.delta, facts.last), (0, 3, false));
+            assert_eq!(text, "né");
+            judged(1, None)
+        });
+        assert_eq!(first.release, Some(0..1));
+        let last = gate.offer("", true, |facts, text| {
+            assert_eq!((facts.released, facts.last), (1, true));
+            assert_eq!(&text[facts.released..], "é");
+            judged(5, None) // a hold is ignored at the end
+        });
+        assert_eq!(last.release, Some(1..3));
+        assert!(gate.into_blocked().is_none());
+    }
+
+    #[test]
+    fn after_a_block_nothing_is_offered_again() {
+        let mut gate = StreamGate::default();
+        let _ = gate.offer("safe ", false, |_, _| judged(0, None));
+        let blocked = gate.offer("BAD", false, |_, _| judged(0, Some("no")));
+        assert_eq!(blocked.retract, Some((5, "no".to_owned())));
+        let later = gate.offer(" more", false, |_, _| panic!("never judged again"));
+        assert!(later.release.is_none() && later.retract.is_none());
+        let end = gate.offer("", true, |_, _| panic!("no final check after a block"));
+        assert!(end.release.is_none());
+        assert_eq!(gate.into_blocked().map(|(r, _)| r).as_deref(), Some("no"));
+    }
+
     #[test]
     fn text_and_tool_calls_split_across_deltas_are_assembled() {
         let mut assembler = Assembler::default();
