@@ -230,3 +230,39 @@ impl Decision {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notice_rides_on_any_decision_and_merges_with_what_the_value_carries() {
+        assert_eq!(Decision::allow().notice(), None);
+        let allow = Decision::allow().with_notice("heads up: \"quoted\"");
+        assert_eq!(allow.kind, DecisionKind::ALLOW);
+        assert_eq!(allow.notice().as_deref(), Some("heads up: \"quoted\""));
+        let retry = Decision::retry("again", 2, None).with_notice("n");
+        let json = retry
+            .value
+            .as_ref()
+            .into_option()
+            .unwrap()
+            .extension_json
+            .clone();
+        let parsed: serde_json::Value =
+            serde_json::from_str(json.into_option().unwrap().as_str()).unwrap();
+        assert_eq!(parsed["retry"]["max"], 2);
+        assert_eq!(parsed["notice"], "n");
+    }
+
+    #[test]
+    fn a_hold_kind_carries_its_count_and_is_clamped() {
+        assert_eq!(DecisionKind::hold(7).held_bytes(), Some(7));
+        assert_eq!(
+            DecisionKind::hold(usize::MAX).held_bytes(),
+            Some(DecisionKind::HOLD_MAX as usize)
+        );
+        assert_eq!(DecisionKind::ALLOW.held_bytes(), None);
+        assert_eq!(DecisionKind::RETRY.held_bytes(), None);
+    }
+}

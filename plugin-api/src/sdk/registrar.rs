@@ -654,3 +654,44 @@ where
         (self.0)(input)
     }
 }
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    fn segment(full: &str, released: usize) -> Segment<'_> {
+        Segment {
+            full,
+            released,
+            delta: 0,
+            last: false,
+        }
+    }
+
+    #[test]
+    fn the_hosts_facts_are_read_exactly_and_any_other_spelling_by_search() {
+        assert_eq!(
+            facts_exact(r#"{"released":12,"delta":4,"final":false}"#),
+            Some((12, 4, false))
+        );
+        assert_eq!(
+            facts_exact(r#"{"delta":4,"released":12,"final":true}"#),
+            None
+        );
+        let other = r#"{"delta": 4, "released": 12, "final":true}"#;
+        assert_eq!(json_uint(other, "\"released\":"), Some(12));
+        assert_eq!(json_uint(other, "\"delta\":"), Some(4));
+        assert_eq!(json_uint(other, "\"nope\":"), None);
+    }
+
+    #[test]
+    fn a_hold_is_clamped_to_the_candidate_and_widened_to_a_character_start() {
+        let full = "say né";
+        // Inside the released part: the whole candidate is held.
+        assert_eq!(held_bytes(segment(full, 4), 1), full.len() - 4);
+        // Past the end: nothing is held.
+        assert_eq!(held_bytes(segment(full, 4), 99), 0);
+        // Inside `é` (bytes 5..7): moved back to its start.
+        assert_eq!(held_bytes(segment(full, 4), 6), 2);
+    }
+}
