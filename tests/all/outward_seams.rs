@@ -18,6 +18,13 @@ const NOTICE: &str = "Content blocked: contains prohibited terms.";
 /// Runs `chimera run --json` with the fixture pack configured by `config`
 /// (more `extra` flags before the prompt) on a script of `responses`.
 fn run(dir: &Path, config: &Value, responses: &Value, extra: &[&str]) -> Ran {
+    let mut flags = extra.to_vec();
+    flags.push("--json");
+    run_readable(dir, config, responses, &flags)
+}
+
+/// [`run`] with the readable transcript (no `--json`).
+fn run_readable(dir: &Path, config: &Value, responses: &Value, extra: &[&str]) -> Ran {
     let script = dir.join("script.json");
     std::fs::write(&script, json!({ "responses": responses }).to_string()).unwrap();
     let script = script.display().to_string();
@@ -33,7 +40,7 @@ fn run(dir: &Path, config: &Value, responses: &Value, extra: &[&str]) -> Ran {
         &script,
     ];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--json", "go"]);
+    args.push("go");
     chimera_tests::cli::chimera(dir, &args, &[], "")
 }
 
@@ -237,31 +244,21 @@ fn the_output_seam_redacts_the_answer_or_shows_only_the_notice() {
     assert!(!ran.stdout().contains("bob@"), "{}", ran.stdout());
 
     // The readable transcript: the notice on a line of its own, never the text.
-    let script = dir.path().join("script.json");
-    let plugins = packs_dir().display().to_string();
-    let pack = format!("fixture={refuse}");
-    let readable = chimera_tests::cli::chimera(
-        dir.path(),
-        &[
-            "run",
-            "--plugins-dir",
-            &plugins,
-            "--pack",
-            &pack,
-            "--script",
-            &script.display().to_string(),
-            "go",
-        ],
-        &[],
-        "",
-    );
-    let stdout = readable.stdout();
+    let stdout = run_readable(dir.path(), &refuse, &answer, &[]).stdout();
     assert!(
         stdout
             .lines()
             .any(|l| l.contains("notice (fixture/output-0)") && l.contains(NOTICE)),
         "{stdout}"
     );
+    // A pack's notice is foreign text: shown with its escapes, never run.
+    let hostile = json!({"output": {"action": "block", "reason": "pii", "notice": "\u{1b}]0;pwned\u{7}\u{1b}[2J"}});
+    let shown = run_readable(dir.path(), &hostile, &answer, &[]).stdout();
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("pwned"), "{shown:?}");
     assert!(!stdout.contains("bob@"), "{stdout}");
 }
 
@@ -494,6 +491,13 @@ fn a_pack_asks_the_operator_and_an_edited_call_still_passes_the_chain_and_the_po
             "edit",
             None,
         ),
+        // An edit that is not an arguments object is refused, never run.
+        (
+            r#"{"answer": "edit", "payload": [1, 2]}"#,
+            vec![],
+            "edit",
+            None,
+        ),
     ];
     for (answer, flags, answered, ran_with) in cases {
         std::fs::write(&answers, format!("{answer}\n")).unwrap();
@@ -530,7 +534,6 @@ fn a_rate_limiter_pauses_the_turn_and_too_many_pauses_end_it_with_one_line() {
     let answer = json!([{"content": "fine"}]);
     let twice =
         json!({"provider_request_pause": {"times": 2, "wait_ms": 20, "reason": "window full"}});
-    let started = std::time::Instant::now();
     let ran = run(dir.path(), &twice, &answer, &[]);
     assert_eq!(ran.status(), 0, "{}", ran.stderr());
     let paused = ran.of_type("turn_paused");
@@ -539,7 +542,6 @@ fn a_rate_limiter_pauses_the_turn_and_too_many_pauses_end_it_with_one_line() {
         (&paused[0]["wait_ms"], &paused[0]["reason"]),
         (&json!(20), &json!("window full"))
     );
-    assert!(started.elapsed() >= std::time::Duration::from_millis(40));
     let end = ran.of_type("run_end").pop().expect("run_end");
     assert_eq!(end["output"], "fine");
 
@@ -588,4 +590,22 @@ fn every_decision_on_model_response_and_output_through_the_binary() {
             assert_eq!(vetoed, action == "block", "{case}");
         }
     }
+}
+
+#[test]
+fn a_pack_cannot_make_the_host_retry_beyond_its_own_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let greedy = json!({"output_retry": {"until": "never", "feedback": "again", "max": 1_000_000, "exhausted": "allow"}});
+    let answers: Vec<Value> = (0..12)
+        .map(|i| json!({"content": format!("try {i}")}))
+        .collect();
+    let ran = run(dir.path(), &greedy, &Value::Array(answers), &[]);
+    let retries = ran.of_type("gate_retry");
+    assert_eq!(retries.len(), 10, "the host's bound");
+    assert_eq!(retries[9]["max"], 10);
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        (&end["success"], &end["output"]),
+        (&json!(true), &json!("try 10"))
+    );
 }

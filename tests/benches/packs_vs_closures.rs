@@ -10,10 +10,12 @@
 //! * `pack`: the pack loaded from its `.so` through the plugin manager, run
 //!   exactly as the agent loop runs it (ABI views, `sabi_trait` dispatch,
 //!   the pack's health record, replacements converted back into host types);
-//! * `closure`: the pack's logic reproduced as a host closure over the host's
-//!   own types (`ToolCall`, `ProviderRequest`, `ToolResult`, ...), with the
-//!   same regular expression, the same state structure and the same
-//!   replacement shape, so only the boundary differs.
+//! * `closure`: the same policy as a host closure over the host's own types
+//!   (`ToolCall`, `ProviderRequest`, `ToolResult`, ...), calling the pack
+//!   crate's own functions (plan-gate's check, the redactor's per-string
+//!   scrub, the spawner's rewrite) and walking host values where the pack
+//!   walks ABI views, with the same replacement shape, so only the boundary
+//!   differs.
 //!
 //! Cases:
 //!
@@ -63,9 +65,7 @@ use chimera_host::types::{
 use chimera_plugin_api::sdk::{Decision as PackDecision, Pack};
 use chimera_tests::packs_dir;
 use criterion::{criterion_group, Criterion};
-use regex::{NoExpand, Regex};
 use serde_json::{json, Value};
-use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -251,59 +251,28 @@ fn plan_gate_gated_after_plan(c: &mut Criterion) {
 
 // ------------------------------------------------------ 3, 5. redactor
 
-/// The redactor's scrub over the host's types: same pattern, replacement
-/// and header list as the pack's default config, same decisions.
+/// The redactor's scrub over the host's types: the pack crate's own
+/// per-string functions (default config), walked over host messages, so
+/// only the traversal and the boundary differ.
 struct Scrubber {
-    pattern: Regex,
-    replacement: String,
-    headers: Vec<String>,
+    redactor: redactor::Redactor,
 }
 
 impl Scrubber {
     fn new() -> Self {
-        let config = redactor::Config::default();
-        Scrubber {
-            pattern: Regex::new(&config.pattern).expect("the default pattern compiles"),
-            replacement: config.replacement,
-            headers: config.headers,
-        }
+        let redactor = <redactor::Redactor as Pack>::new(redactor::Config::default())
+            .unwrap_or_else(|error| panic!("the default config builds: {error}"));
+        Scrubber { redactor }
     }
 
     fn text(&self, text: &str) -> Option<String> {
-        match self.pattern.replace_all(text, NoExpand(&self.replacement)) {
-            Cow::Borrowed(_) => None,
-            Cow::Owned(scrubbed) => Some(scrubbed),
-        }
-    }
-
-    fn json_strings(&self, value: &mut Value) -> bool {
-        match value {
-            Value::String(text) => match self.text(text) {
-                Some(scrubbed) => {
-                    *text = scrubbed;
-                    true
-                }
-                None => false,
-            },
-            Value::Array(items) => items
-                .iter_mut()
-                .fold(false, |changed, item| self.json_strings(item) | changed),
-            Value::Object(map) => map
-                .values_mut()
-                .fold(false, |changed, item| self.json_strings(item) | changed),
-            _ => false,
-        }
+        self.redactor.text(text)
     }
 
     /// Scrubbed arguments, or `None` (the model's text kept verbatim).
     fn arguments(&self, arguments: &Arguments) -> Option<Arguments> {
-        let text = arguments.as_str();
-        if !self.pattern.is_match(text) && !text.contains('\\') {
-            return None;
-        }
-        let mut value = arguments.parse();
-        self.json_strings(&mut value)
-            .then(|| Arguments::from_value(&value))
+        let scrubbed = self.redactor.arguments(arguments.as_str())?;
+        Arguments::from_json(&scrubbed).ok()
     }
 
     fn message(&self, message: &Message) -> Option<Message> {
@@ -352,12 +321,7 @@ impl Scrubber {
         let scrubbed = headers
             .iter()
             .map(|(name, value)| {
-                let named = self.headers.iter().any(|h| h.eq_ignore_ascii_case(name));
-                let new = if named {
-                    (value != self.replacement).then(|| self.replacement.clone())
-                } else {
-                    self.text(value)
-                };
+                let new = self.redactor.header(name, value);
                 changed |= new.is_some();
                 (name.to_owned(), new.unwrap_or_else(|| value.to_owned()))
             })
@@ -673,146 +637,6 @@ fn redactor_result_1mib_clean(c: &mut Criterion) {
 
 // ------------------------------------------------ 4. delegate-spawner
 
-/// JSON the way Python's `json.dumps(value, sort_keys=True)` renders it
-/// (`", "` and `": "`, non-ASCII escaped, `repr` floats), as the pack does.
-mod pydump {
-    use serde_json::Value;
-    use std::fmt::Write;
-
-    pub(crate) fn dumps(value: &Value) -> String {
-        let mut out = String::new();
-        write_value(&mut out, value);
-        out
-    }
-
-    fn write_value(out: &mut String, value: &Value) {
-        match value {
-            Value::Null => out.push_str("null"),
-            Value::Bool(true) => out.push_str("true"),
-            Value::Bool(false) => out.push_str("false"),
-            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => {
-                    let _ = write!(out, "{i}");
-                }
-                (None, Some(u), _) => {
-                    let _ = write!(out, "{u}");
-                }
-                (None, None, Some(f)) => out.push_str(&float_repr(f)),
-                _ => out.push_str(&n.to_string()),
-            },
-            Value::String(s) => write_string(out, s),
-            Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write_value(out, item);
-                }
-                out.push(']');
-            }
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, key) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write_string(out, key);
-                    out.push_str(": ");
-                    write_value(out, &map[key]);
-                }
-                out.push('}');
-            }
-        }
-    }
-
-    fn write_string(out: &mut String, s: &str) {
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                    let mut units = [0u16; 2];
-                    for unit in c.encode_utf16(&mut units) {
-                        let _ = write!(out, "\\u{unit:04x}");
-                    }
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-    }
-
-    fn float_repr(f: f64) -> String {
-        if !f.is_finite() {
-            return if f.is_nan() {
-                "NaN".into()
-            } else if f > 0.0 {
-                "Infinity".into()
-            } else {
-                "-Infinity".into()
-            };
-        }
-        let sci = format!("{f:e}");
-        let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-        let exponent: i32 = exponent.parse().unwrap_or(0);
-        if (-4..16).contains(&exponent) {
-            let positional = format!("{f}");
-            if positional.contains('.') {
-                positional
-            } else {
-                format!("{positional}.0")
-            }
-        } else {
-            let sign = if exponent < 0 { '-' } else { '+' };
-            format!("{mantissa}e{sign}{:02}", exponent.abs())
-        }
-    }
-}
-
-/// Python truthiness of a JSON value.
-fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null | Value::Bool(false)) => false,
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-        Some(Value::Bool(true)) => true,
-    }
-}
-
-/// delegate-spawner's task: `task` if truthy, else `prompt`; unless that is
-/// a non-blank string, `<name>: <the other arguments, sorted>`.
-fn spawner_task(name: &str, arguments: &Value) -> String {
-    let empty = serde_json::Map::new();
-    let args = arguments.as_object().unwrap_or(&empty);
-    let chosen = if truthy(args.get("task")) {
-        args.get("task")
-    } else {
-        args.get("prompt")
-    };
-    match chosen {
-        Some(Value::String(task)) if !task.trim().is_empty() => task.clone(),
-        _ => {
-            let rest: serde_json::Map<String, Value> = args
-                .iter()
-                .filter(|(key, _)| *key != "task" && *key != "prompt")
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect();
-            format!("{name}: {}", pydump::dumps(&Value::Object(rest)))
-        }
-    }
-}
-
 fn spawner_closure() -> Vec<ToolCallInterceptor> {
     let config = delegate_spawner::Config::default();
     vec![Interceptor::tool_call("rewrite", move |call: &ToolCall| {
@@ -848,11 +672,6 @@ fn spawner_rewrite(c: &mut Criterion) {
         "call_7",
         "delegate",
         json!({"task": "spawn_research: {\"depth\": 2, \"query\": \"bean varieties\"}"}),
-    );
-    assert_eq!(
-        spawner_task(&call.name, &call.arguments.parse()),
-        delegate_spawner::DelegateSpawner::task(&call.name, &call.arguments.parse()),
-        "the closure renders the task as the pack does"
     );
     for chain in [&closure, &pack] {
         let outcome = call_tool(chain, &call, &facts);

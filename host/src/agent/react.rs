@@ -47,6 +47,9 @@ enum Halt {
 
 /// The longest one pause of a turn may last, whatever a pack asks for.
 const MAX_PAUSE: Duration = Duration::from_secs(60);
+/// The most retries one `output` interceptor may ask for one answer,
+/// whatever bound it states (each is a provider call).
+const MAX_GATE_RETRIES: u32 = 10;
 /// The most pauses one provider call may wait out.
 const MAX_PAUSES: u32 = 5;
 
@@ -347,9 +350,11 @@ impl AgentSession {
             }
             if let Some(retry) = outcome.retry {
                 let (interceptor, ask) = *retry;
-                let entry = retries.entry(interceptor.clone()).or_insert((0, ask.max));
-                entry.1 = ask.max;
-                if entry.0 >= ask.max {
+                // The pack's bound, within the host's.
+                let max = ask.max.min(MAX_GATE_RETRIES);
+                let entry = retries.entry(interceptor.clone()).or_insert((0, max));
+                entry.1 = max;
+                if entry.0 >= max {
                     continue;
                 }
                 entry.0 += 1;
@@ -357,7 +362,7 @@ impl AgentSession {
                 self.bus.emit(|| AgentEvent::GateRetry {
                     interceptor,
                     attempt,
-                    max: ask.max,
+                    max,
                     feedback: ask.feedback.clone(),
                 });
                 match self.gate_retry(bundle, &content, &ask.feedback) {

@@ -50,13 +50,7 @@ impl<S: SeamSpec> Interceptor<S> {
         interceptor: InterceptorBox,
         health: Option<Arc<PackHealth>>,
     ) -> Self {
-        Interceptor {
-            inner: Arc::new(Entry {
-                name: name.into(),
-                kind: Kind::Pack(interceptor, health),
-                fail_closed: None,
-            }),
-        }
+        Interceptor::pack(name.into(), interceptor, health, None)
     }
 
     /// The same pack interceptor, failing closed on its seam: an error or a
@@ -66,11 +60,20 @@ impl<S: SeamSpec> Interceptor<S> {
         interceptor: InterceptorBox,
         health: Option<Arc<PackHealth>>,
     ) -> Self {
+        Interceptor::pack(name.into(), interceptor, health, Some(true))
+    }
+
+    fn pack(
+        name: String,
+        interceptor: InterceptorBox,
+        health: Option<Arc<PackHealth>>,
+        fail_closed: Option<bool>,
+    ) -> Self {
         Interceptor {
             inner: Arc::new(Entry {
-                name: name.into(),
+                name,
                 kind: Kind::Pack(interceptor, health),
-                fail_closed: Some(true),
+                fail_closed,
             }),
         }
     }

@@ -186,19 +186,13 @@ pub trait Provider: Send + Sync {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let response = self.complete(call)?;
-        if !response.content.is_empty() {
-            on_delta(StreamDelta::Text(response.content));
-        }
-        for (index, tool_call) in response.tool_calls.into_iter().enumerate() {
-            on_delta(StreamDelta::ToolCall {
-                index,
-                id: Some(tool_call.id),
-                name: Some(tool_call.name),
-                arguments: tool_call.arguments.as_str().to_owned(),
-            });
-        }
-        on_delta(StreamDelta::Usage(response.usage));
+        let mut response = self.complete(call)?;
+        let text = if response.content.is_empty() {
+            Vec::new()
+        } else {
+            vec![std::mem::take(&mut response.content)]
+        };
+        replay(response, text, on_delta);
         Ok(())
     }
 
@@ -238,4 +232,26 @@ mod tests {
         assert_eq!(http.to_string(), "busy");
         assert!(ProviderError::msg("x").with_retryable(true).retryable());
     }
+}
+
+/// Streams a whole `response` as deltas: `text` (its content, taken out of
+/// it, in these pieces), then each tool call whole, then the usage. For
+/// providers that cannot stream.
+pub(crate) fn replay(
+    response: ModelResponse,
+    text: Vec<String>,
+    on_delta: &mut dyn FnMut(StreamDelta),
+) {
+    for piece in text {
+        on_delta(StreamDelta::Text(piece));
+    }
+    for (index, tool_call) in response.tool_calls.into_iter().enumerate() {
+        on_delta(StreamDelta::ToolCall {
+            index,
+            id: Some(tool_call.id),
+            name: Some(tool_call.name),
+            arguments: tool_call.arguments.as_str().to_owned(),
+        });
+    }
+    on_delta(StreamDelta::Usage(response.usage));
 }

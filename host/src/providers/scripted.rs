@@ -190,23 +190,13 @@ impl Provider for ScriptedModel {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let (response, deltas) = self.answer(call)?;
-        match deltas {
-            Some(deltas) => deltas
-                .into_iter()
-                .for_each(|text| on_delta(StreamDelta::Text(text))),
-            None if !response.content.is_empty() => on_delta(StreamDelta::Text(response.content)),
-            None => {}
-        }
-        for (index, tool_call) in response.tool_calls.into_iter().enumerate() {
-            on_delta(StreamDelta::ToolCall {
-                index,
-                id: Some(tool_call.id),
-                name: Some(tool_call.name),
-                arguments: tool_call.arguments.as_str().to_owned(),
-            });
-        }
-        on_delta(StreamDelta::Usage(response.usage));
+        let (mut response, deltas) = self.answer(call)?;
+        let text = match deltas {
+            Some(deltas) => deltas,
+            None if response.content.is_empty() => Vec::new(),
+            None => vec![std::mem::take(&mut response.content)],
+        };
+        super::replay(response, text, on_delta);
         Ok(())
     }
 

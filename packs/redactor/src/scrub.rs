@@ -46,7 +46,8 @@ impl Redactor {
 
     /// Scrubs the string values inside tool-call arguments (JSON text);
     /// `None` when nothing changed, so the model's text is kept verbatim.
-    fn arguments(&self, arguments_json: &str) -> Option<String> {
+    #[must_use]
+    pub fn arguments(&self, arguments_json: &str) -> Option<String> {
         // A match inside a string is visible in the raw text unless JSON
         // escapes hide it; only then is parsing needed.
         if !self.pattern.is_match(arguments_json) && !arguments_json.contains('\\') {
@@ -96,6 +97,17 @@ impl Redactor {
         Some(owned)
     }
 
+    /// One header's scrubbed value: a listed header is replaced wholesale,
+    /// any other is scrubbed like text; `None` when it stays as it is.
+    #[must_use]
+    pub fn header(&self, name: &str, value: &str) -> Option<String> {
+        if self.headers.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+            (value != self.replacement).then(|| self.replacement.clone())
+        } else {
+            self.text(value)
+        }
+    }
+
     /// The scrubbed headers, or `None` when none changed.
     fn header_values(&self, request: RequestRef<'_>) -> Option<Vec<(String, String)>> {
         let headers = request.headers()?;
@@ -103,12 +115,7 @@ impl Redactor {
         let scrubbed = headers
             .iter()
             .map(|(name, value)| {
-                let named = self.headers.iter().any(|h| h.eq_ignore_ascii_case(name));
-                let new = if named {
-                    (value != self.replacement).then(|| self.replacement.clone())
-                } else {
-                    self.text(value)
-                };
+                let new = self.header(name, value);
                 changed |= new.is_some();
                 (name.to_owned(), new.unwrap_or_else(|| value.to_owned()))
             })

@@ -95,7 +95,8 @@ pub struct Retry {
     /// The user message of the retry request (the assistant's current answer
     /// is the message before it; nothing else is sent).
     pub feedback: String,
-    /// At most this many retries by this interceptor for one answer.
+    /// At most this many retries by this interceptor for one answer (a
+    /// host may bound it further; this host allows at most 10).
     pub max: u32,
     /// What happens when they are used up.
     pub exhausted: Exhausted,

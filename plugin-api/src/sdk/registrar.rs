@@ -85,12 +85,8 @@ impl Registrar {
         F: Fn(Session<'_>, RequestRef<'_>) -> InterceptResult<Request> + Send + Sync + 'static,
     {
         self.push(SeamKind::ProviderRequest, name, move |input| {
-            let Some(view) = input.request.into_option() else {
+            let Some(request) = request_ref(input) else {
                 return missing("request envelope");
-            };
-            let request = RequestRef {
-                messages: Messages(input.messages),
-                view,
             };
             decide(
                 |notice| f(Session(input.session, notice), request),
@@ -124,12 +120,8 @@ impl Registrar {
         F: Fn(Session<'_>, RequestRef<'_>) -> InterceptResult<RequestEdit> + Send + Sync + 'static,
     {
         self.push(SeamKind::ProviderRequest, name, move |input| {
-            let Some(view) = input.request.into_option() else {
+            let Some(request) = request_ref(input) else {
                 return missing("request envelope");
-            };
-            let request = RequestRef {
-                messages: Messages(input.messages),
-                view,
             };
             decide(
                 |notice| f(Session(input.session, notice), request),
@@ -170,12 +162,7 @@ impl Registrar {
             };
             gate(
                 |notice| f(Session(input.session, notice), ToolCallRef(call)),
-                |call| {
-                    Ok(SeamValue {
-                        tool_call: ROption::RSome(call.into_abi()),
-                        ..SeamValue::default()
-                    })
-                },
+                tool_call_value,
             )
         });
     }
@@ -206,12 +193,8 @@ impl Registrar {
         F: Fn(Session<'_>, RequestRef<'_>) -> GateResult<Request> + Send + Sync + 'static,
     {
         self.push(SeamKind::ProviderRequest, name, move |input| {
-            let Some(view) = input.request.into_option() else {
+            let Some(request) = request_ref(input) else {
                 return missing("request envelope");
-            };
-            let request = RequestRef {
-                messages: Messages(input.messages),
-                view,
             };
             gate(
                 |notice| f(Session(input.session, notice), request),
@@ -232,12 +215,7 @@ impl Registrar {
             };
             decide(
                 |notice| f(Session(input.session, notice), ToolCallRef(call)),
-                |call| {
-                    Ok(SeamValue {
-                        tool_call: ROption::RSome(call.into_abi()),
-                        ..SeamValue::default()
-                    })
-                },
+                tool_call_value,
             )
         });
     }
@@ -571,6 +549,27 @@ fn gate<T>(
         Ok(decision) => attach_notice(decision, &notice),
         Err(panic) => abi::Decision::error(panic),
     }
+}
+
+/// The envelope a `provider_request` input carries.
+fn request_ref<'a>(input: &SeamInput<'a>) -> Option<RequestRef<'a>> {
+    let view = input.request.into_option()?;
+    Some(RequestRef {
+        messages: Messages(input.messages),
+        view,
+    })
+}
+
+/// A tool-call replacement.
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "the shape `decide` and `gate` take for every seam's conversion"
+)]
+fn tool_call_value(call: ToolCall) -> Result<SeamValue, String> {
+    Ok(SeamValue {
+        tool_call: ROption::RSome(call.into_abi()),
+        ..SeamValue::default()
+    })
 }
 
 /// A text replacement (`model_response`, `output`).
