@@ -218,22 +218,6 @@ fn content_part(block: &ContentBlock) -> Value {
     part
 }
 
-#[cfg(test)]
-mod tests {
-    use super::ProviderError;
-
-    #[test]
-    fn a_provider_error_displays_on_one_line_and_keeps_its_status() {
-        let plain = ProviderError::msg("no\nheader\r\nsurface");
-        assert_eq!(plain.to_string(), "no header surface");
-        assert_eq!((plain.status(), plain.retryable()), (None, false));
-        let http = ProviderError::http(503, true, "busy");
-        assert_eq!((http.status(), http.retryable()), (Some(503), true));
-        assert_eq!(http.to_string(), "busy");
-        assert!(ProviderError::msg("x").with_retryable(true).retryable());
-    }
-}
-
 /// Streams a whole `response` as deltas: `text` (its content, taken out of
 /// it, in these pieces), then each tool call whole, then the usage. For
 /// providers that cannot stream.
@@ -254,4 +238,20 @@ pub(crate) fn replay(
         });
     }
     on_delta(StreamDelta::Usage(response.usage));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProviderError;
+
+    #[test]
+    fn a_provider_error_displays_on_one_line_and_keeps_its_status() {
+        let plain = ProviderError::msg("no\nheader\r\nsurface");
+        assert_eq!(plain.to_string(), "no header surface");
+        assert_eq!((plain.status(), plain.retryable()), (None, false));
+        let http = ProviderError::http(503, true, "busy");
+        assert_eq!((http.status(), http.retryable()), (Some(503), true));
+        assert_eq!(http.to_string(), "busy");
+        assert!(ProviderError::msg("x").with_retryable(true).retryable());
+    }
 }
