@@ -1,0 +1,198 @@
+//! # rate-limiter
+//!
+//! Keeps provider calls within `requests_per_minute` per sliding window of
+//! `window_seconds` by *pausing* the turn, not failing it.
+//!
+//! * `provider_request` (a gate that answers retry-after): a request that
+//!   fits the window is admitted and counted. A request that finds it full
+//!   is given the earliest slot that keeps the limit, and the gate answers
+//!   "retry after" the wait until that slot: the host pauses the turn
+//!   (`turn_paused`; it caps one pause and the pauses per call), then
+//!   rebuilds the request and offers it again. The re-offered request takes
+//!   the slot reserved for it — it is not counted a second time — so every
+//!   paused request is admitted when its slot comes, and the window never
+//!   holds more than the limit. (Nexus counted the resumed request on top of
+//!   its own reservation, so a conversation on its own could never get
+//!   through again: a livelock for any limit that was ever reached.)
+//!
+//! Texts. A pause's reason is `Rate limited: retry in <s>s` (queue mode:
+//! `Rate limited (queued): retry in ~<s>s`) and its notice is
+//! `pause_message` with `{seconds}` replaced by `<s>`, the wait in whole
+//! seconds plus one. In queue mode a request that finds `queue.max_pending`
+//! requests already waiting is blocked: reason
+//! `Rate limited: queue full (max_pending=<n>)`, notice
+//! `Rate limit queue full (<n> pending). Request rejected.`
+//!
+//! Modes. `reject` (the default) gives every refused request its slot.
+//! `queue` bounds how many wait at once (`queue.max_pending`) and drains
+//! them one per `window_seconds / requests_per_minute`.
+//!
+//! State is per process: one window shared by every conversation of the
+//! process, since a rate limit protects the provider they all call.
+//! Reservations are keyed by conversation (the session id): the next
+//! request of the conversation a slot was reserved for takes it. A
+//! reservation whose conversation does not come back before the slot
+//! leaves the window lapses; a conversation that comes back too early (a
+//! pause the host cut short) is paused again until the same slot. Every
+//! provider call counts, the host's gate retries included.
+//!
+//! Configuration (JSON, every key optional): `mode` (`reject` | `queue`,
+//! default `reject`), `requests_per_minute` (per window, ≥ 1, default 60),
+//! `window_seconds` (> 0, fractions allowed, default 60), `pause_message`
+//! (default `Rate limit reached. Pausing for {seconds}s...`) and
+//! `queue: {"max_pending": n}` (≥ 1, default 100). Anything else, or a value
+//! out of range, refuses the load with one line.
+
+mod config;
+mod window;
+
+pub use config::{Config, Mode, Queue};
+pub use window::{Verdict, Window};
+
+use chimera_plugin_api::prelude::*;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Where the limiter reads the time: the system's monotonic clock, or a
+/// test's own.
+pub trait Clock: Send + Sync + 'static {
+    /// The current instant.
+    fn now(&self) -> Instant;
+}
+
+/// [`Instant::now`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// What the gate answers one request, texts rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Send it.
+    Admit,
+    /// Pause the turn for `wait`, then offer it again.
+    Pause {
+        /// How long.
+        wait: Duration,
+        /// `Rate limited: retry in <s>s` (or the queued form).
+        reason: String,
+        /// The rendered pause message.
+        notice: String,
+    },
+    /// Queue full: block it.
+    Reject {
+        /// `Rate limited: queue full (max_pending=<n>)`.
+        reason: String,
+        /// `Rate limit queue full (<n> pending). Request rejected.`
+        notice: String,
+    },
+}
+
+/// The rate-limiter pack.
+pub struct RateLimiter {
+    window: Mutex<Window>,
+    clock: Box<dyn Clock>,
+    mode: Mode,
+    max_pending: u32,
+    pause_message: String,
+}
+
+impl RateLimiter {
+    /// A limiter reading the time from `clock`.
+    pub fn with_clock(config: Config, clock: impl Clock) -> Result<Self, PackError> {
+        config.validate()?;
+        let window = Window::new(
+            config.requests_per_minute,
+            config.window()?,
+            config.mode,
+            config.queue.max_pending,
+        );
+        Ok(RateLimiter {
+            window: Mutex::new(window),
+            clock: Box::new(clock),
+            mode: config.mode,
+            max_pending: config.queue.max_pending,
+            pause_message: config.pause_message,
+        })
+    }
+
+    /// The answer to a request from conversation `session`, now.
+    pub fn judge(&self, session: &str) -> Answer {
+        let now = self.clock.now();
+        let verdict = self
+            .window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .offer(session, now);
+        match verdict {
+            Verdict::Admit => Answer::Admit,
+            Verdict::Wait { wait } => {
+                let seconds = wait.as_secs() + 1;
+                let reason = match self.mode {
+                    Mode::Reject => format!("Rate limited: retry in {seconds}s"),
+                    Mode::Queue => format!("Rate limited (queued): retry in ~{seconds}s"),
+                };
+                Answer::Pause {
+                    wait,
+                    reason,
+                    notice: self
+                        .pause_message
+                        .replace("{seconds}", &seconds.to_string()),
+                }
+            }
+            Verdict::QueueFull => Answer::Reject {
+                reason: format!(
+                    "Rate limited: queue full (max_pending={})",
+                    self.max_pending
+                ),
+                notice: format!(
+                    "Rate limit queue full ({} pending). Request rejected.",
+                    self.max_pending
+                ),
+            },
+        }
+    }
+}
+
+impl Pack for RateLimiter {
+    const NAME: &'static str = "rate-limiter";
+    const VERSION: &'static str = "1.0.0";
+    const DESCRIPTION: &'static str =
+        "keeps provider calls within a number per sliding window by pausing the turn";
+    const SEAMS: &'static [SeamKind] = &[SeamKind::ProviderRequest];
+    type Config = Config;
+
+    fn new(config: Config) -> Result<Self, PackError> {
+        RateLimiter::with_clock(config, SystemClock)
+    }
+
+    fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        registrar.provider_request_gate("window", move |session, _| {
+            Ok(match self.judge(session.id()) {
+                Answer::Admit => GateDecision::Allow,
+                Answer::Pause {
+                    wait,
+                    reason,
+                    notice,
+                } => {
+                    session.notice(notice);
+                    GateDecision::RetryAfter { wait, reason }
+                }
+                Answer::Reject { reason, notice } => {
+                    session.notice(notice);
+                    GateDecision::Block(reason)
+                }
+            })
+        });
+    }
+}
+
+chimera_plugin_api::export_packs!(RateLimiter);
+
+#[cfg(test)]
+mod tests;
