@@ -1,0 +1,255 @@
+//! # gate-kit
+//!
+//! The pieces the text-gate packs (`stop-words`, `prompt-injection`,
+//! `endless-loop`, `output-length`, `json-schema`) share, so each gate's
+//! crate holds only its own policy:
+//!
+//! * [`read_config_file`] / [`config_lines`]: a file a gate's configuration
+//!   names is hostile input — its size is capped, it must be UTF-8, and any
+//!   failure is one line naming the key and the path;
+//! * [`new_input`]: the user messages of a request that the user typed this
+//!   turn (those after the last assistant message), so an input gate never
+//!   re-judges the history;
+//! * [`PerTurn`]: a small per-conversation, per-turn state (retries asked
+//!   for, a warning given), reset when the turn changes;
+//! * [`render`]: one-pass `{name}` template substitution;
+//! * [`one_or_many`]: a list key that also takes a single string.
+
+use chimera_plugin_api::prelude::{MessageRef, Messages, PackError, Session};
+use serde::{Deserialize, Deserializer};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The largest configuration file a gate reads (1 MiB).
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+
+/// The most retries this host grants one `output` interceptor for one
+/// answer: a gate's own bound is capped at it, so the gate's count and the
+/// host's agree.
+pub const HOST_MAX_RETRIES: u32 = 10;
+
+/// `~/` at the start of `path` is the home directory (`$HOME`).
+#[must_use]
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Reads the file the configuration key `key` names: at most
+/// [`MAX_CONFIG_FILE_BYTES`], UTF-8. Every failure is one line:
+/// `<key>: cannot read <path>: <why>`.
+pub fn read_config_file(key: &str, path: &str) -> Result<String, PackError> {
+    let full = expand_home(path);
+    let fail = |why: &dyn std::fmt::Display| {
+        PackError::msg(format!("{key}: cannot read {}: {why}", full.display()))
+    };
+    let file = std::fs::File::open(&full).map_err(|e| fail(&e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(&e))?;
+    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
+        return Err(fail(&format_args!(
+            "larger than {MAX_CONFIG_FILE_BYTES} bytes"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| fail(&"not UTF-8 text"))
+}
+
+/// The entries of a one-per-line file: trimmed, blank lines and `#`
+/// comment lines skipped.
+pub fn config_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+}
+
+/// The new input of the turn: the user messages after the last assistant
+/// message (all of them when there is none). Earlier user messages were
+/// judged on the request that first carried them.
+pub fn new_input(messages: Messages<'_>) -> impl Iterator<Item = MessageRef<'_>> + '_ {
+    let start = messages
+        .iter()
+        .rposition(|m| m.role() == "assistant")
+        .map_or(0, |i| i + 1);
+    messages.iter().skip(start).filter(|m| m.role() == "user")
+}
+
+/// Every text of a message a content gate reads: its content, then its
+/// text blocks.
+pub fn message_texts(message: MessageRef<'_>) -> impl Iterator<Item = &str> + '_ {
+    std::iter::once(message.content()).chain(
+        message
+            .blocks()
+            .filter(|b| b.kind() == "text")
+            .map(|b| b.text()),
+    )
+}
+
+/// At most this many conversations are remembered by a [`PerTurn`]; a
+/// new one beyond it forgets the others (they start their turn afresh).
+const MAX_CONVERSATIONS: usize = 256;
+
+/// A value per conversation that lives for one user turn: read in another
+/// turn it is the default again.
+#[derive(Debug, Default)]
+pub struct PerTurn<T> {
+    state: Mutex<HashMap<String, (u64, T)>>,
+}
+
+impl<T: Default + Clone> PerTurn<T> {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        PerTurn {
+            state: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// This turn's value (the default when none was set this turn).
+    pub fn get(&self, session: Session<'_>) -> T {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state
+            .get(session.id())
+            .filter(|(turn, _)| *turn == session.turn_index())
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default()
+    }
+
+    /// Changes this turn's value with `change`, and returns the new value.
+    pub fn update(&self, session: Session<'_>, change: impl FnOnce(&mut T)) -> T {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.len() >= MAX_CONVERSATIONS && !state.contains_key(session.id()) {
+            state.clear();
+        }
+        let turn = session.turn_index();
+        let entry = state
+            .entry(session.id().to_owned())
+            .or_insert_with(|| (turn, T::default()));
+        if entry.0 != turn {
+            *entry = (turn, T::default());
+        }
+        change(&mut entry.1);
+        entry.1.clone()
+    }
+}
+
+/// `template` with every `{name}` of `vars` replaced by its value, in one
+/// pass: a value that itself contains `{name}` is not expanded again, and
+/// an unknown `{word}` stays as it is.
+#[must_use]
+pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let known = after.find('}').and_then(|close| {
+            let name = &after[..close];
+            vars.iter()
+                .find(|(var, _)| *var == name)
+                .map(|(_, value)| (*value, close))
+        });
+        if let Some((value, close)) = known {
+            out.push_str(value);
+            rest = &after[close + 1..];
+        } else {
+            out.push('{');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Deserializes a list of strings that may also be given as one string
+/// (`"words": "forbidden"` is `["forbidden"]`).
+pub fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_is_rendered_in_one_pass() {
+        let vars = [("error", "bad {content}"), ("content", "x")];
+        assert_eq!(
+            render("{error} / {content} / {other} / {", &vars),
+            "bad {content} / x / {other} / {"
+        );
+        assert_eq!(render("{{content}}", &vars), "{x}");
+    }
+
+    #[test]
+    fn config_lines_skip_blanks_and_comments() {
+        let lines: Vec<&str> = config_lines("one\n\n  # note\n two \r\n#x\nthree").collect();
+        assert_eq!(lines, ["one", "two", "three"]);
+    }
+
+    #[test]
+    fn a_config_file_is_capped_and_must_be_text() {
+        let dir = std::env::temp_dir().join(format!("gate-kit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big");
+        std::fs::write(
+            &big,
+            vec![b'a'; usize::try_from(MAX_CONFIG_FILE_BYTES).unwrap() + 1],
+        )
+        .unwrap();
+        let binary = dir.join("binary");
+        std::fs::write(&binary, [0xff, 0xfe]).unwrap();
+        let error = |path: &Path| {
+            read_config_file("word_files", path.to_str().unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            error(&big).ends_with("larger than 1048576 bytes"),
+            "{}",
+            error(&big)
+        );
+        assert!(error(&binary).ends_with("not UTF-8 text"));
+        let missing = error(&dir.join("missing"));
+        assert!(missing.starts_with("word_files: cannot read "), "{missing}");
+        assert!(!missing.contains('\n'));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_string_is_a_list_of_one() {
+        #[derive(Deserialize)]
+        struct C {
+            #[serde(deserialize_with = "one_or_many")]
+            words: Vec<String>,
+        }
+        let one: C = serde_json_from(r#"{"words":"a"}"#);
+        let many: C = serde_json_from(r#"{"words":["a","b"]}"#);
+        assert_eq!(one.words, ["a"]);
+        assert_eq!(many.words, ["a", "b"]);
+    }
+
+    fn serde_json_from<T: serde::de::DeserializeOwned>(text: &str) -> T {
+        serde_json::from_str(text).unwrap()
+    }
+}

@@ -1,0 +1,52 @@
+//! # stop-words
+//!
+//! Blocks banned words. A word matches a whole token only: the text is
+//! split into tokens of `[A-Za-z0-9'_-]`, and a banned word matches a token
+//! equal to it (ASCII case-insensitively unless `case_sensitive`), so
+//! `FORBIDDEN_WORD` does not match `forbidden`, and neither does `forbid`.
+//! The words are one hash set; each token costs one lookup.
+//!
+//! * `provider_request`: the new input of the turn — the user messages
+//!   after the last assistant message (content and text blocks) — never
+//!   the history, so a banned word in an earlier turn does not block the
+//!   turns after it (Nexus re-scanned every user message on every request).
+//!   System and assistant messages are not scanned, and neither is a gate
+//!   retry (its only user message is a gate's feedback). A match blocks
+//!   with `Input contains prohibited term: "<word>"`.
+//! * `output`: the final answer; a match blocks with
+//!   `Output contains prohibited term: "<word>"`. The host never offers a
+//!   substitute reply (a gate's refusal) here again.
+//! * `model_response` (with `scan_llm_responses`): each reply's text (tool
+//!   arguments are `tool_call`'s business); a match blocks with
+//!   `Response contains prohibited term: "<word>"`, and the host publishes
+//!   one substitute without tool calls whose text is `message`.
+//! * `stream_chunk` (with `scan_stream`): the trailing run of word bytes is
+//!   held on every offer (`forb` may become `forbidden`); the text from the
+//!   start of the word straddling the released boundary on is scanned, so
+//!   the cost is linear and a released word is never reported again; a
+//!   match blocks the stream with the `Response ...` reason (the reply
+//!   becomes `message`).
+//!
+//! Every block carries the notice `message`. The `<word>` of a reason is
+//! the configured word (lower-cased unless `case_sensitive`); the blocked
+//! text is never quoted.
+//!
+//! Configuration (JSON, every key optional): `words` (a list, or one
+//! string), `word_files` (paths, `~/` expanded; one word per line, blank
+//! and `#` lines skipped; at most 1 MiB each, UTF-8; an unreadable file
+//! refuses the load with one line), `case_sensitive` (default false),
+//! `message` (default `Content blocked: contains prohibited terms.`),
+//! `scan_llm_responses` (default false), `scan_stream` (default
+//! `scan_llm_responses`). A word that is not one token (`two words`,
+//! `café`) could never match and refuses the load. An empty list never
+//! blocks: the pack then registers nothing and logs nothing.
+
+mod config;
+mod gate;
+mod tokens;
+
+pub use config::{Config, DEFAULT_MESSAGE};
+pub use gate::StopWords;
+pub use tokens::{hold_from, is_word_byte, scan_from, tokens};
+
+chimera_plugin_api::export_packs!(StopWords);
