@@ -48,6 +48,15 @@ pub enum AgentEvent {
         /// Why.
         reason: String,
     },
+    /// A `provider_request` interceptor sent this call to another model (a
+    /// budget gate downgrading); the `interceptor` event before it names
+    /// which one.
+    ModelChanged {
+        /// The model the provider would have called.
+        from: String,
+        /// The model called instead.
+        to: String,
+    },
     /// An interceptor asks the operator (a terminal prompt, an answers
     /// file, `--yes`).
     ApprovalRequested {
@@ -116,6 +125,27 @@ pub enum AgentEvent {
         content: String,
         /// True when the call failed, was denied or blocked.
         is_error: bool,
+    },
+    /// A call ran past the deadline a `tool_call` interceptor gave it: the
+    /// host stopped waiting and recorded the interceptor's error text.
+    ToolTimeout {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// The deadline, in milliseconds.
+        timeout_ms: u64,
+        /// The interceptor that set it (`<pack>/<name>`).
+        interceptor: String,
+        /// The turn it happened in (zero-based).
+        turn: u64,
+    },
+    /// A timed-out call's real result came in after all and was dropped.
+    LateResultSuppressed {
+        /// The call.
+        call_id: String,
+        /// Why (`tool <name> already timed out; suppressing late result`).
+        reason: String,
     },
     /// An interceptor blocked, replaced or failed.
     Interceptor(InterceptorEvent),

@@ -20,6 +20,7 @@ mod session;
 mod stream;
 mod subagent;
 mod tool_step;
+mod usage;
 
 pub use events::{AgentEvent, EventBus, NestedEvent};
 pub use hooks::{Hooks, PreToolUse};
@@ -30,3 +31,4 @@ pub use permission::{
 pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
 pub use stream::{Offered, StreamGate};
 pub use subagent::SessionSubAgent;
+pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};

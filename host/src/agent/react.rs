@@ -8,6 +8,7 @@
 use super::events::AgentEvent;
 use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
 use super::stream::{Assembler, StreamGate};
+use super::usage::CallSource;
 use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
 use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
@@ -63,6 +64,8 @@ fn shown_for_block(reason: String, notice: Option<String>) -> String {
 #[derive(Default)]
 struct Outgoing {
     messages: Option<Vec<Message>>,
+    /// The model, when an interceptor sent the call to another one.
+    model: Option<String>,
     tools: Option<ToolList>,
     kwargs: serde_json::Map<String, serde_json::Value>,
     /// Headers for this call only, when an interceptor replaced the
@@ -145,9 +148,21 @@ impl AgentSession {
         bundle: Option<&Interceptors>,
         tools: &ToolList,
     ) -> Result<Received, RunResult> {
+        self.refresh_facts();
         let outgoing = self.outgoing_after_pauses(bundle, tools)?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
+        let model = outgoing
+            .model
+            .clone()
+            .unwrap_or_else(|| provider.model().to_owned());
+        if model != provider.model() {
+            self.bus.emit(|| AgentEvent::ModelChanged {
+                from: provider.model().to_owned(),
+                to: model.clone(),
+            });
+        }
         let call = ProviderCall {
+            model: outgoing.model.as_deref(),
             messages: outgoing.messages.as_deref().unwrap_or(&self.history),
             tools: outgoing.tools.as_ref().unwrap_or(tools),
             kwargs: &outgoing.kwargs,
@@ -185,6 +200,14 @@ impl AgentSession {
             Ok(response) => {
                 self.facts.input_tokens += response.usage.input_tokens;
                 self.facts.output_tokens += response.usage.output_tokens;
+                self.ledger.charge(
+                    self.source,
+                    &model,
+                    response.usage.input_tokens,
+                    response.usage.output_tokens,
+                    &self.prices,
+                );
+                self.refresh_facts();
                 Ok(Received {
                     response,
                     streamed,
@@ -408,10 +431,11 @@ impl AgentSession {
         ];
         let history = std::mem::replace(&mut self.history, asked);
         let streaming = std::mem::replace(&mut self.streaming, false);
-        self.facts.gate_retry = true;
+        self.source = CallSource::GateRetry;
         let tools = self.tool_list.clone();
         let received = self.call_provider(bundle, &tools);
-        self.facts.gate_retry = false;
+        self.source = CallSource::Agent;
+        self.refresh_facts();
         self.streaming = streaming;
         self.history = history;
         let mut judged = self.judge_reply(bundle, received?);
@@ -544,8 +568,10 @@ impl AgentSession {
         if let Some(halt) = halt {
             return Err(halt);
         }
+        let model = (sent.model != self.provider.model()).then_some(sent.model);
         Ok(Outgoing {
             messages: Some(sent.messages),
+            model,
             tools: Some(sent.tools),
             kwargs: sent.kwargs,
             // Without a surface a header replacement is a no-op.

@@ -4,6 +4,7 @@ use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
+use super::usage::{CallSource, Ledger, PriceTable};
 use crate::interception::{
     merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
     Interceptors, Question, SeamSpec, SessionFacts,
@@ -132,6 +133,14 @@ pub struct AgentSession {
     pub(crate) stream_policy: StreamPolicy,
     /// Delegations above this session (0: a top-level session).
     pub(crate) depth: u32,
+    /// Who the provider call being prepared is for.
+    pub(crate) source: CallSource,
+    /// Tokens and dollars charged so far, per source.
+    pub(crate) ledger: Ledger,
+    /// The price table the ledger charges by.
+    pub(crate) prices: Arc<PriceTable>,
+    /// `prices` as the JSON packs see (rendered once).
+    pub(crate) prices_json: String,
 }
 
 /// Builds an [`AgentSession`].
@@ -239,6 +248,13 @@ impl SessionBuilder {
     }
 
     /// A sub-agent's session: `depth` delegations below the top level.
+    /// Prices provider calls by this table (default: [`PriceTable::default`]).
+    #[must_use]
+    pub fn prices(mut self, prices: Arc<PriceTable>) -> Self {
+        self.session.prices = prices;
+        self
+    }
+
     pub(crate) fn depth(mut self, depth: u32) -> Self {
         self.session.depth = depth;
         self
@@ -259,6 +275,9 @@ impl SessionBuilder {
         // that runs a `provider_request` interceptor.
         let _ = tool_list.json();
         self.session.tool_list = tool_list;
+        self.session.prices_json =
+            serde_json::to_string(&*self.session.prices).unwrap_or_else(|_| "{}".to_owned());
+        self.session.refresh_facts();
         self.session
     }
 }
@@ -287,6 +306,10 @@ impl AgentSession {
                 streaming: false,
                 stream_policy: StreamPolicy::Downgrade,
                 depth: 0,
+                source: CallSource::Agent,
+                ledger: Ledger::default(),
+                prices: Arc::new(PriceTable::default()),
+                prices_json: String::new(),
             },
         }
     }
@@ -301,6 +324,30 @@ impl AgentSession {
     #[must_use]
     pub fn events(&self) -> &EventBus {
         &self.bus
+    }
+
+    /// Tokens and dollars charged so far, per source.
+    #[must_use]
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Brings what packs see in the session facts up to date: the source
+    /// of the next provider call, the model it goes to by default, the
+    /// session's charges and the price table.
+    pub(crate) fn refresh_facts(&mut self) {
+        self.facts.gate_retry = self.source == CallSource::GateRetry;
+        let members = serde_json::json!({
+            "source": self.source.as_str(),
+            "model": self.provider.model(),
+            "cost_usd": self.ledger.cost_usd(),
+            "usage": self.ledger.to_json(),
+        })
+        .to_string();
+        // `{...}` without its braces, then the prices (rendered once).
+        let members = &members[1..members.len() - 1];
+        self.facts
+            .set_extension_members(&format!("{members},\"prices\":{}", self.prices_json));
     }
 
     /// The session facts packs see.
@@ -382,6 +429,12 @@ impl AgentSession {
             let mut notices = std::mem::take(&mut outcome.notices);
             notices.append(&mut next.notices);
             next.notices = notices;
+            // The shortest deadline of the whole chain, before the ask or after.
+            if let Some(earlier) = outcome.deadline.take() {
+                if next.deadline.as_ref().is_none_or(|later| earlier.1 <= later.1) {
+                    next.deadline = Some(earlier);
+                }
+            }
             outcome = next;
         }
         for notice in &outcome.notices {

@@ -7,13 +7,19 @@ use super::subagent::Inherited;
 use crate::interception::{withheld_result, Interceptors};
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
+use crate::tools::Tool;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// A deadline a `tool_call` interceptor gave a call: who set it, how
+/// long, and the error result recorded past it.
+type Deadline = (String, Duration, String);
 
 /// How a call was settled before execution.
 enum Gate {
-    /// Run the effective call.
-    Run(ToolCall),
+    /// Run the effective call (within the deadline, when one was given).
+    Run(ToolCall, Option<Box<Deadline>>),
     /// Do not run it; record this (synthetic) failure.
     Refuse(ToolCall, String),
 }
@@ -26,11 +32,21 @@ impl AgentSession {
         self.facts.tool_calls_this_turn += 1;
         let (effective, result, executed) = match self.gate(call, bundle.map(Arc::as_ref)) {
             Gate::Refuse(effective, text) => (effective, ToolResult::err(text), false),
-            Gate::Run(effective) if self.tools.get(&effective.name).is_none() => {
+            Gate::Run(effective, _) if self.tools.get(&effective.name).is_none() => {
                 let text = format!("Unknown tool: {}", effective.name);
                 (effective, ToolResult::err(text), false)
             }
-            Gate::Run(effective) => {
+            Gate::Run(effective, Some(deadline)) => match self.execute_within(&effective, bundle, &deadline) {
+                Ok(result) => {
+                    let result = match bundle {
+                        Some(bundle) => self.result_seam(bundle, &effective, result),
+                        None => result,
+                    };
+                    (effective, self.truncate(result), true)
+                }
+                Err(timed_out) => (effective, timed_out, false),
+            },
+            Gate::Run(effective, None) => {
                 let result = self.execute(&effective, bundle);
                 let result = match bundle {
                     Some(bundle) => self.result_seam(bundle, &effective, result),
@@ -59,6 +75,7 @@ impl AgentSession {
     /// `tool_call` seam → `PreToolUse` hooks → permission policy.
     fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
         let mut effective = call.clone();
+        let mut deadline = None;
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
             let outcome = self.run_seam(&bundle.tool_call, &(), call);
             if let Some(reason) = outcome.blocked {
@@ -67,6 +84,7 @@ impl AgentSession {
             if let Some(replaced) = outcome.replaced {
                 effective = replaced;
             }
+            deadline = outcome.deadline;
         }
         let mut decided = None;
         for hook in &self.hooks.pre_tool_use {
@@ -89,8 +107,8 @@ impl AgentSession {
             (None, Some(policy)) => policy.evaluate(&effective),
         };
         match permission {
-            Permission::Allow => Gate::Run(effective),
-            Permission::Ask if self.approver.approve(&effective) => Gate::Run(effective),
+            Permission::Allow => Gate::Run(effective, deadline),
+            Permission::Ask if self.approver.approve(&effective) => Gate::Run(effective, deadline),
             Permission::Deny | Permission::Ask => {
                 let text = format!("Permission denied for {}", effective.name);
                 Gate::Refuse(effective, text)
@@ -98,31 +116,96 @@ impl AgentSession {
         }
     }
 
-    /// Runs a tool that exists (see `settle_call`), handing down this
-    /// session's policy with the call (for `delegate`'s sub-agent).
-    fn execute(&self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) -> ToolResult {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return ToolResult::err(format!("Unknown tool: {}", call.name));
-        };
-        let arguments = call.arguments.parse();
-        let inherited = Inherited {
+    /// What this session hands down with a call (for `delegate`'s sub-agent).
+    fn inherited(&self, bundle: Option<&Arc<Interceptors>>) -> Inherited {
+        Inherited {
             bundle: bundle.cloned(),
             permissions: self.permissions.clone(),
             approver: Arc::clone(&self.approver),
             hooks: self.hooks.clone(),
             bus: self.bus.clone(),
             depth: self.depth,
+        }
+    }
+
+    /// Runs a tool that exists (see `settle_call`), handing down this
+    /// session's policy with the call.
+    fn execute(&self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) -> ToolResult {
+        let Some(tool) = self.tools.get(&call.name) else {
+            return ToolResult::err(format!("Unknown tool: {}", call.name));
         };
+        let inherited = self.inherited(bundle);
         let cx = ToolContext {
             workspace: &self.workspace,
             call_id: &call.id,
             extensions: &inherited,
+            deadline: None,
         };
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tool.execute(&arguments, &cx)
-        })) {
-            Ok(outcome) => ToolResult::from(outcome),
-            Err(_) => ToolResult::err(format!("the {} tool panicked", call.name)),
+        run_tool(tool.as_ref(), call, &cx)
+    }
+
+    /// [`execute`](Self::execute) on a thread of its own, waiting at most
+    /// the deadline. Past it: a `tool_timeout` event, and `Err` with the
+    /// interceptor's error result; the tool is told the deadline (so `bash`
+    /// has killed its process tree by then) and whatever it returns later
+    /// is dropped, with a `late_result_suppressed` event.
+    fn execute_within(
+        &self,
+        call: &ToolCall,
+        bundle: Option<&Arc<Interceptors>>,
+        deadline: &Deadline,
+    ) -> Result<ToolResult, ToolResult> {
+        let Some(tool) = self.tools.get(&call.name).cloned() else {
+            return Ok(ToolResult::err(format!("Unknown tool: {}", call.name)));
+        };
+        let (interceptor, within, on_timeout) = deadline;
+        let within = *within;
+        let inherited = self.inherited(bundle);
+        let workspace = self.workspace.clone();
+        let owned = call.clone();
+        let bus = self.bus.clone();
+        let (sender, receiver) = mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name(format!("chimera-tool-{}", call.name))
+            .spawn(move || {
+                let cx = ToolContext {
+                    workspace: &workspace,
+                    call_id: &owned.id,
+                    extensions: &inherited,
+                    deadline: Some(within),
+                };
+                let result = run_tool(tool.as_ref(), &owned, &cx);
+                if sender.send(result).is_err() {
+                    let reason = format!(
+                        "tool {} already timed out; suppressing late result",
+                        owned.name
+                    );
+                    tracing::info!(call_id = %owned.id, "{reason}");
+                    bus.emit(|| AgentEvent::LateResultSuppressed {
+                        call_id: owned.id.clone(),
+                        reason,
+                    });
+                }
+            });
+        if worker.is_err() {
+            // No thread to spare: run it here, without the deadline.
+            return Ok(self.execute(call, bundle));
+        }
+        match receiver.recv_timeout(within) {
+            Ok(result) => Ok(result),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Ok(ToolResult::err(format!("the {} tool panicked", call.name)))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.bus.emit(|| AgentEvent::ToolTimeout {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    timeout_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
+                    interceptor: interceptor.clone(),
+                    turn: self.facts.turn_index,
+                });
+                Err(ToolResult::err(on_timeout.clone()))
+            }
         }
     }
 
@@ -156,5 +239,16 @@ impl AgentSession {
         result.output.truncate(cut);
         let _ = write!(result.output, "\n[output truncated: {dropped} more bytes]");
         result
+    }
+}
+
+/// Runs `tool` on `call`'s arguments; a panic is the call's error result.
+fn run_tool(tool: &dyn Tool, call: &ToolCall, cx: &ToolContext<'_>) -> ToolResult {
+    let arguments = call.arguments.parse();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tool.execute(&arguments, cx)
+    })) {
+        Ok(outcome) => ToolResult::from(outcome),
+        Err(_) => ToolResult::err(format!("the {} tool panicked", call.name)),
     }
 }

@@ -197,6 +197,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) approvals: Option<PathBuf>,
 
+    /// Price provider calls by FILE: `{"MODEL": {"input": USD, "output":
+    /// USD}}` per million tokens, over the built-in list prices. Packs see
+    /// the session's cost in the session facts (a budget gate caps it).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) prices: Option<PathBuf>,
+
     /// The first user turn.
     #[arg(value_name = "PROMPT")]
     pub(crate) prompt: Option<String>,

@@ -220,6 +220,24 @@ fn gate_line(event: &AgentEvent) -> String {
                 "  ⨯ stream blocked after {released} bytes were shown (take them back): {reason}"
             )),
         ),
+        AgentEvent::ToolTimeout {
+            name,
+            timeout_ms,
+            interceptor,
+            ..
+        } => paint(
+            ALERT,
+            &clean(&format!(
+                "  ⏱ {name} ran past its {timeout_ms} ms deadline ({interceptor}): stopped"
+            )),
+        ),
+        AgentEvent::LateResultSuppressed { reason, .. } => {
+            paint(DIM, &clean(&format!("  ⏱ {reason}")))
+        }
+        AgentEvent::ModelChanged { from, to } => paint(
+            WARN,
+            &clean(&format!("  ⇣ this call goes to {to} instead of {from}")),
+        ),
         AgentEvent::StreamingDowngraded { packs } => paint(
             WARN,
             &clean(&format!(

@@ -6,7 +6,7 @@ use super::provider::provider;
 use super::wiring::{load_packs, Host};
 use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
-    Permission, RunResult, TerminalApprover, ToolRules,
+    Permission, PriceTable, RunResult, TerminalApprover, ToolRules,
 };
 use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
 use chimera_host::plugins::trust::{Probe, TrustSettings};
@@ -162,6 +162,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let workspace = workspace(args.workspace.as_deref())?;
     let provider = provider(&args)?;
     let approver = approver(&args)?;
+    let prices = match &args.prices {
+        Some(path) => PriceTable::from_file(path)
+            .map_err(|e| Failure::usage(format!("--prices {}: {e}", path.display())))?,
+        None => PriceTable::default(),
+    };
     let host = Host::new(&args.search, args.json);
     configure_trust(&host.manager, &args.trust, &host.bus)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
@@ -177,6 +182,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .session(provider, workspace, args.max_steps, !args.no_bash_sandbox)
         .permissions(Arc::new(rules))
         .approver(approver)
+        .prices(Arc::new(prices))
         .stream(args.stream)
         .stream_policy(args.stream_policy.into());
     if let Some(system) = &args.system {

@@ -35,6 +35,10 @@ pub struct ChainOutcome<V> {
     /// `provider_request` only: an interceptor paused the turn (its name,
     /// the wait it asked for, its reason); the chain stopped there.
     pub pause: Option<Box<(String, Duration, String)>>,
+    /// `tool_call` only: the shortest deadline an interceptor gave the call
+    /// (its name, the deadline, the error result recorded past it). The
+    /// chain went on.
+    pub deadline: Option<Box<(String, Duration, String)>>,
 }
 
 /// A question for the operator, from an interceptor's *ask* decision.
@@ -140,6 +144,7 @@ pub struct ChainContext<'a> {
 
 enum Verdict<V> {
     Allow,
+    Deadline(Duration, String),
     Hold(usize),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
@@ -170,6 +175,7 @@ enum Stop {
 
 enum Flow<V> {
     Continue,
+    Deadline(Duration, String),
     Hold(usize),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
@@ -218,6 +224,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         retry: None,
         ask: None,
         pause: None,
+        deadline: None,
     };
     let mut next = 0;
     while next < chain.len() {
@@ -263,6 +270,12 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             Flow::Continue => continue,
             Flow::Hold(bytes) => {
                 outcome.held = outcome.held.max(bytes);
+                continue;
+            }
+            Flow::Deadline(within, on_timeout) => {
+                if outcome.deadline.as_ref().is_none_or(|d| within < d.1) {
+                    outcome.deadline = Some(Box::new((name(), within, on_timeout)));
+                }
                 continue;
             }
             Flow::Replace(new) => {
@@ -404,7 +417,28 @@ fn retry_after(decision: &Decision) -> Option<Duration> {
     Some(Duration::from_millis(wire.retry_after_ms))
 }
 
+/// The deadline an allow carries: `{"deadline_ms":N,"on_timeout":"…"}`.
+fn deadline(decision: &Decision) -> Option<(Duration, String)> {
+    #[derive(serde::Deserialize)]
+    struct Wire {
+        deadline_ms: u64,
+        on_timeout: String,
+    }
+    let value = decision.value.as_ref().into_option()?;
+    let json = value.extension_json.as_ref().into_option()?;
+    if !json.as_str().contains("\"deadline_ms\"") {
+        return None;
+    }
+    let wire: Wire = serde_json::from_str(json.as_str()).ok()?;
+    Some((Duration::from_millis(wire.deadline_ms), wire.on_timeout))
+}
+
 fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<S::Value> {
+    if S::DEADLINES && decision.kind == DecisionKind::ALLOW {
+        if let Some((within, on_timeout)) = deadline(&decision) {
+            return Verdict::Deadline(within, on_timeout);
+        }
+    }
     if let Some(bytes) = decision.kind.held_bytes() {
         return if S::HOLDS {
             Verdict::Hold(bytes)
@@ -484,6 +518,7 @@ fn apply<S: SeamSpec>(
     };
     match verdict {
         Verdict::Allow => Flow::Continue,
+        Verdict::Deadline(within, on_timeout) => Flow::Deadline(within, on_timeout),
         Verdict::Hold(bytes) => Flow::Hold(bytes),
         Verdict::Retry(ask) => Flow::Retry(ask),
         Verdict::Ask(question) => Flow::Ask(question),

@@ -22,6 +22,10 @@ pub struct SessionFacts {
     pub output_tokens: u64,
     /// True while the host asks the model again for an `output` gate.
     pub gate_retry: bool,
+    /// The extension JSON packs see, when the host has more to say than
+    /// the constant one (usage, cost, the call's source): without and with
+    /// the gate-retry mark. Empty: the constants.
+    extension: [String; 2],
 }
 
 impl SessionFacts {
@@ -41,11 +45,32 @@ impl SessionFacts {
             tool_calls_this_turn: self.tool_calls_this_turn,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-            extension_json: RStr::from_str(if self.gate_retry {
-                super::seams::SESSION_EXTENSION_GATE_RETRY
-            } else {
-                super::seams::SESSION_EXTENSION
-            }),
+            extension_json: RStr::from_str(self.extension_json()),
+        }
+    }
+
+    /// Adds `members` (JSON object members, without the braces:
+    /// `"source":"agent","cost_usd":0.5`) to what packs see in the session
+    /// view's extension, after the host's capabilities and the gate-retry
+    /// mark. Empty: only those.
+    pub fn set_extension_members(&mut self, members: &str) {
+        if members.is_empty() {
+            self.extension = [String::new(), String::new()];
+            return;
+        }
+        let with = |constant: &str| format!("{},{members}}}", &constant[..constant.len() - 1]);
+        self.extension = [
+            with(super::seams::SESSION_EXTENSION),
+            with(super::seams::SESSION_EXTENSION_GATE_RETRY),
+        ];
+    }
+
+    fn extension_json(&self) -> &str {
+        let index = usize::from(self.gate_retry);
+        match &self.extension[index] {
+            own if !own.is_empty() => own,
+            _ if self.gate_retry => super::seams::SESSION_EXTENSION_GATE_RETRY,
+            _ => super::seams::SESSION_EXTENSION,
         }
     }
 }

@@ -50,7 +50,10 @@ impl AnthropicProvider {
 
     fn body(&self, call: &ProviderCall<'_>) -> Value {
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert(
+            "model".into(),
+            json!(call.model.unwrap_or(&self.config.model)),
+        );
         body.insert("max_tokens".into(), json!(self.config.max_tokens));
         let system: Vec<&str> = call
             .messages

@@ -32,6 +32,10 @@ use serde_json::{json, Value};
 /// headers.
 #[derive(Debug, Clone, Copy)]
 pub struct ProviderCall<'a> {
+    /// The model for this call only, when a `provider_request` interceptor
+    /// chose another one (a budget gate downgrading); `None`: the
+    /// provider's own.
+    pub model: Option<&'a str>,
     /// The messages to send, after the `context` and `provider_request` seams.
     pub messages: &'a [Message],
     /// The tools to offer the model (empty: none).

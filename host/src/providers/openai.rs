@@ -76,7 +76,10 @@ impl OpenAiProvider {
 
     fn body(&self, call: &ProviderCall<'_>, stream: bool) -> Value {
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert(
+            "model".into(),
+            json!(call.model.unwrap_or(&self.config.model)),
+        );
         body.insert(
             "messages".into(),
             Value::Array(call.messages.iter().map(message).collect()),

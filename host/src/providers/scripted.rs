@@ -213,7 +213,7 @@ impl ScriptedModel {
         call: &ProviderCall<'_>,
     ) -> Result<(ModelResponse, Option<Vec<String>>), ProviderError> {
         let request = RecordedRequest {
-            model: self.model.clone(),
+            model: call.model.unwrap_or(&self.model).to_owned(),
             messages: call.messages.to_vec(),
             tools: call.tools.to_vec(),
             kwargs: call.kwargs.clone(),
@@ -276,6 +276,7 @@ mod tests {
         kwargs: &'a serde_json::Map<String, serde_json::Value>,
     ) -> ProviderCall<'a> {
         ProviderCall {
+            model: None,
             messages,
             tools: &[],
             kwargs,
@@ -301,6 +302,7 @@ mod tests {
         let messages = [Message::user("go")];
         let own = headers(&[("X-Trace", "this call only")]);
         let carrying = ProviderCall {
+            model: None,
             headers: Some(&own),
             ..call(&messages, &kwargs)
         };
@@ -327,6 +329,7 @@ mod tests {
         let own = headers(&[("X-Trace", "dropped")]);
         model
             .complete(&ProviderCall {
+            model: None,
                 headers: Some(&own),
                 ..call(&messages, &kwargs)
             })

@@ -257,6 +257,9 @@ impl TypedTool for BashTool {
                 "argument `command` is empty: give a command to run",
             ));
         }
+        // A deadline from a `tool_call` interceptor (a timeout gate) wins
+        // over a longer timeout: the command's process tree dies by then.
+        let timeout = cx.deadline.map_or(timeout, |deadline| timeout.min(deadline));
         self.run_command(&command, timeout, cx)
     }
 }

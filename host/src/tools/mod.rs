@@ -65,6 +65,11 @@ pub struct ToolContext<'a> {
     /// than the workspace: an agent session passes its policy here, so the
     /// sub-agent behind `delegate` inherits it. `&()` when there is nothing.
     pub extensions: &'a (dyn std::any::Any + Send + Sync),
+    /// How long the call may take, when a `tool_call` interceptor gave it a
+    /// deadline. The host stops waiting then (and records a timeout); a tool
+    /// that starts processes kills them by then (`bash` caps its own
+    /// timeout with it).
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl<'a> ToolContext<'a> {
@@ -75,6 +80,7 @@ impl<'a> ToolContext<'a> {
             workspace,
             call_id: "",
             extensions: &(),
+            deadline: None,
         }
     }
 }

@@ -156,6 +156,26 @@ impl Decision {
         }
     }
 
+    /// Allow, and the call must finish within `within_ms` (`tool_call`
+    /// only): past it the host records `on_timeout` as the call's error
+    /// result, drops the late result and stops the tool. A host that does
+    /// not know deadlines sees a plain allow.
+    #[must_use]
+    pub fn allow_within(within_ms: u64, on_timeout: &str) -> Decision {
+        Decision {
+            kind: DecisionKind::ALLOW,
+            reason: RString::new(),
+            value: ROption::RSome(RBox::new(SeamValue {
+                extension_json: ROption::RSome(
+                    serde_json::json!({ "deadline_ms": within_ms, "on_timeout": on_timeout })
+                        .to_string()
+                        .into(),
+                ),
+                ..SeamValue::default()
+            })),
+        }
+    }
+
     /// Pause the turn (`provider_request` only: a rate limiter): the host
     /// waits `wait_ms` (bounded by the host), then rebuilds the request from
     /// the history and runs the seams again. `reason` is shown. Carried as

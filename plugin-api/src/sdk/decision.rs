@@ -137,6 +137,17 @@ pub enum GateDecision<T> {
         /// Why, for the user.
         reason: String,
     },
+    /// `tool_call` only (a timeout gate): allow, and the call must finish
+    /// within `within`. Past it the host records `on_timeout` as the call's
+    /// error result, drops the late result and stops the tool (a shell
+    /// command's whole process tree). With several deadlines the shortest
+    /// wins.
+    AllowWithin {
+        /// How long the call may take.
+        within: std::time::Duration,
+        /// The error result recorded when it takes longer.
+        on_timeout: String,
+    },
 }
 
 /// A question for the operator.

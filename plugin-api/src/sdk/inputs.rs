@@ -69,6 +69,53 @@ impl<'a> Session<'a> {
     pub fn output_tokens(&self) -> u64 {
         self.0.output_tokens
     }
+    /// What the host says beyond the fixed facts: the call's source, the
+    /// session's charges per source, its cost and the host's price table.
+    /// A host that says nothing gives [`Usage::default`] (source `agent`,
+    /// nothing charged, no prices).
+    #[must_use]
+    pub fn usage(&self) -> Usage {
+        serde_json::from_str(self.0.extension_json.as_str()).unwrap_or_default()
+    }
+}
+
+/// The session's charges as the host reports them (see [`Session::usage`]).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    /// Who the provider call being prepared is for: `agent` (the loop),
+    /// `gate_retry` (an `output` gate asked again), `compaction` (the
+    /// summary call of a compaction).
+    pub source: String,
+    /// The model the call goes to unless an interceptor changes it.
+    pub model: String,
+    /// The session's cost so far, in USD.
+    pub cost_usd: f64,
+    /// Tokens and cost per source.
+    pub usage: std::collections::BTreeMap<String, SourceUsage>,
+    /// USD per million input and output tokens, per model.
+    pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+/// Tokens and dollars charged to one source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct SourceUsage {
+    /// Input tokens the provider reported.
+    pub input_tokens: u64,
+    /// Output tokens the provider reported.
+    pub output_tokens: u64,
+    /// Their price in USD.
+    pub cost_usd: f64,
+}
+
+/// The price of one model: USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
+pub struct Price {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
 }
 
 /// A borrowed tool call.

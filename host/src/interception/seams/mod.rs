@@ -110,6 +110,9 @@ pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// `true` on the seams whose interceptors may *ask* an operator
     /// (`tool_call`, `provider_request`).
     const ASKS: bool = false;
+    /// `true` on the seam whose interceptors may give an allowed value a
+    /// deadline (`tool_call`).
+    const DEADLINES: bool = false;
 }
 
 /// Describes which slots of a pack's replacement are filled, for

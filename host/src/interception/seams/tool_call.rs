@@ -18,6 +18,7 @@ type HostFn = dyn Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync;
 impl SeamSpec for ToolCallSeam {
     const NAME: &'static str = "tool_call";
     const ASKS: bool = true;
+    const DEADLINES: bool = true;
     const FAIL_CLOSED: bool = true;
 }
 

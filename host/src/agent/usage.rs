@@ -1,0 +1,238 @@
+//! What a session's provider calls cost: tokens per source, and dollars
+//! from a price table.
+//!
+//! Every provider call has a *source*, the part of the host that made it:
+//! `agent` (the loop's own calls), `gate_retry` (an `output` gate asked the
+//! model again) or `compaction` (the summary call that shortens a long
+//! history). The provider's reported tokens are charged to the call's
+//! source, and priced by the model the call went to. Packs read the totals
+//! in the session facts (`Session::usage`, `Session::cost_usd` in the SDK):
+//! a budget gate compares them with its ceilings.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Who made a provider call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum CallSource {
+    /// The loop's own call.
+    #[default]
+    Agent,
+    /// A call an `output` gate asked for (a retry with feedback).
+    GateRetry,
+    /// The summary call of a compaction.
+    Compaction,
+}
+
+impl CallSource {
+    /// The name packs see (`agent`, `gate_retry`, `compaction`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallSource::Agent => "agent",
+            CallSource::GateRetry => "gate_retry",
+            CallSource::Compaction => "compaction",
+        }
+    }
+}
+
+/// The price of one model: USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
+}
+
+/// Prices per model id. A model with no entry costs nothing (its tokens
+/// still count).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PriceTable(BTreeMap<String, Price>);
+
+/// The largest price file read (a price table is a few kilobytes).
+const MAX_PRICE_FILE: u64 = 1 << 20;
+
+impl Default for PriceTable {
+    /// List prices of common models at the time of writing (USD per
+    /// million tokens). Override or extend them with `--prices FILE`.
+    fn default() -> Self {
+        let table = [
+            ("claude-opus-4-7", 15.0, 75.0),
+            ("claude-sonnet-4-6", 3.0, 15.0),
+            ("claude-haiku-4-5-20251001", 1.0, 5.0),
+            ("gpt-4o", 2.5, 10.0),
+            ("gpt-4o-mini", 0.15, 0.6),
+        ];
+        PriceTable(
+            table
+                .into_iter()
+                .map(|(model, input, output)| (model.to_owned(), Price { input, output }))
+                .collect(),
+        )
+    }
+}
+
+impl PriceTable {
+    /// No prices at all: every call costs nothing.
+    #[must_use]
+    pub fn empty() -> Self {
+        PriceTable(BTreeMap::new())
+    }
+
+    /// Sets (or overrides) one model's price.
+    #[must_use]
+    pub fn with(mut self, model: impl Into<String>, price: Price) -> Self {
+        self.0.insert(model.into(), price);
+        self
+    }
+
+    /// The built-in table overlaid with `json`: `{"MODEL": {"input": USD,
+    /// "output": USD}, ...}` per million tokens. Negative or non-finite
+    /// prices are refused.
+    pub fn overlaid(json: &str) -> Result<Self, String> {
+        let overrides: BTreeMap<String, Price> =
+            serde_json::from_str(json).map_err(|e| format!("not a price table: {e}"))?;
+        let mut table = PriceTable::default();
+        for (model, price) in overrides {
+            if !(price.input.is_finite() && price.output.is_finite())
+                || price.input < 0.0
+                || price.output < 0.0
+            {
+                return Err(format!("{model}: prices must be finite and not negative"));
+            }
+            table.0.insert(model, price);
+        }
+        Ok(table)
+    }
+
+    /// Reads [`PriceTable::overlaid`] from a file (at most 1 MiB).
+    pub fn from_file(path: &Path) -> Result<Self, String> {
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+        let mut text = String::new();
+        file.take(MAX_PRICE_FILE + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read it: {e}"))?;
+        if text.len() as u64 > MAX_PRICE_FILE {
+            return Err("larger than 1 MiB; a price table is a few lines".to_owned());
+        }
+        PriceTable::overlaid(&text)
+    }
+
+    /// What `input` and `output` tokens cost on `model`.
+    #[must_use]
+    pub fn cost(&self, model: &str, input: u64, output: u64) -> f64 {
+        self.0.get(model).map_or(0.0, |price| {
+            #[allow(
+                clippy::cast_precision_loss,
+                reason = "token counts far below 2^52; a dollar figure"
+            )]
+            let (input, output) = (input as f64, output as f64);
+            (input * price.input + output * price.output) / 1_000_000.0
+        })
+    }
+}
+
+/// Tokens and dollars charged to one source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SourceUsage {
+    /// Input tokens the provider reported.
+    pub input_tokens: u64,
+    /// Output tokens the provider reported.
+    pub output_tokens: u64,
+    /// Their price.
+    pub cost_usd: f64,
+}
+
+/// A session's charges, per source.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ledger {
+    by_source: BTreeMap<CallSource, SourceUsage>,
+}
+
+impl Ledger {
+    /// Charges one call's reported tokens, priced on `model`.
+    pub fn charge(
+        &mut self,
+        source: CallSource,
+        model: &str,
+        input: u64,
+        output: u64,
+        prices: &PriceTable,
+    ) {
+        let entry = self.by_source.entry(source).or_default();
+        entry.input_tokens += input;
+        entry.output_tokens += output;
+        entry.cost_usd += prices.cost(model, input, output);
+    }
+
+    /// The whole session's dollars.
+    #[must_use]
+    pub fn cost_usd(&self) -> f64 {
+        self.by_source.values().map(|u| u.cost_usd).sum()
+    }
+
+    /// The charges of one source.
+    #[must_use]
+    pub fn of(&self, source: CallSource) -> SourceUsage {
+        self.by_source.get(&source).copied().unwrap_or_default()
+    }
+
+    /// `{"agent": {...}, "gate_retry": {...}}`: the sources charged so far.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        self.by_source
+            .iter()
+            .map(|(source, usage)| {
+                (
+                    source.as_str().to_owned(),
+                    serde_json::to_value(usage).unwrap_or_default(),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_charged_to_their_source_and_priced_by_the_model_called() {
+        let prices = PriceTable::empty().with(
+            "big",
+            Price {
+                input: 10.0,
+                output: 30.0,
+            },
+        );
+        let mut ledger = Ledger::default();
+        ledger.charge(CallSource::Agent, "big", 1_000_000, 100_000, &prices);
+        ledger.charge(CallSource::GateRetry, "unpriced", 500, 500, &prices);
+        assert_eq!(ledger.of(CallSource::Agent).input_tokens, 1_000_000);
+        assert!((ledger.of(CallSource::Agent).cost_usd - 13.0).abs() < 1e-9);
+        assert_eq!(ledger.of(CallSource::GateRetry).output_tokens, 500);
+        assert!((ledger.cost_usd() - 13.0).abs() < 1e-9);
+        assert_eq!(ledger.of(CallSource::Compaction), SourceUsage::default());
+        let json = ledger.to_json();
+        assert_eq!(json["gate_retry"]["input_tokens"], 500);
+        assert!(json.get("compaction").is_none());
+    }
+
+    #[test]
+    fn a_price_file_overrides_the_built_in_table_and_refuses_nonsense() {
+        let table = PriceTable::overlaid(r#"{"gpt-4o": {"input": 1, "output": 2}}"#).unwrap();
+        assert!((table.cost("gpt-4o", 1_000_000, 0) - 1.0).abs() < 1e-9);
+        assert!(table.cost("claude-sonnet-4-6", 1_000_000, 0) > 0.0);
+        assert!(PriceTable::overlaid(r#"{"m": {"input": -1, "output": 2}}"#)
+            .unwrap_err()
+            .contains("not negative"));
+        assert!(PriceTable::overlaid(r#"{"m": {"input": 1}}"#)
+            .unwrap_err()
+            .starts_with("not a price table"));
+        assert!(PriceTable::overlaid(r#"{"m": {"input": 1, "output": 1, "cached": 1}}"#).is_err());
+    }
+}
