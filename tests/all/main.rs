@@ -13,6 +13,7 @@
 mod abi;
 mod chains;
 mod cli;
+mod content_safety;
 mod harness;
 mod helpers;
 mod hot_swap;

@@ -719,7 +719,7 @@ fn call(provider: &dyn Provider, stream: bool) -> Result<usize, ProviderError> {
     let messages = [Message::user("hi")];
     let kwargs = serde_json::Map::new();
     let call = ProviderCall {
-            model: None,
+        model: None,
         messages: &messages,
         tools: &[],
         kwargs: &kwargs,

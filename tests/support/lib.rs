@@ -40,6 +40,7 @@ pub const PACK_PACKAGES: &[&str] = &[
     "plan-gate",
     "redactor",
     "delegate-spawner",
+    "content-safety",
 ];
 
 /// The built `chimera` binary.

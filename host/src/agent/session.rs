@@ -431,7 +431,11 @@ impl AgentSession {
             next.notices = notices;
             // The shortest deadline of the whole chain, before the ask or after.
             if let Some(earlier) = outcome.deadline.take() {
-                if next.deadline.as_ref().is_none_or(|later| earlier.1 <= later.1) {
+                if next
+                    .deadline
+                    .as_ref()
+                    .is_none_or(|later| earlier.1 <= later.1)
+                {
                     next.deadline = Some(earlier);
                 }
             }

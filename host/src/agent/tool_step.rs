@@ -5,9 +5,9 @@ use super::permission::Permission;
 use super::session::AgentSession;
 use super::subagent::Inherited;
 use crate::interception::{withheld_result, Interceptors};
+use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
-use crate::tools::Tool;
 use std::fmt::Write as _;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -36,16 +36,18 @@ impl AgentSession {
                 let text = format!("Unknown tool: {}", effective.name);
                 (effective, ToolResult::err(text), false)
             }
-            Gate::Run(effective, Some(deadline)) => match self.execute_within(&effective, bundle, &deadline) {
-                Ok(result) => {
-                    let result = match bundle {
-                        Some(bundle) => self.result_seam(bundle, &effective, result),
-                        None => result,
-                    };
-                    (effective, self.truncate(result), true)
+            Gate::Run(effective, Some(deadline)) => {
+                match self.execute_within(&effective, bundle, &deadline) {
+                    Ok(result) => {
+                        let result = match bundle {
+                            Some(bundle) => self.result_seam(bundle, &effective, result),
+                            None => result,
+                        };
+                        (effective, self.truncate(result), true)
+                    }
+                    Err(timed_out) => (effective, timed_out, false),
                 }
-                Err(timed_out) => (effective, timed_out, false),
-            },
+            }
             Gate::Run(effective, None) => {
                 let result = self.execute(&effective, bundle);
                 let result = match bundle {

@@ -329,7 +329,7 @@ mod tests {
         let own = headers(&[("X-Trace", "dropped")]);
         model
             .complete(&ProviderCall {
-            model: None,
+                model: None,
                 headers: Some(&own),
                 ..call(&messages, &kwargs)
             })

@@ -259,7 +259,9 @@ impl TypedTool for BashTool {
         }
         // A deadline from a `tool_call` interceptor (a timeout gate) wins
         // over a longer timeout: the command's process tree dies by then.
-        let timeout = cx.deadline.map_or(timeout, |deadline| timeout.min(deadline));
+        let timeout = cx
+            .deadline
+            .map_or(timeout, |deadline| timeout.min(deadline));
         self.run_command(&command, timeout, cx)
     }
 }
