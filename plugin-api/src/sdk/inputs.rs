@@ -69,6 +69,17 @@ impl<'a> Session<'a> {
     pub fn output_tokens(&self) -> u64 {
         self.0.output_tokens
     }
+    /// Who the provider call being prepared is for: `agent` (the loop's
+    /// own call), `gate_retry` (an `output` gate asked the model again) or
+    /// `compaction` (the summary call that shortens a long history). A
+    /// gate that counts or judges the user's requests skips the other two.
+    #[must_use]
+    pub fn source(&self) -> &'a str {
+        let json = self.0.extension_json.as_str();
+        json.split_once("\"source\":\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map_or("agent", |(source, _)| source)
+    }
     /// What the host says beyond the fixed facts: the call's source, the
     /// session's charges per source, its cost and the host's price table.
     /// A host that says nothing gives [`Usage::default`] (source `agent`,

@@ -96,7 +96,8 @@ pub(crate) fn messages_into_abi(messages: Vec<Message>) -> RVec<MessageValue> {
 /// An owned provider request envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Request {
-    /// Model name (informational).
+    /// The model the call goes to: a replacement that changes it sends this
+    /// call to another model (a budget gate downgrading).
     pub model: String,
     /// Messages to send.
     pub messages: Vec<Message>,
