@@ -25,5 +25,6 @@ mod plugins_in_the_loop;
 mod providers;
 mod registry;
 mod seams_in_the_loop;
+mod text_gates;
 mod trust;
 mod trust_model;

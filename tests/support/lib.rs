@@ -41,6 +41,11 @@ pub const PACK_PACKAGES: &[&str] = &[
     "redactor",
     "delegate-spawner",
     "content-safety",
+    "stop-words",
+    "prompt-injection",
+    "endless-loop",
+    "output-length",
+    "json-schema",
 ];
 
 /// The built `chimera` binary.
