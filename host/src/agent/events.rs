@@ -48,6 +48,20 @@ pub enum AgentEvent {
         /// Why.
         reason: String,
     },
+    /// A compaction started or finished: a `provider_request` interceptor
+    /// (a context-window gate) asked for the conversation to be shortened.
+    Compaction {
+        /// `started` or `finished`.
+        phase: &'static str,
+        /// The interceptor that asked (`<pack>/<name>`).
+        interceptor: String,
+        /// Why it asked.
+        reason: String,
+        /// Messages replaced by the summary.
+        summarised: usize,
+        /// Messages kept as they were (the last turns).
+        kept: usize,
+    },
     /// A `provider_request` interceptor sent this call to another model (a
     /// budget gate downgrading); the `interceptor` event before it names
     /// which one.

@@ -12,6 +12,7 @@
 //!        → transcript → PostToolUse → event
 //! ```
 
+mod compaction;
 mod events;
 mod hooks;
 mod permission;
@@ -22,6 +23,7 @@ mod subagent;
 mod tool_step;
 mod usage;
 
+pub use compaction::DEFAULT_KEEP_TURNS;
 pub use events::{AgentEvent, EventBus, NestedEvent};
 pub use hooks::{Hooks, PreToolUse};
 pub use permission::{

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// A model reply as the provider returned it, and what its stream's gate
 /// decided.
-struct Received {
+pub(crate) struct Received {
     response: ModelResponse,
     streamed: bool,
     /// The `stream_chunk` seam blocked: the reason and the block's notice.
@@ -26,12 +26,12 @@ struct Received {
 }
 
 /// A reply after the `model_response` seam.
-struct Judged {
-    content: String,
-    tool_calls: Vec<ToolCall>,
+pub(crate) struct Judged {
+    pub(crate) content: String,
+    pub(crate) tool_calls: Vec<ToolCall>,
     /// The reply is a substitute (a block on `model_response` or
     /// `stream_chunk`): no later seam judges it again.
-    vetoed: bool,
+    pub(crate) vetoed: bool,
 }
 
 /// Why the pre-provider seams did not produce a request.
@@ -44,6 +44,14 @@ enum Halt {
         wait: Duration,
         reason: String,
     },
+    /// A context-window gate asked for the conversation to be compacted.
+    Compact { interceptor: String, reason: String },
+}
+
+/// The run a pre-provider block ends with.
+pub(crate) fn blocked_run(reason: String) -> RunResult {
+    let text = format!("Blocked by interceptor: {reason}");
+    RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
 }
 
 /// The longest one pause of a turn may last, whatever a pack asks for.
@@ -143,7 +151,7 @@ impl AgentSession {
 
     /// Context → `provider_request` → the wire, the call carrying the headers
     /// the seam chose. `Err` ends the run (a block or a provider failure).
-    fn call_provider(
+    pub(crate) fn call_provider(
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
@@ -231,15 +239,25 @@ impl AgentSession {
         bundle: Option<&Interceptors>,
         tools: &ToolList,
     ) -> Result<Outgoing, RunResult> {
-        let blocked = |reason: String| {
-            let text = format!("Blocked by interceptor: {reason}");
-            RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
-        };
+        let blocked = blocked_run;
         let mut pauses = 0;
+        let mut compacted = false;
         loop {
             match self.outgoing(bundle, tools) {
                 Ok(outgoing) => return Ok(outgoing),
                 Err(Halt::Blocked(reason)) => return Err(blocked(reason)),
+                Err(Halt::Compact {
+                    interceptor,
+                    reason,
+                }) => {
+                    if compacted {
+                        return Err(blocked(format!(
+                            "{reason} (asked again right after a compaction)"
+                        )));
+                    }
+                    self.compact(bundle, &interceptor, &reason)?;
+                    compacted = true;
+                }
                 Err(Halt::Paused {
                     interceptor,
                     wait,
@@ -288,7 +306,11 @@ impl AgentSession {
     /// text and keeps the tool calls; a block (here, or earlier on the
     /// reply's stream) makes a substitute with no tool calls whose text is
     /// the notice or the reason.
-    fn judge_reply(&self, bundle: Option<&Interceptors>, received: Received) -> Judged {
+    pub(crate) fn judge_reply(
+        &self,
+        bundle: Option<&Interceptors>,
+        received: Received,
+    ) -> Judged {
         let Received {
             response,
             streamed,
@@ -541,9 +563,9 @@ impl AgentSession {
             headers: surface,
         };
         let request = self.run_seam(&bundle.provider_request, &(), &envelope);
-        let halt = match (request.blocked, request.pause) {
-            (Some(reason), _) => Some(Halt::Blocked(reason)),
-            (None, Some(pause)) => {
+        let halt = match (request.blocked, request.pause, request.compact) {
+            (Some(reason), _, _) => Some(Halt::Blocked(reason)),
+            (None, Some(pause), _) => {
                 let (interceptor, wait, reason) = *pause;
                 Some(Halt::Paused {
                     interceptor,
@@ -551,7 +573,14 @@ impl AgentSession {
                     reason,
                 })
             }
-            (None, None) => None,
+            (None, None, Some(compact)) => {
+                let (interceptor, reason) = *compact;
+                Some(Halt::Compact {
+                    interceptor,
+                    reason,
+                })
+            }
+            (None, None, None) => None,
         };
         let (sent, keep) = match request.replaced {
             Some(replaced) => (replaced, Some(envelope.messages)),

@@ -141,6 +141,8 @@ pub struct AgentSession {
     pub(crate) prices: Arc<PriceTable>,
     /// `prices` as the JSON packs see (rendered once).
     pub(crate) prices_json: String,
+    /// Turns a compaction keeps whole.
+    pub(crate) keep_turns: usize,
 }
 
 /// Builds an [`AgentSession`].
@@ -255,6 +257,14 @@ impl SessionBuilder {
         self
     }
 
+    /// Keeps the last `turns` turns whole when a context-window gate asks
+    /// for a compaction (default [`DEFAULT_KEEP_TURNS`](super::DEFAULT_KEEP_TURNS); at least 1).
+    #[must_use]
+    pub fn compaction_keep_turns(mut self, turns: usize) -> Self {
+        self.session.keep_turns = turns.max(1);
+        self
+    }
+
     pub(crate) fn depth(mut self, depth: u32) -> Self {
         self.session.depth = depth;
         self
@@ -310,6 +320,7 @@ impl AgentSession {
                 ledger: Ledger::default(),
                 prices: Arc::new(PriceTable::default()),
                 prices_json: String::new(),
+                keep_turns: super::compaction::DEFAULT_KEEP_TURNS,
             },
         }
     }

@@ -190,6 +190,7 @@ mod tests {
             retry: None,
             ask: None,
             pause: None,
+            compact: None,
             deadline: None,
         }
     }

@@ -197,6 +197,11 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) approvals: Option<PathBuf>,
 
+    /// Turns a compaction keeps whole (a context-window pack asks for
+    /// compactions); the older ones are replaced by a summary.
+    #[arg(long = "compact-keep-turns", value_name = "N", default_value_t = chimera_host::agent::DEFAULT_KEEP_TURNS)]
+    pub(crate) compact_keep_turns: usize,
+
     /// Price provider calls by FILE: `{"MODEL": {"input": USD, "output":
     /// USD}}` per million tokens, over the built-in list prices. Packs see
     /// the session's cost in the session facts (a budget gate caps it).

@@ -234,6 +234,18 @@ fn gate_line(event: &AgentEvent) -> String {
         AgentEvent::LateResultSuppressed { reason, .. } => {
             paint(DIM, &clean(&format!("  ⏱ {reason}")))
         }
+        AgentEvent::Compaction {
+            phase,
+            interceptor,
+            summarised,
+            kept,
+            ..
+        } => paint(
+            WARN,
+            &clean(&format!(
+                "  ⇲ compaction {phase} ({interceptor}): {summarised} messages summarised, {kept} kept"
+            )),
+        ),
         AgentEvent::ModelChanged { from, to } => paint(
             WARN,
             &clean(&format!("  ⇣ this call goes to {to} instead of {from}")),

@@ -183,6 +183,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .permissions(Arc::new(rules))
         .approver(approver)
         .prices(Arc::new(prices))
+        .compaction_keep_turns(args.compact_keep_turns)
         .stream(args.stream)
         .stream_policy(args.stream_policy.into());
     if let Some(system) = &args.system {

@@ -35,6 +35,10 @@ pub struct ChainOutcome<V> {
     /// `provider_request` only: an interceptor paused the turn (its name,
     /// the wait it asked for, its reason); the chain stopped there.
     pub pause: Option<Box<(String, Duration, String)>>,
+    /// `provider_request` only: an interceptor asked for the conversation
+    /// to be compacted before the request is built again (its name, its
+    /// reason); the chain stopped there.
+    pub compact: Option<Box<(String, String)>>,
     /// `tool_call` only: the shortest deadline an interceptor gave the call
     /// (its name, the deadline, the error result recorded past it). The
     /// chain went on.
@@ -149,6 +153,7 @@ enum Verdict<V> {
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
     Pause(Duration, String),
+    Compact(String),
     Replace(V),
     Block(String),
     Error(String),
@@ -180,6 +185,7 @@ enum Flow<V> {
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
     Pause(Duration, String),
+    Compact(String),
     Replace(V),
     Stop(String),
 }
@@ -224,6 +230,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         retry: None,
         ask: None,
         pause: None,
+        compact: None,
         deadline: None,
     };
     let mut next = 0;
@@ -285,6 +292,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             Flow::Retry(ask) => outcome.retry = Some(Box::new((name(), *ask))),
             Flow::Ask(question) => outcome.ask = Some(Box::new((index, name(), *question))),
             Flow::Pause(wait, reason) => outcome.pause = Some(Box::new((name(), wait, reason))),
+            Flow::Compact(reason) => outcome.compact = Some(Box::new((name(), reason))),
             Flow::Stop(reason) => outcome.blocked = Some(reason),
         }
         // Every other flow stops the chain here.
@@ -417,6 +425,17 @@ fn retry_after(decision: &Decision) -> Option<Duration> {
     Some(Duration::from_millis(wire.retry_after_ms))
 }
 
+/// True when a block carries `{"compact":true}` (the SDK's spelling; a
+/// notice may ride beside it).
+fn asks_compaction(decision: &Decision) -> bool {
+    decision
+        .value
+        .as_ref()
+        .into_option()
+        .and_then(|value| value.extension_json.as_ref().into_option())
+        .is_some_and(|json| json.as_str().contains("\"compact\":true"))
+}
+
 /// The deadline an allow carries: `{"deadline_ms":N,"on_timeout":"…"}`.
 fn deadline(decision: &Decision) -> Option<(Duration, String)> {
     #[derive(serde::Deserialize)]
@@ -445,6 +464,9 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
         } else {
             Verdict::Unknown(decision.kind)
         };
+    }
+    if decision.kind == DecisionKind::BLOCK && S::PAUSES && asks_compaction(&decision) {
+        return Verdict::Compact(decision.reason.into_string());
     }
     if decision.kind == DecisionKind::RETRY && S::PAUSES {
         return match retry_after(&decision) {
@@ -523,6 +545,10 @@ fn apply<S: SeamSpec>(
         Verdict::Retry(ask) => Flow::Retry(ask),
         Verdict::Ask(question) => Flow::Ask(question),
         Verdict::Pause(wait, reason) => Flow::Pause(wait, reason),
+        Verdict::Compact(reason) => {
+            emit(EventDecision::Blocked, reason.clone());
+            Flow::Compact(reason)
+        }
         Verdict::Replace(new) => {
             emit(EventDecision::Replaced, String::new());
             Flow::Replace(new)

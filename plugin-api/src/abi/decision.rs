@@ -176,6 +176,21 @@ impl Decision {
         }
     }
 
+    /// Block, asking the host to compact the conversation and send the
+    /// request again (`provider_request` only: a context-window gate). A
+    /// host that cannot compact sees a plain block.
+    #[must_use]
+    pub fn compact(reason: &str) -> Decision {
+        Decision {
+            kind: DecisionKind::BLOCK,
+            reason: reason.into(),
+            value: ROption::RSome(RBox::new(SeamValue {
+                extension_json: ROption::RSome(RString::from("{\"compact\":true}")),
+                ..SeamValue::default()
+            })),
+        }
+    }
+
     /// Pause the turn (`provider_request` only: a rate limiter): the host
     /// waits `wait_ms` (bounded by the host), then rebuilds the request from
     /// the history and runs the seams again. `reason` is shown. Carried as

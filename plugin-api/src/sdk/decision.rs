@@ -137,6 +137,16 @@ pub enum GateDecision<T> {
         /// Why, for the user.
         reason: String,
     },
+    /// `provider_request` only (a context-window gate): do not send this
+    /// request; the host compacts the conversation — it keeps the system
+    /// message and the last turns, and replaces the rest with a summary
+    /// from one model call (source `compaction`, through the seams like any
+    /// call) — then builds the request again and runs the seams once more.
+    /// A second compaction for the same request blocks it with `reason`.
+    Compact {
+        /// Why, for the user and the events.
+        reason: String,
+    },
     /// `tool_call` only (a timeout gate): allow, and the call must finish
     /// within `within`. Past it the host records `on_timeout` as the call's
     /// error result, drops the late result and stops the tool (a shell

@@ -543,6 +543,7 @@ fn gate<T>(
         Ok(GateDecision::RetryAfter { wait, reason }) => {
             abi::Decision::retry_after(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), &reason)
         }
+        Ok(GateDecision::Compact { reason }) => abi::Decision::compact(&reason),
         Ok(GateDecision::AllowWithin { within, on_timeout }) => abi::Decision::allow_within(
             u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
             &on_timeout,
