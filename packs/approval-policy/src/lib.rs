@@ -18,10 +18,15 @@
 //!   <model>, "tools": [<tool names>], "temperature": .., "max_tokens":
 //!   ..}}` (the last two when the call options carry them). `edit` is not
 //!   offered here. The host's own gate retries (an `output` gate asking the
-//!   model again) are not asked about, as in Nexus.
+//!   model again) are not asked about, as in Nexus. This interceptor fails
+//!   closed: should it ever fail, the request is blocked, not sent unasked.
 //!
 //! One question per call: the first matching rule asks, whatever rules
-//! follow it.
+//! follow it. The pack registers on a seam only when some rule can be
+//! about it (its `action_kind` admits the kind and every path it names can
+//! exist in that payload: a rule on `tool` or `args.command` never looks at
+//! provider requests), so requests cost nothing when every rule is about
+//! tools.
 //!
 //! Configuration: `rules`, a list of rules, each with every key optional:
 //! * `match`: an object of conditions that must all hold. A key is a dotted
@@ -177,6 +182,7 @@ impl Pack for ApprovalPolicy {
                     .ask_for(&payload, false)
                     .map_or(GateDecision::Allow, GateDecision::Ask))
             });
+            registrar.fail_closed("request");
         }
         if self.asks_about(TOOL_KIND) {
             registrar.tool_call_gate("tool", move |session, call| {

@@ -139,16 +139,34 @@ impl Rule {
         })
     }
 
-    /// True when the rule can match a payload of `kind` (its
-    /// `action_kind` condition, if any, admits it).
+    /// True when the rule can match a payload of `kind`: its
+    /// `action_kind` condition, if any, admits it, and every path it names
+    /// can exist in such a payload (a rule about `tool` is never about a
+    /// provider request).
     pub(crate) fn may_match_kind(&self, kind: &str) -> bool {
-        self.conditions
-            .iter()
-            .filter(|(path, _)| path.len() == 1 && path[0] == "action_kind")
-            .all(|(_, expect)| match expect {
-                Expect::Glob(glob) => glob.is_match(kind),
-                Expect::Scalar(want) => want == kind,
-            })
+        self.conditions.iter().all(|(path, expect)| {
+            let first = path[0].as_str();
+            if first == "action_kind" {
+                return path.len() == 1
+                    && match expect {
+                        Expect::Glob(glob) => glob.is_match(kind),
+                        Expect::Scalar(want) => want == kind,
+                    };
+            }
+            match kind {
+                crate::TOOL_KIND => matches!(first, "tool" | "args" | "id" | "turn_id"),
+                _ => {
+                    first == "model"
+                        || (first == "args"
+                            && path.get(1).is_none_or(|key| {
+                                matches!(
+                                    key.as_str(),
+                                    "model" | "tools" | "temperature" | "max_tokens"
+                                )
+                            }))
+                }
+            }
+        })
     }
 
     /// The question: the rule's template over `payload`, or

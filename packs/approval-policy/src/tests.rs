@@ -139,9 +139,19 @@ fn provider_request_rules_see_the_model_tool_names_and_call_options() {
     assert!(p.ask_for(&bash("ls"), true).is_none());
     assert!(p.asks_about(REQUEST_KIND));
     assert!(!p.asks_about(TOOL_KIND));
-    let tools_only = policy(json!([{"match": {"action_kind": "tool.*"}}]));
-    assert!(!tools_only.asks_about(REQUEST_KIND));
-    assert!(tools_only.asks_about(TOOL_KIND));
+    for tools_only in [
+        json!({"match": {"action_kind": "tool.*"}}),
+        json!({"match": {"tool": "bash", "args.command": "rm*"}}),
+        json!({"match": {"args.command": "rm*"}}),
+    ] {
+        let p = policy(json!([tools_only]));
+        assert!(!p.asks_about(REQUEST_KIND), "{tools_only}");
+        assert!(p.asks_about(TOOL_KIND), "{tools_only}");
+    }
+    let both = policy(json!([{"match": {"args.model": "x"}}, {}]));
+    assert!(both.asks_about(REQUEST_KIND) && both.asks_about(TOOL_KIND));
+    let requests_only = policy(json!([{"match": {"model": "claude-*"}}]));
+    assert!(requests_only.asks_about(REQUEST_KIND) && !requests_only.asks_about(TOOL_KIND));
 }
 
 #[test]

@@ -34,7 +34,8 @@
 //! reservation whose conversation does not come back before the slot
 //! leaves the window lapses; a conversation that comes back too early (a
 //! pause the host cut short) is paused again until the same slot. Every
-//! provider call counts, the host's gate retries included.
+//! provider call counts, the host's gate retries included. A hot swap hands
+//! the window, reservations included, to the new build.
 //!
 //! Configuration (JSON, every key optional): `mode` (`reject` | `queue`,
 //! default `reject`), `requests_per_minute` (per window, ≥ 1, default 60),
@@ -47,7 +48,7 @@ mod config;
 mod window;
 
 pub use config::{Config, Mode, Queue};
-pub use window::{Verdict, Window};
+pub use window::{Handover, Verdict, Window};
 
 use chimera_plugin_api::prelude::*;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -121,14 +122,14 @@ impl RateLimiter {
         })
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The answer to a request from conversation `session`, now.
     pub fn judge(&self, session: &str) -> Answer {
         let now = self.clock.now();
-        let verdict = self
-            .window
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .offer(session, now);
+        let verdict = self.lock().offer(session, now);
         match verdict {
             Verdict::Admit => Answer::Admit,
             Verdict::Wait { wait } => {
@@ -169,6 +170,20 @@ impl Pack for RateLimiter {
 
     fn new(config: Config) -> Result<Self, PackError> {
         RateLimiter::with_clock(config, SystemClock)
+    }
+
+    /// The window, reservations included, so a hot-swapped build goes on
+    /// counting where this one stopped.
+    fn export_state(&self) -> Option<serde_json::Value> {
+        let handover = self.lock().handover(self.clock.now());
+        serde_json::to_value(handover).ok()
+    }
+
+    fn import_state(&self, state: serde_json::Value) -> Result<(), PackError> {
+        let handover: Handover = serde_json::from_value(state)
+            .map_err(|e| PackError::msg(format!("the earlier build's window: {e}")))?;
+        self.lock().take_over(&handover, self.clock.now());
+        Ok(())
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {

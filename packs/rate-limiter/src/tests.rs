@@ -298,3 +298,26 @@ fn a_wait_is_rounded_up_to_the_millisecond_so_the_host_never_wakes_before_the_sl
     clock.advance(wait);
     assert_eq!(gate.judge("b"), Answer::Admit);
 }
+
+#[test]
+fn a_hot_swapped_build_takes_over_the_window_and_its_reservations() {
+    let (old, clock) = limiter(json!({"requests_per_minute": 1, "window_seconds": 10}));
+    assert_eq!(old.judge("a"), Answer::Admit);
+    assert!(matches!(old.judge("b"), Answer::Pause { .. }));
+    clock.advance(Duration::from_secs(2));
+    let state = old.export_state().unwrap();
+    let new = RateLimiter::with_clock(
+        serde_json::from_value(json!({"requests_per_minute": 1, "window_seconds": 10})).unwrap(),
+        clock.clone(),
+    )
+    .unwrap();
+    new.import_state(state).unwrap();
+    // Still full: a newcomer waits behind b's slot (10 s) until 20 s.
+    let Answer::Pause { wait, .. } = new.judge("c") else {
+        panic!("the window was not handed over");
+    };
+    assert_eq!(wait, Duration::from_secs(18));
+    clock.advance(Duration::from_secs(8));
+    assert_eq!(new.judge("b"), Answer::Admit, "b keeps its slot");
+    assert!(new.import_state(json!({"slots": []})).is_err());
+}

@@ -1,6 +1,7 @@
 //! The sliding window and its reservations, on a clock the caller reads.
 
 use crate::config::Mode;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -126,6 +127,74 @@ impl Window {
             self.slots.pop_front();
         }
         self.reserved.retain(|_, slot| *slot > start);
+    }
+}
+
+/// The window handed from one build of the pack to the next on a hot swap:
+/// every instant as milliseconds from the moment of the handover (negative:
+/// before it), since instants cannot cross a process's builds as they are.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Handover {
+    /// The slots, in order.
+    pub slots_ms: Vec<i64>,
+    /// Each waiting conversation's slot.
+    pub reserved: HashMap<String, i64>,
+    /// Queue mode's last queued slot.
+    pub last_queued_ms: Option<i64>,
+}
+
+impl Window {
+    /// The window as of `now`, for the next build.
+    #[must_use]
+    pub fn handover(&self, now: Instant) -> Handover {
+        Handover {
+            slots_ms: self.slots.iter().map(|&slot| offset(now, slot)).collect(),
+            reserved: self
+                .reserved
+                .iter()
+                .map(|(session, &slot)| (session.clone(), offset(now, slot)))
+                .collect(),
+            last_queued_ms: self.last_queued.map(|slot| offset(now, slot)),
+        }
+    }
+
+    /// Takes over an earlier build's window as of `now`, in place of this
+    /// one's (instants the clock cannot represent are dropped).
+    pub fn take_over(&mut self, handover: &Handover, now: Instant) {
+        let mut slots: Vec<Instant> = handover
+            .slots_ms
+            .iter()
+            .filter_map(|&ms| at(now, ms))
+            .collect();
+        slots.sort();
+        self.slots = slots.into();
+        self.reserved = handover
+            .reserved
+            .iter()
+            .filter_map(|(session, &ms)| Some((session.clone(), at(now, ms)?)))
+            .collect();
+        self.last_queued = handover.last_queued_ms.and_then(|ms| at(now, ms));
+    }
+}
+
+/// `slot` as signed milliseconds from `now`.
+fn offset(now: Instant, slot: Instant) -> i64 {
+    let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    if slot >= now {
+        millis(slot - now)
+    } else {
+        -millis(now - slot)
+    }
+}
+
+/// The instant `ms` milliseconds from `now`.
+fn at(now: Instant, ms: i64) -> Option<Instant> {
+    let span = Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 {
+        now.checked_add(span)
+    } else {
+        now.checked_sub(span)
     }
 }
 
