@@ -40,12 +40,18 @@ pub const PACK_PACKAGES: &[&str] = &[
     "plan-gate",
     "redactor",
     "delegate-spawner",
+    "tool-filter",
+    "approval-policy",
+    "rate-limiter",
     "content-safety",
     "stop-words",
     "prompt-injection",
     "endless-loop",
     "output-length",
     "json-schema",
+    "token-budget",
+    "tool-timeout",
+    "context-window",
 ];
 
 /// The built `chimera` binary.
