@@ -35,12 +35,31 @@ pub enum Verdict {
     Stop(String, String),
 }
 
+/// What a turn remembers.
+#[derive(Debug, Clone, Default)]
+struct Turn {
+    /// The calls already made this turn when each of the host's own
+    /// requests (a compaction summary, a gate retry) was prepared.
+    host_calls_at: Vec<u64>,
+    /// Whether this turn's warning was given.
+    warned: bool,
+}
+
+/// The number (from 1) of the agent request prepared when `calls_made`
+/// provider calls were made this turn, the host's own requests having been
+/// prepared at `host_calls_at`: each of those below `calls_made` was sent
+/// (a blocked one ends the turn) and is not the agent's.
+#[must_use]
+pub fn request_number(calls_made: u64, host_calls_at: &[u64]) -> u64 {
+    let host_calls = host_calls_at.iter().filter(|&&at| at < calls_made).count();
+    calls_made - u64::try_from(host_calls).unwrap_or(calls_made) + 1
+}
+
 /// The loaded gate.
 #[derive(Debug)]
 pub struct EndlessLoop {
     config: Config,
-    /// Whether this turn's warning was given.
-    warned: PerTurn<bool>,
+    turns: PerTurn<Turn>,
 }
 
 impl EndlessLoop {
@@ -88,20 +107,27 @@ impl Pack for EndlessLoop {
         }
         Ok(EndlessLoop {
             config,
-            warned: PerTurn::new(),
+            turns: PerTurn::new(),
         })
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         registrar.provider_request("cap", move |session, _request| {
-            if session.is_gate_retry() {
+            let calls_made = session.provider_calls_this_turn();
+            if !gate_kit::is_agent_call(session) {
+                self.turns.update(session, |turn| {
+                    if !turn.host_calls_at.contains(&calls_made) {
+                        turn.host_calls_at.push(calls_made);
+                    }
+                });
                 return Ok(Decision::Allow);
             }
-            match self.verdict(session.provider_calls_this_turn() + 1) {
+            let turn = self.turns.get(session);
+            match self.verdict(request_number(calls_made, &turn.host_calls_at)) {
                 Verdict::Pass => {}
                 Verdict::Warn(text) => {
-                    if !self.warned.get(session) {
-                        self.warned.update(session, |warned| *warned = true);
+                    if !turn.warned {
+                        self.turns.update(session, |turn| turn.warned = true);
                         session.notice(text);
                     }
                 }
@@ -144,6 +170,19 @@ mod tests {
             gate.verdict(3),
             Verdict::Warn("Warning: 3 iterations used, 2 remaining before limit.".into())
         );
+    }
+
+    #[test]
+    fn the_hosts_own_calls_do_not_number_agent_requests() {
+        // No host calls: the n-th call made is request n + 1.
+        assert_eq!(request_number(0, &[]), 1);
+        assert_eq!(request_number(2, &[]), 3);
+        // Request 2 asks for a compaction; the summary call is prepared
+        // with one call made, and once it is made request 2 is built again:
+        // it is still request 2.
+        assert_eq!(request_number(1, &[]), 2);
+        assert_eq!(request_number(2, &[1]), 2);
+        assert_eq!(request_number(3, &[1]), 3);
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! # endless-loop
 //!
-//! Caps the model requests of one user turn, on `provider_request`. The
-//! count is the host's: the provider calls already made this turn, plus
-//! this one; a new user turn starts again from one. A gate retry (the host
-//! asking the model again for an `output` gate) is never counted, and
-//! neither is it blocked; every other request is (Nexus skipped every
-//! request tagged with a source, which its own agent did for its main
-//! requests, so the cap never bit).
+//! Caps the model requests of one user turn, on `provider_request`. A
+//! request's number is counted from the host's facts: the provider calls
+//! already made this turn, less those the host made for itself, plus one;
+//! a new user turn starts again from one. The host's own calls — a gate
+//! retry (the host asking the model again for an `output` gate) and a
+//! compaction summary — are never counted nor blocked, and a request the
+//! host builds again (after a pause, or after a compaction) keeps its
+//! number. Nexus skipped every request tagged with a source, which its own
+//! agent did for its main requests, so its cap never bit.
 //!
 //! * request `n` with `n > max_iterations`: blocked with
 //!   `Maximum iterations reached (<max>)` and the notice
@@ -14,8 +16,7 @@
 //!   — exactly `max_iterations` requests pass per turn;
 //! * request `n == warning_at`: the notice
 //!   `Warning: <n> iterations used, <max - n> remaining before limit.`,
-//!   once per turn (a request the turn re-sends after a pause is the same
-//!   request, and is not warned about again).
+//!   once per turn.
 //!
 //! Configuration (JSON, every key optional): `max_iterations` (≥ 1,
 //! default 25), `warning_at` (an absolute request number, 1 to
@@ -24,6 +25,6 @@
 
 mod gate;
 
-pub use gate::{Config, EndlessLoop, Verdict};
+pub use gate::{request_number, Config, EndlessLoop, Verdict};
 
 chimera_plugin_api::export_packs!(EndlessLoop);

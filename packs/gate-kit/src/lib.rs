@@ -7,6 +7,8 @@
 //! * [`read_config_file`] / [`config_lines`]: a file a gate's configuration
 //!   names is hostile input — its size is capped, it must be UTF-8, and any
 //!   failure is one line naming the key and the path;
+//! * [`is_agent_call`]: whether a provider request is the loop's own (not
+//!   a call the host makes for itself: a gate retry, a compaction summary);
 //! * [`new_input`]: the user messages of a request that the user typed this
 //!   turn (those after the last assistant message), so an input gate never
 //!   re-judges the history;
@@ -66,6 +68,16 @@ pub fn config_lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines()
         .map(str::trim)
         .filter(|line| !line.is_empty() && !line.starts_with('#'))
+}
+
+/// True when the provider request being prepared is the agent loop's own
+/// call, driven by the user's input; false for the calls the host makes
+/// for itself — a gate retry (the user message is a gate's feedback) and a
+/// compaction summary (the user message is the history's transcript) —
+/// which a gate that counts or judges the user's requests skips.
+#[must_use]
+pub fn is_agent_call(session: Session<'_>) -> bool {
+    session.source() == "agent" && !session.is_gate_retry()
 }
 
 /// The new input of the turn: the user messages after the last assistant

@@ -129,7 +129,7 @@ impl Pack for PromptInjection {
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         registrar.provider_request("input", move |session, request| {
-            if session.is_gate_retry() {
+            if !gate_kit::is_agent_call(session) {
                 return Ok(Decision::Allow);
             }
             let found = gate_kit::new_input(request.messages())

@@ -5,8 +5,9 @@
 //! after the last assistant message (content and text blocks) — never the
 //! history (Nexus re-scanned every user message on every request, so one
 //! phrase blocked the rest of the session). System and assistant messages
-//! are not judged, nor is a gate retry (its user message is a gate's
-//! feedback).
+//! are not judged, nor are the calls the host makes for itself: a gate
+//! retry (its user message is a gate's feedback) and a compaction summary
+//! (the history's transcript).
 //!
 //! All patterns — the eleven defaults in [`DEFAULT_PATTERNS`] and the
 //! configured ones — are one `RegexSet`: one pass over each text. On a

@@ -109,7 +109,7 @@ impl Pack for StopWords {
         }
         let gate = Arc::clone(&self);
         registrar.provider_request("input", move |session, request| {
-            if session.is_gate_retry() {
+            if !gate_kit::is_agent_call(session) {
                 return Ok(Decision::Allow);
             }
             let texts = gate_kit::new_input(request.messages()).flat_map(gate_kit::message_texts);

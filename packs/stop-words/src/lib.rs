@@ -10,9 +10,10 @@
 //!   after the last assistant message (content and text blocks) — never
 //!   the history, so a banned word in an earlier turn does not block the
 //!   turns after it (Nexus re-scanned every user message on every request).
-//!   System and assistant messages are not scanned, and neither is a gate
-//!   retry (its only user message is a gate's feedback). A match blocks
-//!   with `Input contains prohibited term: "<word>"`.
+//!   System and assistant messages are not scanned, and neither are the
+//!   calls the host makes for itself: a gate retry (its user message is a
+//!   gate's feedback) and a compaction summary (the history's transcript).
+//!   A match blocks with `Input contains prohibited term: "<word>"`.
 //! * `output`: the final answer; a match blocks with
 //!   `Output contains prohibited term: "<word>"`. The host never offers a
 //!   substitute reply (a gate's refusal) here again.
