@@ -41,7 +41,8 @@ pub fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-/// Reads the file the configuration key `key` names: at most
+/// Reads the file the configuration key `key` names: a regular file (never
+/// a FIFO or a device, which could stall or flood the load), at most
 /// [`MAX_CONFIG_FILE_BYTES`], UTF-8. Every failure is one line:
 /// `<key>: cannot read <path>: <why>`.
 pub fn read_config_file(key: &str, path: &str) -> Result<String, PackError> {
@@ -49,6 +50,9 @@ pub fn read_config_file(key: &str, path: &str) -> Result<String, PackError> {
     let fail = |why: &dyn std::fmt::Display| {
         PackError::msg(format!("{key}: cannot read {}: {why}", full.display()))
     };
+    if !std::fs::metadata(&full).map_err(|e| fail(&e))?.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
     let file = std::fs::File::open(&full).map_err(|e| fail(&e))?;
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_FILE_BYTES + 1)
@@ -242,6 +246,8 @@ mod tests {
             error(&big)
         );
         assert!(error(&binary).ends_with("not UTF-8 text"));
+        assert!(error(&dir).ends_with("not a regular file"));
+        assert!(error(Path::new("/dev/zero")).ends_with("not a regular file"));
         let missing = error(&dir.join("missing"));
         assert!(missing.starts_with("word_files: cannot read "), "{missing}");
         assert!(!missing.contains('\n'));
