@@ -1,0 +1,132 @@
+//! The pack: the scanner on each seam the configuration turns on.
+
+use crate::config::{Action, Config};
+use crate::scan::{Scanner, Verdict};
+use crate::stream;
+use chimera_plugin_api::prelude::*;
+use std::sync::Arc;
+
+/// The content-safety gate.
+#[derive(Debug)]
+pub struct ContentSafety {
+    scanner: Scanner,
+    config: Config,
+}
+
+impl ContentSafety {
+    /// The compiled checks.
+    #[must_use]
+    pub fn scanner(&self) -> &Scanner {
+        &self.scanner
+    }
+
+    /// The notice for a block: the message with `{checks}` filled in.
+    #[must_use]
+    pub fn notice(&self, checks: &str) -> String {
+        self.config.message.replace("{checks}", checks)
+    }
+
+    /// The verdict on `text` under the configured action.
+    #[must_use]
+    pub fn judge(&self, text: &str) -> Verdict {
+        self.scanner.judge(self.config.action, text)
+    }
+
+    /// A text seam's answer (`output`, `model_response`): a block with
+    /// `Content safety<place>: <checks>` and the notice, or the redacted
+    /// text.
+    fn text_decision(&self, session: Session<'_>, text: &str, place: &str) -> Decision<String> {
+        match self.judge(text) {
+            Verdict::Clean => Decision::Allow,
+            Verdict::Redacted(text, _) => Decision::Replace(text),
+            Verdict::Block(checks) => {
+                session.notice(self.notice(&checks));
+                Decision::block(format!("Content safety{place}: {checks}"))
+            }
+        }
+    }
+
+    /// The `tool_result` answer: the output redacted, or (block) the result
+    /// replaced by the error `blocked by content_safety: <checks>`, so the
+    /// model learns the call failed and never sees the output.
+    fn result_decision(&self, result: ToolResultRef<'_>) -> Decision<ToolResult> {
+        match self.judge(result.output()) {
+            Verdict::Clean => Decision::Allow,
+            Verdict::Redacted(output, _) => {
+                let mut owned = result.to_owned();
+                owned.output = output;
+                Decision::Replace(owned)
+            }
+            Verdict::Block(checks) => Decision::Replace(ToolResult {
+                output: String::new(),
+                error: Some(format!("blocked by content_safety: {checks}")),
+                metadata_json: result.metadata_json().to_owned(),
+            }),
+        }
+    }
+}
+
+impl Pack for ContentSafety {
+    const NAME: &'static str = "content-safety";
+    const VERSION: &'static str = "1.0.0";
+    const DESCRIPTION: &'static str =
+        "Blocks or redacts PII and secrets (emails, phones, SSNs, keys, passwords, cards, private IPs).";
+    const SEAMS: &'static [SeamKind] = &[
+        SeamKind::Output,
+        SeamKind::ToolResult,
+        SeamKind::ModelResponse,
+        SeamKind::StreamChunk,
+    ];
+
+    type Config = Config;
+
+    fn new(config: Config) -> Result<Self, PackError> {
+        let scanner = Scanner::new(&config)?;
+        Ok(ContentSafety { scanner, config })
+    }
+
+    fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        let me = Arc::clone(&self);
+        registrar.output("output", move |session, answer| {
+            Ok(me.text_decision(session, answer, ""))
+        });
+        registrar.fail_closed("output");
+        if self.config.scan_tool_results {
+            let me = Arc::clone(&self);
+            registrar.tool_result("tool_result", move |_session, _call, result| {
+                Ok(me.result_decision(result))
+            });
+            registrar.fail_closed("tool_result");
+        }
+        if self.config.scan_llm_responses {
+            let me = Arc::clone(&self);
+            registrar.model_response("model_response", move |session, reply| {
+                Ok(me.text_decision(session, reply.content(), " (llm.response)"))
+            });
+            registrar.fail_closed("model_response");
+        }
+        if self.config.scans_stream() {
+            let me = Arc::clone(&self);
+            registrar.stream_chunk("stream_chunk", move |session, segment| {
+                Ok(stream::decide(
+                    &me.scanner,
+                    segment,
+                    me.config.stream_hold_back,
+                    |checks| {
+                        session.notice(me.notice(checks));
+                        format!("Content safety (llm.stream.chunk): {checks}")
+                    },
+                ))
+            });
+            registrar.fail_closed("stream_chunk");
+        }
+    }
+}
+
+impl ContentSafety {
+    /// The configured action.
+    #[must_use]
+    pub fn action(&self) -> Action {
+        self.config.action
+    }
+}
