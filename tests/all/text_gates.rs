@@ -449,10 +449,16 @@ fn released(ran: &Ran) -> Vec<String> {
 fn stop_words_never_streams_a_banned_word_and_releases_clean_text_whole() {
     let dir = tempfile::tempdir().unwrap();
     let pack = [banned(json!({"scan_llm_responses": true}))];
-    let cases: [(&[&str], &[&str], bool); 6] = [
+    let cases: [(&[&str], &[&str], bool); 7] = [
         (&["this is ", "forbidden ", "text"], &["this is "], true),
         (&["say forb", "idden now"], &["say "], true),
         (&["ends with forbidden"], &[], true),
+        // A run longer than every word is released as it comes.
+        (
+            &["xxxxxxxxxxxx", "yyy ", "forbidden"],
+            &["xxxxxxxxxxxx", "yyy "],
+            true,
+        ),
         (&["hello wor"], &["hello ", "wor"], false),
         (
             &["hello wor", "ld there"],

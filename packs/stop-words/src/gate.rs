@@ -10,6 +10,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct StopWords {
     words: HashSet<String>,
+    /// The length of the longest word (all are ASCII: bytes are characters).
+    longest: usize,
     case_sensitive: bool,
     message: String,
     scan_responses: bool,
@@ -50,10 +52,10 @@ impl StopWords {
     /// The stream verdict on one offer.
     #[must_use]
     pub fn judge_stream(&self, full: &str, released: usize) -> StreamDecision {
-        let from = scan_from(full, released);
+        let from = scan_from(full, released, self.longest);
         match self.find(&full[from..]) {
             Some(word) => StreamDecision::Block(reason("Response", word)),
-            None => StreamDecision::HoldFrom(hold_from(full)),
+            None => StreamDecision::HoldFrom(hold_from(full, self.longest)),
         }
     }
 }
@@ -95,6 +97,7 @@ impl Pack for StopWords {
             });
         }
         Ok(StopWords {
+            longest: words.iter().map(String::len).max().unwrap_or(0),
             words,
             case_sensitive: config.case_sensitive,
             message: config.message,
@@ -241,6 +244,16 @@ mod tests {
                 "{deltas:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_stream_of_one_long_token_is_released_as_it_comes() {
+        let gate = gate(serde_json::json!({"words": ["ab"]}));
+        let (shown, blocked) = stream(&gate, &["xxxx", "xxxx", " ab"]);
+        assert_eq!((shown, blocked), (to_strings(&["xxxx", "xxxx"]), true));
+        // A banned word inside a longer token never matches.
+        let (shown, blocked) = stream(&gate, &["a", "bab", "ab"]);
+        assert_eq!((shown.concat(), blocked), ("ababab".to_owned(), false));
     }
 
     fn to_strings(pieces: &[&str]) -> Vec<String> {

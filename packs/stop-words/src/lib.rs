@@ -22,11 +22,14 @@
 //!   `Response contains prohibited term: "<word>"`, and the host publishes
 //!   one substitute without tool calls whose text is `message`.
 //! * `stream_chunk` (with `scan_stream`): the trailing run of word bytes is
-//!   held on every offer (`forb` may become `forbidden`); the text from the
-//!   start of the word straddling the released boundary on is scanned, so
-//!   the cost is linear and a released word is never reported again; a
-//!   match blocks the stream with the `Response ...` reason (the reply
-//!   becomes `message`).
+//!   held on every offer (`forb` may become `forbidden`) — unless it is
+//!   already longer than every banned word, when it can never become one
+//!   and is released; the text from the start of the word straddling the
+//!   released boundary on is scanned (a straddling run longer than every
+//!   word is skipped), so the cost is linear in the stream, even one long
+//!   token, and a released word is never reported again; a match blocks
+//!   the stream with the `Response ...` reason (the reply becomes
+//!   `message`).
 //!
 //! Every block carries the notice `message`. The `<word>` of a reason is
 //! the configured word (lower-cased unless `case_sensitive`); the blocked
