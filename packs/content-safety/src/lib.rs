@@ -20,9 +20,13 @@
 //! | `ip_internal` | `check_ip_internal` | private IPv4: 10/8, 172.16/12, 192.168/16 |
 //! | `custom:<regex>` | `custom_patterns` | each regular expression given |
 //!
-//! All checks run in one pass over the text (one [`regex::bytes::RegexSet`],
-//! ASCII classes for the built-in ones); a check's own regex runs again
-//! only where it fired (the spans to redact, the Luhn check).
+//! No check's regex scans the whole text: two literal prefilters (SIMD
+//! literal search for what matches start with or contain: `@`, `AKIA`,
+//! `sk-`, `-----BEGIN `, the password words, `10.`, ...) and one byte-class
+//! scan (eight bytes at a time, for the end of a number-shaped value) find
+//! the few places a check could match, and the check's own regex runs only
+//! there, with the surrounding text as context. Custom patterns add one
+//! pass of one `RegexSet` over all of them. See [`scan`].
 //!
 //! ## Seams
 //!

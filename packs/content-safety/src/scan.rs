@@ -1,25 +1,59 @@
-//! The scanner: every check in one pass over the text.
+//! The scanner: every check in one pass over the text, at memory speed.
 //!
-//! All checks are compiled into one [`RegexSet`] (a single lazy DFA over
-//! the union of the patterns, ASCII-only classes for the built-in checks),
-//! so finding which checks fire costs one pass however many checks are on.
-//! Only where a check fires is its own regex run again: for the spans to
-//! redact, and for the card check's Luhn verification.
+//! No check's regex scans the whole text. Two prefilters find where a
+//! built-in check could match, and the check's own regex runs only there
+//! (anchored, or over a few bytes around the spot), with the surrounding
+//! text as context for `\b`:
+//!
+//! * one multi-pattern regex of the literals every match starts with or
+//!   contains (`@`, `AKIA`, `sk-`, `ghp_`, `xox?-`, `-----BEGIN `, the
+//!   password words in any case, `10.`, `172.`, `192.168.`), which the
+//!   regex engine searches with SIMD literal search (Teddy / memchr);
+//! * a byte-class scan, eight bytes at a time, for the end of every
+//!   number-shaped value: four digits after a digit and a separator or
+//!   digit (how every phone, SSN and card number ends).
+//!
+//! Custom patterns (if any) add one pass of one [`regex::bytes::RegexSet`]
+//! over all of them. ASCII classes (`(?-u)`) keep the built-in automata
+//! small.
 
 use crate::config::{Action, Config};
 use chimera_plugin_api::prelude::PackError;
-use regex::bytes::{Regex, RegexSet};
+use regex::bytes::RegexSet;
+use regex_automata::meta::Regex;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input};
 use std::ops::Range;
 
 /// What replaces each redacted span.
 pub const REDACTED: &str = "[REDACTED]";
 
+/// How the prefilters find a built-in check's candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    /// Every match starts with a match of this literal alternation: the
+    /// check runs anchored there.
+    Starts(&'static str),
+    /// Every match contains this literal and no whitespace: the check runs
+    /// over the run of non-whitespace around it.
+    Within(&'static str),
+    /// Every match ends a number-shaped value: the check runs over the
+    /// [`NUMBER_WINDOW`] bytes before its end.
+    Number,
+}
+
+/// How far back from its end a number-shaped match may start (the longest,
+/// a card number with separators, has 19 bytes; a phone number with `+1`
+/// and parentheses 17).
+const NUMBER_WINDOW: usize = 24;
+
 /// A built-in check: its name in reasons, its pattern (in the syntax
-/// Python's `re` and Rust's `regex` share, ASCII semantics), and whether a
-/// match must also pass the Luhn check.
+/// Python's `re` and Rust's `regex` share, ASCII semantics), how its
+/// candidates are found, and whether a match must also pass the Luhn check.
 struct Builtin {
     name: &'static str,
     pattern: &'static str,
+    anchor: Anchor,
     luhn: bool,
     enabled: fn(&Config) -> bool,
 }
@@ -29,48 +63,56 @@ const BUILTINS: [Builtin; 8] = [
     Builtin {
         name: "email",
         pattern: r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+        anchor: Anchor::Within("@"),
         luhn: false,
         enabled: |c| c.check_pii_email,
     },
     Builtin {
         name: "phone",
         pattern: r"(?:\+1[-. ]?)?(?:\(\d{3}\) ?|\b\d{3}[-. ])\d{3}[-. ]\d{4}\b",
+        anchor: Anchor::Number,
         luhn: false,
         enabled: |c| c.check_pii_phone,
     },
     Builtin {
         name: "ssn",
         pattern: r"\b\d{3}-\d{2}-\d{4}\b",
+        anchor: Anchor::Number,
         luhn: false,
         enabled: |c| c.check_pii_ssn,
     },
     Builtin {
         name: "api_key",
         pattern: r"\bAKIA[0-9A-Z]{16}\b|\bsk-[A-Za-z0-9]{20,}|\bghp_[A-Za-z0-9]{36}\b|\bxox[bporas]-[A-Za-z0-9-]{10,}",
+        anchor: Anchor::Starts(r"AKIA|sk-|ghp_|xox[bporas]-"),
         luhn: false,
         enabled: |c| c.check_secrets_api_key,
     },
     Builtin {
         name: "private_key",
         pattern: r"-----BEGIN [A-Z ]*PRIVATE KEY",
+        anchor: Anchor::Starts("-----BEGIN "),
         luhn: false,
         enabled: |c| c.check_secrets_private_key,
     },
     Builtin {
         name: "password",
         pattern: r"(?i)(?:password|passwd|pwd|secret|token)\s*[:=]\s*\S+",
+        anchor: Anchor::Starts("(?i)password|passwd|pwd|secret|token"),
         luhn: false,
         enabled: |c| c.check_secrets_password,
     },
     Builtin {
         name: "credit_card",
         pattern: r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
+        anchor: Anchor::Number,
         luhn: true,
         enabled: |c| c.check_credit_card,
     },
     Builtin {
         name: "ip_internal",
         pattern: r"\b(?:10\.\d{1,3}\.\d{1,3}\.\d{1,3}|172\.(?:1[6-9]|2\d|3[01])\.\d{1,3}\.\d{1,3}|192\.168\.\d{1,3}\.\d{1,3})\b",
+        anchor: Anchor::Starts(r"10\.|172\.|192\.168\."),
         luhn: false,
         enabled: |c| c.check_ip_internal,
     },
@@ -81,6 +123,8 @@ const BUILTINS: [Builtin; 8] = [
 struct Check {
     name: String,
     regex: Regex,
+    /// `None` for a custom pattern.
+    anchor: Option<Anchor>,
     luhn: bool,
 }
 
@@ -88,7 +132,14 @@ struct Check {
 #[derive(Debug)]
 pub struct Scanner {
     checks: Vec<Check>,
-    set: RegexSet,
+    /// The literal prefilters (one for the literals matches start with,
+    /// one for those they contain): pattern *i* of each is the anchor of
+    /// the check at index *i* of its list.
+    literals: Vec<(Regex, Vec<usize>)>,
+    /// The checks found by the number scan.
+    number_checks: Vec<usize>,
+    /// All custom patterns, and the check index of the first.
+    custom: Option<(RegexSet, usize)>,
 }
 
 /// The enabled checks' names and patterns, in check order, as written:
@@ -109,9 +160,9 @@ pub fn patterns(config: &Config) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A regex error as one line: its last line (the description), without
-/// the `error: ` prefix and the caret diagram above it.
-fn one_line(error: &regex::Error) -> String {
+/// An error as one line: its last non-empty line (the description),
+/// without the `error: ` prefix and the caret diagram above it.
+fn one_line(error: &impl std::fmt::Display) -> String {
     let text = error.to_string();
     let last = text
         .lines()
@@ -121,68 +172,209 @@ fn one_line(error: &regex::Error) -> String {
     last.trim().trim_start_matches("error: ").to_owned()
 }
 
+/// A built-in pattern compiled: ASCII classes, matching bytes.
+fn ascii(pattern: &str) -> Result<Regex, String> {
+    Regex::builder()
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .build(pattern)
+        .map_err(|e| one_line(&e))
+}
+
+/// The ASCII whitespace `\s` matches.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
 impl Scanner {
     /// Compiles the enabled checks. An invalid custom pattern is an error.
     pub fn new(config: &Config) -> Result<Scanner, PackError> {
         let mut checks = Vec::new();
-        let mut sources = Vec::new();
+        // (anchor literals, their checks) for `Starts`, then `Within`.
+        let mut groups: [(Vec<&str>, Vec<usize>); 2] = Default::default();
+        let mut number_checks = Vec::new();
         for builtin in BUILTINS.iter().filter(|b| (b.enabled)(config)) {
-            // ASCII classes: the lazy DFA stays small and fast.
-            let source = format!("(?-u){}", builtin.pattern);
-            let regex = Regex::new(&source)
-                .map_err(|e| PackError::msg(format!("check {}: {}", builtin.name, one_line(&e))))?;
+            let regex = ascii(builtin.pattern)
+                .map_err(|e| PackError::msg(format!("check {}: {e}", builtin.name)))?;
+            match builtin.anchor {
+                Anchor::Starts(literals) => {
+                    groups[0].0.push(literals);
+                    groups[0].1.push(checks.len());
+                }
+                Anchor::Within(literals) => {
+                    groups[1].0.push(literals);
+                    groups[1].1.push(checks.len());
+                }
+                Anchor::Number => number_checks.push(checks.len()),
+            }
             checks.push(Check {
                 name: builtin.name.to_owned(),
                 regex,
+                anchor: Some(builtin.anchor),
                 luhn: builtin.luhn,
             });
-            sources.push(source);
         }
+        let mut literals = Vec::new();
+        for (anchors, owners) in groups {
+            if anchors.is_empty() {
+                continue;
+            }
+            let regex = Regex::builder()
+                .syntax(syntax::Config::new().unicode(false).utf8(false))
+                .build_many(&anchors)
+                .map_err(|e| PackError::msg(format!("checks: {}", one_line(&e))))?;
+            literals.push((regex, owners));
+        }
+        let first_custom = checks.len();
         for pattern in &config.custom_patterns {
-            let regex = Regex::new(pattern).map_err(|e| {
-                PackError::msg(format!("custom pattern {pattern:?}: {}", one_line(&e)))
-            })?;
+            let regex = Regex::builder()
+                .syntax(syntax::Config::new().utf8(false))
+                .build(pattern)
+                .map_err(|e| {
+                    PackError::msg(format!("custom pattern {pattern:?}: {}", one_line(&e)))
+                })?;
             checks.push(Check {
                 name: format!("custom:{pattern}"),
                 regex,
+                anchor: None,
                 luhn: false,
             });
-            sources.push(pattern.clone());
         }
-        let set = RegexSet::new(&sources)
-            .map_err(|e| PackError::msg(format!("checks: {}", one_line(&e))))?;
-        Ok(Scanner { checks, set })
+        let custom = if config.custom_patterns.is_empty() {
+            None
+        } else {
+            let set = RegexSet::new(&config.custom_patterns)
+                .map_err(|e| PackError::msg(format!("custom patterns: {}", one_line(&e))))?;
+            Some((set, first_custom))
+        };
+        Ok(Scanner {
+            checks,
+            literals,
+            number_checks,
+            custom,
+        })
     }
 
-    /// The checks that fire on `text`, in check order (one pass; the card
-    /// check's candidates are Luhn-verified only where it fires).
+    /// The matches of check `index` that its prefilter found at `at`
+    /// (a literal's start, or the end of a number-shaped value), each
+    /// handed to `sink` until it answers false. Verified: the Luhn check
+    /// too. Returns false when `sink` asked to stop.
+    fn verify(
+        &self,
+        index: usize,
+        bytes: &[u8],
+        at: usize,
+        sink: &mut dyn FnMut(usize, Range<usize>) -> bool,
+    ) -> bool {
+        let check = &self.checks[index];
+        let range = match check.anchor {
+            Some(Anchor::Starts(_)) => {
+                let input = Input::new(bytes).range(at..).anchored(Anchored::Yes);
+                return match check.regex.search(&input) {
+                    Some(found) => sink(index, found.range()),
+                    None => true,
+                };
+            }
+            Some(Anchor::Within(_)) => {
+                let start = bytes[..at]
+                    .iter()
+                    .rposition(|&b| is_space(b))
+                    .map_or(0, |i| i + 1);
+                let end = bytes[at..]
+                    .iter()
+                    .position(|&b| is_space(b))
+                    .map_or(bytes.len(), |i| at + i);
+                start..end
+            }
+            Some(Anchor::Number) => at.saturating_sub(NUMBER_WINDOW)..at,
+            None => 0..bytes.len(),
+        };
+        for found in check.regex.find_iter(Input::new(bytes).range(range)) {
+            if check.luhn && !luhn(&bytes[found.range()]) {
+                continue;
+            }
+            if !sink(index, found.range()) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Every verified match in `bytes`, as (check, span), handed to `sink`
+    /// until it answers false. `wanted(check)` false skips a check's
+    /// candidates. A span may be reported more than once.
+    fn visit(
+        &self,
+        bytes: &[u8],
+        wanted: &dyn Fn(usize) -> bool,
+        sink: &mut dyn FnMut(usize, Range<usize>) -> bool,
+    ) {
+        for (literals, owners) in &self.literals {
+            let mut from = 0;
+            while let Some(found) = literals.search(&Input::new(bytes).range(from..)) {
+                let check = owners[found.pattern().as_usize()];
+                if wanted(check) && !self.verify(check, bytes, found.start(), sink) {
+                    return;
+                }
+                from = found.start() + 1;
+            }
+        }
+        if self.number_checks.iter().any(|&c| wanted(c)) {
+            let mut go_on = true;
+            number_ends(bytes, |end| {
+                for &check in &self.number_checks {
+                    if wanted(check) && !self.verify(check, bytes, end, sink) {
+                        go_on = false;
+                        return false;
+                    }
+                }
+                true
+            });
+            if !go_on {
+                return;
+            }
+        }
+        if let Some((set, first)) = &self.custom {
+            for i in &set.matches(bytes) {
+                if wanted(first + i) && !self.verify(first + i, bytes, 0, sink) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The checks that fire on `text`, in check order. Each check stops
+    /// being verified once it fired, and the scan stops once all fired.
     #[must_use]
     pub fn triggered(&self, text: &str) -> Vec<usize> {
-        let bytes = text.as_bytes();
-        self.set
-            .matches(bytes)
-            .into_iter()
-            .filter(|&i| !self.checks[i].luhn || self.spans(i, bytes).next().is_some())
-            .collect()
+        let fired: Vec<std::cell::Cell<bool>> = (0..self.checks.len())
+            .map(|_| std::cell::Cell::new(false))
+            .collect();
+        let mut left = self.checks.len();
+        self.visit(
+            text.as_bytes(),
+            &|check| !fired[check].get(),
+            &mut |check, _| {
+                if !fired[check].replace(true) {
+                    left -= 1;
+                }
+                left > 0
+            },
+        );
+        (0..self.checks.len()).filter(|&i| fired[i].get()).collect()
     }
 
-    /// Every match of check `index` in `bytes` (verified), as byte ranges.
-    pub(crate) fn spans<'t>(
-        &'t self,
-        index: usize,
-        bytes: &'t [u8],
-    ) -> impl Iterator<Item = Range<usize>> + 't {
-        let check = &self.checks[index];
-        check
-            .regex
-            .find_iter(bytes)
-            .filter(move |m| !check.luhn || luhn(m.as_bytes()))
-            .map(|m| m.range())
-    }
-
-    /// The checks that may fire somewhere in `bytes` (unverified).
-    pub(crate) fn candidates(&self, bytes: &[u8]) -> impl Iterator<Item = usize> {
-        self.set.matches(bytes).into_iter()
+    /// Every match of every check in `bytes`, sorted by check then span,
+    /// without duplicates.
+    #[must_use]
+    pub fn matches(&self, bytes: &[u8]) -> Vec<(usize, Range<usize>)> {
+        let mut all = Vec::new();
+        self.visit(bytes, &|_| true, &mut |check, span| {
+            all.push((check, span));
+            true
+        });
+        all.sort_unstable_by_key(|(check, span)| (*check, span.start, span.end));
+        all.dedup();
+        all
     }
 
     /// The names of `checks`, joined with `, `.
@@ -196,24 +388,73 @@ impl Scanner {
     }
 
     /// `text` with every match of every firing check replaced by
-    /// [`REDACTED`] (overlapping and touching spans merged into one), and
-    /// the checks that fired; `None` when none fires.
+    /// [`REDACTED`] (overlapping matches are one marker), and the checks
+    /// that fired; `None` when none fires.
     #[must_use]
     pub fn redact(&self, text: &str) -> Option<(String, Vec<usize>)> {
-        let bytes = text.as_bytes();
-        let mut fired = Vec::new();
-        let mut spans = Vec::new();
-        for index in self.candidates(bytes) {
-            let before = spans.len();
-            spans.extend(self.spans(index, bytes));
-            if spans.len() > before {
-                fired.push(index);
-            }
-        }
-        if fired.is_empty() {
+        let found = self.matches(text.as_bytes());
+        if found.is_empty() {
             return None;
         }
+        let mut fired: Vec<usize> = found.iter().map(|(check, _)| *check).collect();
+        fired.dedup();
+        let spans = found.into_iter().map(|(_, span)| span).collect();
         Some((replace_spans(text, spans), fired))
+    }
+}
+
+/// One flag (the byte's high bit) per byte of `word` that is an ASCII digit.
+fn digit_flags(word: u64) -> u64 {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    let t = word ^ (0x30 * LOW);
+    let not_digit = (((t >> 4) & (0x0F * LOW)) + 0x7F * LOW) | ((t & (0x0F * LOW)) + 0x76 * LOW);
+    !not_digit & (0x80 * LOW)
+}
+
+/// One flag (the byte's high bit) per byte of `word` equal to `byte`.
+fn byte_flags(word: u64, byte: u8) -> u64 {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    let y = word ^ (u64::from(byte) * LOW);
+    !(((y & (0x7F * LOW)) + 0x7F * LOW) | y) & (0x80 * LOW)
+}
+
+/// Calls `f` with the end (exclusive) of every run of four digits that
+/// follows a separator (space, `-`, `.`) or digit that follows a digit —
+/// how every phone, SSN and card number ends — until `f` answers false.
+/// Eight bytes at a time; separators are looked at only where four digits
+/// end.
+fn number_ends(bytes: &[u8], mut f: impl FnMut(usize) -> bool) {
+    let mut words = bytes.chunks_exact(8);
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    let (mut digits, mut previous) = (0u64, 0u64);
+    let mut at = 0;
+    let all = (&mut words)
+        .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+        .chain(std::iter::once(u64::from_le_bytes(tail)));
+    for word in all {
+        let d = digit_flags(word);
+        // This word's flags above the previous word's: byte k of the upper
+        // half is byte k of this word, and shifting by 8·j looks j back.
+        let dd = (u128::from(d) << 64) | u128::from(digits);
+        let runs = dd & (dd << 8) & (dd << 16) & (dd << 24);
+        if runs >> 64 != 0 {
+            let shaped = |w: u64, d: u64| {
+                d | byte_flags(w, b' ') | byte_flags(w, b'-') | byte_flags(w, b'.')
+            };
+            let ss = (u128::from(shaped(word, d)) << 64) | u128::from(shaped(previous, digits));
+            let mut hits = u64::try_from((runs & (ss << 32) & (dd << 40)) >> 64).unwrap_or(0);
+            while hits != 0 {
+                let byte = hits.trailing_zeros() as usize / 8;
+                if !f(at + byte + 1) {
+                    return;
+                }
+                hits &= hits - 1;
+            }
+        }
+        digits = d;
+        previous = word;
+        at += 8;
     }
 }
 
@@ -440,5 +681,104 @@ mod tests {
             error.starts_with("custom pattern \"(unclosed\": "),
             "{error}"
         );
+    }
+
+    #[test]
+    fn number_ends_are_found_across_word_boundaries_and_in_the_tail() {
+        let ends = |text: &str| {
+            let mut all = Vec::new();
+            number_ends(text.as_bytes(), |end| {
+                all.push(end);
+                true
+            });
+            all
+        };
+        assert_eq!(ends("ab 123-45-6789"), [14]);
+        assert_eq!(ends("1234567"), [6, 7]);
+        assert_eq!(ends("seven x 555 123 4567."), [20]);
+        assert_eq!(
+            ends("2026-12-02 12:03:55.123 in 4321 ms"),
+            Vec::<usize>::new()
+        );
+    }
+
+    #[test]
+    fn checks_see_the_text_around_their_candidates() {
+        let all = scanner(serde_json::json!({}));
+        for text in [
+            "x4111111111111111",
+            "41111111111111112",
+            "abc123-45-6789",
+            "sk-short",
+        ] {
+            assert_eq!(fired(&all, text), "", "{text}");
+        }
+        // Literals that overlap another check's are still seen.
+        assert_eq!(fired(&all, "sk-----BEGIN RSA PRIVATE KEY"), "private_key");
+        assert_eq!(fired(&all, "secretoken: abc"), "password");
+    }
+
+    /// Every check's regex over the whole text, one after another: what
+    /// the prefilters must agree with.
+    fn reference(config: &Config, text: &str) -> String {
+        let names: Vec<String> = patterns(config)
+            .into_iter()
+            .filter(|(name, pattern)| {
+                let regex = regex::bytes::Regex::new(&format!("(?-u){pattern}")).unwrap();
+                let mut found = regex.find_iter(text.as_bytes());
+                if name == "credit_card" {
+                    found.any(|m| luhn(m.as_bytes()))
+                } else {
+                    found.next().is_some()
+                }
+            })
+            .map(|(name, _)| name)
+            .collect();
+        names.join(", ")
+    }
+
+    const PIECES: [&str; 28] = [
+        " ",
+        " ",
+        "\n",
+        "-",
+        ".",
+        "x",
+        "word",
+        "2026-12-02",
+        "12",
+        "7",
+        "4111 1111 1111 1111",
+        "4111111111111111",
+        "123-45-6789",
+        "555-123-4567",
+        "(555) 123-4567",
+        "bob@example.com",
+        "@",
+        "example.com",
+        "AKIAIOSFODNN7EXAMPLE",
+        "sk-abcdefghijklmnopqrstuvwx",
+        "xoxb-",
+        "1234567890",
+        "-----BEGIN ",
+        "RSA PRIVATE KEY",
+        "Password",
+        ": hunter2",
+        "10.1.2.3",
+        "192.168.",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn the_prefiltered_scan_fires_exactly_the_checks_a_full_regex_pass_fires(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..24)
+        ) {
+            let text: String = picks.iter().map(|&i| PIECES[i]).collect();
+            let config = Config::default();
+            let all = Scanner::new(&config).unwrap();
+            proptest::prop_assert_eq!(fired(&all, &text), reference(&config, &text), "{:?}", text);
+        }
     }
 }

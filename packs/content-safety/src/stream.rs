@@ -77,20 +77,16 @@ pub fn judge(
     let window = &full.as_bytes()[start..];
     let mut fired = Vec::new();
     let mut hold = full.len();
-    for index in scanner.candidates(window) {
-        let mut hit = false;
-        for span in scanner.spans(index, window) {
-            let (from, to) = (start + span.start, start + span.end);
-            if to <= released {
-                continue;
-            }
-            if !last && to == full.len() {
-                hold = hold.min(from);
-                continue;
-            }
-            hit = true;
+    for (index, span) in scanner.matches(window) {
+        let (from, to) = (start + span.start, start + span.end);
+        if to <= released {
+            continue;
         }
-        if hit {
+        if !last && to == full.len() {
+            hold = hold.min(from);
+            continue;
+        }
+        if fired.last() != Some(&index) {
             fired.push(index);
         }
     }
