@@ -6,9 +6,7 @@
 use crate::harness::{script, Harness};
 use crate::helpers::{manager, run as run_chain_once};
 use chimera_host::agent::StreamGate;
-use chimera_host::interception::{
-    run_chain, ChainContext, InterceptDecision, Interceptor, Interceptors, SessionFacts,
-};
+use chimera_host::interception::{run_chain, ChainContext, Interceptors, SessionFacts};
 use chimera_host::plugins::{interceptors_of, PluginManager};
 use chimera_tests::cli::Ran;
 use chimera_tests::packs_dir;
@@ -235,39 +233,29 @@ fn content_safety_blocks_an_answer_through_the_binary_showing_only_the_notice() 
 }
 
 #[test]
-fn content_safety_redacts_before_a_later_ban_check_which_never_sees_the_redacted_word() {
-    // A ban check on `output` after the pack (host chains run after
-    // plugin chains): it blocks any answer containing `forbidden`.
-    let ban = || {
-        let mut host = Interceptors::new();
-        host.output.push(Interceptor::output("ban", |answer| {
-            Ok(if answer.contains("forbidden") {
-                InterceptDecision::Block("Output contains prohibited term: \"forbidden\"".into())
-            } else {
-                InterceptDecision::Allow
-            })
-        }));
-        host
-    };
+fn content_safety_redacts_before_a_later_stop_words_gate_which_never_sees_the_redacted_word() {
+    let dir = tempfile::tempdir().unwrap();
     let answer = json!([{"content": "write to forbidden@example.com or bob@example.com now"}]);
-    let redacting = loaded(&json!({"action": "redact"}));
-    let run = Harness::new(script(answer.clone()))
-        .registry(Arc::clone(redacting.registry()))
-        .host(ban())
-        .run("go");
-    assert!(run.result.success, "{:?}", run.result);
-    assert_eq!(run.result.output, "write to [REDACTED] or [REDACTED] now");
-    let events = serde_json::to_string(&*run.events.lock().unwrap()).unwrap();
-    assert!(!events.contains("@example.com"), "{events}");
-
-    // The ban check itself works: without redaction it blocks.
-    let blocking = loaded(&json!({"check_pii_email": false}));
-    let run = Harness::new(script(answer))
-        .registry(Arc::clone(blocking.registry()))
-        .host(ban())
-        .run("go");
+    let redact = ("content-safety", json!({"action": "redact"}));
+    let ban = ("stop-words", json!({"words": ["forbidden"]}));
+    let ran = chimera(dir.path(), &[redact.clone(), ban.clone()], &answer, &[]);
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let end = ran.of_type("run_end").pop().expect("run_end");
     assert_eq!(
-        run.result.reason.to_string(),
+        (&end["success"], &end["output"]),
+        (
+            &json!(true),
+            &json!("write to [REDACTED] or [REDACTED] now")
+        )
+    );
+    assert!(ran.of_type("notice").is_empty(), "{}", ran.stdout());
+    assert!(!ran.stdout().contains("@example.com"), "{}", ran.stdout());
+
+    // Loaded first, the ban check sees the address and blocks.
+    let ran = chimera(dir.path(), &[ban, redact], &answer, &[]);
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        end["reason"],
         "output_blocked: Output contains prohibited term: \"forbidden\""
     );
 }

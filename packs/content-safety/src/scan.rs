@@ -434,6 +434,13 @@ fn number_ends(bytes: &[u8], mut f: impl FnMut(usize) -> bool) {
         .chain(std::iter::once(u64::from_le_bytes(tail)));
     for word in all {
         let d = digit_flags(word);
+        if d == 0 {
+            // No run of digits ends in this word.
+            digits = 0;
+            previous = word;
+            at += 8;
+            continue;
+        }
         // This word's flags above the previous word's: byte k of the upper
         // half is byte k of this word, and shifting by 8·j looks j back.
         let dd = (u128::from(d) << 64) | u128::from(digits);
