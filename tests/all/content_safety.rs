@@ -6,7 +6,9 @@
 use crate::harness::{script, Harness};
 use crate::helpers::{manager, run as run_chain_once};
 use chimera_host::agent::StreamGate;
-use chimera_host::interception::{run_chain, ChainContext, Interceptors, SessionFacts};
+use chimera_host::interception::{
+    run_chain, ChainContext, Interceptor, Interceptors, SessionFacts,
+};
 use chimera_host::plugins::{interceptors_of, PluginManager};
 use chimera_tests::cli::Ran;
 use chimera_tests::packs_dir;
@@ -153,7 +155,8 @@ fn content_safety_switches_and_custom_patterns_decide_which_checks_run() {
 }
 
 #[test]
-fn content_safety_registers_output_by_default_and_each_opt_in_seam_only_when_configured() {
+fn content_safety_registers_output_by_default_each_opt_in_seam_only_when_configured_and_all_fail_closed(
+) {
     let chains = |config: Value| {
         let all = loaded(&config).registry().get_all();
         (
@@ -177,6 +180,14 @@ fn content_safety_registers_output_by_default_and_each_opt_in_seam_only_when_con
         (1, 0, 1, 0)
     );
     assert_eq!(chains(json!({"scan_stream": true})), (1, 0, 0, 1));
+
+    // A content gate never fails open: every interceptor fails closed.
+    let manager = loaded(&json!({"scan_tool_results": true, "scan_llm_responses": true}));
+    let all = manager.registry().get_all();
+    assert!(all.output.iter().all(Interceptor::fails_closed));
+    assert!(all.tool_result.iter().all(Interceptor::fails_closed));
+    assert!(all.model_response.iter().all(Interceptor::fails_closed));
+    assert!(all.stream_chunk.iter().all(Interceptor::fails_closed));
 }
 
 #[test]

@@ -74,7 +74,8 @@
 //! eight `check_*` switches, `custom_patterns` (default none),
 //! `scan_tool_results`, `scan_llm_responses` (both default false),
 //! `scan_stream` (see above), `stream_hold_back` (bytes, default 0).
-//! Unknown keys, another action and an invalid pattern are load errors.
+//! Unknown keys, another action, an invalid pattern and one that matches
+//! the empty text are load errors (one line).
 
 mod config;
 mod gate;

@@ -232,6 +232,12 @@ impl Scanner {
                 .map_err(|e| {
                     PackError::msg(format!("custom pattern {pattern:?}: {}", one_line(&e)))
                 })?;
+            if regex.is_match("") {
+                // It would fire on every text, and redact nothing.
+                return Err(PackError::msg(format!(
+                    "custom pattern {pattern:?} matches the empty text"
+                )));
+            }
             checks.push(Check {
                 name: format!("custom:{pattern}"),
                 regex,
@@ -679,7 +685,7 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_custom_pattern_is_a_one_line_error() {
+    fn an_invalid_custom_pattern_or_one_matching_empty_text_is_a_one_line_error() {
         let config: Config =
             serde_json::from_value(serde_json::json!({"custom_patterns": ["(unclosed"]})).unwrap();
         let error = Scanner::new(&config).unwrap_err().to_string();
@@ -688,6 +694,10 @@ mod tests {
             error.starts_with("custom pattern \"(unclosed\": "),
             "{error}"
         );
+        let config: Config =
+            serde_json::from_value(serde_json::json!({"custom_patterns": ["x*"]})).unwrap();
+        let error = Scanner::new(&config).unwrap_err().to_string();
+        assert_eq!(error, "custom pattern \"x*\" matches the empty text");
     }
 
     #[test]
