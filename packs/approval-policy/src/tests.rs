@@ -63,7 +63,7 @@ fn a_prompt_template_renders_payload_paths_and_missing_ones_empty() {
     );
     let payload = ApprovalPolicy::tool_payload("t", "id9", json!({"n": 3, "list": ["a", "b"]}), 4);
     assert_eq!(
-        rule::render(
+        crate::rule::render(
             "{tool}/{id} n={args.n} [{args.list.1}] turn {turn_id} <{args.nope}>",
             &payload
         ),
@@ -71,7 +71,7 @@ fn a_prompt_template_renders_payload_paths_and_missing_ones_empty() {
     );
     // Braces around anything but a path are kept.
     assert_eq!(
-        rule::render("{} { tool } {tool", &payload),
+        crate::rule::render("{} { tool } {tool", &payload),
         "{} { tool } {tool"
     );
 }

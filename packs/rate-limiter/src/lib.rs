@@ -43,171 +43,29 @@
 //! (default `Rate limit reached. Pausing for {seconds}s...`) and
 //! `queue: {"max_pending": n}` (≥ 1, default 100). Anything else, or a value
 //! out of range, refuses the load with one line.
+//!
+//! ```
+//! use chimera_plugin_api::prelude::Pack;
+//! use rate_limiter::{Answer, RateLimiter};
+//!
+//! let config = serde_json::from_str(r#"{"requests_per_minute": 1, "window_seconds": 30.5}"#)?;
+//! let gate = RateLimiter::new(config).map_err(|e| e.to_string())?;
+//! assert_eq!(gate.judge("conversation-1"), Answer::Admit);
+//! let Answer::Pause { reason, notice, .. } = gate.judge("conversation-1") else {
+//!     unreachable!("the window holds one request")
+//! };
+//! // A wait of just under 30.5 s: whole seconds plus one.
+//! assert_eq!(reason, "Rate limited: retry in 31s");
+//! assert_eq!(notice, "Rate limit reached. Pausing for 31s...");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod config;
+mod limiter;
 mod window;
 
 pub use config::{Config, Mode, Queue};
+pub use limiter::{Answer, Clock, RateLimiter, SystemClock};
 pub use window::{Handover, Verdict, Window};
 
-use chimera_plugin_api::prelude::*;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
-/// Where the limiter reads the time: the system's monotonic clock, or a
-/// test's own.
-pub trait Clock: Send + Sync + 'static {
-    /// The current instant.
-    fn now(&self) -> Instant;
-}
-
-/// [`Instant::now`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-}
-
-/// What the gate answers one request, texts rendered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Send it.
-    Admit,
-    /// Pause the turn for `wait`, then offer it again.
-    Pause {
-        /// How long.
-        wait: Duration,
-        /// `Rate limited: retry in <s>s` (or the queued form).
-        reason: String,
-        /// The rendered pause message.
-        notice: String,
-    },
-    /// Queue full: block it.
-    Reject {
-        /// `Rate limited: queue full (max_pending=<n>)`.
-        reason: String,
-        /// `Rate limit queue full (<n> pending). Request rejected.`
-        notice: String,
-    },
-}
-
-/// The rate-limiter pack.
-pub struct RateLimiter {
-    window: Mutex<Window>,
-    clock: Box<dyn Clock>,
-    mode: Mode,
-    max_pending: u32,
-    pause_message: String,
-}
-
-impl RateLimiter {
-    /// A limiter reading the time from `clock`.
-    pub fn with_clock(config: Config, clock: impl Clock) -> Result<Self, PackError> {
-        config.validate()?;
-        let window = Window::new(
-            config.requests_per_minute,
-            config.window()?,
-            config.mode,
-            config.queue.max_pending,
-        );
-        Ok(RateLimiter {
-            window: Mutex::new(window),
-            clock: Box::new(clock),
-            mode: config.mode,
-            max_pending: config.queue.max_pending,
-            pause_message: config.pause_message,
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Window> {
-        self.window.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The answer to a request from conversation `session`, now.
-    pub fn judge(&self, session: &str) -> Answer {
-        let now = self.clock.now();
-        let verdict = self.lock().offer(session, now);
-        match verdict {
-            Verdict::Admit => Answer::Admit,
-            Verdict::Wait { wait } => {
-                let seconds = wait.as_secs() + 1;
-                let reason = match self.mode {
-                    Mode::Reject => format!("Rate limited: retry in {seconds}s"),
-                    Mode::Queue => format!("Rate limited (queued): retry in ~{seconds}s"),
-                };
-                Answer::Pause {
-                    wait,
-                    reason,
-                    notice: self
-                        .pause_message
-                        .replace("{seconds}", &seconds.to_string()),
-                }
-            }
-            Verdict::QueueFull => Answer::Reject {
-                reason: format!(
-                    "Rate limited: queue full (max_pending={})",
-                    self.max_pending
-                ),
-                notice: format!(
-                    "Rate limit queue full ({} pending). Request rejected.",
-                    self.max_pending
-                ),
-            },
-        }
-    }
-}
-
-impl Pack for RateLimiter {
-    const NAME: &'static str = "rate-limiter";
-    const VERSION: &'static str = "1.0.0";
-    const DESCRIPTION: &'static str =
-        "keeps provider calls within a number per sliding window by pausing the turn";
-    const SEAMS: &'static [SeamKind] = &[SeamKind::ProviderRequest];
-    type Config = Config;
-
-    fn new(config: Config) -> Result<Self, PackError> {
-        RateLimiter::with_clock(config, SystemClock)
-    }
-
-    /// The window, reservations included, so a hot-swapped build goes on
-    /// counting where this one stopped.
-    fn export_state(&self) -> Option<serde_json::Value> {
-        let handover = self.lock().handover(self.clock.now());
-        serde_json::to_value(handover).ok()
-    }
-
-    fn import_state(&self, state: serde_json::Value) -> Result<(), PackError> {
-        let handover: Handover = serde_json::from_value(state)
-            .map_err(|e| PackError::msg(format!("the earlier build's window: {e}")))?;
-        self.lock().take_over(&handover, self.clock.now());
-        Ok(())
-    }
-
-    fn register(self: Arc<Self>, registrar: &mut Registrar) {
-        registrar.provider_request_gate("window", move |session, _| {
-            Ok(match self.judge(session.id()) {
-                Answer::Admit => GateDecision::Allow,
-                Answer::Pause {
-                    wait,
-                    reason,
-                    notice,
-                } => {
-                    session.notice(notice);
-                    GateDecision::RetryAfter { wait, reason }
-                }
-                Answer::Reject { reason, notice } => {
-                    session.notice(notice);
-                    GateDecision::Block(reason)
-                }
-            })
-        });
-    }
-}
-
 chimera_plugin_api::export_packs!(RateLimiter);
-
-#[cfg(test)]
-mod tests;
