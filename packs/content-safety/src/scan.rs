@@ -430,45 +430,46 @@ fn byte_flags(word: u64, byte: u8) -> u64 {
 /// Eight bytes at a time; separators are looked at only where four digits
 /// end.
 fn number_ends(bytes: &[u8], mut f: impl FnMut(usize) -> bool) {
-    let mut words = bytes.chunks_exact(8);
-    let mut tail = [0u8; 8];
-    tail[..words.remainder().len()].copy_from_slice(words.remainder());
     let (mut digits, mut previous) = (0u64, 0u64);
-    let mut at = 0;
-    let all = (&mut words)
-        .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
-        .chain(std::iter::once(u64::from_le_bytes(tail)));
-    for word in all {
+    // One word; false when `f` asked to stop.
+    let mut step = |word: u64, at: usize| -> bool {
         let d = digit_flags(word);
-        if d == 0 {
-            // No run of digits ends in this word.
-            digits = 0;
-            previous = word;
-            at += 8;
-            continue;
-        }
-        // This word's flags above the previous word's: byte k of the upper
-        // half is byte k of this word, and shifting by 8·j looks j back.
-        let dd = (u128::from(d) << 64) | u128::from(digits);
-        let runs = dd & (dd << 8) & (dd << 16) & (dd << 24);
-        if runs >> 64 != 0 {
-            let shaped = |w: u64, d: u64| {
-                d | byte_flags(w, b' ') | byte_flags(w, b'-') | byte_flags(w, b'.')
-            };
-            let ss = (u128::from(shaped(word, d)) << 64) | u128::from(shaped(previous, digits));
-            let mut hits = u64::try_from((runs & (ss << 32) & (dd << 40)) >> 64).unwrap_or(0);
-            while hits != 0 {
-                let byte = hits.trailing_zeros() as usize / 8;
-                if !f(at + byte + 1) {
-                    return;
+        if d != 0 {
+            // This word's flags above the previous word's: byte k of the
+            // upper half is byte k of this word, shifting by 8·j looks j back.
+            let dd = (u128::from(d) << 64) | u128::from(digits);
+            let runs = dd & (dd << 8) & (dd << 16) & (dd << 24);
+            if runs >> 64 != 0 {
+                let shaped = |w: u64, d: u64| {
+                    d | byte_flags(w, b' ') | byte_flags(w, b'-') | byte_flags(w, b'.')
+                };
+                let ss = (u128::from(shaped(word, d)) << 64) | u128::from(shaped(previous, digits));
+                let mut hits = u64::try_from((runs & (ss << 32) & (dd << 40)) >> 64).unwrap_or(0);
+                while hits != 0 {
+                    let byte = hits.trailing_zeros() as usize / 8;
+                    if !f(at + byte + 1) {
+                        return false;
+                    }
+                    hits &= hits - 1;
                 }
-                hits &= hits - 1;
             }
         }
         digits = d;
         previous = word;
+        true
+    };
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for w in &mut words {
+        let word = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if !step(word, at) {
+            return;
+        }
         at += 8;
     }
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    step(u64::from_le_bytes(tail), at);
 }
 
 /// `text` with `spans` (byte ranges, any order) each replaced by
