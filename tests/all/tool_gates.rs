@@ -465,3 +465,45 @@ fn through_the_binary_a_paused_request_resumes_once_and_the_turn_finishes() {
         }
     }
 }
+
+#[test]
+fn through_the_binary_a_provider_request_rule_asks_before_the_call_and_a_rejection_ends_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules =
+        json!({"rules": [{"match": {"action_kind": "llm.request", "args.tools": "*\"bash\"*"}}]});
+    let answer = json!([{"content": "the answer"}]);
+    let ran = run(
+        dir.path(),
+        &[("approval-policy", rules.clone())],
+        &answer,
+        &["--no"],
+    );
+    let asked = ran.of_type("approval_requested");
+    assert_eq!(asked.len(), 1, "{}", ran.stdout());
+    assert_eq!(asked[0]["seam"], "provider_request");
+    assert_eq!(asked[0]["subject"], "provider request");
+    assert!(
+        asked[0]["prompt"]
+            .as_str()
+            .unwrap()
+            .starts_with("Approve llm.request: "),
+        "{}",
+        asked[0]
+    );
+    assert_eq!(asked[0]["choices"], json!(["allow", "reject"]));
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["success"], false);
+    assert!(ran.of_type("assistant").is_empty(), "{}", ran.stdout());
+    // Allowed, the call is made.
+    let ran = run(
+        dir.path(),
+        &[("approval-policy", rules)],
+        &answer,
+        &["--yes"],
+    );
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(
+        (&end["success"], &end["output"]),
+        (&json!(true), &json!("the answer"))
+    );
+}

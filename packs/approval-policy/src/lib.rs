@@ -34,7 +34,10 @@
 //!   string value is a glob over the value found there (`*` any run of
 //!   characters, `/` and newlines included, `?` one character, `\` escapes
 //!   the next one; `[..]` and `{a,b}` work too); a number or boolean must
-//!   equal it. A path with nothing at it does not match. No `match`: every
+//!   equal it. The value found is compared as text: a string as it is,
+//!   anything else as its JSON (`args.tools` is `["bash","read_file"]`, so
+//!   `*"bash"*` matches a request offering `bash`). A path with nothing at
+//!   it does not match. No `match`: every
 //!   call and every request.
 //! * `mode`: `choices` (the only one this host's operator supports; Nexus's
 //!   `free_text` and `both` refuse the load).
