@@ -90,6 +90,23 @@ fn stream_gate(c: &mut Criterion) {
     assert_eq!(stream(), MIB, "everything is released in the end");
     assert!(!one_scan(text.as_bytes(), b"forbidden"));
 
+    // The same stream through a gate that judges nothing (releases every
+    // delta whole): the boundary's fixed cost per delta.
+    let idle = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    idle.load("fixture", r#"{"stream_chunk": {"no_hold": true}}"#)
+        .expect("fixture loads");
+    let idle_chain = idle.registry().get_all().stream_chunk;
+    let idle_stream = || {
+        let mut gate = StreamGate::default();
+        let mut released = 0;
+        for delta in &deltas {
+            let offered = gate.offer(delta, false, |f, t| run_chain(&idle_chain, f, t, &cx));
+            released += offered.release.map_or(0, |r| r.len());
+        }
+        released
+    };
+    assert_eq!(idle_stream(), MIB);
+
     let mut group = c.benchmark_group("stream_gate");
     group
         .sample_size(20)
@@ -98,6 +115,7 @@ fn stream_gate(c: &mut Criterion) {
         b.iter(|| black_box(one_scan(black_box(text.as_bytes()), b"forbidden")));
     });
     group.bench_function("streamed_16b", |b| b.iter(|| black_box(stream())));
+    group.bench_function("boundary_only_16b", |b| b.iter(|| black_box(idle_stream())));
     group.finish();
 }
 

@@ -49,10 +49,19 @@ fn transcript(messages: &[Message]) -> String {
         while !message.content.is_char_boundary(cut) {
             cut -= 1;
         }
-        let more = if cut < message.content.len() { " …" } else { "" };
+        let more = if cut < message.content.len() {
+            " …"
+        } else {
+            ""
+        };
         let _ = writeln!(text, "{role}: {}{more}", &message.content[..cut]);
         for call in &message.tool_calls {
-            let _ = writeln!(text, "  (called {} with {})", call.name, call.arguments.as_str());
+            let _ = writeln!(
+                text,
+                "  (called {} with {})",
+                call.name,
+                call.arguments.as_str()
+            );
         }
     }
     text

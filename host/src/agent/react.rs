@@ -306,11 +306,7 @@ impl AgentSession {
     /// text and keeps the tool calls; a block (here, or earlier on the
     /// reply's stream) makes a substitute with no tool calls whose text is
     /// the notice or the reason.
-    pub(crate) fn judge_reply(
-        &self,
-        bundle: Option<&Interceptors>,
-        received: Received,
-    ) -> Judged {
+    pub(crate) fn judge_reply(&self, bundle: Option<&Interceptors>, received: Received) -> Judged {
         let Received {
             response,
             streamed,

@@ -620,20 +620,32 @@ fn segment_of<'a>(input: &SeamInput<'a>) -> Option<Segment<'a>> {
     )
 }
 
-/// The facts in exactly the spelling this crate's host writes, read
-/// without searching; `None` for any other spelling.
+/// The facts in exactly the layout this crate's host writes, read at
+/// fixed columns without searching: `{"released":R,"delta":D,"final":B}`
+/// with each number right-aligned in 20 characters and `true ` padded to
+/// the width of `false`. `None` for any other spelling.
 fn facts_exact(facts: &str) -> Option<(usize, usize, bool)> {
-    fn number(text: &str) -> Option<(usize, &str)> {
-        let end = text.bytes().position(|b| !b.is_ascii_digit())?;
-        Some((text[..end].parse().ok()?, &text[end..]))
+    fn column(bytes: &[u8]) -> Option<usize> {
+        let digits = &bytes[bytes.iter().position(|&b| b != b' ')?..];
+        digits.iter().try_fold(0usize, |n, &b| {
+            b.is_ascii_digit()
+                .then(|| n.checked_mul(10)?.checked_add(usize::from(b - b'0')))
+                .flatten()
+        })
     }
-    let (released, rest) = number(facts.strip_prefix("{\"released\":")?)?;
-    let (delta, rest) = number(rest.strip_prefix(",\"delta\":")?)?;
-    match rest {
-        ",\"final\":false}" => Some((released, delta, false)),
-        ",\"final\":true}" => Some((released, delta, true)),
-        _ => None,
+    let bytes = facts.as_bytes();
+    if bytes.len() != 76
+        || !bytes.starts_with(b"{\"released\":")
+        || &bytes[32..41] != b",\"delta\":"
+    {
+        return None;
     }
+    let last = match &bytes[61..] {
+        b",\"final\":false}" => false,
+        b",\"final\":true }" => true,
+        _ => return None,
+    };
+    Some((column(&bytes[12..32])?, column(&bytes[41..61])?, last))
 }
 
 /// The unsigned integer right after `key` in a flat JSON object.
@@ -674,12 +686,26 @@ mod stream_tests {
 
     #[test]
     fn the_hosts_facts_are_read_exactly_and_any_other_spelling_by_search() {
+        let columns = |released: &str, delta: &str, last: &str| {
+            format!(r#"{{"released":{released:>20},"delta":{delta:>20},"final":{last}}}"#)
+        };
         assert_eq!(
-            facts_exact(r#"{"released":12,"delta":4,"final":false}"#),
+            facts_exact(&columns("12", "4", "false")),
             Some((12, 4, false))
         );
         assert_eq!(
-            facts_exact(r#"{"delta":4,"released":12,"final":true}"#),
+            facts_exact(&columns("0", "16", "true ")),
+            Some((0, 16, true))
+        );
+        assert_eq!(facts_exact(&columns("1 2", "4", "false")), None);
+        assert_eq!(facts_exact(&columns("", "4", "false")), None);
+        assert_eq!(
+            facts_exact(&columns("99999999999999999999", "4", "false")),
+            None,
+            "overflow"
+        );
+        assert_eq!(
+            facts_exact(r#"{"released":12,"delta":4,"final":false}"#),
             None
         );
         let other = r#"{"delta": 4, "released": 12, "final":true}"#;

@@ -33,58 +33,45 @@ impl SeamSpec for StreamChunkSeam {
     const HOLDS: bool = true;
 }
 
-/// The facts' JSON, written into a buffer on the stack (no allocation and
-/// no formatting machinery per delta): `{"released":R,"delta":D,"final":B}`.
-struct FactsJson {
-    bytes: [u8; 96],
-    len: usize,
+/// The facts' JSON in fixed columns: `{"released":R,"delta":D,"final":B}`
+/// with each number right-aligned in 20 characters (JSON whitespace before
+/// a value is allowed). The layout never moves, so a delta's facts are two
+/// numbers written in place on the stack: no allocation, no formatting
+/// machinery, no copies of variable length. The SDK reads the columns
+/// directly; any JSON reader reads the same object.
+pub(crate) const FACTS_TEMPLATE: &[u8; 76] =
+    b"{\"released\":                    ,\"delta\":                    ,\"final\":false}";
+
+/// Where the `released` and `delta` columns end, and where `final` starts.
+const RELEASED_END: usize = 32;
+const DELTA_END: usize = 61;
+const FINAL_AT: usize = 70;
+
+fn put_number(json: &mut [u8; 76], end: usize, mut n: usize) {
+    let mut at = end;
+    loop {
+        at -= 1;
+        // `n % 10` is a single decimal digit.
+        #[allow(clippy::cast_possible_truncation, reason = "a digit, 0..=9")]
+        {
+            json[at] = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
 }
 
-impl FactsJson {
-    fn new(facts: &StreamFacts) -> FactsJson {
-        let mut json = FactsJson {
-            bytes: [0; 96],
-            len: 0,
-        };
-        json.push(br#"{"released":"#);
-        json.number(facts.released);
-        json.push(br#","delta":"#);
-        json.number(facts.delta);
-        json.push(if facts.last {
-            br#","final":true}"#
-        } else {
-            br#","final":false}"#
-        });
-        json
+/// [`FACTS_TEMPLATE`] filled in for `facts`.
+fn facts_json(facts: &StreamFacts) -> [u8; 76] {
+    let mut json = *FACTS_TEMPLATE;
+    put_number(&mut json, RELEASED_END, facts.released);
+    put_number(&mut json, DELTA_END, facts.delta);
+    if facts.last {
+        json[FINAL_AT..FINAL_AT + 5].copy_from_slice(b"true ");
     }
-
-    fn push(&mut self, bytes: &[u8]) {
-        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    fn number(&mut self, mut n: usize) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            // `n % 10` is a single decimal digit.
-            #[allow(clippy::cast_possible_truncation, reason = "a digit, 0..=9")]
-            {
-                digits[at] = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[at..]);
-    }
-
-    fn as_str(&self) -> &str {
-        // Only ASCII was written.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("{}")
-    }
+    json
 }
 
 impl SeamAbi for StreamChunkSeam {
@@ -104,11 +91,11 @@ impl SeamAbi for StreamChunkSeam {
         session: &SessionView<'_>,
         f: impl FnOnce(&SeamInput<'_>) -> R,
     ) -> R {
-        // Two numbers of at most 20 digits and the fixed keys fit in 96 bytes.
-        let json = FactsJson::new(facts);
+        let json = facts_json(facts);
         f(&SeamInput {
             text: RStr::from_str(value),
-            extension_json: RStr::from_str(json.as_str()),
+            // Only ASCII was written.
+            extension_json: RStr::from_str(std::str::from_utf8(&json).unwrap_or("{}")),
             ..empty_input(Self::SEAM, session)
         })
     }
@@ -117,5 +104,30 @@ impl SeamAbi for StreamChunkSeam {
         Err(Invalid::Malformed(
             "stream_chunk takes no replacement (answer allow, hold or block)".to_owned(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_facts_are_json_in_fixed_columns_whatever_the_numbers() {
+        for (released, delta, last) in [
+            (0, 0, false),
+            (12, 4, true),
+            (usize::MAX, usize::MAX, false),
+        ] {
+            let json = facts_json(&StreamFacts {
+                released,
+                delta,
+                last,
+            });
+            let text = std::str::from_utf8(&json).unwrap();
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(value["released"].as_u64(), u64::try_from(released).ok());
+            assert_eq!(value["delta"].as_u64(), u64::try_from(delta).ok());
+            assert_eq!(value["final"], last);
+        }
     }
 }
