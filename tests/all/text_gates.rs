@@ -339,6 +339,32 @@ fn stop_words_judges_only_the_new_input_of_the_turn() {
 }
 
 #[test]
+fn a_turn_refused_before_the_model_saw_it_leaves_nothing_in_the_conversation() {
+    let manager = manager();
+    manager
+        .load("stop-words", &json!({"words": ["forbidden"]}).to_string())
+        .unwrap();
+    let (mut session, model, _events, _dir) = Harness::new(script(json!([
+        {"content": "answered"}
+    ])))
+    .registry(Arc::clone(manager.registry()))
+    .session();
+    let refused = session.run_turn("say forbidden");
+    assert_eq!(
+        refused.output,
+        "Blocked by interceptor: Input contains prohibited term: \"forbidden\""
+    );
+    assert!(session
+        .history()
+        .iter()
+        .all(|m| m.content != "say forbidden"));
+    let next = session.run_turn("a clean question");
+    assert!(next.success, "{}", next.output);
+    let sent = &model.recorded()[0].messages;
+    assert!(sent.iter().all(|m| m.content != "say forbidden"));
+}
+
+#[test]
 fn stop_words_substitutes_a_banned_model_response_without_its_tool_calls() {
     let pack = [banned(json!({"scan_llm_responses": true}))];
     let run = run(

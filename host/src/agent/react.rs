@@ -11,7 +11,7 @@ use super::stream::{Assembler, StreamGate};
 use super::usage::CallSource;
 use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall};
-use crate::types::{Headers, Message, ProviderRequest, ToolCall, ToolList};
+use crate::types::{Headers, Message, ProviderRequest, Role, ToolCall, ToolList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,6 +96,19 @@ impl AgentSession {
         let bundle = self.effective_interceptors();
         self.streaming = self.stream && !self.downgrade(bundle.as_deref());
         let result = self.run_steps(bundle.as_ref());
+        // A turn blocked before the model saw anything of it leaves nothing
+        // in the conversation: its input was refused, so a later turn's
+        // request does not carry it (an input gate would refuse every later
+        // turn for it).
+        if matches!(result.reason, EndReason::InterceptorBlocked { .. })
+            && self.facts.provider_calls_this_turn == 0
+            && self
+                .history
+                .last()
+                .is_some_and(|m| m.role == Role::User && m.content == input)
+        {
+            self.history.pop();
+        }
         self.bus.emit(|| AgentEvent::RunEnd {
             success: result.success,
             output: result.output.clone(),
