@@ -261,13 +261,23 @@ fn content_safety_redacts_before_a_later_stop_words_gate_which_never_sees_the_re
     );
     assert!(ran.of_type("notice").is_empty(), "{}", ran.stdout());
     assert!(!ran.stdout().contains("@example.com"), "{}", ran.stdout());
+    assert!(!ran.stderr().contains("redacts it"), "{}", ran.stderr());
 
-    // Loaded first, the ban check sees the address and blocks.
+    // Loaded first, the ban check sees the address and blocks; start-up
+    // says which order would not.
     let ran = chimera(dir.path(), &[ban, redact], &answer, &[]);
     let end = ran.of_type("run_end").pop().expect("run_end");
     assert_eq!(
         end["reason"],
         "output_blocked: Output contains prohibited term: \"forbidden\""
+    );
+    assert!(
+        ran.stderr().contains(
+            "on output, stop-words/output judges content before content-safety/output redacts it: \
+             the check sees what the redactor would remove; load the redacting pack first"
+        ),
+        "{}",
+        ran.stderr()
     );
 }
 

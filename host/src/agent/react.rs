@@ -483,7 +483,7 @@ impl AgentSession {
             .history
             .iter_mut()
             .rev()
-            .find(|m| m.role == crate::types::Role::Assistant)
+            .find(|m| m.role == Role::Assistant)
         {
             content.clone_into(&mut last.content);
         }

@@ -61,6 +61,9 @@ pub(crate) fn load_packs(
             .map_err(|error| Failure::pack(format!("cannot load pack {name}: {error}")))?;
         bus.publish(loaded_event(&info));
     }
+    for warning in manager.registry().get_all().order_warnings() {
+        tracing::warn!("{warning}");
+    }
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The seven ordered chains, one per seam. The seams are listed once, in
 //! [`seams!`]; every per-seam item below is generated from that list.
 
-use super::interceptor::Interceptor;
+use super::interceptor::{ContentRole, Interceptor};
 use super::seams::{
     ContextSeam, ModelResponseSeam, OutputSeam, ProviderRequestSeam, SeamSpec, StreamChunkSeam,
     ToolCallSeam, ToolResultSeam,
@@ -139,6 +139,21 @@ macro_rules! seams {
                 }
             }
 
+            /// What it does to content, as its pack declared it.
+            #[must_use]
+            pub fn role(&self) -> ContentRole {
+                match self {
+                    $(AnyInterceptor::$variant(i) => i.role(),)*
+                }
+            }
+
+            /// Declares its role; only before the interceptor is shared.
+            pub(crate) fn set_role(&mut self, role: ContentRole) {
+                match self {
+                    $(AnyInterceptor::$variant(i) => i.set_role(role),)*
+                }
+            }
+
             /// A pack's interceptor `interceptor` on `seam`, named `name`,
             /// counting towards `health`; `fail_closed` when it declared so.
             pub(crate) fn from_pack(
@@ -233,5 +248,34 @@ impl SeamName {
 impl fmt::Display for SeamName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Interceptors {
+    /// One line per seam where an interceptor declared to judge content
+    /// (a ban check) runs before one declared to redact it: the check sees
+    /// what the redactor would have removed, so a banned word inside a
+    /// redacted address still blocks. `--pack` order is the order: load
+    /// the redacting pack first.
+    #[must_use]
+    pub fn order_warnings(&self) -> Vec<String> {
+        SeamName::ALL
+            .into_iter()
+            .filter_map(|seam| {
+                let chain = self.chain(seam);
+                let judge = chain
+                    .iter()
+                    .position(|i| i.role() == ContentRole::Judges)?;
+                let redactor = chain[judge + 1..]
+                    .iter()
+                    .find(|i| i.role() == ContentRole::Redacts)?;
+                Some(format!(
+                    "on {}, {} judges content before {} redacts it: the check sees what the redactor would remove; load the redacting pack first (--pack order is the order)",
+                    seam.as_str(),
+                    chain[judge].name(),
+                    redactor.name()
+                ))
+            })
+            .collect()
     }
 }

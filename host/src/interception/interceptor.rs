@@ -20,6 +20,23 @@ pub(crate) struct Entry<S: SeamSpec> {
     /// The interceptor's own failure policy, when it declared one (a pack's
     /// `Registrar::fail_closed`); `None` follows the seam's default.
     pub(crate) fail_closed: Option<bool>,
+    /// What the interceptor does to content, when its pack declared it.
+    pub(crate) role: ContentRole,
+}
+
+/// What an interceptor does to the content on its seam, as its pack
+/// declared it (`Registrar::redacts`, `Registrar::judges`). The host uses
+/// it to warn about an order that defeats a policy: a ban check that runs
+/// before the redactor sees text the redactor would have removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContentRole {
+    /// Nothing declared.
+    #[default]
+    Unstated,
+    /// Rewrites content to remove what must not pass (a redactor).
+    Redacts,
+    /// Blocks on what the content contains (a ban check).
+    Judges,
 }
 
 pub(crate) enum Kind<S: SeamSpec> {
@@ -34,6 +51,7 @@ impl<S: SeamSpec> Interceptor<S> {
                 name: name.into(),
                 kind: Kind::Host(f),
                 fail_closed: None,
+                role: ContentRole::Unstated,
             }),
         }
     }
@@ -74,6 +92,7 @@ impl<S: SeamSpec> Interceptor<S> {
                 name,
                 kind: Kind::Pack(interceptor, health),
                 fail_closed,
+                role: ContentRole::Unstated,
             }),
         }
     }
@@ -83,6 +102,19 @@ impl<S: SeamSpec> Interceptor<S> {
     #[must_use]
     pub fn fails_closed(&self) -> bool {
         self.inner.fail_closed.unwrap_or(S::FAIL_CLOSED)
+    }
+
+    /// What it does to content, as its pack declared it.
+    #[must_use]
+    pub fn role(&self) -> ContentRole {
+        self.inner.role
+    }
+
+    /// Declares its role; only before the interceptor is shared.
+    pub(crate) fn set_role(&mut self, role: ContentRole) {
+        if let Some(entry) = Arc::get_mut(&mut self.inner) {
+            entry.role = role;
+        }
     }
 
     /// The display name used in events.

@@ -70,7 +70,7 @@ pub use chain::{run_chain, ChainContext, ChainOutcome, Notice, Question, RetryAs
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub use events::{EventDecision, InterceptorEvent};
 pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};
-pub use interceptor::Interceptor;
+pub use interceptor::{ContentRole, Interceptor};
 pub use merge::merge_interceptors;
 pub use seams::{
     withheld_result, ContextSeam, ModelResponseSeam, OutputSeam, ProviderRequestSeam, ReplyFacts,

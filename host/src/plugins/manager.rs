@@ -6,7 +6,7 @@ use super::loader::{Checks, Library, LibraryInfo, Loader};
 use super::plugin::{Plugin, PluginRegistrar};
 use super::registry::{OwnerId, Registry};
 use super::trust::{Probe, TrustSettings};
-use crate::interception::{AnyInterceptor, Interceptors, SeamName};
+use crate::interception::{AnyInterceptor, ContentRole, Interceptors, SeamName};
 use crate::interception::{HealthPolicy, HealthSink, PackHealth};
 use chimera_plugin_api::abi::{PackInstanceBox, Seam};
 use chimera_plugin_api::sdk::{self, panic_message, Pack};
@@ -533,13 +533,21 @@ pub(crate) fn pack_interceptors(
     instance: &PackInstanceBox,
     health: &Arc<PackHealth>,
 ) -> Result<Vec<AnyInterceptor>, PluginError> {
-    let fail_closed = failure_policy(instance);
+    let policy = declared_policy(instance);
     instance
         .registrations()
         .into_iter()
         .map(|registration| {
-            let closed = fail_closed.contains(registration.name.as_str());
-            let name = format!("{pack}/{}", registration.name);
+            let own = registration.name.as_str();
+            let closed = policy.fail_closed.iter().any(|n| n == own);
+            let role = if policy.redacts.iter().any(|n| n == own) {
+                ContentRole::Redacts
+            } else if policy.judges.iter().any(|n| n == own) {
+                ContentRole::Judges
+            } else {
+                ContentRole::Unstated
+            };
+            let name = format!("{pack}/{own}");
             let seam = SeamName::ALL
                 .into_iter()
                 .find(|s| Seam::from_name(s.as_str()) == Some(registration.seam))
@@ -548,24 +556,28 @@ pub(crate) fn pack_interceptors(
                     seam: registration.seam,
                 })?;
             let health = Some(Arc::clone(health));
-            Ok(AnyInterceptor::from_pack(
-                seam,
-                name,
-                registration.interceptor,
-                health,
-                closed,
-            ))
+            let mut interceptor =
+                AnyInterceptor::from_pack(seam, name, registration.interceptor, health, closed);
+            interceptor.set_role(role);
+            Ok(interceptor)
         })
         .collect()
 }
 
-/// The names of the interceptors a pack declared fail-closed. A pack built
-/// before the failure policy existed answers "unsupported": none.
-fn failure_policy(instance: &PackInstanceBox) -> std::collections::BTreeSet<String> {
-    #[derive(serde::Deserialize)]
-    struct Policy {
-        fail_closed: Vec<String>,
-    }
+/// What a pack declared about its interceptors: which fail closed, which
+/// redact, which judge content.
+#[derive(serde::Deserialize, Default)]
+struct DeclaredPolicy {
+    fail_closed: Vec<String>,
+    #[serde(default)]
+    redacts: Vec<String>,
+    #[serde(default)]
+    judges: Vec<String>,
+}
+
+/// The policy a pack declares. A pack built before the failure policy
+/// existed answers "unsupported": nothing declared.
+fn declared_policy(instance: &PackInstanceBox) -> DeclaredPolicy {
     let answer = instance.extension(
         abi_stable::std_types::RStr::from_str(sdk::FAILURE_POLICY_METHOD),
         abi_stable::std_types::RStr::from_str("{}"),
@@ -573,8 +585,7 @@ fn failure_policy(instance: &PackInstanceBox) -> std::collections::BTreeSet<Stri
     answer
         .into_result()
         .ok()
-        .and_then(|json| serde_json::from_str::<Policy>(json.as_str()).ok())
-        .map(|policy| policy.fail_closed.into_iter().collect())
+        .and_then(|json| serde_json::from_str::<DeclaredPolicy>(json.as_str()).ok())
         .unwrap_or_default()
 }
 

@@ -120,6 +120,25 @@ impl Pack for ContentSafety {
             });
             registrar.fail_closed("stream_chunk");
         }
+        // What every registered interceptor does to content, for the
+        // host's order check: in redact mode it rewrites, otherwise it
+        // refuses (a stream never redacts).
+        let redact = self.config.action == Action::Redact;
+        for (name, on) in [
+            ("output", true),
+            ("tool_result", self.config.scan_tool_results),
+            ("model_response", self.config.scan_llm_responses),
+            ("stream_chunk", self.config.scans_stream()),
+        ] {
+            if !on {
+                continue;
+            }
+            if redact && name != "stream_chunk" {
+                registrar.redacts(name);
+            } else {
+                registrar.judges(name);
+            }
+        }
     }
 }
 

@@ -150,6 +150,7 @@ impl Pack for PromptInjection {
             })
         });
         registrar.fail_closed("input");
+        registrar.judges("input");
     }
 }
 

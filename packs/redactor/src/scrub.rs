@@ -186,6 +186,8 @@ impl Pack for Redactor {
                 .result(result)
                 .map_or(Decision::Allow, Decision::Replace))
         });
+        registrar.redacts("wire");
+        registrar.redacts("result");
     }
 }
 

@@ -152,6 +152,7 @@ impl Pack for StopWords {
         }
         for name in names {
             registrar.fail_closed(name);
+            registrar.judges(name);
         }
     }
 }

@@ -12,12 +12,23 @@ struct Instance<P: Pack> {
     pack: Arc<P>,
     /// Registrations collected (and checked) at construction, handed out once.
     first: Mutex<Option<Vec<Registration>>>,
-    /// The interceptors declared fail-closed ([`Registrar::fail_closed`]).
+    /// What the pack declared about its interceptors: fail-closed
+    /// ([`Registrar::fail_closed`]), redacting and judging ones.
+    declared: Declared,
+}
+
+/// The names [`Registrar::fail_closed`], [`Registrar::redacts`] and
+/// [`Registrar::judges`] collected.
+#[derive(Default)]
+struct Declared {
     fail_closed: Vec<String>,
+    redacts: Vec<String>,
+    judges: Vec<String>,
 }
 
 /// The `PackInstance::extension` method a host asks for the failure policy:
-/// answers `{"fail_closed": [interceptor names]}`.
+/// answers `{"fail_closed": [names], "redacts": [names], "judges": [names]}`
+/// (interceptor names).
 pub const FAILURE_POLICY_METHOD: &str = "failure_policy";
 
 /// Builds pack `P` from `config_json` (empty means `{}`), runs its
@@ -42,16 +53,16 @@ fn build<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
     let config: P::Config =
         serde_json::from_str(text).map_err(|error| format!("bad config: {error}"))?;
     let pack = Arc::new(P::new(config).map_err(|error| error.to_string())?);
-    let (registrations, fail_closed) = collect(&pack)?;
+    let (registrations, declared) = collect(&pack)?;
     let instance = Instance {
         pack,
         first: Mutex::new(Some(registrations)),
-        fail_closed,
+        declared,
     };
     Ok(PackInstanceAbi_TO::from_value(instance, TD_Opaque))
 }
 
-fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Vec<String>), String> {
+fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Declared), String> {
     let mut registrar = Registrar::new();
     Arc::clone(pack).register(&mut registrar);
     if let Some((seam, name, _)) = registrar
@@ -64,16 +75,26 @@ fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Vec<String>), S
             seam.seam()
         ));
     }
-    let fail_closed = std::mem::take(&mut registrar.fail_closed);
-    if let Some(unknown) = fail_closed
-        .iter()
-        .find(|name| !registrar.entries.iter().any(|(_, n, _)| n == *name))
-    {
-        return Err(format!(
-            "fail_closed names '{unknown}', which no interceptor is registered as"
-        ));
+    let declared = Declared {
+        fail_closed: std::mem::take(&mut registrar.fail_closed),
+        redacts: std::mem::take(&mut registrar.redacts),
+        judges: std::mem::take(&mut registrar.judges),
+    };
+    for (what, names) in [
+        ("fail_closed", &declared.fail_closed),
+        ("redacts", &declared.redacts),
+        ("judges", &declared.judges),
+    ] {
+        if let Some(unknown) = names
+            .iter()
+            .find(|name| !registrar.entries.iter().any(|(_, n, _)| n == *name))
+        {
+            return Err(format!(
+                "{what} names '{unknown}', which no interceptor is registered as"
+            ));
+        }
     }
-    Ok((registrar.into_registrations(), fail_closed))
+    Ok((registrar.into_registrations(), declared))
 }
 
 impl<P: Pack> PackInstanceAbi for Instance<P> {
@@ -110,7 +131,16 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
 
     fn extension(&self, method: RStr<'_>, _payload_json: RStr<'_>) -> RResult<RString, RString> {
         if method.as_str() == FAILURE_POLICY_METHOD {
-            let policy = serde_json::json!({ "fail_closed": self.fail_closed });
+            let Declared {
+                fail_closed,
+                redacts,
+                judges,
+            } = &self.declared;
+            let policy = serde_json::json!({
+                "fail_closed": fail_closed,
+                "redacts": redacts,
+                "judges": judges,
+            });
             return RResult::ROk(RString::from(policy.to_string()));
         }
         RResult::RErr(RString::from(format!("unsupported: {method}")))

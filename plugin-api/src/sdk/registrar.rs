@@ -27,6 +27,8 @@ use abi_stable::std_types::{ROption, RString};
 pub struct Registrar {
     pub(crate) entries: Vec<(SeamKind, String, InterceptorBox)>,
     pub(crate) fail_closed: Vec<String>,
+    pub(crate) redacts: Vec<String>,
+    pub(crate) judges: Vec<String>,
 }
 
 impl Registrar {
@@ -34,6 +36,8 @@ impl Registrar {
         Registrar {
             entries: Vec::new(),
             fail_closed: Vec::new(),
+            redacts: Vec::new(),
+            judges: Vec::new(),
         }
     }
 
@@ -56,6 +60,21 @@ impl Registrar {
     /// ```
     pub fn fail_closed(&mut self, name: &str) {
         self.fail_closed.push(name.to_owned());
+    }
+
+    /// Declares that the interceptor registered as `name` *redacts*: it
+    /// rewrites content to remove what must not pass. With
+    /// [`judges`](Self::judges) it lets the host warn at start-up about an
+    /// order that defeats a policy — a ban check loaded before a redactor
+    /// on the same seam sees what the redactor would have removed.
+    pub fn redacts(&mut self, name: &str) {
+        self.redacts.push(name.to_owned());
+    }
+
+    /// Declares that the interceptor registered as `name` *judges* content:
+    /// it blocks on what the text contains (see [`redacts`](Self::redacts)).
+    pub fn judges(&mut self, name: &str) {
+        self.judges.push(name.to_owned());
     }
 
     /// Registers on `context`: sees the message list about to be sent; a
