@@ -360,10 +360,11 @@ fn a_pre_provider_block_ends_the_run_before_any_model_call() {
         run.result.error.as_deref(),
         Some("Blocked by interceptor: context policy says no")
     );
+    let kept: Vec<&str> = run.history().iter().map(|m| m.content.as_str()).collect();
     assert_eq!(
-        run.history().len(),
-        2,
-        "the block text is not appended to durable history"
+        kept,
+        ["You are a test agent."],
+        "neither the block text nor the refused input stays in durable history"
     );
 
     let mut request = Interceptors::new();

@@ -17,8 +17,25 @@ use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::SearchDir;
 use std::path::PathBuf;
 
-/// The packs shipped beside the `chimera` executable.
-pub(crate) const BUNDLED_PACKAGES: &[&str] = &["plan-gate", "redactor", "delegate-spawner"];
+/// The packs shipped beside the `chimera` executable: the Chimera packs
+/// and the twelve guardrail gates.
+pub(crate) const BUNDLED_PACKAGES: &[&str] = &[
+    "plan-gate",
+    "redactor",
+    "delegate-spawner",
+    "endless-loop",
+    "token-budget",
+    "rate-limiter",
+    "tool-filter",
+    "prompt-injection",
+    "stop-words",
+    "approval-policy",
+    "context-window",
+    "content-safety",
+    "json-schema",
+    "output-length",
+    "tool-timeout",
+];
 
 /// The directories the user chose, in order: flags, environment, the
 /// per-user data directory (when it exists).
