@@ -9,8 +9,11 @@
 //! seam (context and `provider_request` run twice, `tool_call` and `tool_result`
 //! once); and `three_chimera_packs` with plan-gate, redactor and
 //! delegate-spawner loaded by name (the turn plans with `think`, so every
-//! pack's interceptors run and allow). Sessions are built outside the timed
-//! part.
+//! pack's interceptors run and allow); `twelve_gates` with every gate
+//! loaded by name, in the recommended order, configured so that each runs
+//! and allows (the answer is JSON, so `json-schema` validates it; the tool
+//! call gets `tool-timeout`'s deadline, so it runs on a thread of its own).
+//! Sessions are built outside the timed part.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -36,7 +39,7 @@ use std::sync::Arc;
 
 const SCRIPT: &str = r#"{"responses": [
   {"content": "let me think", "tool_calls": [{"id": "c1", "name": "think", "arguments": {"thought": "plan: answer briefly"}}]},
-  {"content": "done"}
+  {"content": "{\"answer\": \"done\"}"}
 ]}"#;
 
 fn session(registry: &Arc<Registry>, workspace: &Workspace) -> AgentSession {
@@ -69,11 +72,36 @@ fn turn(c: &mut Criterion) {
         packs.load(name, "").expect("pack loads");
     }
 
+    let gates = Arc::new(Registry::new());
+    let gate_manager = PluginManager::new(Arc::clone(&gates), vec![packs_dir().to_owned()]);
+    for (name, config) in [
+        ("endless-loop", json!({})),
+        ("token-budget", json!({"max_tokens": 100_000_000})),
+        ("rate-limiter", json!({"requests_per_minute": 100_000_000})),
+        ("tool-filter", json!({"exclude": ["no_such_tool"]})),
+        ("prompt-injection", json!({})),
+        ("stop-words", json!({"words": ["forbidden"]})),
+        (
+            "approval-policy",
+            json!({"rules": [{"match": {"tool": "bash"}}]}),
+        ),
+        ("context-window", json!({})),
+        ("content-safety", json!({})),
+        ("json-schema", json!({"schema": {"type": "object"}})),
+        ("output-length", json!({})),
+        ("tool-timeout", json!({})),
+    ] {
+        gate_manager
+            .load(name, &config.to_string())
+            .expect("gate loads");
+    }
+
     let mut group = c.benchmark_group("scripted_turn_one_tool_call");
     for (name, registry) in [
         ("no_packs", &empty),
         ("fixture_allow_4_seams", &with_pack),
         ("three_chimera_packs", &chimera),
+        ("twelve_gates", &gates),
     ] {
         group.bench_function(name, |b| {
             b.iter_batched(

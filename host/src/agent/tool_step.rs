@@ -146,11 +146,12 @@ impl AgentSession {
         run_tool(tool.as_ref(), call, &cx)
     }
 
-    /// [`execute`](Self::execute) on a thread of its own, waiting at most
-    /// the deadline. Past it: a `tool_timeout` event, and `Err` with the
-    /// interceptor's error result; the tool is told the deadline (so `bash`
-    /// has killed its process tree by then) and whatever it returns later
-    /// is dropped, with a `late_result_suppressed` event.
+    /// [`execute`](Self::execute) under a deadline. A tool that stops by
+    /// the deadline itself (`Tool::stops_by_deadline`: `bash` kills its
+    /// process tree then) runs inline; any other runs on a thread of its
+    /// own, waited for at most the deadline. Past it: a `tool_timeout`
+    /// event, and `Err` with the interceptor's error result; whatever the
+    /// tool returns later is dropped, with a `late_result_suppressed` event.
     fn execute_within(
         &self,
         call: &ToolCall,
@@ -162,6 +163,41 @@ impl AgentSession {
         };
         let (interceptor, within, on_timeout) = deadline;
         let within = *within;
+        let timed_out = || {
+            self.bus.emit(|| AgentEvent::ToolTimeout {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                timeout_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
+                interceptor: interceptor.clone(),
+                turn: self.facts.turn_index,
+            });
+            ToolResult::err(on_timeout.clone())
+        };
+        if tool.stops_by_deadline() {
+            // It stops by the deadline itself: no thread needed. What comes
+            // back past it is late, and dropped like a late result.
+            let started = std::time::Instant::now();
+            let inherited = self.inherited(bundle);
+            let cx = ToolContext {
+                workspace: &self.workspace,
+                call_id: &call.id,
+                extensions: &inherited,
+                deadline: Some(within),
+            };
+            let result = run_tool(tool.as_ref(), call, &cx);
+            if started.elapsed() < within {
+                return Ok(result);
+            }
+            let timeout = timed_out();
+            self.bus.emit(|| AgentEvent::LateResultSuppressed {
+                call_id: call.id.clone(),
+                reason: format!(
+                    "tool {} already timed out; suppressing late result",
+                    call.name
+                ),
+            });
+            return Err(timeout);
+        }
         let inherited = self.inherited(bundle);
         let workspace = self.workspace.clone();
         let owned = call.clone();
@@ -198,16 +234,7 @@ impl AgentSession {
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 Ok(ToolResult::err(format!("the {} tool panicked", call.name)))
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.bus.emit(|| AgentEvent::ToolTimeout {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    timeout_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
-                    interceptor: interceptor.clone(),
-                    turn: self.facts.turn_index,
-                });
-                Err(ToolResult::err(on_timeout.clone()))
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(timed_out()),
         }
     }
 

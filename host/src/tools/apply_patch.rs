@@ -40,6 +40,11 @@ pub struct ApplyPatchArgs {
 }
 
 impl TypedTool for ApplyPatchTool {
+    /// Inline under a deadline: it a local file edit.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = ApplyPatchArgs;
 
     fn name(&self) -> &str {

@@ -188,6 +188,11 @@ pub struct BashArgs {
 }
 
 impl TypedTool for BashTool {
+    /// Inline under a deadline: it kills the command's process tree by the deadline.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = BashArgs;
 
     fn name(&self) -> &str {

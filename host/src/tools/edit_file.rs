@@ -25,6 +25,11 @@ pub struct EditFileArgs {
 }
 
 impl TypedTool for EditFileTool {
+    /// Inline under a deadline: it a local file edit.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = EditFileArgs;
 
     fn name(&self) -> &str {

@@ -104,6 +104,16 @@ pub trait Tool: Send + Sync {
     /// Runs the tool: its output text, or why it failed.
     fn execute(&self, arguments: &Value, cx: &ToolContext<'_>) -> Result<String, ToolError>;
 
+    /// True when the tool itself stops by [`ToolContext::deadline`] (or
+    /// always finishes far sooner: a local file edit, a note). The host
+    /// then runs it inline under a deadline instead of on a thread of its
+    /// own, and a result that comes back past the deadline is a timeout.
+    /// The default, false, suits a tool that may block on its own: it runs
+    /// on a thread the host can abandon at the deadline.
+    fn stops_by_deadline(&self) -> bool {
+        false
+    }
+
     /// The schema offered to the model.
     fn schema(&self) -> ToolSchema {
         ToolSchema {
@@ -136,6 +146,10 @@ pub trait TypedTool: Send + Sync {
     fn adjust_parameters(&self, _parameters: &mut Value) {}
     /// Runs the tool on parsed arguments.
     fn run(&self, arguments: Self::Args, cx: &ToolContext<'_>) -> Result<String, ToolError>;
+    /// See [`Tool::stops_by_deadline`].
+    fn stops_by_deadline(&self) -> bool {
+        false
+    }
 }
 
 impl<T: TypedTool> Tool for T {
@@ -155,6 +169,10 @@ impl<T: TypedTool> Tool for T {
 
     fn execute(&self, arguments: &Value, cx: &ToolContext<'_>) -> Result<String, ToolError> {
         self.run(parse_args(arguments)?, cx)
+    }
+
+    fn stops_by_deadline(&self) -> bool {
+        TypedTool::stops_by_deadline(self)
     }
 }
 

@@ -51,6 +51,11 @@ pub struct ReadFileArgs {
 }
 
 impl TypedTool for ReadFileTool {
+    /// Inline under a deadline: it a capped local read (FIFOs are refused).
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = ReadFileArgs;
 
     fn name(&self) -> &str {

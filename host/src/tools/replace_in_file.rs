@@ -26,6 +26,11 @@ pub struct ReplaceInFileArgs {
 }
 
 impl TypedTool for ReplaceInFileTool {
+    /// Inline under a deadline: it a local file edit.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = ReplaceInFileArgs;
 
     fn name(&self) -> &str {

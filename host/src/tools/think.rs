@@ -18,6 +18,11 @@ pub struct ThinkArgs {
 }
 
 impl TypedTool for ThinkTool {
+    /// Inline under a deadline: it records a note.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = ThinkArgs;
 
     fn name(&self) -> &str {

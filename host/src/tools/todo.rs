@@ -61,6 +61,11 @@ impl TodoTool {
 }
 
 impl TypedTool for TodoTool {
+    /// Inline under a deadline: it records a list.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = TodoArgs;
 
     fn name(&self) -> &str {

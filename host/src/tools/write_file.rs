@@ -23,6 +23,11 @@ pub struct WriteFileArgs {
 }
 
 impl TypedTool for WriteFileTool {
+    /// Inline under a deadline: it a local file write.
+    fn stops_by_deadline(&self) -> bool {
+        true
+    }
+
     type Args = WriteFileArgs;
 
     fn name(&self) -> &str {

@@ -5,7 +5,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// `{"include": [...]}` or `{"exclude": [...]}`; unknown keys are refused.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
@@ -32,6 +32,10 @@ enum Keep {
 #[derive(Debug)]
 pub struct ToolFilter {
     keep: Keep,
+    /// The last tool list judged and what it became: a session offers the
+    /// same list on every request, and comparing it with the last one is
+    /// far cheaper than parsing it again.
+    last: Mutex<Option<(String, Option<String>)>>,
 }
 
 /// The part of a tool schema the filter reads.
@@ -112,12 +116,26 @@ impl Pack for ToolFilter {
                 ))
             }
         };
-        Ok(ToolFilter { keep })
+        Ok(ToolFilter {
+            keep,
+            last: Mutex::new(None),
+        })
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         registrar.provider_request("filter", move |_, request| {
-            let Some(tools_json) = self.filtered(request.tools_json())? else {
+            let offered = request.tools_json();
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            let verdict = match last.as_ref() {
+                Some((seen, verdict)) if seen == offered => verdict.clone(),
+                _ => {
+                    let verdict = self.filtered(offered)?;
+                    *last = Some((offered.to_owned(), verdict.clone()));
+                    verdict
+                }
+            };
+            drop(last);
+            let Some(tools_json) = verdict else {
                 return Ok(Decision::Allow);
             };
             let mut owned = request.to_owned();
