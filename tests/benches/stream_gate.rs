@@ -13,6 +13,13 @@
 //!   which holds a trailing partial word on every delta and scans only
 //!   from the word straddling the released boundary, then the final check.
 //!
+//! * `stream_gate/boundary_only_16b`: the same stream through a gate that
+//!   judges nothing — the boundary's fixed cost per delta;
+//! * `gates_stream/one_scan`: `content-safety` (all checks) and
+//!   `stop-words` judging the whole 1 MiB once each, as plain functions;
+//! * `gates_stream/streamed_16b`: both gates loaded by name with stream
+//!   scanning on, offered the same 65 536 deltas through `StreamGate`.
+//!
 //! A gate that rescans the turn's whole text on every delta (as the
 //! Nexus gates do) is quadratic: about 32 768 scans of half the text on
 //! average here. The target is at most 3× one scan.
@@ -23,8 +30,9 @@
 )]
 
 use chimera_host::agent::StreamGate;
-use chimera_host::interception::{run_chain, ChainContext, SessionFacts};
+use chimera_host::interception::{run_chain, ChainContext, SessionFacts, StreamChunkInterceptor};
 use chimera_host::plugins::{PluginManager, Registry};
+use chimera_plugin_api::sdk::Pack;
 use chimera_tests::packs_dir;
 use criterion::{criterion_group, Criterion};
 use std::hint::black_box;
@@ -56,56 +64,62 @@ fn one_scan(text: &[u8], ban: &[u8]) -> bool {
     text.windows(ban.len()).any(|w| w.eq_ignore_ascii_case(ban))
 }
 
-fn stream_gate(c: &mut Criterion) {
-    let text = answer();
+/// The `stream_chunk` chain of the packs `specs` (name, config) load.
+fn chain_of(specs: &[(&str, &str)]) -> Vec<StreamChunkInterceptor> {
     let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
-    manager
-        .load(
-            "fixture",
-            r#"{"stream_chunk": {"ban": "forbidden", "reason": "prohibited term"}}"#,
-        )
-        .expect("fixture loads");
-    let chain = manager.registry().get_all().stream_chunk;
-    assert_eq!(chain.len(), 1);
+    for (name, config) in specs {
+        manager.load(name, config).expect("pack loads");
+    }
+    manager.registry().get_all().stream_chunk
+}
+
+/// Offers every delta of `deltas` to `chain` through a fresh `StreamGate`,
+/// then the final check (when `last`); the bytes released.
+fn offer_all(chain: &[StreamChunkInterceptor], deltas: &[&str], last: bool) -> usize {
     let facts = SessionFacts::new("bench");
     let cx = ChainContext {
         session: &facts,
         events: None,
     };
-    let deltas: Vec<&str> = text
-        .as_bytes()
+    let mut gate = StreamGate::default();
+    let mut released = 0;
+    for delta in deltas {
+        let offered = gate.offer(delta, false, |f, t| run_chain(chain, f, t, &cx));
+        released += offered.release.map_or(0, |r| r.len());
+    }
+    if last {
+        let offered = gate.offer("", true, |f, t| run_chain(chain, f, t, &cx));
+        released += offered.release.map_or(0, |r| r.len());
+    }
+    released
+}
+
+/// The answer in 16-byte deltas.
+fn deltas(text: &str) -> Vec<&str> {
+    text.as_bytes()
         .chunks(DELTA)
         .map(|chunk| std::str::from_utf8(chunk).expect("ASCII"))
-        .collect();
-    let stream = || {
-        let mut gate = StreamGate::default();
-        let mut released = 0;
-        for delta in &deltas {
-            let offered = gate.offer(delta, false, |f, t| run_chain(&chain, f, t, &cx));
-            released += offered.release.map_or(0, |r| r.len());
-        }
-        let offered = gate.offer("", true, |f, t| run_chain(&chain, f, t, &cx));
-        released + offered.release.map_or(0, |r| r.len())
-    };
-    assert_eq!(stream(), MIB, "everything is released in the end");
-    assert!(!one_scan(text.as_bytes(), b"forbidden"));
+        .collect()
+}
 
-    // The same stream through a gate that judges nothing (releases every
-    // delta whole): the boundary's fixed cost per delta.
-    let idle = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
-    idle.load("fixture", r#"{"stream_chunk": {"no_hold": true}}"#)
-        .expect("fixture loads");
-    let idle_chain = idle.registry().get_all().stream_chunk;
-    let idle_stream = || {
-        let mut gate = StreamGate::default();
-        let mut released = 0;
-        for delta in &deltas {
-            let offered = gate.offer(delta, false, |f, t| run_chain(&idle_chain, f, t, &cx));
-            released += offered.release.map_or(0, |r| r.len());
-        }
-        released
-    };
-    assert_eq!(idle_stream(), MIB);
+fn stream_gate(c: &mut Criterion) {
+    let text = answer();
+    let deltas = deltas(&text);
+    let chain = chain_of(&[(
+        "fixture",
+        r#"{"stream_chunk": {"ban": "forbidden", "reason": "prohibited term"}}"#,
+    )]);
+    assert_eq!(chain.len(), 1);
+    assert_eq!(
+        offer_all(&chain, &deltas, true),
+        MIB,
+        "everything is released in the end"
+    );
+    assert!(!one_scan(text.as_bytes(), b"forbidden"));
+    // A gate that judges nothing (releases every delta whole): the
+    // boundary's fixed cost per delta.
+    let idle = chain_of(&[("fixture", r#"{"stream_chunk": {"no_hold": true}}"#)]);
+    assert_eq!(offer_all(&idle, &deltas, false), MIB);
 
     let mut group = c.benchmark_group("stream_gate");
     group
@@ -114,12 +128,60 @@ fn stream_gate(c: &mut Criterion) {
     group.bench_function("one_scan", |b| {
         b.iter(|| black_box(one_scan(black_box(text.as_bytes()), b"forbidden")));
     });
-    group.bench_function("streamed_16b", |b| b.iter(|| black_box(stream())));
-    group.bench_function("boundary_only_16b", |b| b.iter(|| black_box(idle_stream())));
+    group.bench_function("streamed_16b", |b| {
+        b.iter(|| black_box(offer_all(&chain, &deltas, true)));
+    });
+    group.bench_function("boundary_only_16b", |b| {
+        b.iter(|| black_box(offer_all(&idle, &deltas, false)));
+    });
     group.finish();
 }
 
-criterion_group!(benches, stream_gate);
+/// The two streaming gates, loaded by name, against one scan of each.
+fn gates_stream(c: &mut Criterion) {
+    let text = answer();
+    let deltas = deltas(&text);
+    let chain = chain_of(&[
+        ("content-safety", r#"{"scan_llm_responses": true}"#),
+        (
+            "stop-words",
+            r#"{"words": ["forbidden"], "scan_llm_responses": true}"#,
+        ),
+    ]);
+    assert_eq!(chain.len(), 2);
+    let scanner =
+        content_safety::Scanner::new(&content_safety::Config::default()).expect("scanner builds");
+    let words = stop_words::StopWords::new(
+        serde_json::from_str(r#"{"words": ["forbidden"]}"#).expect("config parses"),
+    )
+    .expect("stop-words builds");
+    let both_once = |text: &str| {
+        (
+            scanner.triggered(text).is_empty(),
+            words.find(text).is_none(),
+        )
+    };
+    assert_eq!(both_once(&text), (true, true), "the text is clean");
+    assert_eq!(
+        offer_all(&chain, &deltas, true),
+        MIB,
+        "a clean stream is released whole"
+    );
+
+    let mut group = c.benchmark_group("gates_stream");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("one_scan", |b| {
+        b.iter(|| black_box(both_once(black_box(&text))));
+    });
+    group.bench_function("streamed_16b", |b| {
+        b.iter(|| black_box(offer_all(&chain, &deltas, true)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stream_gate, gates_stream);
 
 fn main() {
     benches();

@@ -369,6 +369,13 @@ impl Scanner {
         (0..self.checks.len()).filter(|&i| fired[i].get()).collect()
     }
 
+    /// True when custom patterns are configured (their matches may span
+    /// any text, whitespace included).
+    #[must_use]
+    pub fn has_custom(&self) -> bool {
+        self.custom.is_some()
+    }
+
     /// Every match of every check in `bytes`, sorted by check then span,
     /// without duplicates.
     #[must_use]

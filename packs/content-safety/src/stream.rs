@@ -4,9 +4,19 @@
 use crate::scan::Scanner;
 use chimera_plugin_api::prelude::{Segment, StreamDecision};
 
-/// How far before the released boundary a scan starts: a match ending
-/// after the boundary and starting further back is not seen.
+/// How far before the released boundary a scan starts at most: a match
+/// ending after the boundary and starting further back is not seen.
 pub const LOOK_BEHIND: usize = 4096;
+
+/// How many whitespace-separated tokens before the boundary a built-in
+/// check's match can start. Only a match that contains a separator can
+/// straddle the boundary (the hold keeps a trailing run unreleased), and
+/// the built-in checks that may contain one are short phrases: a spaced
+/// phone or card number (four groups), a PEM header (`-----BEGIN RSA
+/// PRIVATE KEY`), a password assignment (`password : value`). Six tokens
+/// cover them all; custom patterns, which may span anything, get the whole
+/// [`LOOK_BEHIND`].
+pub const TOKENS_BEHIND: usize = 6;
 
 /// The separators that end a trailing run: space, tab, LF, CR.
 fn is_separator(b: u8) -> bool {
@@ -44,10 +54,30 @@ pub fn number_from(content: &str) -> usize {
     run + tail.iter().position(|&b| b != b' ').unwrap_or(0)
 }
 
-/// The start of the scan window: `LOOK_BEHIND` bytes before `released`,
-/// moved back to a character start.
-fn window_start(full: &str, released: usize) -> usize {
-    let mut start = released.saturating_sub(LOOK_BEHIND);
+/// The start of the scan window: [`TOKENS_BEHIND`] tokens before
+/// `released` (the token it may cut included), or — with custom patterns —
+/// [`LOOK_BEHIND`] bytes; never more than [`LOOK_BEHIND`]; moved back to a
+/// character start. Scanning only this keeps a stream's cost linear with a
+/// small constant: what lies further back cannot change a verdict.
+fn window_start(full: &str, released: usize, custom: bool) -> usize {
+    let floor = released.saturating_sub(LOOK_BEHIND);
+    let mut start = floor;
+    if !custom {
+        let bytes = full.as_bytes();
+        let mut at = released;
+        while at > floor && !is_separator(bytes[at - 1]) {
+            at -= 1;
+        }
+        for _ in 0..TOKENS_BEHIND {
+            while at > floor && is_separator(bytes[at - 1]) {
+                at -= 1;
+            }
+            while at > floor && !is_separator(bytes[at - 1]) {
+                at -= 1;
+            }
+        }
+        start = at;
+    }
     while !full.is_char_boundary(start) {
         start -= 1;
     }
@@ -73,7 +103,7 @@ pub fn judge(
     last: bool,
     hold_back: usize,
 ) -> Result<usize, String> {
-    let start = window_start(full, released);
+    let start = window_start(full, released, scanner.has_custom());
     let window = &full.as_bytes()[start..];
     let mut fired = Vec::new();
     let mut hold = full.len();

@@ -12,6 +12,9 @@ pub struct StopWords {
     words: HashSet<String>,
     /// The length of the longest word (all are ASCII: bytes are characters).
     longest: usize,
+    /// The length of the shortest word: a token of another length is no
+    /// banned word, and is neither lower-cased nor hashed.
+    shortest: usize,
     case_sensitive: bool,
     message: String,
     scan_responses: bool,
@@ -24,7 +27,11 @@ impl StopWords {
     #[must_use]
     pub fn find(&self, text: &str) -> Option<&str> {
         let mut lowered = String::new();
+        let (shortest, longest) = (self.shortest, self.longest);
         tokens(text).find_map(|token| {
+            if token.len() < shortest || token.len() > longest {
+                return None;
+            }
             let key = if self.case_sensitive {
                 token
             } else {
@@ -98,6 +105,7 @@ impl Pack for StopWords {
         }
         Ok(StopWords {
             longest: words.iter().map(String::len).max().unwrap_or(0),
+            shortest: words.iter().map(String::len).min().unwrap_or(0),
             words,
             case_sensitive: config.case_sensitive,
             message: config.message,
