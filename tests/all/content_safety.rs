@@ -11,7 +11,6 @@ use chimera_host::interception::{
 };
 use chimera_host::plugins::{interceptors_of, PluginManager};
 use chimera_tests::cli::Ran;
-use chimera_tests::packs_dir;
 use chimera_tests::tools::Fixed;
 use content_safety::ContentSafety;
 use proptest::prelude::*;
@@ -44,28 +43,8 @@ fn on_output(
 /// `chimera run --json` with each `(pack, config)` loaded in order, on a
 /// script of `responses`, with `extra` flags.
 fn chimera(dir: &Path, packs: &[(&str, Value)], responses: &Value, extra: &[&str]) -> Ran {
-    let script = dir.join("script.json");
-    std::fs::write(&script, json!({ "responses": responses }).to_string()).unwrap();
-    let script = script.display().to_string();
-    let plugins = packs_dir().display().to_string();
-    let packs: Vec<String> = packs
-        .iter()
-        .map(|(name, config)| format!("{name}={config}"))
-        .collect();
-    let mut args = vec![
-        "run",
-        "--json",
-        "--plugins-dir",
-        &plugins,
-        "--script",
-        &script,
-    ];
-    for pack in &packs {
-        args.extend(["--pack", pack.as_str()]);
-    }
-    args.extend_from_slice(extra);
-    args.push("go");
-    chimera_tests::cli::chimera(dir, &args, &[], "")
+    let args: Vec<&str> = extra.iter().copied().chain(["go"]).collect();
+    crate::helpers::run_with_packs(dir, packs, responses, &args, "")
 }
 
 /// The texts of the `assistant_delta` events, joined.

@@ -22,6 +22,44 @@ pub(crate) fn fixture_bundle(config: serde_json::Value) -> (PluginManager, Inter
     (manager, bundle)
 }
 
+/// `chimera run --json` in `dir` with each `(pack, config)` loaded in
+/// order (`--pack NAME=JSON`) from the built packs, on a script of
+/// `responses`, then `args` (more flags, and the prompt if any), with
+/// `stdin` as standard input.
+pub(crate) fn run_with_packs(
+    dir: &std::path::Path,
+    packs: &[(&str, serde_json::Value)],
+    responses: &serde_json::Value,
+    args: &[&str],
+    stdin: &str,
+) -> chimera_tests::cli::Ran {
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({ "responses": responses }).to_string(),
+    )
+    .expect("write the script");
+    let script = script.display().to_string();
+    let plugins = packs_dir().display().to_string();
+    let specs: Vec<String> = packs
+        .iter()
+        .map(|(name, config)| format!("{name}={config}"))
+        .collect();
+    let mut all = vec![
+        "run",
+        "--json",
+        "--plugins-dir",
+        &plugins,
+        "--script",
+        &script,
+    ];
+    for spec in &specs {
+        all.extend(["--pack", spec.as_str()]);
+    }
+    all.extend_from_slice(args);
+    chimera_tests::cli::chimera(dir, &all, &[], stdin)
+}
+
 /// Runs one chain and collects the events it emitted.
 pub(crate) fn run<S: SeamSpec>(
     chain: &[chimera_host::interception::Interceptor<S>],

@@ -3,41 +3,13 @@
 //! `context-window` (compaction) — through the binary and the loaded packs.
 
 use crate::harness::Harness;
+use crate::helpers::run_with_packs as run;
 use chimera_host::agent::{AgentEvent, CallSource};
-use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::tools::{Tool, ToolContext, ToolError};
 use chimera_tests::cli::Ran;
-use chimera_tests::packs_dir;
 use serde_json::{json, Value};
-use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// `chimera run --json` with `packs` (name, config) on a script of
-/// `responses`, `extra` flags before the prompt, `stdin` as input.
-fn run(dir: &Path, packs: &[(&str, Value)], responses: &Value, extra: &[&str], stdin: &str) -> Ran {
-    let script = dir.join("script.json");
-    std::fs::write(&script, json!({ "responses": responses }).to_string()).unwrap();
-    let script = script.display().to_string();
-    let plugins = packs_dir().display().to_string();
-    let specs: Vec<String> = packs
-        .iter()
-        .map(|(name, config)| format!("{name}={config}"))
-        .collect();
-    let mut args = vec![
-        "run",
-        "--json",
-        "--plugins-dir",
-        &plugins,
-        "--script",
-        &script,
-    ];
-    for spec in &specs {
-        args.extend(["--pack", spec]);
-    }
-    args.extend_from_slice(extra);
-    chimera_tests::cli::chimera(dir, &args, &[], stdin)
-}
 
 fn run_end(ran: &Ran) -> Value {
     ran.of_type("run_end").pop().expect("run_end")
@@ -180,7 +152,7 @@ fn over_budget_the_call_goes_to_the_cheapest_other_candidate_and_the_event_says_
 
 #[test]
 fn the_ledger_charges_each_source_and_packs_read_it_from_the_session_facts() {
-    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    let manager = crate::helpers::manager();
     manager
         .load(
             "token-budget",
@@ -269,7 +241,7 @@ impl Tool for Stuck {
 
 #[test]
 fn a_tool_that_never_returns_is_abandoned_at_its_deadline_and_its_late_result_dropped() {
-    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    let manager = crate::helpers::manager();
     manager
         .load("tool-timeout", r#"{"default_timeout": "50ms"}"#)
         .expect("tool-timeout loads");

@@ -81,19 +81,8 @@ fn cli(
     extra: &[&str],
     prompt: &str,
 ) -> Ran {
-    let script_file = dir.join("script.json");
-    std::fs::write(&script_file, json!({ "responses": responses }).to_string()).unwrap();
-    let script_file = script_file.display().to_string();
-    let plugins = packs_dir().display().to_string();
-    let specs: Vec<String> = packs.iter().map(|(n, c)| format!("{n}={c}")).collect();
-    let mut args = vec!["run", "--plugins-dir", &plugins, "--script", &script_file];
-    for spec in &specs {
-        args.extend(["--pack", spec]);
-    }
-    args.push("--json");
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    chimera_tests::cli::chimera(dir, &args, &[], "")
+    let args: Vec<&str> = extra.iter().copied().chain([prompt]).collect();
+    crate::helpers::run_with_packs(dir, packs, responses, &args, "")
 }
 
 fn texts(events: &[Value], key: &str) -> Vec<String> {

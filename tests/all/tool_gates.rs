@@ -10,7 +10,6 @@ use chimera_host::interception::{
 };
 use chimera_host::types::{ProviderRequest, ToolCall, ToolList, ToolSchema};
 use chimera_tests::cli::Ran;
-use chimera_tests::packs_dir;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -54,28 +53,8 @@ fn offered(request: &ProviderRequest) -> Vec<&str> {
 /// Runs `chimera run --json` in `dir` with `packs` (name, config) loaded in
 /// order, on a script of `responses`, with `extra` flags.
 fn run(dir: &Path, packs: &[(&str, Value)], responses: &Value, extra: &[&str]) -> Ran {
-    let script = dir.join("script.json");
-    std::fs::write(&script, json!({ "responses": responses }).to_string()).unwrap();
-    let script = script.display().to_string();
-    let plugins = packs_dir().display().to_string();
-    let packs: Vec<String> = packs
-        .iter()
-        .map(|(name, config)| format!("{name}={config}"))
-        .collect();
-    let mut args = vec![
-        "run",
-        "--plugins-dir",
-        &plugins,
-        "--script",
-        &script,
-        "--json",
-    ];
-    for pack in &packs {
-        args.extend(["--pack", pack.as_str()]);
-    }
-    args.extend_from_slice(extra);
-    args.push("go");
-    chimera_tests::cli::chimera(dir, &args, &[], "")
+    let args: Vec<&str> = extra.iter().copied().chain(["go"]).collect();
+    crate::helpers::run_with_packs(dir, packs, responses, &args, "")
 }
 
 /// One `bash` call with `command`, then a final answer.
