@@ -383,3 +383,35 @@ fn a_window_that_compaction_cannot_help_blocks_the_request_with_the_gates_reason
     );
     assert!(ran.of_type("compaction").is_empty());
 }
+
+#[test]
+fn calls_that_finish_within_their_deadline_are_recorded_as_usual_on_either_path() {
+    let manager = crate::helpers::manager();
+    manager
+        .load("tool-timeout", r#"{"default_timeout": "5s"}"#)
+        .expect("tool-timeout loads");
+    // `echo` (a test tool) runs on a thread of its own; `think` stops by
+    // its deadline itself and runs inline.
+    let run = Harness::new(json!({"responses": [
+        {"tool_calls": [
+            {"id": "a", "name": "echo", "arguments": {"message": "hi"}},
+            {"id": "b", "name": "think", "arguments": {"thought": "plan"}}
+        ]},
+        {"content": "done"}
+    ]}))
+    .registry(Arc::clone(manager.registry()))
+    .tool(Arc::new(chimera_host::tools::ThinkTool))
+    .run("go");
+    assert_eq!(run.result.output, "done");
+    let messages = run.tool_messages();
+    assert_eq!(messages[0], "Echo: hi");
+    assert!(!messages[1].contains("exceeded timeout"), "{}", messages[1]);
+    let timeouts = run
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ToolTimeout { .. }))
+        .count();
+    assert_eq!(timeouts, 0);
+}
