@@ -197,7 +197,7 @@ fn a_command_past_its_deadline_is_stopped_with_the_gates_text_and_the_turn_goes_
             json!({"default_timeout": "30s", "per_tool": {"ba*": "300ms"}}),
         )],
         &json!([
-            {"tool_calls": [{"id": "hang", "name": "bash", "arguments": {"command": "sleep 20"}}]},
+            {"tool_calls": [{"id": "hang", "name": "bash", "arguments": {"command": "sleep 1; touch late-marker"}}]},
             {"content": "moved on"}
         ]),
         &["go"],
@@ -218,6 +218,9 @@ fn a_command_past_its_deadline_is_stopped_with_the_gates_text_and_the_turn_goes_
         "tool bash exceeded timeout 300ms; raise via gates.tool_timeout.per_tool.bash: <duration>"
     );
     assert_eq!(run_end(&ran)["output"], "moved on");
+    // The command was killed at the deadline, not left to finish.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!dir.path().join("late-marker").exists());
 }
 
 /// A tool that runs until the test lets it go.
