@@ -143,6 +143,20 @@ pub enum GateDecision<T> {
     /// from one model call (source `compaction`, through the seams like any
     /// call) — then builds the request again and runs the seams once more.
     /// A second compaction for the same request blocks it with `reason`.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.provider_request_gate("window", |session, request| {
+    ///     let chars: usize = request.messages().iter().map(|m| m.content().len()).sum();
+    ///     if session.source() != "agent" || chars < 400_000 {
+    ///         return Ok(GateDecision::Allow);
+    ///     }
+    ///     session.notice("Compacting the conversation...");
+    ///     Ok(GateDecision::Compact { reason: format!("{chars} characters: near the window") })
+    /// });
+    /// # }
+    /// ```
     Compact {
         /// Why, for the user and the events.
         reason: String,
@@ -152,6 +166,20 @@ pub enum GateDecision<T> {
     /// error result, drops the late result and stops the tool (a shell
     /// command's whole process tree). With several deadlines the shortest
     /// wins.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # use std::time::Duration;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.tool_call_gate("deadline", |_session, call| {
+    ///     let within = if call.name() == "bash" { Duration::from_secs(30) } else { Duration::from_secs(5) };
+    ///     Ok(GateDecision::AllowWithin {
+    ///         within,
+    ///         on_timeout: format!("tool {} ran longer than {within:?}", call.name()),
+    ///     })
+    /// });
+    /// # }
+    /// ```
     AllowWithin {
         /// How long the call may take.
         within: std::time::Duration,
