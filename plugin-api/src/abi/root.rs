@@ -35,7 +35,7 @@ pub const ABI_REVISION: u32 = 1;
 #[sabi_trait]
 pub trait InterceptorAbi: Send + Sync {
     /// Decides on one value. Must not unwind: the SDK catches panics and
-    /// answers [`DecisionKind::ERROR`](super::DecisionKind::ERROR) instead.
+    /// answers [`DecisionKind::ERROR`](crate::abi::DecisionKind::ERROR) instead.
     fn intercept(&self, input: &SeamInput<'_>) -> Decision;
 }
 

@@ -30,7 +30,7 @@ impl Seam {
     /// asks the model again.
     pub const OUTPUT: Seam = Seam(5);
     /// Every streamed text delta before it is released. No replacement: the
-    /// answers are allow, hold (see [`DecisionKind::hold`]) and block.
+    /// answers are allow, hold (see [`Decision::hold`](crate::abi::Decision::hold)) and block.
     pub const STREAM_CHUNK: Seam = Seam(6);
 
     /// The seams this version of the ABI defines behaviour for, in bundle order.
