@@ -22,6 +22,7 @@ mod stream;
 mod subagent;
 mod tool_step;
 mod usage;
+mod user_file;
 
 pub use compaction::DEFAULT_KEEP_TURNS;
 pub use events::{AgentEvent, EventBus, NestedEvent};

@@ -253,10 +253,10 @@ impl AnswersFile {
         })
     }
 
-    /// Reads and parses `path`.
+    /// Reads and parses `path`: a regular file of at most 1 MiB (a FIFO, a
+    /// directory or a larger file is refused).
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
-        AnswersFile::parse(&text)
+        AnswersFile::parse(&super::user_file::read_user_file(path, 1 << 20)?)
     }
 }
 

@@ -108,18 +108,10 @@ impl PriceTable {
         Ok(table)
     }
 
-    /// Reads [`PriceTable::overlaid`] from a file (at most 1 MiB).
+    /// Reads [`PriceTable::overlaid`] from a regular file of at most 1 MiB
+    /// (a FIFO, a directory or a larger file is refused).
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        use std::io::Read;
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
-        let mut text = String::new();
-        file.take(MAX_PRICE_FILE + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read it: {e}"))?;
-        if text.len() as u64 > MAX_PRICE_FILE {
-            return Err("larger than 1 MiB; a price table is a few lines".to_owned());
-        }
-        PriceTable::overlaid(&text)
+        PriceTable::overlaid(&super::user_file::read_user_file(path, MAX_PRICE_FILE)?)
     }
 
     /// What `input` and `output` tokens cost on `model`.

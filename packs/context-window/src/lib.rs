@@ -123,17 +123,10 @@ impl Pack for ContextWindow {
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         registrar.provider_request_gate("window", move |session, request| {
-            if session.source() != "agent" {
+            if !gate_kit::is_agent_call(session) {
                 return Ok(GateDecision::Allow);
             }
-            let chars = request
-                .messages()
-                .iter()
-                .map(|m| {
-                    m.content().chars().count()
-                        + m.blocks().map(|b| b.text().chars().count()).sum::<usize>()
-                })
-                .sum();
+            let chars = gate_kit::text_chars(request.messages());
             Ok(match self.verdict(chars) {
                 Some((reason, notice)) => {
                     session.notice(notice);

@@ -1,8 +1,9 @@
 //! # gate-kit
 //!
-//! The pieces the text-gate packs (`stop-words`, `prompt-injection`,
-//! `endless-loop`, `output-length`, `json-schema`) share, so each gate's
-//! crate holds only its own policy:
+//! The pieces the gate packs that read requests and answers (`stop-words`,
+//! `prompt-injection`, `endless-loop`, `output-length`, `json-schema`,
+//! `token-budget`, `context-window`) share, so each gate's crate holds
+//! only its own policy:
 //!
 //! * [`read_config_file`] / [`config_lines`]: a file a gate's configuration
 //!   names is hostile input — its size is capped, it must be UTF-8, and any
@@ -14,6 +15,8 @@
 //!   re-judges the history;
 //! * [`PerTurn`]: a small per-conversation, per-turn state (retries asked
 //!   for, a warning given), reset when the turn changes;
+//! * [`message_texts`] / [`text_chars`]: the texts of a message, and the
+//!   characters of a request's texts (what size estimates count);
 //! * [`render`]: one-pass `{name}` template substitution;
 //! * [`one_or_many`]: a list key that also takes a single string.
 
@@ -104,6 +107,17 @@ pub fn message_texts(message: MessageRef<'_>) -> impl Iterator<Item = &str> + '_
             .filter(|b| b.kind() == "text")
             .map(|b| b.text()),
     )
+}
+
+/// The characters of every text in `messages` (contents and text blocks,
+/// as [`message_texts`] reads them): what size estimates count.
+#[must_use]
+pub fn text_chars(messages: Messages<'_>) -> usize {
+    messages
+        .iter()
+        .flat_map(message_texts)
+        .map(|text| text.chars().count())
+        .sum()
 }
 
 /// At most this many conversations are remembered by a [`PerTurn`]; a

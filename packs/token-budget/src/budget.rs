@@ -108,14 +108,7 @@ fn today() -> u64 {
 impl TokenBudget {
     /// The estimate of `request`: (input tokens, output tokens).
     fn estimate(&self, request: RequestRef<'_>) -> (u64, u64) {
-        let chars: usize = request
-            .messages()
-            .iter()
-            .map(|m| {
-                m.content().chars().count()
-                    + m.blocks().map(|b| b.text().chars().count()).sum::<usize>()
-            })
-            .sum();
+        let chars = gate_kit::text_chars(request.messages());
         #[allow(
             clippy::cast_precision_loss,
             clippy::cast_possible_truncation,

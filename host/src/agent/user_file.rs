@@ -1,0 +1,78 @@
+//! Files a user names for the session (a price table, an answers file):
+//! hostile until checked. Opening never blocks (a FIFO in the path's place
+//! is refused, not waited on), only a regular file is read, its size is
+//! capped, and it must be UTF-8. Every failure is one line.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The text of the regular file at `path`, at most `limit` bytes.
+pub(crate) fn read_user_file(path: &Path, limit: u64) -> Result<String, String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Opening a FIFO for reading would wait for a writer.
+        options.custom_flags(i32::try_from(rustix::fs::OFlags::NONBLOCK.bits()).unwrap_or(0));
+    }
+    let file = options
+        .open(path)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if !metadata.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("larger than {limit} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_a_directory_an_oversized_or_binary_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            read_user_file(&fifo, 100).unwrap_err(),
+            "not a regular file"
+        );
+        assert_eq!(
+            read_user_file(dir.path(), 100).unwrap_err(),
+            "not a regular file"
+        );
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'a'; 101]).unwrap();
+        assert_eq!(
+            read_user_file(&big, 100).unwrap_err(),
+            "larger than 100 bytes"
+        );
+        let binary = dir.path().join("binary");
+        std::fs::write(&binary, [0xff, 0xfe]).unwrap();
+        assert_eq!(read_user_file(&binary, 100).unwrap_err(), "not UTF-8 text");
+        let fine = dir.path().join("fine");
+        std::fs::write(&fine, "{}").unwrap();
+        assert_eq!(read_user_file(&fine, 100).unwrap(), "{}");
+        assert!(read_user_file(&dir.path().join("missing"), 100)
+            .unwrap_err()
+            .starts_with("cannot read it:"));
+    }
+}
