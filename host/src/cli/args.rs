@@ -9,6 +9,11 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "chimera", version, about)]
 pub(crate) struct Cli {
+    /// The configuration file to use instead of ./chimera.toml and the
+    /// per-user one (~/.config/chimera/chimera.toml).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) config: Option<PathBuf>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -26,6 +31,83 @@ pub(crate) enum Command {
     /// Inspect packs.
     #[command(subcommand)]
     Packs(PacksCommand),
+    /// Author packs: generate a pack crate, replay policy test cases.
+    #[command(subcommand)]
+    Pack(PackCommand),
+    /// The configuration file, chimera.toml.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// The audit log `run --audit FILE` writes.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// The built-in tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PackCommand {
+    /// Generate a pack crate that builds, tests and loads as it is.
+    New(PackNewArgs),
+    /// Replay policy test cases through the real loaded packs.
+    Test(PackTestArgs),
+}
+
+/// `chimera pack new`.
+#[derive(Debug, Args)]
+pub(crate) struct PackNewArgs {
+    /// The pack's name (also its entry-point name and crate name).
+    #[arg(value_name = "NAME")]
+    pub(crate) name: String,
+
+    /// Where to create the crate (default: ./NAME).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) path: Option<PathBuf>,
+}
+
+/// `chimera pack test`.
+#[derive(Debug, Args)]
+pub(crate) struct PackTestArgs {
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
+
+    /// A case file, or a directory of them (default: ./tests/cases).
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+
+    /// Rewrite each case's golden file with what the run produced.
+    #[arg(long)]
+    pub(crate) bless: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print the effective settings and where each value came from.
+    Show {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Check an audit log's hash chain: a deleted or edited line is reported.
+    Verify {
+        /// The audit log.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// List the built-in tools with their argument schemas.
+    List {
+        /// One JSON object per tool.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Where packs are found.
@@ -207,6 +289,16 @@ pub(crate) struct RunArgs {
     /// the session's cost in the session facts (a budget gate caps it).
     #[arg(long, value_name = "FILE")]
     pub(crate) prices: Option<PathBuf>,
+
+    /// Append one JSON line per interceptor decision to FILE, hash-chained
+    /// so `chimera audit verify FILE` detects a deleted or edited line.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit: Option<PathBuf>,
+
+    /// Record the session (every provider request and reply) to FILE, to
+    /// replay later as a policy test case (`chimera pack test`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
 
     /// The first user turn.
     #[arg(value_name = "PROMPT")]

@@ -3,16 +3,21 @@
 //! be loaded. Errors are one line on stderr.
 
 mod args;
+mod audit;
+mod config;
 mod demo;
 mod failure;
+mod pack_new;
+mod pack_test;
 mod packs;
 mod provider;
 mod render;
 mod run;
 mod search_path;
+mod tools;
 mod wiring;
 
-use args::{Cli, Command, PacksCommand};
+use args::{AuditCommand, Cli, Command, ConfigCommand, PackCommand, PacksCommand, ToolsCommand};
 use clap::error::ErrorKind;
 use clap::Parser;
 use failure::Failure;
@@ -72,6 +77,11 @@ pub(crate) fn main() -> ExitCode {
         Command::Packs(PacksCommand::Verify { search, lock }) => {
             packs::verify(&search, lock.as_deref())
         }
+        Command::Pack(PackCommand::New(args)) => pack_new::new(args),
+        Command::Pack(PackCommand::Test(args)) => pack_test::test(args),
+        Command::Config(ConfigCommand::Show { json }) => config::show(cli.config.as_deref(), json),
+        Command::Audit(AuditCommand::Verify { file }) => audit::verify(&file),
+        Command::Tools(ToolsCommand::List { json }) => tools::list(json),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
