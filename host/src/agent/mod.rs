@@ -35,3 +35,4 @@ pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPoli
 pub use stream::{Offered, StreamGate};
 pub use subagent::SessionSubAgent;
 pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};
+pub use user_file::read_user_file;

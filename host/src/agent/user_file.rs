@@ -6,8 +6,9 @@
 use std::io::Read;
 use std::path::Path;
 
-/// The text of the regular file at `path`, at most `limit` bytes.
-pub(crate) fn read_user_file(path: &Path, limit: u64) -> Result<String, String> {
+/// The text of the regular file at `path`, at most `limit` bytes; the
+/// error is the reason, for the caller to put after the path.
+pub fn read_user_file(path: &Path, limit: u64) -> Result<String, String> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]

@@ -88,6 +88,14 @@ pub(crate) enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Trust a project's chimera.toml at its current contents (a project
+    /// file names code to load, so it is used only once trusted, and again
+    /// after every change).
+    Trust {
+        /// The file (default: ./chimera.toml).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -61,9 +61,14 @@ pub(crate) fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(mut args) => {
+            config::apply_to_run(cli.config.as_deref(), &mut args).and_then(|()| run::run(args))
+        }
         Command::Demo(args) => demo::demo(args),
-        Command::Packs(PacksCommand::List { search, json }) => packs::list(&search, json),
+        Command::Packs(PacksCommand::List { mut search, json }) => {
+            config::apply_to_search(cli.config.as_deref(), &mut search)
+                .and_then(|()| packs::list(&search, json))
+        }
         Command::Packs(PacksCommand::Check {
             file,
             sealed_stdin: _,
@@ -71,15 +76,18 @@ pub(crate) fn main() -> ExitCode {
             json,
             allow_insecure,
         }) => packs::check(file.as_deref(), &specs, json, allow_insecure),
-        Command::Packs(PacksCommand::Lock { search, lock }) => {
-            packs::lock(&search, lock.as_deref())
+        Command::Packs(PacksCommand::Lock { mut search, lock }) => {
+            config::apply_to_search(cli.config.as_deref(), &mut search)
+                .and_then(|()| packs::lock(&search, lock.as_deref()))
         }
-        Command::Packs(PacksCommand::Verify { search, lock }) => {
-            packs::verify(&search, lock.as_deref())
+        Command::Packs(PacksCommand::Verify { mut search, lock }) => {
+            config::apply_to_search(cli.config.as_deref(), &mut search)
+                .and_then(|()| packs::verify(&search, lock.as_deref()))
         }
         Command::Pack(PackCommand::New(args)) => pack_new::new(args),
         Command::Pack(PackCommand::Test(args)) => pack_test::test(args),
         Command::Config(ConfigCommand::Show { json }) => config::show(cli.config.as_deref(), json),
+        Command::Config(ConfigCommand::Trust { file }) => config::trust(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file }) => audit::verify(&file),
         Command::Tools(ToolsCommand::List { json }) => tools::list(json),
     };

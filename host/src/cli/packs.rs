@@ -110,7 +110,7 @@ fn lock_dirs(search: &SearchArgs) -> Result<Vec<PathBuf>, Failure> {
 /// Writes `text` to `path` atomically: a new temporary file beside it
 /// (random name, created exclusively), mode 0644 set on the descriptor,
 /// then renamed into place.
-fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
     let fail = |e: std::io::Error| Failure::usage(format!("cannot write {}: {e}", path.display()));
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,

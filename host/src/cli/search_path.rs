@@ -50,14 +50,24 @@ pub(crate) fn configured_dirs(args: &SearchArgs) -> Vec<PathBuf> {
 
 /// `$XDG_DATA_HOME/chimera/plugins`, else `$HOME/.local/share/chimera/plugins`.
 pub(crate) fn user_data_dir() -> Option<PathBuf> {
-    let absolute = |var: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    absolute("XDG_DATA_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".local/share")))
+    absolute_env("XDG_DATA_HOME")
+        .or_else(|| absolute_env("HOME").map(|home| home.join(".local/share")))
         .map(|data| data.join("chimera").join("plugins"))
+}
+
+/// `$XDG_CONFIG_HOME/chimera`, else `$HOME/.config/chimera`: the per-user
+/// configuration file and trust store live here.
+pub(crate) fn user_config_dir() -> Option<PathBuf> {
+    absolute_env("XDG_CONFIG_HOME")
+        .or_else(|| absolute_env("HOME").map(|home| home.join(".config")))
+        .map(|config| config.join("chimera"))
+}
+
+/// The variable `var` as a path, when it is set to an absolute one.
+fn absolute_env(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 /// The configured directories, then the executable's directory restricted
