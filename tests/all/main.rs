@@ -13,6 +13,7 @@
 mod abi;
 mod chains;
 mod cli;
+mod config_file;
 mod content_safety;
 mod harness;
 mod helpers;

@@ -522,6 +522,7 @@ pub mod cli {
     const INHERITED: &[&str] = &[
         "CHIMERA_PLUGIN_PATH",
         "XDG_DATA_HOME",
+        "XDG_CONFIG_HOME",
         "CHIMERA_HOSTILE",
         "CHIMERA_LOG",
         "OPENAI_API_KEY",
@@ -539,6 +540,8 @@ pub mod cli {
         }
         // No per-user packs: a test names every plugins directory it uses.
         command.env("XDG_DATA_HOME", "/nonexistent/chimera-tests-data");
+        // No per-user chimera.toml or trust store unless a test makes one.
+        command.env("XDG_CONFIG_HOME", "/nonexistent/chimera-tests-config");
         for (key, value) in env {
             command.env(key, value);
         }

@@ -283,9 +283,9 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// Parses `text` (read from `path`); an error names the line and the problem.
 fn parse(path: &Path, text: &str) -> Result<FileConfig, Failure> {
     toml::from_str(text).map_err(|error| {
-        let line = error
-            .span()
-            .map_or(String::new(), |span| format!(" line {}", line_of(text, span.start)));
+        let line = error.span().map_or(String::new(), |span| {
+            format!(" line {}", line_of(text, span.start))
+        });
         Failure::usage(format!(
             "{}{line}: {}",
             path.display(),
@@ -506,7 +506,12 @@ fn merge(
         &mut args.headers,
         provider.headers.clone(),
     );
-    m.take("provider.stream", "stream", &mut args.stream, provider.stream);
+    m.take(
+        "provider.stream",
+        "stream",
+        &mut args.stream,
+        provider.stream,
+    );
     m.take(
         "provider.stream_policy",
         "stream_policy",
@@ -674,7 +679,10 @@ pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
         Some(file) => println!("configuration file: {file}"),
         None => println!(
             "configuration file: none (looked for ./{FILE_NAME} and {})",
-            user_file().map_or_else(|| "the user config directory".to_owned(), |p| p.display().to_string())
+            user_file().map_or_else(
+                || "the user config directory".to_owned(),
+                |p| p.display().to_string()
+            )
         ),
     }
     let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
@@ -757,7 +765,10 @@ mod tests {
         let mut args = run_args();
         args.max_steps = 9;
         let settings = merge(&mut args, Some(&loaded), &|id| id == "max_steps");
-        assert_eq!(args.search.plugins_dirs, [PathBuf::from("/project/plugins")]);
+        assert_eq!(
+            args.search.plugins_dirs,
+            [PathBuf::from("/project/plugins")]
+        );
         assert_eq!(args.packs, ["redactor", "plan-gate={\"max\":3}"]);
         assert_eq!(args.trust.quarantine_after, 5);
         assert_eq!(args.max_steps, 9, "the flag wins");
