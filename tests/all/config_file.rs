@@ -292,3 +292,32 @@ fn a_fifo_or_a_directory_in_the_file_s_place_is_refused_without_waiting() {
     );
     assert!(shown.error_line().contains("not a regular file"));
 }
+
+#[test]
+fn the_readme_s_example_file_is_accepted_as_written() {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let start = readme
+        .find("```toml\nplugins_dirs")
+        .expect("the README shows a chimera.toml")
+        + "```toml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chimera.toml");
+    std::fs::write(&file, &readme[start..end]).unwrap();
+    let shown = run_in(
+        dir.path(),
+        home.path(),
+        &[
+            "--config",
+            &file.display().to_string(),
+            "config",
+            "show",
+            "--json",
+        ],
+    );
+    assert_eq!(shown.code(), Some(0), "{}", shown.stderr());
+    let shown: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    assert_eq!(shown["settings"]["approvals.answer"]["value"], "no");
+    assert_eq!(shown["settings"]["session.max_steps"]["value"], 40);
+}
