@@ -49,7 +49,7 @@ mod tests {
     use super::*;
 
     /// [`LOADABLE_SDK_VERSIONS`] spells the rule for `0.x` (the minor must
-    /// match). At `1.0` abi_stable's rule changes (same major, and a host
+    /// match). At `1.0` `abi_stable`'s rule changes (same major, and a host
     /// minor no newer than the pack's): this fails so the text is rewritten.
     #[test]
     fn the_loadable_range_is_written_for_a_zero_major() {
