@@ -26,6 +26,7 @@ mod packs;
 mod plugins_in_the_loop;
 mod providers;
 mod registry;
+mod sdk_reference;
 mod seams_in_the_loop;
 mod text_gates;
 mod tool_gates;

@@ -660,3 +660,119 @@ pub mod cli {
         }
     }
 }
+
+/// The stateful example pack (`examples/stateful-pack`, entry point
+/// `call-quota`), built once per test run beside the other packs.
+pub fn stateful_pack_path() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = packs_dir();
+            cargo_build(
+                &workspace_root(),
+                &["-p", "stateful-pack"],
+                &[],
+                "the stateful example pack",
+            );
+            dir.join(chimera_host::plugins::platform::library_file_name(
+                "stateful-pack",
+            ))
+        })
+        .clone()
+}
+
+/// Writes `text` to `path` unless it already holds exactly that (so cargo
+/// sees an unchanged file as unchanged).
+fn write_if_changed(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::create_dir_all(path.parent().expect("a file in a directory"))
+            .expect("create the directory");
+        std::fs::write(path, text).expect("write the file");
+    }
+}
+
+/// Copies every file under `from` to the same place under `to`, leaving
+/// files that already match alone.
+fn copy_sources(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read the source directory") {
+        let path = entry.expect("a directory entry").path();
+        let target = to.join(path.file_name().expect("a named entry"));
+        if path.is_dir() {
+            copy_sources(&path, &target);
+        } else {
+            write_if_changed(
+                &target,
+                &std::fs::read_to_string(&path).expect("a source file"),
+            );
+        }
+    }
+}
+
+/// The frozen-ABI fixture pack as if its snapshot had been released as
+/// `chimera-plugin-api` `version`: the same sources, so the same layout;
+/// only the crate version (recorded in the root module and in every type's
+/// layout) differs. Its entry point is `frozen-fixture-<version>` with the
+/// dots as dashes (`frozen-fixture-0-1-9`), so it never clashes with the
+/// fixture itself. Built once per version per test run into
+/// `<target>/abi-fixtures`; returns the library.
+pub fn frozen_pack_released_as(version: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, path)) = built.iter().find(|(v, _)| v == version) {
+        return path.clone();
+    }
+    let slug = version.replace('.', "-");
+    let fixtures = workspace_root().join("tests/abi-fixtures");
+    let root = fixtures_target().join("released").join(&slug);
+    let read = |path: &str| std::fs::read_to_string(fixtures.join(path)).expect("fixture file");
+    copy_sources(
+        &fixtures.join("frozen-api/src"),
+        &root.join("frozen-api/src"),
+    );
+    let api_manifest = read("frozen-api/Cargo.toml");
+    assert!(api_manifest.contains("\nversion = \"0.1.0\"\n"));
+    write_if_changed(
+        &root.join("frozen-api/Cargo.toml"),
+        &api_manifest.replace(
+            "\nversion = \"0.1.0\"\n",
+            &format!("\nversion = \"{version}\"\n"),
+        ),
+    );
+    let pack_source = read("pack.rs");
+    assert!(pack_source.contains("\"frozen-fixture\""));
+    write_if_changed(
+        &root.join("pack/pack.rs"),
+        &pack_source.replace("\"frozen-fixture\"", &format!("\"frozen-fixture-{slug}\"")),
+    );
+    let package = format!("frozen-pack-{slug}");
+    write_if_changed(
+        &root.join("pack/Cargo.toml"),
+        &format!(
+            "[package]\nname = \"{package}\"\nversion = \"1.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [workspace]\n\n[lib]\ncrate-type = [\"cdylib\"]\npath = \"pack.rs\"\n\n\
+             [dependencies]\nchimera-plugin-api = {{ path = \"../frozen-api\" }}\nabi_stable = \"0.11.3\"\n"
+        ),
+    );
+    // The fixture's own lock: the same dependency versions, already built.
+    if !root.join("pack/Cargo.lock").exists() {
+        std::fs::copy(
+            fixtures.join("frozen-pack/Cargo.lock"),
+            root.join("pack/Cargo.lock"),
+        )
+        .expect("copy the fixture's lock file");
+    }
+    let target = fixtures_target();
+    cargo_build(
+        &root.join("pack"),
+        &["--target-dir", &target.display().to_string()],
+        &[],
+        &format!("the frozen fixture released as {version}"),
+    );
+    let path = target
+        .join(if release() { "release" } else { "debug" })
+        .join(chimera_host::plugins::platform::library_file_name(&package));
+    built.push((version.to_owned(), path.clone()));
+    path
+}
