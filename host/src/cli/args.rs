@@ -7,7 +7,12 @@ use std::path::PathBuf;
 
 /// Chimera: an agent host whose policies ship as compiled, hot-swappable packs.
 #[derive(Debug, Parser)]
-#[command(name = "chimera", version, about)]
+#[command(
+    name = "chimera",
+    version,
+    long_version = super::packs::long_version(),
+    about
+)]
 pub(crate) struct Cli {
     /// The configuration file to use instead of ./chimera.toml and the
     /// per-user one (~/.config/chimera/chimera.toml).

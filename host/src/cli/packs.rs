@@ -9,7 +9,20 @@ use chimera_host::plugins::trust::{
 };
 use chimera_host::plugins::{discover, path_list, PluginManager, Registry};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// What `chimera --version` prints after the name: the host's version, the
+/// ABI revision, and which SDK versions this host loads packs from.
+pub(crate) fn long_version() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{}\n{}",
+            env!("CARGO_PKG_VERSION"),
+            chimera_plugin_api::compatibility::summary()
+        )
+    })
+}
 
 #[allow(
     clippy::unnecessary_wraps,
