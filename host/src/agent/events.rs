@@ -1,6 +1,7 @@
 //! The observational event bus: subscribers watch, they cannot change what
 //! happens. Carries the transcript events and the interceptor events.
 
+use super::usage::SourceUsage;
 use crate::interception::InterceptorEvent;
 use crate::types::ToolCall;
 use serde::Serialize;
@@ -208,7 +209,9 @@ pub enum AgentEvent {
         /// The budget, in milliseconds.
         budget_ms: u64,
     },
-    /// A run (one user turn) ended.
+    /// A run (one user turn) ended. In JSON: `{"type": "run_end", "success",
+    /// "output", "reason", "usage": {"turn": {…}, "session": {…}}}`, each
+    /// usage object `{"input_tokens", "output_tokens", "cost_usd"}`.
     RunEnd {
         /// Whether it ended with a final answer.
         success: bool,
@@ -216,6 +219,11 @@ pub enum AgentEvent {
         output: String,
         /// `completed`, `interceptor_blocked: <reason>`, `provider_error`, `max_steps`.
         reason: String,
+        /// The tokens the provider reported and their price (USD, by the
+        /// session's price table; 0 for a model it has no price for): this
+        /// turn's provider calls (gate retries and compactions included),
+        /// and the whole session's so far.
+        usage: RunUsage,
     },
     /// An event of a sub-agent (the `delegate` tool's session). In JSON it is
     /// the inner event's object with two more fields, `depth` (1 for a
@@ -223,6 +231,31 @@ pub enum AgentEvent {
     /// delegating call).
     #[serde(untagged)]
     Nested(NestedEvent),
+}
+
+/// The usage a `run_end` event reports: the turn's and the session's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct RunUsage {
+    /// What this turn's provider calls used.
+    pub turn: SourceUsage,
+    /// What the session's provider calls used so far, this turn included.
+    pub session: SourceUsage,
+}
+
+impl RunUsage {
+    /// The usage of a turn that began with the session at `before` and
+    /// ended at `after`.
+    #[must_use]
+    pub fn between(before: SourceUsage, after: SourceUsage) -> Self {
+        RunUsage {
+            turn: SourceUsage {
+                input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
+                output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
+                cost_usd: (after.cost_usd - before.cost_usd).max(0.0),
+            },
+            session: after,
+        }
+    }
 }
 
 /// A sub-agent's event, as its parent session publishes it.

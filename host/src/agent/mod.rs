@@ -25,7 +25,7 @@ mod usage;
 mod user_file;
 
 pub use compaction::DEFAULT_KEEP_TURNS;
-pub use events::{AgentEvent, EventBus, NestedEvent};
+pub use events::{AgentEvent, EventBus, NestedEvent, RunUsage};
 pub use hooks::{Hooks, PreToolUse};
 pub use permission::{
     AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission, PermissionPolicy,

@@ -5,7 +5,7 @@
 //! sessions sharing a provider across threads cannot send each other's
 //! headers, and nothing needs putting back after a call.
 
-use super::events::AgentEvent;
+use super::events::{AgentEvent, RunUsage};
 use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
 use super::stream::{Assembler, StreamGate};
 use super::usage::CallSource;
@@ -90,6 +90,7 @@ impl AgentSession {
         self.facts.provider_calls_this_turn = 0;
         self.facts.tool_calls_this_turn = 0;
         self.history.push(Message::user(input));
+        let used_before = self.ledger.total();
         self.bus.emit(|| AgentEvent::User {
             content: input.to_owned(),
         });
@@ -113,6 +114,7 @@ impl AgentSession {
             success: result.success,
             output: result.output.clone(),
             reason: result.reason.to_string(),
+            usage: RunUsage::between(used_before, self.ledger.total()),
         });
         result
     }

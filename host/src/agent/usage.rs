@@ -167,6 +167,18 @@ impl Ledger {
         self.by_source.values().map(|u| u.cost_usd).sum()
     }
 
+    /// The charges of every source together.
+    #[must_use]
+    pub fn total(&self) -> SourceUsage {
+        self.by_source
+            .values()
+            .fold(SourceUsage::default(), |sum, usage| SourceUsage {
+                input_tokens: sum.input_tokens + usage.input_tokens,
+                output_tokens: sum.output_tokens + usage.output_tokens,
+                cost_usd: sum.cost_usd + usage.cost_usd,
+            })
+    }
+
     /// The charges of one source.
     #[must_use]
     pub fn of(&self, source: CallSource) -> SourceUsage {
@@ -208,6 +220,8 @@ mod tests {
         assert!((ledger.of(CallSource::Agent).cost_usd - 13.0).abs() < 1e-9);
         assert_eq!(ledger.of(CallSource::GateRetry).output_tokens, 500);
         assert!((ledger.cost_usd() - 13.0).abs() < 1e-9);
+        assert_eq!(ledger.total().input_tokens, 1_000_500);
+        assert_eq!(ledger.total().output_tokens, 100_500);
         assert_eq!(ledger.of(CallSource::Compaction), SourceUsage::default());
         let json = ledger.to_json();
         assert_eq!(json["gate_retry"]["input_tokens"], 500);

@@ -5,13 +5,31 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// What `chimera -h` (and a bare `chimera`) opens with.
+const ABOUT: &str =
+    "Chimera runs an AI coding agent whose policies are plugin packs you load by name. \
+Start with `chimera demo`, then `chimera packs list` and `chimera run`.";
+
+/// What `chimera --help` opens with.
+const LONG_ABOUT: &str = "Chimera runs an AI coding agent (a model that reads, writes and runs \
+commands in a workspace) whose policies are plugin packs you load by name: plan before \
+editing, redact secrets, ask before a tool runs, cap the tokens spent, and more. Packs are \
+compiled libraries; a rebuilt pack is swapped into a running session.
+
+Start with:
+  chimera demo          a scripted session showing the bundled packs at work
+  chimera packs list    the packs chimera finds, by name
+  chimera run --provider openai --model gpt-4o-mini --pack plan-gate \"add a README\"
+                        a session with a real model (OPENAI_API_KEY set)";
+
 /// Chimera: an agent host whose policies ship as compiled, hot-swappable packs.
 #[derive(Debug, Parser)]
 #[command(
     name = "chimera",
     version,
     long_version = super::packs::long_version(),
-    about
+    about = ABOUT,
+    long_about = LONG_ABOUT
 )]
 pub(crate) struct Cli {
     /// The configuration file to use instead of ./chimera.toml and the

@@ -61,12 +61,15 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
             "In the durable transcript, the user message keeps its text: {}",
             session.history()[1].content
         );
-        if args.keep_workspace {
-            println!("Workspace kept at {}", scratch.path().display());
-        }
     }
     if args.keep_workspace {
-        let _kept = scratch.keep();
+        let kept = scratch.keep();
+        // With --json, stdout holds events only: the path goes to stderr.
+        if args.json {
+            eprintln!("workspace kept at {}", kept.display());
+        } else {
+            println!("Workspace kept at {}", kept.display());
+        }
     }
     if result.success {
         Ok(())

@@ -14,6 +14,7 @@ mod provider;
 mod render;
 mod run;
 mod search_path;
+mod status;
 mod tools;
 mod wiring;
 
@@ -36,6 +37,33 @@ fn init_logging() {
         .try_init();
 }
 
+/// clap's whole error as one line: the error, each tip (a did-you-mean
+/// suggestion) and the usage, then which help to read. clap's own closing
+/// "For more information, try '--help'." gives way to that pointer.
+fn usage_line(text: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut help = "chimera --help".to_owned();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with("For more information") {
+            continue;
+        }
+        if let Some(usage) = line.strip_prefix("Usage: ") {
+            let command: Vec<&str> = usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['[', '<', '-']))
+                .collect();
+            help = format!("{} --help", command.join(" "));
+            parts.push(format!("usage: {usage}"));
+            continue;
+        }
+        parts.push(line.trim_start_matches("error: ").to_owned());
+    }
+    if parts.is_empty() {
+        parts.push("invalid arguments".to_owned());
+    }
+    format!("{} (see {help})", parts.join("; "))
+}
+
 /// Runs the command line and returns its exit status.
 pub(crate) fn main() -> ExitCode {
     init_logging();
@@ -50,15 +78,12 @@ pub(crate) fn main() -> ExitCode {
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
-        Err(error) => {
-            let text = error.to_string();
-            let line = text
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            return Failure::usage(format!("{line} (see chimera --help)")).exit();
+        Err(error) if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // A bare `chimera` (or `chimera packs`): the help, on stderr, exit 2.
+            let _ = error.print();
+            return ExitCode::from(2);
         }
+        Err(error) => return Failure::usage(usage_line(&error.to_string())).exit(),
     };
     let outcome = match cli.command {
         Command::Run(mut args) => {

@@ -4,6 +4,7 @@
 
 use super::args::RunArgs;
 use super::failure::Failure;
+use super::status;
 use chimera_host::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
     ScriptedModel,
@@ -26,8 +27,11 @@ struct Remote {
     official_host: &'static str,
 }
 
+const OPENAI_NAME: &str = "openai";
+const ANTHROPIC_NAME: &str = "anthropic";
+
 const OPENAI: Remote = Remote {
-    name: "openai",
+    name: OPENAI_NAME,
     base_url_env: "OPENAI_BASE_URL",
     default_base_url: "https://api.openai.com/v1",
     key_env: "OPENAI_API_KEY",
@@ -35,7 +39,7 @@ const OPENAI: Remote = Remote {
 };
 
 const ANTHROPIC: Remote = Remote {
-    name: "anthropic",
+    name: ANTHROPIC_NAME,
     base_url_env: "ANTHROPIC_BASE_URL",
     default_base_url: "https://api.anthropic.com",
     key_env: "ANTHROPIC_API_KEY",
@@ -49,8 +53,23 @@ struct Endpoint {
     api_key: Option<String>,
 }
 
+/// `--provider openai|anthropic` without `--model`: the flag a user most
+/// often forgets, so it is named before anything else is checked (the
+/// prompt, the workspace, headers, keys).
+pub(crate) fn require_model(args: &RunArgs) -> Result<(), Failure> {
+    match (&args.script, args.provider.as_deref(), &args.model) {
+        (None, Some(name @ (OPENAI_NAME | ANTHROPIC_NAME)), None) => Err(needs_model(name)),
+        _ => Ok(()),
+    }
+}
+
+fn needs_model(provider: &str) -> Failure {
+    Failure::usage(format!("--provider {provider} needs --model M"))
+}
+
 /// The provider `args` ask for.
 pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
+    require_model(args)?;
     let headers = args
         .headers
         .iter()
@@ -64,30 +83,39 @@ pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
             "--script and --provider {provider} cannot be used together"
         ))),
         (Some(script), _) => scripted(script, headers, args.record_requests.as_deref()),
-        (None, Some("openai")) => {
+        (None, Some(OPENAI_NAME)) => {
             let endpoint = endpoint(args, &OPENAI)?;
-            Ok(Arc::new(OpenAiProvider::new(OpenAiConfig {
+            let provider = OpenAiProvider::new(OpenAiConfig {
                 base_url: endpoint.base_url,
                 model: endpoint.model,
                 api_key: endpoint.api_key,
                 headers: Headers(headers),
                 http: HttpSettings::default(),
-            })))
+            });
+            let provider =
+                status::observe_retries(provider, args.json, OpenAiProvider::with_retry_observer);
+            Ok(status::show_model_waits(Arc::new(provider), args.json))
         }
-        (None, Some("anthropic")) => {
+        (None, Some(ANTHROPIC_NAME)) => {
             if !headers.is_empty() {
                 return Err(Failure::usage(
                     "--header: the anthropic provider has no per-request header surface",
                 ));
             }
             let endpoint = endpoint(args, &ANTHROPIC)?;
-            Ok(Arc::new(AnthropicProvider::new(AnthropicConfig {
+            let provider = AnthropicProvider::new(AnthropicConfig {
                 base_url: endpoint.base_url,
                 model: endpoint.model,
                 api_key: endpoint.api_key,
                 max_tokens: 4096,
                 http: HttpSettings::default(),
-            })))
+            });
+            let provider = status::observe_retries(
+                provider,
+                args.json,
+                AnthropicProvider::with_retry_observer,
+            );
+            Ok(status::show_model_waits(Arc::new(provider), args.json))
         }
         (None, Some(other)) => Err(Failure::usage(format!(
             "unknown provider '{other}' (known: openai, anthropic; or --script FILE)"
@@ -98,13 +126,9 @@ pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
     }
 }
 
-/// The model (first: it is the flag a user most often forgets), the base
-/// URL and the key for `remote`.
+/// The model (see [`require_model`]), the base URL and the key for `remote`.
 fn endpoint(args: &RunArgs, remote: &Remote) -> Result<Endpoint, Failure> {
-    let model = args
-        .model
-        .clone()
-        .ok_or_else(|| Failure::usage(format!("--provider {} needs --model M", remote.name)))?;
+    let model = args.model.clone().ok_or_else(|| needs_model(remote.name))?;
     let base_url = args
         .base_url
         .clone()

@@ -6,8 +6,8 @@
 //! carry an escape sequence of its own to the terminal.
 
 use anstyle::{AnsiColor, Style};
-use chimera_host::agent::{AgentEvent, NestedEvent};
-use chimera_host::interception::InterceptorEvent;
+use chimera_host::agent::{AgentEvent, NestedEvent, RunUsage, SourceUsage};
+use chimera_host::interception::{EventDecision, InterceptorEvent};
 use chimera_host::types::terminal_safe as clean;
 use chimera_host::types::ToolCall;
 use std::io::Write;
@@ -40,6 +40,42 @@ struct Output {
     open: bool,
     /// This step's reply text was already printed as it streamed.
     streamed: bool,
+    /// What each session's current run has shown (index: delegation depth).
+    seen: Vec<Seen>,
+}
+
+/// What the readable view showed of one session's current run, so that it
+/// says each thing once: a block's reason is not repeated by the result it
+/// produced, nor the final answer by the closing line.
+#[derive(Default)]
+struct Seen {
+    /// The last reply text shown (the `assistant` event's).
+    reply: Option<String>,
+    /// The last notice shown.
+    notice: Option<String>,
+    /// The last block (or failure) an interceptor line showed.
+    block: Option<ShownBlock>,
+}
+
+/// An interceptor line that stopped something.
+struct ShownBlock {
+    interceptor: String,
+    /// The call it stopped (empty: not a tool seam).
+    call_id: String,
+    reason: String,
+}
+
+impl ShownBlock {
+    /// Whether `text` (a tool result, a run's output) only restates this
+    /// block: it carries the reason, or the error text without the
+    /// `<interceptor>: ` an error's reason starts with.
+    fn restated_by(&self, text: &str) -> bool {
+        let reason = self
+            .reason
+            .strip_prefix(&format!("{}: ", self.interceptor))
+            .unwrap_or(&self.reason);
+        !reason.is_empty() && text.contains(reason)
+    }
 }
 
 /// `text` in `style` (the stream drops the style where colors are off).
@@ -60,6 +96,7 @@ impl Renderer {
                 stdout: anstream::AutoStream::new(std::io::stdout(), choice),
                 open: false,
                 streamed: false,
+                seen: Vec::new(),
             }),
         }
     }
@@ -75,6 +112,8 @@ impl Renderer {
             let _ = out.stdout.flush();
             return;
         }
+        // A status line (a wait) ends where the transcript goes on.
+        super::status::clear();
         if let AgentEvent::AssistantDelta { content } = event {
             if !out.open {
                 let _ = write!(out.stdout, "  {} ", paint(BOLD, "assistant:"));
@@ -89,7 +128,15 @@ impl Renderer {
             let _ = writeln!(out.stdout);
             out.open = false;
         }
-        let text = readable(event, out.streamed);
+        let streamed = out.streamed;
+        let depth = match event {
+            AgentEvent::Nested(nested) => nested.depth as usize,
+            _ => 0,
+        };
+        if out.seen.len() <= depth {
+            out.seen.resize_with(depth + 1, Seen::default);
+        }
+        let text = readable(event, streamed, &mut out.seen[depth]);
         if matches!(event, AgentEvent::Assistant { .. }) {
             out.streamed = false;
         }
@@ -100,17 +147,37 @@ impl Renderer {
     }
 }
 
-/// One event as readable text; `streamed` says the reply text was already
-/// printed as it arrived.
-fn readable(event: &AgentEvent, streamed: bool) -> String {
+/// One event as readable text (empty: nothing to print); `streamed` says
+/// the reply text was already printed as it arrived; `seen` is what this
+/// session's run has shown so far.
+fn readable(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> String {
     match event {
         AgentEvent::AssistantDelta { content } => clean(content),
-        AgentEvent::User { content } => format!("{} {}", paint(USER, "» user:"), clean(content)),
+        AgentEvent::User { content } => {
+            *seen = Seen::default();
+            format!("{} {}", paint(USER, "» user:"), clean(content))
+        }
         AgentEvent::Assistant {
             content,
             tool_calls,
             ..
-        } => assistant(content, tool_calls, streamed),
+        } => {
+            if !content.is_empty() {
+                seen.reply = Some(content.clone());
+            }
+            assistant(content, tool_calls, streamed)
+        }
+        AgentEvent::ToolResult {
+            call_id, content, ..
+        } if seen
+            .block
+            .as_ref()
+            .is_some_and(|b| b.call_id == *call_id && b.restated_by(content)) =>
+        {
+            // The interceptor line just above said it.
+            seen.block = None;
+            String::new()
+        }
         AgentEvent::ToolResult {
             call_id,
             name,
@@ -125,7 +192,20 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
             };
             format!("  {head} {}", preview(&clean(content)))
         }
-        AgentEvent::Interceptor(e) => interceptor(e),
+        AgentEvent::Interceptor(e) => {
+            if e.decision != EventDecision::Replaced {
+                seen.block = Some(ShownBlock {
+                    interceptor: e.interceptor.clone(),
+                    call_id: e.call_id.clone(),
+                    reason: e.reason.clone(),
+                });
+            }
+            interceptor(e)
+        }
+        AgentEvent::Notice { text, .. } => {
+            seen.notice = Some(text.clone());
+            gate_line(event)
+        }
         AgentEvent::PackLoaded {
             name,
             version,
@@ -157,16 +237,22 @@ fn readable(event: &AgentEvent, streamed: bool) -> String {
             )),
         ),
         AgentEvent::RunEnd {
-            success: true,
+            success,
             output,
-            ..
-        } => format!("{} {}", paint(DONE, "✓ done:"), clean(output)),
-        AgentEvent::RunEnd { output, reason, .. } => format!(
-            "{} {}",
-            paint(ALERT, "✗ failed:"),
-            clean(&format!("{output} ({reason})"))
-        ),
-        AgentEvent::Nested(nested) => nested_lines(nested),
+            reason,
+            usage,
+        } => {
+            let line = if *success {
+                done_line(output, seen)
+            } else {
+                failed_line(output, reason, seen)
+            };
+            match usage_text(usage) {
+                Some(usage) => format!("{line} {}", paint(DIM, &format!("· {usage}"))),
+                None => line,
+            }
+        }
+        AgentEvent::Nested(nested) => nested_lines(nested, seen),
         gate => gate_line(gate),
     }
 }
@@ -261,6 +347,63 @@ fn gate_line(event: &AgentEvent) -> String {
     }
 }
 
+/// The closing line of a run that ended with an answer: the answer, unless
+/// the reply line above already showed it.
+fn done_line(output: &str, seen: &Seen) -> String {
+    if output.is_empty() || seen.reply.as_deref() == Some(output) {
+        paint(DONE, "✓ done")
+    } else {
+        format!("{} {}", paint(DONE, "✓ done:"), clean(output))
+    }
+}
+
+/// The closing line of a run that ended without one: why, unless a line
+/// above already said it (a block, its notice, the substitute reply); then
+/// only who stopped it.
+fn failed_line(output: &str, reason: &str, seen: &Seen) -> String {
+    let block = seen.block.as_ref().filter(|b| b.call_id.is_empty());
+    let said = seen.reply.as_deref() == Some(output)
+        || seen.notice.as_deref() == Some(output)
+        || block.is_some_and(|b| b.restated_by(output));
+    if said {
+        let who = block.map_or_else(
+            || format!("({reason})"),
+            |b| format!("blocked by {}", b.interceptor),
+        );
+        return format!("{} {}", paint(ALERT, "✗ failed:"), clean(&who));
+    }
+    // `interceptor_blocked: <reason>` repeats what the output says.
+    let detail = reason.split_once(": ").map_or(reason, |(_, detail)| detail);
+    let text = if output.contains(detail) {
+        output.to_owned()
+    } else {
+        format!("{output} ({reason})")
+    };
+    format!("{} {}", paint(ALERT, "✗ failed:"), clean(&text))
+}
+
+/// `tokens: 120 in / 30 out · $0.0012`, then the session's when it differs
+/// (later turns); `None` when the provider reported no tokens at all.
+fn usage_text(usage: &RunUsage) -> Option<String> {
+    let amount = |u: &SourceUsage| {
+        let cost = match u.cost_usd {
+            c if c <= 0.0 => String::new(),
+            c if c < 0.0001 => " · <$0.0001".to_owned(),
+            c => format!(" · ${c:.4}"),
+        };
+        format!("{} in / {} out{cost}", u.input_tokens, u.output_tokens)
+    };
+    let session = &usage.session;
+    if session.input_tokens == 0 && session.output_tokens == 0 {
+        return None;
+    }
+    let mut text = format!("tokens: {}", amount(&usage.turn));
+    if usage.turn != usage.session {
+        text.push_str(&format!(" (session: {})", amount(session)));
+    }
+    Some(text)
+}
+
 fn assistant(content: &str, tool_calls: &[ToolCall], streamed: bool) -> String {
     let mut lines = Vec::new();
     if !content.is_empty() && !streamed {
@@ -289,10 +432,15 @@ fn interceptor(e: &InterceptorEvent) -> String {
     } else {
         format!(" [{} {}]", e.tool_name, e.call_id)
     };
-    let reason = if e.reason.is_empty() {
+    // An error's reason starts with the interceptor's name, said already.
+    let said = e
+        .reason
+        .strip_prefix(&format!("{}: ", e.interceptor))
+        .unwrap_or(&e.reason);
+    let reason = if said.is_empty() {
         String::new()
     } else {
-        format!(": {}", e.reason)
+        format!(": {said}")
     };
     paint(
         WARN,
@@ -310,9 +458,10 @@ fn pack_line(verb: &str, name: &str, version: &str, path: Option<&str>) -> Strin
     ))
 }
 
-/// A sub-agent's event, indented under the call that started it.
-fn nested_lines(nested: &NestedEvent) -> String {
-    let inner = readable(&nested.event, false);
+/// A sub-agent's event, indented under the call that started it; `seen`
+/// is what its run has shown.
+fn nested_lines(nested: &NestedEvent, seen: &mut Seen) -> String {
+    let inner = readable(&nested.event, false, seen);
     let prefix = format!("{}↳ ", "  ".repeat(nested.depth as usize));
     inner
         .lines()

@@ -2,7 +2,8 @@
 
 use super::args::{RunArgs, TrustArgs};
 use super::failure::Failure;
-use super::provider::provider;
+use super::provider::{provider, require_model};
+use super::status;
 use super::wiring::{load_packs, Host};
 use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
@@ -12,7 +13,7 @@ use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
 use chimera_host::plugins::trust::{Probe, TrustSettings};
 use chimera_host::plugins::{watch, PluginManager, ReloadEvent, WatchOptions, Watcher};
 use chimera_host::tools::Workspace;
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,20 +38,40 @@ fn approver(args: &RunArgs) -> Result<Arc<dyn Approver>, Failure> {
             "--ask needs a terminal to answer on, and stdin is not one: pass --yes to approve every ask, --no to reject every ask, or --approvals FILE to answer from a file",
         ));
     }
-    Ok(Arc::new(TerminalApprover))
+    Ok(status::announce_prompts(
+        Arc::new(TerminalApprover),
+        args.json,
+    ))
+}
+
+/// What `--turns-from-stdin` shows on stderr before reading each line: a
+/// prompt when someone types the turns (stdin is a terminal), nothing when
+/// they come from a pipe or a file.
+fn turn_prompt(stdin_is_terminal: bool) -> Option<&'static str> {
+    stdin_is_terminal.then_some("> ")
 }
 
 /// Each line of standard input as a user turn. A line that is not UTF-8 is
-/// skipped with one line on stderr; the session goes on.
+/// skipped with one line on stderr; the session goes on. Stdin is locked
+/// only while a line is read: an approval prompt reads it too.
 fn stdin_turns(session: &mut AgentSession, last: &mut Option<RunResult>) -> Result<(), Failure> {
-    let mut stdin = std::io::stdin().lock();
+    let prompt = turn_prompt(std::io::stdin().is_terminal());
     let mut line = Vec::new();
     for number in 1.. {
         line.clear();
-        let read = stdin
+        if let Some(prompt) = prompt {
+            eprint!("{prompt}");
+            let _ = std::io::stderr().flush();
+        }
+        let read = std::io::stdin()
+            .lock()
             .read_until(b'\n', &mut line)
             .map_err(|e| Failure::usage(format!("cannot read stdin: {e}")))?;
         if read == 0 {
+            if prompt.is_some() {
+                // End of input (Ctrl-D): the shell's prompt starts on a line of its own.
+                eprintln!();
+            }
             break;
         }
         let Ok(text) = std::str::from_utf8(&line) else {
@@ -154,6 +175,7 @@ fn workspace(dir: Option<&Path>) -> Result<Workspace, Failure> {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
+    require_model(&args)?;
     if args.prompt.is_none() && !args.turns_from_stdin {
         return Err(Failure::usage(
             "nothing to do: give a PROMPT, or --turns-from-stdin",
@@ -171,6 +193,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     configure_trust(&host.manager, &args.trust, &host.bus)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
     let _watcher = args.watch.then(|| watcher(&host)).transpose()?;
+    let (provider, approver) =
+        super::pack_test::record_hook(&args, &host.bus, provider, approver)?;
     let mut rules = ToolRules::new(Permission::Allow);
     for tool in &args.ask {
         rules = rules.set(tool.clone(), Permission::Ask);
@@ -214,8 +238,13 @@ fn ended(result: &RunResult) -> String {
         }
         _ => "",
     };
+    // `interceptor_blocked: <reason>` says what the output says.
+    let reason = result.reason.to_string();
+    let kind = reason
+        .split_once(": ")
+        .map_or(reason.as_str(), |(kind, _)| kind);
     format!(
-        "the run ended unsuccessfully ({}): {}{hint}",
-        result.reason, result.output
+        "the run ended unsuccessfully ({kind}): {}{hint}",
+        result.output
     )
 }

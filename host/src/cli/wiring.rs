@@ -7,7 +7,7 @@ use super::failure::Failure;
 use super::render::Renderer;
 use super::search_path::search_path;
 use chimera_host::agent::{AgentEvent, AgentSession, EventBus, SessionBuilder, SessionSubAgent};
-use chimera_host::plugins::{PackInfo, PluginManager, Registry};
+use chimera_host::plugins::{LoadError, PackInfo, PluginManager, Registry};
 use chimera_host::providers::Provider;
 use chimera_host::tools::{BashTool, DelegateTool, ToolSet, Workspace};
 use std::sync::Arc;
@@ -56,15 +56,59 @@ pub(crate) fn load_packs(
         .map(|spec| parse_pack_spec(spec))
         .collect::<Result<Vec<_>, _>>()?;
     for (name, config) in parsed {
-        let info = manager
-            .load(&name, &config)
-            .map_err(|error| Failure::pack(format!("cannot load pack {name}: {error}")))?;
+        let info = manager.load(&name, &config).map_err(|error| {
+            let hint = match error {
+                LoadError::UnknownName { .. } => unknown_name_hint(manager, &name),
+                _ => String::new(),
+            };
+            Failure::pack(format!("cannot load pack {name}: {error}{hint}"))
+        })?;
         bus.publish(loaded_event(&info));
     }
     for warning in manager.registry().get_all().order_warnings() {
         tracing::warn!("{warning}");
     }
     Ok(())
+}
+
+/// What to add to "no pack named NAME": the closest name on the search
+/// path, if one is close (a typo), and where to see them all.
+fn unknown_name_hint(manager: &PluginManager, name: &str) -> String {
+    let discovery = manager.discover();
+    let wanted = name.to_lowercase();
+    let closest = discovery
+        .packs
+        .iter()
+        .map(|pack| {
+            (
+                edit_distance(&wanted, &pack.name.to_lowercase()),
+                &pack.name,
+            )
+        })
+        .filter(|(distance, _)| *distance <= (wanted.chars().count() / 3).max(2))
+        .min();
+    match closest {
+        Some((_, close)) => {
+            format!("; did you mean '{close}'? (`chimera packs list` lists the packs found)")
+        }
+        None => "; `chimera packs list` lists the packs found".to_owned(),
+    }
+}
+
+/// The Levenshtein distance between `a` and `b`, in characters: how many
+/// insertions, deletions and substitutions turn one into the other.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 /// The printer, the bus and the plugin manager of one command.
@@ -133,4 +177,18 @@ fn session_tools(
         .max_steps(max_steps);
     tools.insert(Arc::new(DelegateTool::new(Arc::new(sub_agent))));
     tools
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn edit_distance_counts_insertions_deletions_and_substitutions() {
+        assert_eq!(edit_distance("plan-gat", "plan-gate"), 1);
+        assert_eq!(edit_distance("redacter", "redactor"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
 }

@@ -7,7 +7,7 @@
 //! takes both forms; some gateways only the string); a turn of several
 //! blocks, or of one that is not plain text, is sent as blocks.
 
-use super::http::{HttpSettings, Transport};
+use super::http::{HttpSettings, RetryObserver, Transport};
 use super::{content_part, ModelResponse, Provider, ProviderCall, ProviderError, Usage};
 use crate::types::{Arguments, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
@@ -46,6 +46,14 @@ impl AnthropicProvider {
             transport: Transport::new(config.http),
             config,
         }
+    }
+
+    /// The same provider, telling `observer` of each retry wait before it
+    /// begins (a 429 or 5xx answered, `Retry-After` honoured).
+    #[must_use]
+    pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
+        self.transport.observe_retries(observer);
+        self
     }
 
     fn body(&self, call: &ProviderCall<'_>) -> Value {

@@ -13,6 +13,7 @@ use super::sse::{self, Event, Limits, SseError};
 use super::ProviderError;
 use crate::types::one_line;
 use std::io::Read;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use ureq::http::Response;
 use ureq::{Agent, Body};
@@ -40,6 +41,25 @@ impl Default for RetryPolicy {
         }
     }
 }
+
+/// A retry the transport is about to wait for: what failed, and how long
+/// the wait before the next attempt is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryWait {
+    /// The HTTP status being retried (429 or a 5xx).
+    pub status: u16,
+    /// Which retry comes after the wait (1 for the first).
+    pub retry: u32,
+    /// The retries allowed in all.
+    pub max_retries: u32,
+    /// The wait (`Retry-After`, else the back-off).
+    pub wait: Duration,
+}
+
+/// Told of each [`RetryWait`] before the wait begins, on the calling
+/// thread: a status line, a log. Providers have none unless given one, so
+/// the library prints nothing of its own.
+pub type RetryObserver = Arc<dyn Fn(&RetryWait) + Send + Sync>;
 
 /// Timeouts, retries and size limits of a provider's HTTP client.
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +105,8 @@ pub(crate) struct Transport {
     agent: Agent,
     retry: RetryPolicy,
     limits: Limits,
+    /// Told of each retry wait.
+    on_retry: Option<RetryObserver>,
 }
 
 /// A 2xx response, with what is needed to read its body safely: the limits,
@@ -113,7 +135,13 @@ impl Transport {
                 max_bytes: settings.max_body_bytes,
                 max_line: settings.max_line_bytes,
             },
+            on_retry: None,
         }
+    }
+
+    /// Tells `observer` of every retry wait from now on.
+    pub(crate) fn observe_retries(&mut self, observer: RetryObserver) {
+        self.on_retry = Some(observer);
     }
 
     /// POSTs `body` to `url`; retries 429 and 5xx; returns the first 2xx
@@ -157,14 +185,23 @@ impl Transport {
                     .headers()
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok());
-                std::thread::sleep(retry_wait(
+                let wait = retry_wait(
                     &self.retry,
                     attempt,
                     told,
                     SystemTime::now(),
                     fastrand::f64(),
-                ));
+                );
                 attempt += 1;
+                if let Some(observer) = &self.on_retry {
+                    observer(&RetryWait {
+                        status,
+                        retry: attempt,
+                        max_retries: self.retry.max_retries,
+                        wait,
+                    });
+                }
+                std::thread::sleep(wait);
                 continue;
             }
             let mut text = Vec::new();

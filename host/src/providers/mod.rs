@@ -19,7 +19,7 @@ mod scripted;
 mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
-pub use http::{HttpSettings, RetryPolicy};
+pub use http::{HttpSettings, RetryObserver, RetryPolicy, RetryWait};
 pub(crate) use openai::arguments_from_text;
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use scripted::{RecordedRequest, ScriptError, ScriptedModel};

@@ -8,7 +8,7 @@
 //! the transport adds `Authorization: Bearer` itself — so a redactor
 //! scrubbing headers never breaks authentication.
 
-use super::http::{HttpSettings, Transport};
+use super::http::{HttpSettings, RetryObserver, Transport};
 use super::{
     content_part, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage,
 };
@@ -47,6 +47,14 @@ impl OpenAiProvider {
             transport: Transport::new(config.http),
             config,
         }
+    }
+
+    /// The same provider, telling `observer` of each retry wait before it
+    /// begins (a 429 or 5xx answered, `Retry-After` honoured).
+    #[must_use]
+    pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
+        self.transport.observe_retries(observer);
+        self
     }
 
     fn url(&self) -> String {
