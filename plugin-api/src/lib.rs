@@ -213,6 +213,8 @@
 pub mod abi;
 pub mod compatibility;
 pub mod sdk;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// The serde the SDK is built with, for a pack's configuration and state:
 /// derive through it with `#[serde(crate = "chimera_plugin_api::serde")]`
@@ -240,9 +242,10 @@ pub mod prelude {
 
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::abi::manifest::{manifest, MANIFEST_LEN};
+    pub use crate::abi::manifest::MANIFEST_LEN;
     pub use crate::sdk::export::{
-        call_root, instantiate_named, library_header, list, root_module, PackEntry,
+        call_root, instantiate_named, library_header, list, pack_manifest, root_module,
+        ManifestEntry, PackEntry,
     };
     pub use abi_stable::library::{LibHeader, RootModuleResult};
     pub use abi_stable::std_types::{RResult, RStr, RString, RVec};

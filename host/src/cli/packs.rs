@@ -3,11 +3,14 @@
 use super::args::SearchArgs;
 use super::failure::Failure;
 use super::search_path::{configured_dirs, search_path};
+use super::tools::print_stdout;
 use super::wiring::parse_pack_spec;
 use chimera_host::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };
 use chimera_host::plugins::{discover, path_list, PluginManager, Registry};
+use chimera_host::types::terminal_safe;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -24,38 +27,85 @@ pub(crate) fn long_version() -> &'static str {
     })
 }
 
+/// `packs list`: every pack on the search path, from the manifests alone
+/// (no pack code runs), with its version, seams, description and file; a
+/// warning on stderr for each configured directory that does not exist.
 #[allow(
     clippy::unnecessary_wraps,
     reason = "every command returns the same Result, so the dispatch is uniform"
 )]
 pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
-    let dirs = search_path(search);
-    let discovery = discover(&dirs);
-    for pack in &discovery.packs {
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({"name": pack.name, "version": pack.version, "path": pack.path})
-            );
-        } else {
-            println!(
-                "{:<20} {:<10} {}",
-                pack.name,
-                pack.version,
-                pack.path.display()
+    for dir in configured_dirs(search) {
+        if !dir.is_dir() {
+            let what = if dir.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            eprintln!(
+                "warning: plugins directory {} {what}",
+                terminal_safe(&dir.display().to_string())
             );
         }
     }
+    let dirs = search_path(search);
+    let discovery = discover(&dirs);
+    let mut out = String::new();
+    for pack in &discovery.packs {
+        let seams: Option<Vec<String>> = pack
+            .seams
+            .as_ref()
+            .map(|seams| seams.iter().map(ToString::to_string).collect());
+        if json {
+            let line = serde_json::json!({
+                "name": pack.name, "version": pack.version, "path": pack.path,
+                "description": pack.description, "seams": seams,
+            });
+            out.push_str(&line.to_string());
+        } else {
+            out.push_str(&pack_line(
+                &pack.name,
+                &pack.version,
+                seams.as_deref(),
+                pack.description.as_deref(),
+            ));
+            out.push_str("\n    ");
+            out.push_str(&terminal_safe(&pack.path.display().to_string()));
+        }
+        out.push('\n');
+    }
     if discovery.packs.is_empty() && !json {
         let searched: Vec<PathBuf> = dirs.iter().map(|d| d.path.clone()).collect();
-        println!("no packs found (searched: {})", path_list(&searched));
+        let _ = writeln!(
+            out,
+            "no packs found (searched: {})",
+            terminal_safe(&path_list(&searched))
+        );
     }
+    print_stdout(&out);
     for name in discovery.conflicts() {
         if let Err(error) = discovery.find(name) {
             eprintln!("warning: {error}");
         }
     }
     Ok(())
+}
+
+/// One pack, readable: name, version, `[seams]` and description, each
+/// escaped (they come from the pack file). `None`: the file does not say.
+fn pack_line(
+    name: &str,
+    version: &str,
+    seams: Option<&[String]>,
+    description: Option<&str>,
+) -> String {
+    format!(
+        "{:<20} {:<10} [{}] {}",
+        terminal_safe(name),
+        terminal_safe(version),
+        seams.map_or_else(|| "seams unknown".to_owned(), |seams| seams.join(", ")),
+        terminal_safe(description.unwrap_or("(no description in its manifest)"))
+    )
 }
 
 /// Loads the file in this process (the loader refuses incomplete files and
@@ -98,11 +148,13 @@ pub(crate) fn check(
             );
         } else {
             println!(
-                "{:<20} {:<10} [{}] {}",
-                pack.name,
-                pack.version,
-                seams.join(", "),
-                pack.description
+                "{}",
+                pack_line(
+                    &pack.name,
+                    &pack.version,
+                    Some(&seams),
+                    Some(&pack.description)
+                )
             );
         }
     }

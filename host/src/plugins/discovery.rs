@@ -3,6 +3,7 @@
 use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
 use super::platform::is_library_file;
+use chimera_plugin_api::abi::Seam;
 use object::read::ReadCache;
 use std::path::{Path, PathBuf};
 
@@ -78,6 +79,13 @@ pub struct DiscoveredPack {
     pub version: String,
     /// The file that provides it.
     pub path: PathBuf,
+    /// Its one-line description, from the manifest's details (`None`: the
+    /// library has none, being built by hand or by an SDK that predates
+    /// them). Text from the file: show it escaped.
+    pub description: Option<String>,
+    /// The seams it registers on, from the manifest's details (`None`: as
+    /// for `description`).
+    pub seams: Option<Vec<Seam>>,
 }
 
 /// The index of a search path.
@@ -140,15 +148,7 @@ pub fn discover<D: Into<SearchDir> + Clone>(search_path: &[D]) -> Discovery {
         };
         for path in files.into_iter().filter(|path| path.is_file()) {
             match read_manifest(&path) {
-                Ok(manifest) => {
-                    for (name, version) in manifest {
-                        discovery.packs.push(DiscoveredPack {
-                            name,
-                            version,
-                            path: path.clone(),
-                        });
-                    }
-                }
+                Ok(packs) => discovery.packs.extend(packs),
                 Err(problem) => discovery.problems.push((path, problem)),
             }
         }
@@ -156,9 +156,27 @@ pub fn discover<D: Into<SearchDir> + Clone>(search_path: &[D]) -> Discovery {
     discovery
 }
 
-fn read_manifest(path: &Path) -> Result<Vec<(String, String)>, FileError> {
+/// The packs the manifests of the library at `path` name, with their
+/// details where the library has them.
+fn read_manifest(path: &Path) -> Result<Vec<DiscoveredPack>, FileError> {
     let file = std::fs::File::open(path).map_err(FileError::Io)?;
     let len = file.metadata().map_err(FileError::Io)?.len();
     let cache = ReadCache::new(file);
-    inspect(&cache, len).map(|inspection| inspection.packs().cloned().collect())
+    let inspection = inspect(&cache, len)?;
+    Ok(inspection
+        .manifests
+        .iter()
+        .flat_map(|manifest| {
+            manifest.packs.iter().map(|(name, version)| {
+                let details = manifest.details_of(name);
+                DiscoveredPack {
+                    name: name.clone(),
+                    version: version.clone(),
+                    path: path.to_owned(),
+                    description: details.map(|d| d.description.clone()),
+                    seams: details.map(|d| d.seams.clone()),
+                }
+            })
+        })
+        .collect())
 }

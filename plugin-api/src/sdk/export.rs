@@ -4,7 +4,8 @@
 
 use super::guard;
 use super::instance::instantiate;
-use super::pack::Pack;
+use super::pack::{Pack, SeamKind};
+use crate::abi::manifest::{Writer, MANIFEST_LEN};
 use crate::abi::{PackDescriptor, PackInstanceBox, PackLibrary, PackLibraryRef, ABI_REVISION};
 use abi_stable::library::{LibHeader, RootModuleResult};
 use abi_stable::prefix_type::PrefixTypeTrait;
@@ -36,6 +37,54 @@ fn descriptor<P: Pack>() -> PackDescriptor {
         description: P::DESCRIPTION.into(),
         seams: P::SEAMS.iter().map(|seam| seam.seam()).collect(),
     }
+}
+
+/// What the manifest says about one pack of a library.
+pub struct ManifestEntry {
+    name: &'static str,
+    version: &'static str,
+    description: &'static str,
+    seams: &'static [SeamKind],
+}
+
+impl ManifestEntry {
+    /// The entry for pack `P`.
+    #[must_use]
+    pub const fn of<P: Pack>() -> ManifestEntry {
+        ManifestEntry {
+            name: P::NAME,
+            version: P::VERSION,
+            description: P::DESCRIPTION,
+            seams: P::SEAMS,
+        }
+    }
+}
+
+/// The manifest of a library whose header is `root_symbol`: every pack's
+/// name and version, then (after the NUL that ends what every host reads)
+/// its seams and description, cut to fit (see [`crate::abi::manifest`]).
+#[must_use]
+pub const fn pack_manifest(root_symbol: &str, entries: &[ManifestEntry]) -> [u8; MANIFEST_LEN] {
+    let mut writer = Writer::new(root_symbol);
+    let mut i = 0;
+    while i < entries.len() {
+        writer = writer.pack(entries[i].name, entries[i].version);
+        i += 1;
+    }
+    writer = writer.details();
+    i = 0;
+    while i < entries.len() {
+        let entry = &entries[i];
+        writer = writer.detail(entry.name);
+        let mut j = 0;
+        while j < entry.seams.len() {
+            writer = writer.seam(entry.seams[j].seam(), j == 0);
+            j += 1;
+        }
+        writer = writer.description(entry.description);
+        i += 1;
+    }
+    writer.finish()
 }
 
 /// `PackLibrary::packs` for these entries.
@@ -141,15 +190,13 @@ macro_rules! export_packs {
             pub static __CHIMERA_ROOT: $crate::__private::LibHeader =
                 $crate::__private::library_header(__chimera_loader);
 
-            /// Entry-point names, readable from the symbol table without loading.
+            /// Entry points, seams and descriptions, readable from the symbol table
+            /// without loading.
             #[export_name = concat!("CHIMERA_PACK_MANIFEST_", env!("CARGO_CRATE_NAME"))]
             pub static __CHIMERA_MANIFEST: [u8; $crate::__private::MANIFEST_LEN] =
-                $crate::__private::manifest(
+                $crate::__private::pack_manifest(
                     concat!("_chimera_pack_root_", env!("CARGO_CRATE_NAME")),
-                    &[$((
-                        <$pack as $crate::sdk::Pack>::NAME,
-                        <$pack as $crate::sdk::Pack>::VERSION,
-                    )),+],
+                    &[$($crate::__private::ManifestEntry::of::<$pack>()),+],
                 );
         };
     };

@@ -29,7 +29,7 @@ pub enum SeamKind {
 impl SeamKind {
     /// The ABI identifier of this seam.
     #[must_use]
-    pub fn seam(self) -> Seam {
+    pub const fn seam(self) -> Seam {
         match self {
             SeamKind::Context => Seam::CONTEXT,
             SeamKind::ProviderRequest => Seam::PROVIDER_REQUEST,
