@@ -49,6 +49,7 @@
 pub mod agent;
 pub mod interception;
 pub mod plugins;
+pub mod pack_test;
 pub mod providers;
 pub mod tools;
 pub mod types;

@@ -86,6 +86,12 @@ pub(crate) struct PackNewArgs {
     /// Where to create the crate (default: ./NAME).
     #[arg(long, value_name = "DIR")]
     pub(crate) path: Option<PathBuf>,
+
+    /// Depend on the SDK crate (chimera-plugin-api) in DIR instead of the
+    /// registry version this chimera was built with (or, run from a
+    /// checkout, the checkout's plugin-api).
+    #[arg(long = "sdk-path", value_name = "DIR")]
+    pub(crate) sdk_path: Option<PathBuf>,
 }
 
 /// `chimera pack test`.
@@ -99,8 +105,24 @@ pub(crate) struct PackTestArgs {
     pub(crate) dir: Option<PathBuf>,
 
     /// Rewrite each case's golden file with what the run produced.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "from_record")]
     pub(crate) bless: bool,
+
+    /// Search only the --plugins-dir directories, the cases' own and the
+    /// bundled packs (not $CHIMERA_PLUGIN_PATH or the per-user directory),
+    /// so an installed copy of the pack under test neither conflicts with
+    /// nor stands in for the build.
+    #[arg(long)]
+    pub(crate) isolated: bool,
+
+    /// Turn a recording (`chimera run --record FILE`) into a case named by
+    /// --name in DIR, and write its golden file from a replay.
+    #[arg(long = "from-record", value_name = "FILE", requires = "name")]
+    pub(crate) from_record: Option<PathBuf>,
+
+    /// The name of the case --from-record writes (DIR/NAME.toml).
+    #[arg(long, value_name = "CASE", requires = "from_record")]
+    pub(crate) name: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

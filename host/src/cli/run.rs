@@ -193,8 +193,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     configure_trust(&host.manager, &args.trust, &host.bus)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
     let _watcher = args.watch.then(|| watcher(&host)).transpose()?;
-    let (provider, approver) =
-        super::pack_test::record_hook(&args, &host.bus, provider, approver)?;
+    let (provider, approver) = super::pack_test::record_hook(&args, &host.bus, provider, approver)?;
     let mut rules = ToolRules::new(Permission::Allow);
     for tool in &args.ask {
         rules = rules.set(tool.clone(), Permission::Ask);

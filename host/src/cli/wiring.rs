@@ -1,20 +1,19 @@
 //! What `run` and `demo` assemble alike: the transcript printer on an event
 //! bus, a plugin manager over the search path feeding a registry, the packs
-//! loaded in order, and a session with the standard tools and `delegate`.
+//! loaded in order, and a session with the standard tools and `delegate`
+//! (that wiring is `chimera_host::pack_test::setup`, shared with the policy
+//! test harness so a replayed case runs as a real session does).
 
 use super::args::SearchArgs;
 use super::failure::Failure;
 use super::render::Renderer;
 use super::search_path::search_path;
-use chimera_host::agent::{AgentEvent, AgentSession, EventBus, SessionBuilder, SessionSubAgent};
-use chimera_host::plugins::{LoadError, PackInfo, PluginManager, Registry};
+use chimera_host::agent::{EventBus, SessionBuilder};
+use chimera_host::pack_test::{load_in_order, session_builder, PackLoadError};
+use chimera_host::plugins::{LoadError, PluginManager, Registry};
 use chimera_host::providers::Provider;
-use chimera_host::tools::{BashTool, DelegateTool, ToolSet, Workspace};
+use chimera_host::tools::Workspace;
 use std::sync::Arc;
-
-/// The default system prompt.
-pub(crate) const SYSTEM_PROMPT: &str =
-    "You are Chimera, a coding agent. Work inside the workspace with the tools provided; plan before you change files.";
 
 /// Splits `NAME[=JSON]`; the JSON must parse (a config error otherwise).
 pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
@@ -35,15 +34,6 @@ pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
     Ok((name.to_owned(), config.to_owned()))
 }
 
-/// The event published when a pack loads.
-pub(crate) fn loaded_event(info: &PackInfo) -> AgentEvent {
-    AgentEvent::PackLoaded {
-        name: info.name.clone(),
-        version: info.version.clone(),
-        path: info.path().map(|p| p.display().to_string()),
-    }
-}
-
 /// Loads `--pack` specs in order, publishing `pack_loaded` for each; the
 /// first failure is exit 3.
 pub(crate) fn load_packs(
@@ -55,20 +45,13 @@ pub(crate) fn load_packs(
         .iter()
         .map(|spec| parse_pack_spec(spec))
         .collect::<Result<Vec<_>, _>>()?;
-    for (name, config) in parsed {
-        let info = manager.load(&name, &config).map_err(|error| {
-            let hint = match error {
-                LoadError::UnknownName { .. } => unknown_name_hint(manager, &name),
-                _ => String::new(),
-            };
-            Failure::pack(format!("cannot load pack {name}: {error}{hint}"))
-        })?;
-        bus.publish(loaded_event(&info));
-    }
-    for warning in manager.registry().get_all().order_warnings() {
-        tracing::warn!("{warning}");
-    }
-    Ok(())
+    load_in_order(manager, &parsed, bus).map_err(|PackLoadError { name, source }| {
+        let hint = match *source {
+            LoadError::UnknownName { .. } => unknown_name_hint(manager, &name),
+            _ => String::new(),
+        };
+        Failure::pack(format!("cannot load pack {name}: {source}{hint}"))
+    })
 }
 
 /// What to add to "no pack named NAME": the closest name on the search
@@ -149,34 +132,15 @@ impl Host {
         max_steps: usize,
         bash_sandbox: bool,
     ) -> SessionBuilder {
-        let tools = session_tools(&provider, &workspace, max_steps, bash_sandbox);
-        AgentSession::builder(provider, workspace)
-            .system(SYSTEM_PROMPT)
-            .tools(tools)
-            .registry(Arc::clone(&self.registry))
-            .events(self.bus.clone())
-            .max_steps(max_steps)
+        session_builder(
+            provider,
+            workspace,
+            Arc::clone(&self.registry),
+            self.bus.clone(),
+            max_steps,
+            bash_sandbox,
+        )
     }
-}
-
-/// The standard tools plus `delegate`, whose sub-agent runs on the same
-/// provider under the calling session's policy and merged chains.
-fn session_tools(
-    provider: &Arc<dyn Provider>,
-    workspace: &Workspace,
-    max_steps: usize,
-    bash_sandbox: bool,
-) -> ToolSet {
-    let mut tools = ToolSet::standard();
-    let bash = BashTool::default().sandboxed(bash_sandbox);
-    if bash_sandbox && !bash.sandbox_active() {
-        tracing::warn!("{}", bash.sandbox_summary());
-    }
-    tools.insert(Arc::new(bash));
-    let sub_agent = SessionSubAgent::new(Arc::clone(provider), workspace.clone(), tools.clone())
-        .max_steps(max_steps);
-    tools.insert(Arc::new(DelegateTool::new(Arc::new(sub_agent))));
-    tools
 }
 
 #[cfg(test)]

@@ -1,0 +1,426 @@
+//! Replaying a case through the real loaded packs and the real agent loop,
+//! and judging the run against the case's golden file.
+
+use super::case::{Case, CaseError};
+use super::golden::{diff, golden_path, Normaliser};
+use super::setup::{load_in_order, session_builder, PackLoadError};
+use crate::agent::{read_user_file, AgentEvent, AnswersFile, EventBus};
+use crate::interception::{HealthEvent, HealthPolicy, HealthSink};
+use crate::plugins::{PluginManager, Registry, SearchDir};
+use crate::providers::{
+    ModelResponse, Provider, ProviderCall, ProviderError, ScriptedModel, StreamDelta,
+};
+use crate::tools::Workspace;
+use crate::types::{terminal_safe, Headers};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The largest golden file read.
+pub const MAX_GOLDEN_BYTES: u64 = 16 << 20;
+
+/// Why a case could not be judged at all (as opposed to a run that
+/// disagrees with its golden file, which is a [`Verdict`]).
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The case file is unusable.
+    #[error(transparent)]
+    Case(#[from] CaseError),
+    /// A pack the case names could not be loaded.
+    #[error("case {case}: {source} (build the pack, and name its directory with --plugins-dir DIR or the case's `plugins_dirs`)")]
+    Pack {
+        /// The case's name.
+        case: String,
+        /// What failed.
+        source: PackLoadError,
+    },
+    /// The golden file exists but cannot be read, or cannot be written.
+    #[error("{}: {reason}", path.display())]
+    Golden {
+        /// The golden file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The scratch workspace could not be made.
+    #[error("case {case}: cannot make a scratch workspace: {reason}")]
+    Workspace {
+        /// The case's name.
+        case: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Compare with the golden file, or rewrite it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A run that differs from the golden file fails.
+    Check,
+    /// The golden file is rewritten with what the run produced.
+    Bless,
+}
+
+/// How one case came out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The run produced exactly the golden file's decisions.
+    Passed,
+    /// It did not; the unified diff from the golden file to the run.
+    Differs {
+        /// The diff, safe to print.
+        diff: String,
+    },
+    /// The case has no golden file yet.
+    MissingGolden,
+    /// `--bless` wrote the golden file.
+    Blessed {
+        /// Whether its contents changed (or it was new).
+        changed: bool,
+    },
+}
+
+/// One judged case.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The case's name.
+    pub case: String,
+    /// The case file.
+    pub path: PathBuf,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl Outcome {
+    /// Whether this case counts as failed.
+    #[must_use]
+    pub fn failed(&self) -> bool {
+        matches!(
+            self.verdict,
+            Verdict::Differs { .. } | Verdict::MissingGolden
+        )
+    }
+}
+
+impl fmt::Display for Outcome {
+    /// `case NAME ... ok` (and the diff, for a failure), ending in a newline.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let golden = golden_path(&self.path);
+        let golden = golden
+            .file_name()
+            .map_or_else(String::new, |n| terminal_safe(&n.to_string_lossy()));
+        let case = terminal_safe(&self.case);
+        match &self.verdict {
+            Verdict::Passed => writeln!(f, "case {case} ... ok"),
+            Verdict::Differs { diff } => {
+                writeln!(f, "case {case} ... FAILED: the decisions differ from {golden}")?;
+                f.write_str(diff)?;
+                if !diff.ends_with('\n') {
+                    writeln!(f)?;
+                }
+                Ok(())
+            }
+            Verdict::MissingGolden => writeln!(
+                f,
+                "case {case} ... FAILED: there is no golden file {golden} yet (run with --bless to write it)"
+            ),
+            Verdict::Blessed { changed: true } => {
+                writeln!(f, "case {case} ... blessed: {golden} rewritten")
+            }
+            Verdict::Blessed { changed: false } => {
+                writeln!(f, "case {case} ... blessed: {golden} unchanged")
+            }
+        }
+    }
+}
+
+/// Every case of a run, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The judged cases.
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Report {
+    /// The cases that failed.
+    pub fn failures(&self) -> impl Iterator<Item = &Outcome> {
+        self.outcomes.iter().filter(|o| o.failed())
+    }
+
+    /// Whether every case passed (or was blessed).
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.failures().next().is_none()
+    }
+
+    /// `N cases: P passed, F failed` (or `N cases blessed`).
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let total = self.outcomes.len();
+        let plural = if total == 1 { "case" } else { "cases" };
+        let blessed = self
+            .outcomes
+            .iter()
+            .filter(|o| matches!(o.verdict, Verdict::Blessed { .. }))
+            .count();
+        if blessed == total {
+            let changed = self
+                .outcomes
+                .iter()
+                .filter(|o| o.verdict == Verdict::Blessed { changed: true })
+                .count();
+            return format!("{total} {plural} blessed, {changed} golden files changed");
+        }
+        let failed = self.failures().count();
+        format!(
+            "{total} {plural}: {} passed, {failed} failed",
+            total - failed
+        )
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for outcome in &self.outcomes {
+            write!(f, "{outcome}")?;
+        }
+        writeln!(f, "{}", self.summary())
+    }
+}
+
+/// Replays cases with packs found on a search path.
+#[derive(Debug, Clone)]
+pub struct Harness {
+    search: Vec<SearchDir>,
+}
+
+impl Harness {
+    /// A harness finding packs on `search` (after each case's own
+    /// `plugins_dirs`).
+    #[must_use]
+    pub fn new(search: Vec<SearchDir>) -> Self {
+        Harness { search }
+    }
+
+    /// Runs `case` in a scratch workspace, with a fresh registry and fresh
+    /// pack instances, and returns its golden text.
+    pub fn run(&self, case: &Case) -> Result<String, HarnessError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("chimera-case-")
+            .tempdir()
+            .map_err(|e| workspace_error(case, &e))?;
+        let workspace = Workspace::new(scratch.path()).map_err(|e| workspace_error(case, &e))?;
+        let search: Vec<SearchDir> = case
+            .plugins_dirs
+            .iter()
+            .cloned()
+            .map(SearchDir::all)
+            .chain(self.search.iter().cloned())
+            .collect();
+        let mut normaliser = Normaliser::new()
+            .replace(workspace.root(), "<workspace>")
+            .replace(scratch.path(), "<workspace>")
+            .replace(case.path.parent().unwrap_or(Path::new(".")), "<cases>")
+            .replace(&std::env::temp_dir(), "<tmp>");
+        for dir in &search {
+            normaliser = normaliser.replace(&dir.path, "<plugins>");
+        }
+
+        let bus = EventBus::new();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
+        bus.subscribe(move |event: &AgentEvent| {
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(event.clone());
+        });
+        let registry = Arc::new(Registry::new());
+        let manager = PluginManager::with_search_path(Arc::clone(&registry), search);
+        // No call budget: whether a call is slow depends on the machine,
+        // and a golden file must not.
+        let quarantines = bus.clone();
+        let health: HealthSink = Arc::new(move |event| {
+            if let HealthEvent::Quarantined { pack, reason } = event {
+                quarantines.publish(AgentEvent::PackQuarantined { name: pack, reason });
+            }
+        });
+        manager.set_health(
+            HealthPolicy {
+                call_budget: None,
+                ..HealthPolicy::default()
+            },
+            Some(health),
+        );
+        let packs: Vec<(String, String)> = case
+            .packs
+            .iter()
+            .map(|p| (p.name.clone(), p.config.clone()))
+            .collect();
+        load_in_order(&manager, &packs, &bus).map_err(|source| HarnessError::Pack {
+            case: case.name.clone(),
+            source,
+        })?;
+
+        let mut model = ScriptedModel::from_json(&case.script)
+            .map_err(|e| CaseError::new(&case.path, None, e.to_string()))?;
+        if !case.headers.is_empty() {
+            model = model.with_headers(Headers(case.headers.clone()));
+        }
+        let provider: Arc<dyn Provider> = match &case.model {
+            Some(name) => Arc::new(Named {
+                inner: model,
+                model: name.clone(),
+            }),
+            None => Arc::new(model),
+        };
+        let answers = AnswersFile::parse(&case.answers)
+            .map_err(|e| CaseError::new(&case.path, None, format!("answers: {e}")))?;
+        let mut builder = session_builder(provider, workspace, registry, bus, case.max_steps, true)
+            .session_id(format!("case-{}", case.name))
+            .approver(Arc::new(answers))
+            .stream(case.stream);
+        if let Some(system) = &case.system {
+            builder = builder.system(system.clone());
+        }
+        let mut session = builder.build();
+        for prompt in &case.prompts {
+            session.run_turn(prompt);
+        }
+        drop(session);
+        let events = events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Ok(normaliser.golden(&events))
+    }
+
+    /// Runs `case` and judges it against its golden file (or rewrites it).
+    pub fn check(&self, case: &Case, mode: Mode) -> Result<Outcome, HarnessError> {
+        let actual = self.run(case)?;
+        let path = golden_path(&case.path);
+        let expected = read_golden(&path)?;
+        let verdict = match (mode, expected) {
+            (Mode::Bless, expected) => {
+                let changed = expected.as_deref() != Some(actual.as_str());
+                if changed {
+                    write_golden(&path, &actual)?;
+                }
+                Verdict::Blessed { changed }
+            }
+            (Mode::Check, None) => Verdict::MissingGolden,
+            (Mode::Check, Some(expected)) if expected == actual => Verdict::Passed,
+            (Mode::Check, Some(expected)) => {
+                let golden = path
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                Verdict::Differs {
+                    diff: diff(&golden, &case.name, &expected, &actual),
+                }
+            }
+        };
+        Ok(Outcome {
+            case: case.name.clone(),
+            path: case.path.clone(),
+            verdict,
+        })
+    }
+
+    /// Reads every case `path` names (a case file or a directory of them;
+    /// all are checked before any runs), runs each and judges it.
+    pub fn check_path(&self, path: &Path, mode: Mode) -> Result<Report, HarnessError> {
+        let cases = super::case::load_cases(path)?;
+        let mut report = Report::default();
+        for case in &cases {
+            report.outcomes.push(self.check(case, mode)?);
+        }
+        Ok(report)
+    }
+}
+
+fn workspace_error(case: &Case, error: &std::io::Error) -> HarnessError {
+    HarnessError::Workspace {
+        case: case.name.clone(),
+        reason: error.to_string(),
+    }
+}
+
+/// The golden file's text; `None` when there is none.
+fn read_golden(path: &Path) -> Result<Option<String>, HarnessError> {
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
+    read_user_file(path, MAX_GOLDEN_BYTES)
+        .map(Some)
+        .map_err(|reason| HarnessError::Golden {
+            path: path.to_owned(),
+            reason,
+        })
+}
+
+/// Writes the golden file whole or not at all: a temporary file beside it,
+/// renamed into place.
+fn write_golden(path: &Path, text: &str) -> Result<(), HarnessError> {
+    let error = |reason: String| HarnessError::Golden {
+        path: path.to_owned(),
+        reason,
+    };
+    if let Ok(metadata) = std::fs::symlink_metadata(path) {
+        if !metadata.is_file() {
+            return Err(error("not a regular file; refusing to replace it".into()));
+        }
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".golden-")
+        .tempfile_in(dir)
+        .map_err(|e| error(format!("cannot write it: {e}")))?;
+    std::io::Write::write_all(&mut temporary, text.as_bytes())
+        .map_err(|e| error(format!("cannot write it: {e}")))?;
+    #[cfg(unix)]
+    {
+        // A golden file is a source file, not a secret.
+        use std::os::unix::fs::PermissionsExt;
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| error(format!("cannot write it: {e}")))?;
+    }
+    temporary
+        .persist(path)
+        .map_err(|e| error(format!("cannot write it: {}", e.error)))?;
+    Ok(())
+}
+
+/// The scripted model, reporting another model name (a case recorded from
+/// a real model replays under that model's name, so packs that look at it
+/// decide as they did).
+struct Named {
+    inner: ScriptedModel,
+    model: String,
+}
+
+impl Provider for Named {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
+        self.inner.complete(call)
+    }
+
+    fn stream(
+        &self,
+        call: &ProviderCall<'_>,
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) -> Result<(), ProviderError> {
+        self.inner.stream(call, on_delta)
+    }
+
+    fn request_headers(&self) -> Option<Headers> {
+        self.inner.request_headers()
+    }
+}
