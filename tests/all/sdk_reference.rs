@@ -3,4 +3,5 @@
 //! `chimera --version`, `tools list`, `packs list`.
 
 mod compatibility;
+mod events;
 mod handover;
