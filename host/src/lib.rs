@@ -47,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod audit;
 pub mod interception;
 pub mod plugins;
 pub mod pack_test;

@@ -11,6 +11,7 @@
 )]
 
 mod abi;
+mod audit;
 mod chains;
 mod cli;
 mod config_file;

@@ -2,6 +2,7 @@
 //! happens. Carries the transcript events and the interceptor events.
 
 use super::usage::SourceUsage;
+use crate::audit::AuditRecord;
 use crate::interception::InterceptorEvent;
 use crate::types::ToolCall;
 use serde::Serialize;
@@ -298,13 +299,17 @@ impl AgentEvent {
     }
 }
 
-type Subscriber = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
+type Subscriber = Listener<AgentEvent>;
+type Auditor = Listener<AuditRecord>;
 
 /// Fan-out of [`AgentEvent`]s. Publishing is best effort: a panicking
 /// subscriber never affects the run.
 #[derive(Clone, Default)]
 pub struct EventBus {
     subscribers: Arc<RwLock<Vec<Subscriber>>>,
+    /// The audit channel's subscribers (see [`EventBus::subscribe_audit`]).
+    auditors: Arc<RwLock<Vec<Auditor>>>,
 }
 
 impl EventBus {
@@ -342,13 +347,44 @@ impl EventBus {
 
     /// Publishes `event` to every subscriber.
     pub fn publish(&self, event: AgentEvent) {
-        let subscribers = self
-            .subscribers
-            .read()
+        deliver(&self.subscribers, &event);
+    }
+
+    /// Adds a subscriber to the audit channel: it receives every decision
+    /// an interceptor makes, a sub-agent's too — allows, and each
+    /// replacement with what it changed ([`AuditRecord`]) — which the
+    /// subscribers of [`subscribe`](Self::subscribe) never see. With none,
+    /// the chains build nothing for it.
+    pub fn subscribe_audit(&self, subscriber: impl Fn(&AuditRecord) + Send + Sync + 'static) {
+        self.auditors
+            .write()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for subscriber in subscribers {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| subscriber(&event)));
-        }
+            .push(Arc::new(subscriber));
+    }
+
+    /// True when the audit channel has a subscriber.
+    #[must_use]
+    pub fn is_audited(&self) -> bool {
+        !self
+            .auditors
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Publishes `record` on the audit channel.
+    pub fn publish_audit(&self, record: AuditRecord) {
+        deliver(&self.auditors, &record);
+    }
+}
+
+/// Hands `event` to each of `subscribers`; a panicking one is skipped.
+fn deliver<E>(subscribers: &RwLock<Vec<Listener<E>>>, event: &E) {
+    let subscribers = subscribers
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    for subscriber in subscribers {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| subscriber(event)));
     }
 }

@@ -5,6 +5,7 @@ use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
 use super::usage::{CallSource, Ledger, PriceTable};
+use crate::audit::AuditRecord;
 use crate::interception::{
     merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
     Interceptors, Question, SeamSpec, SessionFacts,
@@ -407,7 +408,12 @@ impl AgentSession {
                 .is_listened()
                 .then_some(&sink as &dyn Fn(InterceptorEvent)),
         };
-        let mut outcome = run_chain_spent(chain, lead, value, &cx, spent);
+        let audit_sink = |record| self.bus.publish_audit(record);
+        let audit = self
+            .bus
+            .is_audited()
+            .then_some(&audit_sink as &dyn Fn(AuditRecord));
+        let mut outcome = run_chain_spent(chain, lead, value, &cx, audit, spent);
         let mut start = 0;
         // An interceptor asks the operator: ask, then resume after it with
         // the value the answer leaves.
@@ -432,8 +438,14 @@ impl AgentSession {
             };
             start = at + 1;
             let rest = &chain[start..];
-            let mut next =
-                run_chain_spent(rest, lead, resumed.as_ref().unwrap_or(value), &cx, spent);
+            let mut next = run_chain_spent(
+                rest,
+                lead,
+                resumed.as_ref().unwrap_or(value),
+                &cx,
+                audit,
+                spent,
+            );
             if next.replaced.is_none() {
                 next.replaced = resumed;
             }

@@ -132,12 +132,20 @@ impl SubAgent for SessionSubAgent {
 
 impl EventBus {
     /// A bus whose events reach this one as [`AgentEvent::Nested`] at
-    /// `depth`, under the call `parent_call_id`. Events that are already
-    /// nested (from deeper sessions) pass through as they are.
+    /// `depth`, under the call `parent_call_id`, on the same channel (the
+    /// audit channel's only when this bus has one). Events that are
+    /// already nested (from deeper sessions) pass through as they are.
     pub(crate) fn nested(&self, depth: u32, parent_call_id: &str) -> EventBus {
         let parent = self.clone();
         let parent_call_id = parent_call_id.to_owned();
         let bus = EventBus::new();
+        if self.is_audited() {
+            let parent = self.clone();
+            let parent_call_id = parent_call_id.clone();
+            bus.subscribe_audit(move |record| {
+                parent.publish_audit(record.nested(depth, &parent_call_id));
+            });
+        }
         bus.subscribe(move |event| {
             parent.publish(match event {
                 AgentEvent::Nested(_) => event.clone(),

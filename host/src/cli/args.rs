@@ -150,6 +150,11 @@ pub(crate) enum AuditCommand {
         /// The audit log.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// A head this command printed earlier (kept where the log's writers
+        /// cannot reach it): fail unless that line is still in the log, so
+        /// lines cut from its end are detected too.
+        #[arg(long = "expect-head", value_name = "HASH")]
+        expect_head: Option<String>,
     },
 }
 

@@ -113,7 +113,9 @@ pub(crate) fn main() -> ExitCode {
         Command::Pack(PackCommand::Test(args)) => pack_test::test(args),
         Command::Config(ConfigCommand::Show { json }) => config::show(cli.config.as_deref(), json),
         Command::Config(ConfigCommand::Trust { file }) => config::trust(file.as_deref()),
-        Command::Audit(AuditCommand::Verify { file }) => audit::verify(&file),
+        Command::Audit(AuditCommand::Verify { file, expect_head }) => {
+            audit::verify(&file, expect_head.as_deref())
+        }
         Command::Tools(ToolsCommand::List { json }) => tools::list(json),
     };
     match outcome {

@@ -9,6 +9,7 @@ use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
     Permission, PriceTable, RunResult, TerminalApprover, ToolRules,
 };
+use chimera_host::audit::AuditLog;
 use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
 use chimera_host::plugins::trust::{Probe, TrustSettings};
 use chimera_host::plugins::{watch, PluginManager, ReloadEvent, WatchOptions, Watcher};
@@ -168,6 +169,22 @@ fn reload_event(event: ReloadEvent) -> Option<AgentEvent> {
     }
 }
 
+/// `--audit FILE`: the log, recording every decision `host`'s bus carries,
+/// with the file hash of each loaded pack.
+fn audit_log(path: Option<&Path>, host: &Host) -> Result<Option<AuditLog>, Failure> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let log = AuditLog::open(path)
+        .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
+    // Weak: the manager's health sink holds the bus, which holds this.
+    let manager = Arc::downgrade(&host.manager);
+    log.attach(&host.bus, move |pack| {
+        manager.upgrade().and_then(|m| m.loaded_sha256(pack))
+    });
+    Ok(Some(log))
+}
+
 fn workspace(dir: Option<&Path>) -> Result<Workspace, Failure> {
     let dir = dir.map_or_else(|| Path::new(".").to_owned(), Path::to_owned);
     Workspace::new(&dir)
@@ -190,6 +207,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         None => PriceTable::default(),
     };
     let host = Host::new(&args.search, args.json);
+    let audit = audit_log(args.audit.as_deref(), &host)?;
     configure_trust(&host.manager, &args.trust, &host.bus)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
     let _watcher = args.watch.then(|| watcher(&host)).transpose()?;
@@ -220,6 +238,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     }
     if args.turns_from_stdin {
         stdin_turns(&mut session, &mut last)?;
+    }
+    if let (Some(log), Some(path)) = (&audit, &args.audit) {
+        log.finish()
+            .map_err(|e| Failure::run_failed(format!("--audit {}: {e}", path.display())))?;
     }
     match last {
         Some(result) if !result.success => Err(Failure::run_failed(ended(&result))),

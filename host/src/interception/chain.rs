@@ -2,6 +2,7 @@
 
 use super::events::{EventDecision, InterceptorEvent};
 use super::health::{coarse_now, PackHealth};
+use crate::audit::{AuditRecord, Changes};
 use super::interceptor::{Interceptor, Kind};
 use super::seams::{Invalid, SeamSpec};
 use super::session::SessionFacts;
@@ -146,6 +147,11 @@ pub struct ChainContext<'a> {
     pub events: Option<&'a dyn Fn(InterceptorEvent)>,
 }
 
+/// Receives every decision of a chain run for an audit log — allows too,
+/// and each replacement with what it changed; `None` when no log is kept,
+/// and then nothing more than the transcript's events is built.
+pub(crate) type AuditSink<'a> = Option<&'a dyn Fn(AuditRecord)>;
+
 enum Verdict<V> {
     Allow,
     Deadline(Duration, String),
@@ -208,20 +214,32 @@ pub fn run_chain<S: SeamSpec>(
     value: &S::Value,
     cx: &ChainContext<'_>,
 ) -> ChainOutcome<S::Value> {
-    run_chain_spent(chain, lead, value, cx, &|_| false)
+    run_chain_spent(chain, lead, value, cx, None, &|_| false)
 }
 
-/// [`run_chain`], where a retry from an interceptor `spent` names (its
-/// bound used up) is answered by its exhaustion outcome instead.
+/// [`run_chain`], reporting every decision to `audit` as well, where a
+/// retry from an interceptor `spent` names (its bound used up) is answered
+/// by its exhaustion outcome instead.
 pub(crate) fn run_chain_spent<S: SeamSpec>(
     chain: &[Interceptor<S>],
     lead: &S::Lead,
     value: &S::Value,
     cx: &ChainContext<'_>,
+    audit: AuditSink<'_>,
     spent: &dyn Fn(&str) -> bool,
 ) -> ChainOutcome<S::Value> {
     let session = cx.session.view();
     let ids = S::tool_ids(lead, value);
+    let sinks = Sinks {
+        events: cx.events,
+        audit,
+    };
+    // A bare allow inside a run of pack interceptors never reaches
+    // `apply`: the run reports it, by index, only when a log is kept.
+    let allowed = |index: usize| {
+        Report::new(&chain[index], ids, &sinks).audited(EventDecision::Allowed, String::new);
+    };
+    let allowed = audit.map(|_| &allowed as &dyn Fn(usize));
     let mut outcome = ChainOutcome {
         replaced: None,
         blocked: None,
@@ -240,7 +258,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             Kind::Host(f) => (next, host_verdict::<S>(f, lead, current)),
             Kind::Pack(..) => {
                 let stop = S::with_input(lead, current, &session, |input| {
-                    run_packs::<S>(chain, &mut next, input)
+                    run_packs::<S>(chain, &mut next, input, allowed)
                 });
                 match stop {
                     None => continue,
@@ -273,7 +291,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             other => other,
         };
         let name = || entry.name().to_owned();
-        match apply::<S>(verdict, entry.name(), entry.fails_closed(), ids, cx) {
+        match apply::<S>(verdict, current, &Report::new(entry, ids, &sinks)) {
             Flow::Continue => continue,
             Flow::Hold(bytes) => {
                 outcome.held = outcome.held.max(bytes);
@@ -286,7 +304,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                 continue;
             }
             Flow::Replace(new) => {
-                outcome.replaced = Some(S::adopt(new, current));
+                outcome.replaced = Some(new);
                 continue;
             }
             Flow::Retry(ask) => outcome.retry = Some(Box::new((name(), *ask))),
@@ -356,11 +374,13 @@ impl<'c> Group<'c> {
 /// Runs consecutive pack interceptors from `chain[*next]` on one borrowed
 /// input until one answers something other than allow (returned with its
 /// index), a quarantined pack is met, or a host interceptor (or the end)
-/// comes. Leaves `*next` at the first interceptor not run.
+/// comes. Leaves `*next` at the first interceptor not run. Each bare allow
+/// is reported to `allowed` (by index), when there is one.
 fn run_packs<S: SeamSpec>(
     chain: &[Interceptor<S>],
     next: &mut usize,
     input: &SeamInput<'_>,
+    allowed: Option<&dyn Fn(usize)>,
 ) -> Option<(usize, Stop)> {
     let mut group: Option<Group<'_>> = None;
     while let Some(entry) = chain.get(*next) {
@@ -385,6 +405,9 @@ fn run_packs<S: SeamSpec>(
                 done.finish(chain, *next + 1);
             }
             return Some((*next, Stop::Decided(decision)));
+        }
+        if let Some(allowed) = allowed {
+            allowed(*next);
         }
         // An allow that holds nothing (no reason text, no value) owns no
         // memory: it is forgotten in place rather than dropped, whose field
@@ -511,50 +534,132 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
     }
 }
 
+/// Where a chain run's decisions go: the transcript's events and the
+/// audit log's.
+struct Sinks<'a> {
+    events: Option<&'a dyn Fn(InterceptorEvent)>,
+    audit: AuditSink<'a>,
+}
+
+/// Reports one interceptor's decision.
+struct Report<'a, S: SeamSpec> {
+    entry: &'a Interceptor<S>,
+    ids: (&'a str, &'a str),
+    sinks: &'a Sinks<'a>,
+}
+
+impl<'a, S: SeamSpec> Report<'a, S> {
+    fn new(entry: &'a Interceptor<S>, ids: (&'a str, &'a str), sinks: &'a Sinks<'a>) -> Self {
+        Report { entry, ids, sinks }
+    }
+
+    fn event(&self, decision: EventDecision, reason: String) -> InterceptorEvent {
+        InterceptorEvent {
+            seam: S::NAME,
+            decision,
+            reason,
+            tool_name: self.ids.0.to_owned(),
+            call_id: self.ids.1.to_owned(),
+            interceptor: self.entry.name().to_owned(),
+        }
+    }
+
+    fn record(&self, event: InterceptorEvent, changes: Option<Changes>) -> AuditRecord {
+        AuditRecord {
+            event,
+            from_pack: self.entry.is_pack(),
+            changes,
+            depth: 0,
+            parent_call_id: None,
+        }
+    }
+
+    /// A decision the transcript shows (a block, a replacement, a
+    /// failure); the audit log records it too, with what a replacement
+    /// changed.
+    fn shown(
+        &self,
+        decision: EventDecision,
+        reason: String,
+        changes: impl FnOnce() -> Option<Changes>,
+    ) {
+        match (self.sinks.events, self.sinks.audit) {
+            (None, None) => {}
+            (Some(events), None) => events(self.event(decision, reason)),
+            (events, Some(audit)) => {
+                let event = self.event(decision, reason);
+                if let Some(events) = events {
+                    events(event.clone());
+                }
+                audit(self.record(event, changes()));
+            }
+        }
+    }
+
+    /// A decision only the audit log records. A streamed delta's allow is
+    /// not recorded (one per delta and gate).
+    fn audited(&self, decision: EventDecision, reason: impl FnOnce() -> String) {
+        if S::HOLDS && decision == EventDecision::Allowed {
+            return;
+        }
+        if let Some(audit) = self.sinks.audit {
+            audit(self.record(self.event(decision, reason()), None));
+        }
+    }
+}
+
 fn apply<S: SeamSpec>(
     verdict: Verdict<S::Value>,
-    name: &str,
-    fail_closed: bool,
-    (tool_name, call_id): (&str, &str),
-    cx: &ChainContext<'_>,
+    current: &S::Value,
+    report: &Report<'_, S>,
 ) -> Flow<S::Value> {
-    let emit = |decision, reason: String| {
-        if let Some(events) = cx.events {
-            events(InterceptorEvent {
-                seam: S::NAME,
-                decision,
-                reason,
-                tool_name: tool_name.to_owned(),
-                call_id: call_id.to_owned(),
-                interceptor: name.to_owned(),
-            });
-        }
-    };
+    let entry = report.entry;
+    let name = entry.name();
     let fail = |event_reason: String, block_text: String| {
-        emit(EventDecision::Error, event_reason);
-        if fail_closed {
+        report.shown(EventDecision::Error, event_reason, || None);
+        if entry.fails_closed() {
             Flow::Stop(format!("interceptor error: {block_text}"))
         } else {
             Flow::Continue
         }
     };
     match verdict {
-        Verdict::Allow => Flow::Continue,
-        Verdict::Deadline(within, on_timeout) => Flow::Deadline(within, on_timeout),
+        Verdict::Allow => {
+            report.audited(EventDecision::Allowed, String::new);
+            Flow::Continue
+        }
+        Verdict::Deadline(within, on_timeout) => {
+            report.audited(EventDecision::Allowed, || {
+                format!("within {} ms", within.as_millis())
+            });
+            Flow::Deadline(within, on_timeout)
+        }
         Verdict::Hold(bytes) => Flow::Hold(bytes),
-        Verdict::Retry(ask) => Flow::Retry(ask),
-        Verdict::Ask(question) => Flow::Ask(question),
-        Verdict::Pause(wait, reason) => Flow::Pause(wait, reason),
+        Verdict::Retry(ask) => {
+            report.audited(EventDecision::Retry, || ask.feedback.clone());
+            Flow::Retry(ask)
+        }
+        Verdict::Ask(question) => {
+            report.audited(EventDecision::Ask, || question.prompt.clone());
+            Flow::Ask(question)
+        }
+        Verdict::Pause(wait, reason) => {
+            report.audited(EventDecision::Pause, || reason.clone());
+            Flow::Pause(wait, reason)
+        }
         Verdict::Compact(reason) => {
-            emit(EventDecision::Blocked, reason.clone());
+            report.shown(EventDecision::Blocked, reason.clone(), || None);
             Flow::Compact(reason)
         }
         Verdict::Replace(new) => {
-            emit(EventDecision::Replaced, String::new());
+            let new = S::adopt(new, current);
+            report.shown(EventDecision::Replaced, String::new(), || {
+                Some(S::changes(current, &new))
+            });
             Flow::Replace(new)
         }
         Verdict::Block(reason) => {
-            emit(EventDecision::Blocked, reason.clone());
+            report.shown(EventDecision::Blocked, reason.clone(), || None);
             Flow::Stop(if reason.is_empty() {
                 "blocked by interceptor".to_owned()
             } else {

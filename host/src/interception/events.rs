@@ -3,7 +3,9 @@
 use serde::Serialize;
 use std::fmt;
 
-/// Which decision an [`InterceptorEvent`] records. Allow never produces one.
+/// Which decision an [`InterceptorEvent`] records. The transcript carries
+/// only blocks, replacements and errors; the other decisions reach the
+/// audit log alone (see [`crate::audit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventDecision {
@@ -13,6 +15,15 @@ pub enum EventDecision {
     Replaced,
     /// The interceptor failed (error, panic, invalid replacement, unknown kind).
     Error,
+    /// Audit log only: the value passed as it was (with a deadline, for a
+    /// tool call given one).
+    Allowed,
+    /// Audit log only: the interceptor asks the operator.
+    Ask,
+    /// Audit log only: an `output` interceptor asks the model again.
+    Retry,
+    /// Audit log only: a `provider_request` interceptor paused the turn.
+    Pause,
 }
 
 impl fmt::Display for EventDecision {
@@ -21,6 +32,10 @@ impl fmt::Display for EventDecision {
             EventDecision::Blocked => "blocked",
             EventDecision::Replaced => "replaced",
             EventDecision::Error => "error",
+            EventDecision::Allowed => "allowed",
+            EventDecision::Ask => "ask",
+            EventDecision::Retry => "retry",
+            EventDecision::Pause => "pause",
         })
     }
 }

@@ -45,6 +45,10 @@ impl SeamAbi for ContextSeam {
         })
     }
 
+    fn changes(before: &Vec<Message>, after: &Vec<Message>) -> crate::audit::Changes {
+        crate::audit::Differ::of(|d| d.messages(before, after))
+    }
+
     fn from_abi(value: SeamValue, current: &Vec<Message>) -> Result<Vec<Message>, Invalid> {
         if let Some(edit) = Edit::of(&value)? {
             return edit.apply(current, value.messages.into_option());

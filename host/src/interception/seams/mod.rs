@@ -70,6 +70,14 @@ mod sealed {
             Err(format!("an edit is not offered on {}", Self::SEAM))
         }
 
+        /// What a replacement changed, for the audit log: per changed
+        /// span its old position, the length removed and the text
+        /// inserted, never the removed text. Nothing on seams without
+        /// replacements.
+        fn changes(_before: &Self::Value, _after: &Self::Value) -> crate::audit::Changes {
+            crate::audit::Changes::default()
+        }
+
         /// `(tool_name, call_id)` for events; empty on non-tool seams.
         fn tool_ids<'a>(_lead: &'a Self::Lead, _value: &'a Self::Value) -> (&'a str, &'a str) {
             ("", "")

@@ -69,6 +69,10 @@ impl SeamAbi for ModelResponseSeam {
         })
     }
 
+    fn changes(before: &String, after: &String) -> crate::audit::Changes {
+        crate::audit::Differ::text_changes(before, after)
+    }
+
     fn from_abi(value: SeamValue, _current: &String) -> Result<String, Invalid> {
         let described = describe(&value);
         text_from_abi(value).ok_or(Invalid::WrongType(described))

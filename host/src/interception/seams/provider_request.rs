@@ -76,6 +76,10 @@ impl SeamAbi for ProviderRequestSeam {
         })
     }
 
+    fn changes(before: &ProviderRequest, after: &ProviderRequest) -> crate::audit::Changes {
+        crate::audit::Differ::of(|d| d.request(before, after))
+    }
+
     fn from_abi(value: SeamValue, current: &ProviderRequest) -> Result<ProviderRequest, Invalid> {
         if let Some(edit) = Edit::of(&value)? {
             return apply_edit(&edit, value, current);

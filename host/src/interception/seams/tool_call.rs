@@ -73,6 +73,10 @@ impl SeamAbi for ToolCallSeam {
         replacement
     }
 
+    fn changes(before: &ToolCall, after: &ToolCall) -> crate::audit::Changes {
+        crate::audit::Differ::of(|d| d.tool_call(before, after))
+    }
+
     fn tool_ids<'a>(_lead: &'a (), value: &'a ToolCall) -> (&'a str, &'a str) {
         (&value.name, &value.id)
     }

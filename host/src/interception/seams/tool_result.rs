@@ -46,6 +46,10 @@ impl SeamAbi for ToolResultSeam {
         })
     }
 
+    fn changes(before: &ToolResult, after: &ToolResult) -> crate::audit::Changes {
+        crate::audit::Differ::of(|d| d.tool_result(before, after))
+    }
+
     fn from_abi(value: SeamValue, _current: &ToolResult) -> Result<ToolResult, Invalid> {
         let described = super::describe(&value);
         match value.tool_result.into_option() {
