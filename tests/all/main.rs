@@ -29,6 +29,7 @@ mod providers;
 mod registry;
 mod sdk_reference;
 mod seams_in_the_loop;
+mod strategies;
 mod text_gates;
 mod tool_gates;
 mod trust;

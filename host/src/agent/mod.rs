@@ -1,4 +1,5 @@
-//! The agent: a session (a conversation across turns) and its `ReAct` loop.
+//! The agent: a session (a conversation across turns), its `ReAct` loop and
+//! the other [`strategies`] a turn can run on the same machinery.
 //!
 //! ```text
 //!  run_turn(input)
@@ -18,6 +19,7 @@ mod hooks;
 mod permission;
 mod react;
 mod session;
+pub mod strategies;
 mod stream;
 mod subagent;
 mod tool_step;
@@ -32,6 +34,7 @@ pub use permission::{
     TerminalApprover, ToolRules,
 };
 pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
+pub use strategies::{Strategy, StrategyError, READ_ONLY_TOOLS, STRATEGY_NAMES};
 pub use stream::{Offered, StreamGate};
 pub use subagent::SessionSubAgent;
 pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};

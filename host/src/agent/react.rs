@@ -10,7 +10,7 @@ use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
 use super::stream::{Assembler, StreamGate};
 use super::usage::CallSource;
 use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
-use crate::providers::{ModelResponse, Provider, ProviderCall};
+use crate::providers::{ModelResponse, Provider, ProviderCall, Usage};
 use crate::types::{Headers, Message, ProviderRequest, Role, ToolCall, ToolList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,6 +23,12 @@ pub(crate) struct Received {
     streamed: bool,
     /// The `stream_chunk` seam blocked: the reason and the block's notice.
     stream_blocked: Option<(String, Option<String>)>,
+    /// The model the call went to, when a `provider_request` interceptor
+    /// chose another one.
+    pub(crate) model: Option<String>,
+    /// The headers the call carried, when a `provider_request` interceptor
+    /// chose them.
+    pub(crate) headers: Option<Headers>,
 }
 
 /// A reply after the `model_response` seam.
@@ -32,6 +38,18 @@ pub(crate) struct Judged {
     /// The reply is a substitute (a block on `model_response` or
     /// `stream_chunk`): no later seam judges it again.
     pub(crate) vetoed: bool,
+}
+
+/// What one step of a loop came to.
+pub(crate) enum Stepped {
+    /// The model answered without calling tools (or the reply is a
+    /// substitute): the reply, not yet recorded.
+    Answered(Judged),
+    /// It called tools, and each call was settled.
+    Acted {
+        /// How many of the calls actually ran (not refused at the gate).
+        executed: usize,
+    },
 }
 
 /// Why the pre-provider seams did not produce a request.
@@ -75,7 +93,8 @@ struct Outgoing {
     /// The model, when an interceptor sent the call to another one.
     model: Option<String>,
     tools: Option<ToolList>,
-    kwargs: serde_json::Map<String, serde_json::Value>,
+    /// The extra call options, when an interceptor replaced the envelope.
+    kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// Headers for this call only, when an interceptor replaced the
     /// envelope and the provider has a header surface.
     headers: Option<Headers>,
@@ -96,7 +115,7 @@ impl AgentSession {
         });
         let bundle = self.effective_interceptors();
         self.streaming = self.stream && !self.downgrade(bundle.as_deref());
-        let result = self.run_steps(bundle.as_ref());
+        let result = self.run_strategy(bundle.as_ref(), input);
         // A turn blocked before the model saw anything of it leaves nothing
         // in the conversation: its input was refused, so a later turn's
         // request does not carry it (an input gate would refuse every later
@@ -119,39 +138,86 @@ impl AgentSession {
         result
     }
 
-    fn run_steps(&mut self, bundle: Option<&Arc<Interceptors>>) -> RunResult {
+    /// The `ReAct` loop: steps until a final answer, at most `max_steps`.
+    pub(crate) fn run_steps(&mut self, bundle: Option<&Arc<Interceptors>>) -> RunResult {
         let tools = self.tool_list.clone();
         for _ in 0..self.max_steps {
-            for middleware in &self.hooks.before_model {
-                middleware(&mut self.history);
-            }
-            let response = match self.call_provider(bundle.map(Arc::as_ref), &tools) {
-                Ok(response) => response,
+            match self.step(bundle, &tools) {
+                Ok(Stepped::Acted { .. }) => {}
+                Ok(Stepped::Answered(judged)) => return self.answer(bundle, judged),
                 Err(end) => return end,
-            };
-            let judged = self.judge_reply(bundle.map(Arc::as_ref), response);
-            let Judged {
-                content,
-                tool_calls,
-                vetoed,
-            } = judged;
-            let finish_reason = vetoed.then_some("vetoed");
-            if tool_calls.is_empty() {
-                self.history
-                    .push(Message::assistant(content.clone(), Vec::new()));
-                return self.finish_answer(bundle.map(Arc::as_ref), content, vetoed, finish_reason);
-            }
-            self.history
-                .push(Message::assistant(content.clone(), tool_calls.clone()));
-            self.bus.emit(|| AgentEvent::Assistant {
-                content,
-                tool_calls: tool_calls.clone(),
-                finish_reason,
-            });
-            for call in &tool_calls {
-                self.settle_call(call, bundle);
             }
         }
+        self.out_of_steps()
+    }
+
+    /// One step of any loop: the before-model middleware, one conversation
+    /// call offering `tools`, its reply judged, and its tool calls settled.
+    pub(crate) fn step(
+        &mut self,
+        bundle: Option<&Arc<Interceptors>>,
+        tools: &ToolList,
+    ) -> Result<Stepped, RunResult> {
+        self.before_model();
+        let response = self.call_provider(bundle.map(Arc::as_ref), tools)?;
+        let judged = self.judge_reply(bundle.map(Arc::as_ref), response);
+        Ok(self.act_on(bundle, judged))
+    }
+
+    /// The before-model middleware, on the durable history.
+    pub(crate) fn before_model(&mut self) {
+        for middleware in &self.hooks.before_model {
+            middleware(&mut self.history);
+        }
+    }
+
+    /// A judged reply with tool calls is recorded (one assistant message,
+    /// one `assistant` event) and each call settled in order; a reply
+    /// without any is handed back, not yet recorded.
+    pub(crate) fn act_on(&mut self, bundle: Option<&Arc<Interceptors>>, judged: Judged) -> Stepped {
+        if judged.tool_calls.is_empty() {
+            return Stepped::Answered(judged);
+        }
+        let Judged {
+            content,
+            tool_calls,
+            vetoed,
+        } = judged;
+        let finish_reason = vetoed.then_some("vetoed");
+        self.history
+            .push(Message::assistant(content.clone(), tool_calls.clone()));
+        self.bus.emit(|| AgentEvent::Assistant {
+            content,
+            tool_calls: tool_calls.clone(),
+            finish_reason,
+        });
+        let mut executed = 0;
+        for call in &tool_calls {
+            if self.settle_call(call, bundle) {
+                executed += 1;
+            }
+        }
+        Stepped::Acted { executed }
+    }
+
+    /// The final answer: recorded as the turn's last assistant message,
+    /// then through the `output` seam (not for a substitute).
+    pub(crate) fn answer(
+        &mut self,
+        bundle: Option<&Arc<Interceptors>>,
+        judged: Judged,
+    ) -> RunResult {
+        let Judged {
+            content, vetoed, ..
+        } = judged;
+        let finish_reason = vetoed.then_some("vetoed");
+        self.history
+            .push(Message::assistant(content.clone(), Vec::new()));
+        self.finish_answer(bundle.map(Arc::as_ref), content, vetoed, finish_reason)
+    }
+
+    /// The run a turn ends with when its steps ran out without an answer.
+    pub(crate) fn out_of_steps(&self) -> RunResult {
         let error = format!(
             "stopped after {} provider calls without a final answer",
             self.max_steps
@@ -171,8 +237,20 @@ impl AgentSession {
         bundle: Option<&Interceptors>,
         tools: &ToolList,
     ) -> Result<Received, RunResult> {
+        self.call_provider_with(bundle, tools, &serde_json::Map::new())
+    }
+
+    /// [`call_provider`](Self::call_provider) with extra call options
+    /// (`kwargs`): the envelope the `provider_request` seam sees carries
+    /// them, and the call sends them unless a replacement changed them.
+    pub(crate) fn call_provider_with(
+        &mut self,
+        bundle: Option<&Interceptors>,
+        tools: &ToolList,
+        kwargs: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Received, RunResult> {
         self.refresh_facts();
-        let outgoing = self.outgoing_after_pauses(bundle, tools)?;
+        let outgoing = self.outgoing_after_pauses(bundle, tools, kwargs)?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
         let model = outgoing
             .model
@@ -188,7 +266,7 @@ impl AgentSession {
             model: outgoing.model.as_deref(),
             messages: outgoing.messages.as_deref().unwrap_or(&self.history),
             tools: outgoing.tools.as_ref().unwrap_or(tools),
-            kwargs: &outgoing.kwargs,
+            kwargs: outgoing.kwargs.as_ref().unwrap_or(kwargs),
             headers: outgoing.headers.as_ref(),
         };
         let streamed = self.streaming;
@@ -221,20 +299,13 @@ impl AgentSession {
         self.facts.provider_calls_this_turn += 1;
         match outcome {
             Ok(response) => {
-                self.facts.input_tokens += response.usage.input_tokens;
-                self.facts.output_tokens += response.usage.output_tokens;
-                self.ledger.charge(
-                    self.source,
-                    &model,
-                    response.usage.input_tokens,
-                    response.usage.output_tokens,
-                    &self.prices,
-                );
-                self.refresh_facts();
+                self.charge(&model, response.usage);
                 Ok(Received {
                     response,
                     streamed,
                     stream_blocked,
+                    model: outgoing.model,
+                    headers: outgoing.headers,
                 })
             }
             Err(error) => {
@@ -242,6 +313,20 @@ impl AgentSession {
                 Err(RunResult::failed(EndReason::ProviderError(error), text))
             }
         }
+    }
+
+    /// Charges one call's tokens to the current source, at `model`.
+    pub(crate) fn charge(&mut self, model: &str, usage: Usage) {
+        self.facts.input_tokens += usage.input_tokens;
+        self.facts.output_tokens += usage.output_tokens;
+        self.ledger.charge(
+            self.source,
+            model,
+            usage.input_tokens,
+            usage.output_tokens,
+            &self.prices,
+        );
+        self.refresh_facts();
     }
 
     /// The pre-provider seams, waiting out the pauses a rate limiter asks
@@ -253,12 +338,13 @@ impl AgentSession {
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
+        kwargs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Outgoing, RunResult> {
         let blocked = blocked_run;
         let mut pauses = 0;
         let mut compacted = false;
         loop {
-            match self.outgoing(bundle, tools) {
+            match self.outgoing(bundle, tools, kwargs) {
                 Ok(outgoing) => return Ok(outgoing),
                 Err(Halt::Blocked(reason)) => return Err(blocked(reason)),
                 Err(Halt::Compact {
@@ -326,6 +412,7 @@ impl AgentSession {
             response,
             streamed,
             stream_blocked,
+            ..
         } = received;
         if let Some((reason, notice)) = stream_blocked {
             return Judged {
@@ -545,6 +632,7 @@ impl AgentSession {
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
+        kwargs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Outgoing, Halt> {
         let Some(bundle) =
             bundle.filter(|b| !b.context.is_empty() || !b.provider_request.is_empty())
@@ -570,7 +658,7 @@ impl AgentSession {
                 .replaced
                 .unwrap_or_else(|| std::mem::take(&mut self.history)),
             tools: tools.clone(),
-            kwargs: serde_json::Map::new(),
+            kwargs: kwargs.clone(),
             headers: surface,
         };
         let request = self.run_seam(&bundle.provider_request, &(), &envelope);
@@ -613,7 +701,7 @@ impl AgentSession {
             messages: Some(sent.messages),
             model,
             tools: Some(sent.tools),
-            kwargs: sent.kwargs,
+            kwargs: Some(sent.kwargs),
             // Without a surface a header replacement is a no-op.
             headers: sent.headers.filter(|_| has_surface),
         })

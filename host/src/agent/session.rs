@@ -4,6 +4,7 @@ use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
+use super::strategies::Strategy;
 use super::usage::{CallSource, Ledger, PriceTable};
 use crate::audit::AuditRecord;
 use crate::interception::{
@@ -144,6 +145,8 @@ pub struct AgentSession {
     pub(crate) prices_json: String,
     /// Turns a compaction keeps whole.
     pub(crate) keep_turns: usize,
+    /// The loop each turn runs.
+    pub(crate) strategy: Strategy,
 }
 
 /// Builds an [`AgentSession`].
@@ -266,6 +269,16 @@ impl SessionBuilder {
         self
     }
 
+    /// The loop each turn runs (default: [`Strategy::React`]). Every
+    /// strategy calls the model through the same seams, settles every tool
+    /// call through the same gate, and passes its final answer through the
+    /// `output` seam.
+    #[must_use]
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.session.strategy = strategy;
+        self
+    }
+
     pub(crate) fn depth(mut self, depth: u32) -> Self {
         self.session.depth = depth;
         self
@@ -322,6 +335,7 @@ impl AgentSession {
                 prices: Arc::new(PriceTable::default()),
                 prices_json: String::new(),
                 keep_turns: super::compaction::DEFAULT_KEEP_TURNS,
+                strategy: Strategy::React,
             },
         }
     }
@@ -330,6 +344,12 @@ impl AgentSession {
     #[must_use]
     pub fn history(&self) -> &[Message] {
         &self.history
+    }
+
+    /// The loop each turn runs.
+    #[must_use]
+    pub fn strategy(&self) -> &Strategy {
+        &self.strategy
     }
 
     /// The event bus.

@@ -27,8 +27,12 @@ enum Gate {
 impl AgentSession {
     /// Settles one call: seams, hooks, permission, execution, transcript,
     /// event. Every call of a batch goes through all of it: an approval
-    /// covers exactly the call it was given for.
-    pub(crate) fn settle_call(&mut self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) {
+    /// covers exactly the call it was given for. True when the tool ran.
+    pub(crate) fn settle_call(
+        &mut self,
+        call: &ToolCall,
+        bundle: Option<&Arc<Interceptors>>,
+    ) -> bool {
         self.facts.tool_calls_this_turn += 1;
         let (effective, result, executed) = match self.gate(call, bundle.map(Arc::as_ref)) {
             Gate::Refuse(effective, text) => (effective, ToolResult::err(text), false),
@@ -72,6 +76,7 @@ impl AgentSession {
             content: recorded.unwrap_or_default().to_owned(),
             is_error: result.is_error(),
         });
+        executed
     }
 
     /// `tool_call` seam → `PreToolUse` hooks → permission policy.

@@ -310,6 +310,17 @@ pub(crate) struct RunArgs {
     #[arg(long = "max-steps", value_name = "N", default_value_t = 25)]
     pub(crate) max_steps: usize,
 
+    /// The loop each turn runs: react (the default), plan-and-execute,
+    /// reflexion, tree-of-thought, plan-act or retry.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) strategy: Option<String>,
+
+    /// The strategy's setting, as JSON: `{"max_plan_steps": N}`
+    /// (plan-and-execute), `{"reflect_every": N}` (reflexion),
+    /// `{"candidates": N}` (tree-of-thought), `{"attempts": N}` (retry).
+    #[arg(long = "strategy-config", value_name = "JSON")]
+    pub(crate) strategy_config: Option<String>,
+
     /// The system prompt.
     #[arg(long, value_name = "TEXT")]
     pub(crate) system: Option<String>,

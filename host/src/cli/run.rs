@@ -7,7 +7,7 @@ use super::status;
 use super::wiring::{load_packs, Host};
 use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
-    Permission, PriceTable, RunResult, TerminalApprover, ToolRules,
+    Permission, PriceTable, RunResult, Strategy, StrategyError, TerminalApprover, ToolRules,
 };
 use chimera_host::audit::AuditLog;
 use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
@@ -185,6 +185,18 @@ fn audit_log(path: Option<&Path>, host: &Host) -> Result<Option<AuditLog>, Failu
     Ok(Some(log))
 }
 
+/// `--strategy NAME [--strategy-config JSON]` (default: react).
+fn strategy(args: &RunArgs) -> Result<Strategy, Failure> {
+    let name = args.strategy.as_deref().unwrap_or("react");
+    Strategy::parse(name, args.strategy_config.as_deref()).map_err(|error| {
+        let flag = match error {
+            StrategyError::UnknownName(_) => "--strategy",
+            StrategyError::BadConfig { .. } => "--strategy-config",
+        };
+        Failure::usage(format!("{flag}: {error}"))
+    })
+}
+
 fn workspace(dir: Option<&Path>) -> Result<Workspace, Failure> {
     let dir = dir.map_or_else(|| Path::new(".").to_owned(), Path::to_owned);
     Workspace::new(&dir)
@@ -198,6 +210,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             "nothing to do: give a PROMPT, or --turns-from-stdin",
         ));
     }
+    let strategy = strategy(&args)?;
     let workspace = workspace(args.workspace.as_deref())?;
     let provider = provider(&args)?;
     let approver = approver(&args)?;
@@ -226,7 +239,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .prices(Arc::new(prices))
         .compaction_keep_turns(args.compact_keep_turns)
         .stream(args.stream)
-        .stream_policy(args.stream_policy.into());
+        .stream_policy(args.stream_policy.into())
+        .strategy(strategy);
     if let Some(system) = &args.system {
         builder = builder.system(system.clone());
     }

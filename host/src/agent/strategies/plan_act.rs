@@ -1,0 +1,52 @@
+//! `plan-act`: a plan phase with the read-only tools, then an act phase
+//! with every tool.
+//!
+//! ```text
+//!  user: <request>
+//!  user: <PLAN_PROMPT>        ReAct steps offered READ_ONLY_TOOLS, until a reply without tool calls
+//!  assistant: <the plan>      a phase reply
+//!  user: <ACT_PROMPT>         ReAct steps offered every tool, until the final answer → output seam
+//! ```
+//!
+//! In the plan phase a call to a tool outside the read-only set is an
+//! unknown tool (`Unknown tool: write_file`) — after it has passed the
+//! `tool_call` seam, the hooks and the permission policy like any call.
+
+use super::Budget;
+use crate::agent::session::{AgentSession, RunResult};
+use crate::interception::Interceptors;
+use std::sync::Arc;
+
+/// The tools of the plan phase: the ones that read or only record and
+/// change nothing outside the conversation — `read_file` (reads the
+/// workspace), `think` (a note to self) and `todo` (the session's task
+/// list). Not `bash` (a shell can write), not `delegate` (its sub-agent
+/// gets the write tools), not the writers.
+pub const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "think", "todo"];
+
+/// What the plan phase asks.
+const PLAN_PROMPT: &str = "Plan first: look into the request above with the read-only tools \
+    you have (read_file, think, todo) and reply with a step-by-step plan. Change nothing yet.";
+
+/// What the act phase asks.
+const ACT_PROMPT: &str = "Now carry out your plan, with every tool you need, and give your \
+    final answer when you are done.";
+
+impl AgentSession {
+    /// One `plan-act` turn (see the module docs).
+    pub(super) fn plan_act(
+        &mut self,
+        bundle: Option<&Arc<Interceptors>>,
+        budget: &mut Budget,
+    ) -> Result<RunResult, RunResult> {
+        self.prompt(PLAN_PROMPT);
+        let plan = self.with_tools(&READ_ONLY_TOOLS, |session, read_only| {
+            session.until_reply(bundle, read_only, budget, &mut |_, _| {})
+        })?;
+        self.phase_reply(bundle, plan)?;
+        self.prompt(ACT_PROMPT);
+        let tools = self.tool_list.clone();
+        let answer = self.until_reply(bundle, &tools, budget, &mut |_, _| {})?;
+        Ok(self.answer(bundle, answer))
+    }
+}
