@@ -112,7 +112,14 @@ fn build_library(root: &Path, plugins: &Path) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(&cargo)
         .current_dir(root)
-        .args(["build", "--quiet", "--lib", "--profile", profile, "--target-dir"])
+        .args([
+            "build",
+            "--quiet",
+            "--lib",
+            "--profile",
+            profile,
+            "--target-dir",
+        ])
         .arg(target)
         .output()
         .map_err(|e| format!("cannot run cargo to build the pack: {e}"))?;

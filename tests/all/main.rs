@@ -23,6 +23,7 @@ mod hot_swap;
 mod loading;
 mod merge;
 mod outward_seams;
+mod pack_authoring;
 mod packs;
 mod plugins_in_the_loop;
 mod providers;

@@ -134,6 +134,24 @@ pub fn out_of_tree_dir() -> &'static Path {
     })
 }
 
+/// `<target>/abi-fixtures`, for a test that builds a project of its own
+/// apart from the workspace: there it shares the compiled dependencies of
+/// the [`OUT_OF_TREE`] projects, and its libraries land beside theirs in
+/// [`out_of_tree_dir`].
+pub fn out_of_tree_target() -> PathBuf {
+    fixtures_target()
+}
+
+/// The cargo flags that build with this test run's profile (`--release`
+/// for a release run, none for a debug one).
+pub fn profile_args() -> &'static [&'static str] {
+    if release() {
+        &["--release"]
+    } else {
+        &[]
+    }
+}
+
 pub mod tools {
     //! Tools the scenarios use: `echo`, `dangerous_delete`, and fixed-output tools.
 

@@ -109,7 +109,7 @@ pub(crate) struct PackTestArgs {
     pub(crate) bless: bool,
 
     /// Search only the --plugins-dir directories, the cases' own and the
-    /// bundled packs (not $CHIMERA_PLUGIN_PATH or the per-user directory),
+    /// bundled packs (not $`CHIMERA_PLUGIN_PATH` or the per-user directory),
     /// so an installed copy of the pack under test neither conflicts with
     /// nor stands in for the build.
     #[arg(long)]

@@ -126,10 +126,12 @@ fn from_record(harness: &Harness, recording: &Path, name: &str, dir: &Path) -> R
         let _ = std::fs::remove_file(&case_path);
         return Err(failure);
     }
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     println!(
-        "wrote {shown} ({} turns, {} replies) and {}",
-        case.prompts.len(),
-        recording.replies.len(),
+        "wrote {shown} ({}, {}) and {}",
+        count(case.prompts.len(), "user turn", "user turns"),
+        count(recording.replies.len(), "model reply", "model replies"),
         terminal_safe(&golden.display().to_string())
     );
     if recording.failed_call.is_some() {
@@ -137,6 +139,9 @@ fn from_record(harness: &Harness, recording: &Path, name: &str, dir: &Path) -> R
     }
     Ok(())
 }
+
+/// The provider and the approver a session runs with.
+type Operators = (Arc<dyn Provider>, Arc<dyn Approver>);
 
 /// `run --record FILE`: records the session's packs, user turns, provider
 /// requests and replies and the answers to packs' questions. Returns the
@@ -146,7 +151,7 @@ pub(crate) fn record_hook(
     bus: &EventBus,
     provider: Arc<dyn Provider>,
     approver: Arc<dyn Approver>,
-) -> Result<(Arc<dyn Provider>, Arc<dyn Approver>), Failure> {
+) -> Result<Operators, Failure> {
     let Some(path) = &args.record else {
         return Ok((provider, approver));
     };

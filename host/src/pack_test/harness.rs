@@ -77,6 +77,8 @@ pub enum Verdict {
     Blessed {
         /// Whether its contents changed (or it was new).
         changed: bool,
+        /// Whether it was new.
+        created: bool,
     },
 }
 
@@ -124,10 +126,13 @@ impl fmt::Display for Outcome {
                 f,
                 "case {case} ... FAILED: there is no golden file {golden} yet (run with --bless to write it)"
             ),
-            Verdict::Blessed { changed: true } => {
+            Verdict::Blessed { created: true, .. } => {
+                writeln!(f, "case {case} ... blessed: {golden} written")
+            }
+            Verdict::Blessed { changed: true, .. } => {
                 writeln!(f, "case {case} ... blessed: {golden} rewritten")
             }
-            Verdict::Blessed { changed: false } => {
+            Verdict::Blessed { changed: false, .. } => {
                 writeln!(f, "case {case} ... blessed: {golden} unchanged")
             }
         }
@@ -167,9 +172,10 @@ impl Report {
             let changed = self
                 .outcomes
                 .iter()
-                .filter(|o| o.verdict == Verdict::Blessed { changed: true })
+                .filter(|o| matches!(o.verdict, Verdict::Blessed { changed: true, .. }))
                 .count();
-            return format!("{total} {plural} blessed, {changed} golden files changed");
+            let files = if changed == 1 { "file" } else { "files" };
+            return format!("{total} {plural} blessed, {changed} golden {files} changed");
         }
         let failed = self.failures().count();
         format!(
@@ -305,7 +311,10 @@ impl Harness {
                 if changed {
                     write_golden(&path, &actual)?;
                 }
-                Verdict::Blessed { changed }
+                Verdict::Blessed {
+                    changed,
+                    created: expected.is_none(),
+                }
             }
             (Mode::Check, None) => Verdict::MissingGolden,
             (Mode::Check, Some(expected)) if expected == actual => Verdict::Passed,
@@ -422,5 +431,62 @@ impl Provider for Named {
 
     fn request_headers(&self) -> Option<Headers> {
         self.inner.request_headers()
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_golden_file_that_is_a_fifo_or_a_directory_is_refused_never_waited_on_or_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe.golden.jsonl");
+        fifo(&pipe);
+        let error = read_golden(&pipe).unwrap_err().to_string();
+        assert!(error.ends_with("not a regular file"), "{error}");
+        let error = write_golden(&pipe, "{}\n").unwrap_err().to_string();
+        assert!(error.contains("refusing to replace it"), "{error}");
+        let folder = dir.path().join("folder.golden.jsonl");
+        std::fs::create_dir(&folder).unwrap();
+        assert!(read_golden(&folder).is_err());
+        assert_eq!(
+            read_golden(&dir.path().join("none.golden.jsonl")).unwrap(),
+            None
+        );
+        let big = dir.path().join("big.golden.jsonl");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(MAX_GOLDEN_BYTES + 1).unwrap();
+        assert!(read_golden(&big)
+            .unwrap_err()
+            .to_string()
+            .contains("larger than"));
+    }
+
+    #[test]
+    fn a_golden_file_is_written_whole_and_readable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.golden.jsonl");
+        write_golden(&path, "{\"type\":\"user\"}\n").unwrap();
+        assert_eq!(
+            read_golden(&path).unwrap().as_deref(),
+            Some("{\"type\":\"user\"}\n")
+        );
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file left");
     }
 }

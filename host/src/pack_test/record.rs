@@ -844,6 +844,28 @@ mod tests {
             .contains("chimera run --record"));
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_the_recording_is_refused_never_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe.jsonl");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &pipe,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(Recorder::create(&pipe, &info()).is_err(), "writing");
+        let error = Recording::from_file(&pipe).unwrap_err();
+        assert_eq!(error.message, "not a regular file", "reading");
+        assert!(Recording::from_file(dir.path())
+            .unwrap_err()
+            .message
+            .contains("not a regular file"));
+    }
+
     #[test]
     fn replies_after_a_failed_call_are_left_out() {
         let mut text = serde_json::to_string(&Line::Session(info())).unwrap();
