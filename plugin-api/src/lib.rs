@@ -45,6 +45,13 @@
 //!   typed inputs and replacements, and [`export_packs!`]. Every call into pack
 //!   code goes through `catch_unwind`: a panic becomes an interceptor error.
 //!
+//! What a pack sees of the host is described by the host itself:
+//! `chimera tools list --json` prints every built-in tool with the JSON
+//! schema of its arguments (what [`ToolCallRef::arguments`](sdk::ToolCallRef::arguments)
+//! returns for its calls), and the repository's `docs/EVENTS.md` lists every
+//! event `chimera run --json` prints, the `interceptor` events a pack's
+//! decisions become among them.
+//!
 //! # Configuration
 //!
 //! A pack's configuration is the JSON the user gives after `--pack NAME=`
