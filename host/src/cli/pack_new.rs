@@ -436,6 +436,41 @@ mod tests {
         assert_eq!(type_name("a-1"), "A1");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn an_sdk_path_whose_manifest_is_a_fifo_or_another_crate_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("Cargo.toml"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let failure = sdk(Some(dir.path())).err().unwrap();
+        assert!(
+            failure.message.ends_with("Cargo.toml: not a regular file"),
+            "{failure}"
+        );
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(
+            other.path().join("Cargo.toml"),
+            "[package]\nname = \"serde\"\nversion = \"1.0.0\"\n",
+        )
+        .unwrap();
+        let failure = sdk(Some(other.path())).err().unwrap();
+        assert!(
+            failure.message.contains("not the chimera-plugin-api crate"),
+            "{failure}"
+        );
+        let sdk_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin-api");
+        assert!(matches!(
+            sdk(Some(&sdk_dir)),
+            Ok(Sdk::Path(_, "--sdk-path"))
+        ));
+    }
+
     #[test]
     fn the_sdk_version_is_the_one_this_host_was_built_with() {
         let version = sdk_version();

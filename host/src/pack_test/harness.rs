@@ -353,14 +353,15 @@ fn workspace_error(case: &Case, error: &std::io::Error) -> HarnessError {
     }
 }
 
-/// The golden file's text; `None` when there is none.
+/// The golden file's text, line ends as `\n` (a checkout that turned them
+/// into `\r\n` still compares equal); `None` when there is none.
 fn read_golden(path: &Path) -> Result<Option<String>, HarnessError> {
     match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         _ => {}
     }
     read_user_file(path, MAX_GOLDEN_BYTES)
-        .map(Some)
+        .map(|text| Some(text.replace("\r\n", "\n")))
         .map_err(|reason| HarnessError::Golden {
             path: path.to_owned(),
             reason,
@@ -488,5 +489,58 @@ mod tests {
         assert_eq!(mode & 0o777, 0o644);
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temporary file left");
+    }
+}
+
+#[cfg(test)]
+mod replay {
+    use super::*;
+
+    #[test]
+    fn a_streamed_case_with_no_pack_replays_in_process_and_blesses_then_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("streamed.toml");
+        let text = r#"
+prompts = ["say hello", "again"]
+model = "gpt-test"
+stream = true
+
+[[responses]]
+deltas = ["hel", "lo"]
+
+[[responses]]
+content = "bye"
+"#;
+        std::fs::write(&path, text).unwrap();
+        let case = Case::from_file(&path).unwrap();
+        let harness = Harness::new(Vec::new());
+        let golden = harness.run(&case).unwrap();
+        assert_eq!(
+            golden,
+            concat!(
+                "{\"type\":\"user\",\"content\":\"say hello\"}\n",
+                "{\"type\":\"run_end\",\"output\":\"hello\",\"reason\":\"completed\",\"success\":true}\n",
+                "{\"type\":\"user\",\"content\":\"again\"}\n",
+                "{\"type\":\"run_end\",\"output\":\"bye\",\"reason\":\"completed\",\"success\":true}\n",
+            )
+        );
+        let report = harness.check_path(dir.path(), Mode::Check).unwrap();
+        assert_eq!(report.outcomes[0].verdict, Verdict::MissingGolden);
+        assert!(!report.passed());
+        let blessed = harness.check(&case, Mode::Bless).unwrap();
+        assert_eq!(
+            blessed.verdict,
+            Verdict::Blessed {
+                changed: true,
+                created: true
+            }
+        );
+        // A checkout that turned line ends into CRLF still passes.
+        let golden_file = golden_path(&path);
+        let crlf = std::fs::read_to_string(&golden_file)
+            .unwrap()
+            .replace('\n', "\r\n");
+        std::fs::write(&golden_file, crlf).unwrap();
+        assert!(harness.check_path(&path, Mode::Check).unwrap().passed());
     }
 }
