@@ -220,7 +220,7 @@
 pub mod abi;
 pub mod compatibility;
 pub mod sdk;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 /// The serde the SDK is built with, for a pack's configuration and state:
