@@ -6,6 +6,7 @@
 
 use crate::agent::read_user_file;
 use crate::providers::Usage;
+use crate::types::terminal_safe;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -21,9 +22,10 @@ pub const MAX_CASE_BYTES: u64 = 1 << 20;
 pub const CASE_EXTENSION: &str = "toml";
 
 /// A case file that cannot be used: one line, naming the file and, where
-/// the problem is in the text, the line.
+/// the problem is in the text, the line. Text from the file (a key, a
+/// value) shows with its control characters escaped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+#[error("{}{}: {}", terminal_safe(&path.display().to_string()), line.map(|l| format!(":{l}")).unwrap_or_default(), terminal_safe(message))]
 pub struct CaseError {
     /// The case file (or directory) concerned.
     pub path: PathBuf,
@@ -527,6 +529,11 @@ payload = { command = "ls" }
             "{error}"
         );
         assert!(!error.contains('\n'), "{error}");
+        let error = parse("prompts = [\"hi\"]\n\"\\u001b[2J\" = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown field `\\u{1b}[2J`"), "{error}");
+        assert!(!error.contains('\u{1b}'), "{error}");
     }
 
     #[test]
