@@ -2,7 +2,7 @@
 //! executable: the JSONL transcript, exit statuses, one-line errors.
 
 use chimera_tests::cli::{command, lines_of, until, Ran};
-use chimera_tests::{pack_path, packs_dir};
+use chimera_tests::{pack_path, packs_dir, test_packs_dir};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
@@ -57,7 +57,7 @@ fn assert_shapes(events: &[Value]) {
 fn every_seam_blocks_replaces_and_errors_in_the_json_transcript() {
     let dir = tempfile::tempdir().unwrap();
     let script = write_script(dir.path(), think_then_done());
-    let plugins = packs_dir().display().to_string();
+    let plugins = test_packs_dir().display().to_string();
     for seam in ["context", "provider_request", "tool_call", "tool_result"] {
         for (action, decision) in [
             ("block", "blocked"),
@@ -311,7 +311,7 @@ fn an_unknown_pack_is_exit_3_naming_the_search_path() {
 fn a_pack_that_refuses_its_config_is_exit_3_and_bad_json_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let script = write_script(dir.path(), json!([{"content": "done"}]));
-    let plugins = packs_dir().display().to_string();
+    let plugins = test_packs_dir().display().to_string();
     let cli = chimera(
         &[
             "run",
@@ -426,7 +426,7 @@ fn file_tools_refuse_paths_outside_the_workspace() {
 #[test]
 fn packs_list_and_check_read_packs_without_a_session() {
     let dir = tempfile::tempdir().unwrap();
-    let plugins = packs_dir().display().to_string();
+    let plugins = test_packs_dir().display().to_string();
     let cli = chimera(
         &["packs", "list", "--plugins-dir", &plugins, "--json"],
         "",
@@ -603,7 +603,7 @@ fn the_demo_shows_every_policy_at_work() {
         "user: Set up the demo project. My deploy key is [redacted].",
         "header Authorization: [redacted]",
         "← delegate [c5]: Pinto, black and kidney beans.",
-        "✓ done:",
+        "✓ done",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }

@@ -4,12 +4,13 @@ use chimera_host::interception::{
     run_chain, ChainContext, ChainOutcome, InterceptorEvent, Interceptors, SeamSpec, SessionFacts,
 };
 use chimera_host::plugins::{PluginManager, Registry};
-use chimera_tests::packs_dir;
+use chimera_tests::test_packs_dir;
 use std::sync::{Arc, Mutex};
 
-/// A manager over a fresh registry, searching the built packs.
+/// A manager over a fresh registry, searching the built packs (the bundled
+/// ones and the test packs).
 pub(crate) fn manager() -> PluginManager {
-    PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()])
+    PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs())
 }
 
 /// The chains of a fixture pack loaded with `config`, as a bundle.
@@ -23,7 +24,8 @@ pub(crate) fn fixture_bundle(config: serde_json::Value) -> (PluginManager, Inter
 }
 
 /// `chimera run --json` in `dir` with each `(pack, config)` loaded in
-/// order (`--pack NAME=JSON`) from the built packs, on a script of
+/// order (`--pack NAME=JSON`) from the built packs (the bundled ones beside
+/// the binary, the test packs from their directory), on a script of
 /// `responses`, then `args` (more flags, and the prompt if any), with
 /// `stdin` as standard input.
 pub(crate) fn run_with_packs(
@@ -40,7 +42,7 @@ pub(crate) fn run_with_packs(
     )
     .expect("write the script");
     let script = script.display().to_string();
-    let plugins = packs_dir().display().to_string();
+    let plugins = test_packs_dir().display().to_string();
     let specs: Vec<String> = packs
         .iter()
         .map(|(name, config)| format!("{name}={config}"))

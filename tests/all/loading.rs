@@ -5,7 +5,7 @@ use crate::helpers::{manager, run};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{discover, FileError, LoadError, PluginManager, Registry};
 use chimera_host::types::{ToolCall, ToolResult};
-use chimera_tests::{out_of_tree_dir, pack_path, packs_dir};
+use chimera_tests::{out_of_tree_dir, pack_path, packs_dir, test_packs_dir};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,7 +43,7 @@ fn the_fixture_pack_loads_by_entry_point_name_from_the_search_path() {
 
 #[test]
 fn discovery_indexes_names_from_manifests_and_reports_files_that_are_not_packs() {
-    let discovery = discover(&[packs_dir().to_owned()]);
+    let discovery = discover(&[test_packs_dir().to_owned()]);
     let fixture_entry = discovery
         .find("fixture")
         .expect("one file provides it")

@@ -14,6 +14,7 @@ mod abi;
 mod audit;
 mod chains;
 mod cli;
+mod cli_papercuts;
 mod config_file;
 mod content_safety;
 mod harness;

@@ -6,7 +6,7 @@
 use crate::harness::{script, Harness};
 use chimera_host::interception::{InterceptDecision, Interceptor, Interceptors};
 use chimera_tests::cli::Ran;
-use chimera_tests::packs_dir;
+use chimera_tests::test_packs_dir;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +28,7 @@ fn run_readable(dir: &Path, config: &Value, responses: &Value, extra: &[&str]) -
     let script = dir.join("script.json");
     std::fs::write(&script, json!({ "responses": responses }).to_string()).unwrap();
     let script = script.display().to_string();
-    let plugins = packs_dir().display().to_string();
+    let plugins = test_packs_dir().display().to_string();
     let pack = format!("fixture={config}");
     let mut args = vec![
         "run",

@@ -316,10 +316,7 @@ fn slow_calls_are_reported_and_repeated_overruns_quarantine() {
 
 #[test]
 fn a_pack_that_panics_on_ten_thousand_calls_leaves_the_host_alive_and_every_call_handled() {
-    let manager = PluginManager::new(
-        Arc::new(Registry::new()),
-        vec![chimera_tests::packs_dir().to_owned()],
-    );
+    let manager = PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs());
     manager.set_health(
         HealthPolicy {
             max_errors: 50,

@@ -28,7 +28,7 @@ use chimera_host::interception::{
 };
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::types::ToolCall;
-use chimera_tests::{pack_path, packs_dir};
+use chimera_tests::pack_path;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
 use std::hint::black_box;
@@ -61,7 +61,7 @@ fn host_allow_chain(n: usize, counter: &Arc<AtomicU64>) -> Vec<ToolCallIntercept
 }
 
 fn pack_chain(config: serde_json::Value) -> (PluginManager, Vec<ToolCallInterceptor>) {
-    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    let manager = PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs());
     manager
         .load("fixture", &config.to_string())
         .expect("fixture loads");

@@ -63,7 +63,6 @@ use chimera_host::types::{
     Arguments, Headers, Message, ProviderRequest, ToolCall, ToolList, ToolResult, ToolSchema,
 };
 use chimera_plugin_api::sdk::{Decision as PackDecision, Pack};
-use chimera_tests::packs_dir;
 use criterion::{criterion_group, Criterion};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -90,7 +89,7 @@ const CASES: &[&str] = &[
 
 /// A manager with pack `name` loaded from its `.so` with `config`.
 fn load(name: &str, config: &str) -> PluginManager {
-    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    let manager = PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs());
     manager
         .load(name, config)
         .unwrap_or_else(|error| panic!("{name} loads: {error}"));

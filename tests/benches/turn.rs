@@ -56,7 +56,7 @@ fn turn(c: &mut Criterion) {
     let workspace = Workspace::new(dir.path()).expect("workspace");
     let empty = Arc::new(Registry::new());
     let with_pack = Arc::new(Registry::new());
-    let manager = PluginManager::new(Arc::clone(&with_pack), vec![packs_dir().to_owned()]);
+    let manager = PluginManager::new(Arc::clone(&with_pack), chimera_tests::pack_dirs());
     let allow = json!({"action": "allow"});
     manager
         .load(

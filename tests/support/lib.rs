@@ -30,30 +30,6 @@ pub fn artifact_dir() -> PathBuf {
         .to_owned()
 }
 
-/// The packages whose shared libraries (and, for the host, the `chimera`
-/// binary) the tests use.
-pub const PACK_PACKAGES: &[&str] = &[
-    "chimera-fixture-pack",
-    "chimera-not-a-pack",
-    "chimera-hostile-pack",
-    "chimera-host",
-    "plan-gate",
-    "redactor",
-    "delegate-spawner",
-    "tool-filter",
-    "approval-policy",
-    "rate-limiter",
-    "content-safety",
-    "stop-words",
-    "prompt-injection",
-    "endless-loop",
-    "output-length",
-    "json-schema",
-    "token-budget",
-    "tool-timeout",
-    "context-window",
-];
-
 /// The built `chimera` binary.
 pub fn chimera_bin() -> PathBuf {
     packs_dir().join(format!("chimera{}", std::env::consts::EXE_SUFFIX))
@@ -74,8 +50,14 @@ fn fixtures_target() -> PathBuf {
 /// Runs `cargo build --quiet <args>` in `dir` with this profile; panics
 /// with cargo's output when it fails.
 fn cargo_build(dir: &Path, args: &[&str], env: &[(&str, &str)], what: &str) {
+    cargo(dir, "build", args, env, what);
+}
+
+/// Runs `cargo <command> --quiet <args>` in `dir` with this profile;
+/// panics with cargo's output when it fails.
+fn cargo(dir: &Path, command: &str, args: &[&str], env: &[(&str, &str)], what: &str) {
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.current_dir(dir).args(["build", "--quiet"]).args(args);
+    cargo.current_dir(dir).args([command, "--quiet"]).args(args);
     if release() {
         cargo.arg("--release");
     }
@@ -90,20 +72,102 @@ fn cargo_build(dir: &Path, args: &[&str], env: &[(&str, &str)], what: &str) {
     );
 }
 
-/// Builds every pack package once per test run (a no-op when `cargo test
-/// --workspace` already built them) and returns the artifact directory.
+/// Builds the workspace once per test run, as a user does (`cargo build
+/// --workspace`, with this profile; little is left to do after `cargo test
+/// --workspace`), and returns the artifact directory: the `chimera` binary
+/// and the bundled packs beside it, and no test pack (see
+/// [`test_packs_dir`]). One build, before any test runs the binary: a
+/// later build with other packages selected could relink what a running
+/// test uses.
 pub fn packs_dir() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let args: Vec<&str> = PACK_PACKAGES.iter().flat_map(|p| ["-p", p]).collect();
-        cargo_build(&workspace_root(), &args, &[], "the packs");
+        cargo_build(&workspace_root(), &["--workspace"], &[], "the workspace");
         artifact_dir()
     })
 }
 
-/// The shared library of `package` (`chimera-fixture-pack` → `…/libchimera_fixture_pack.so`).
+/// The test packs: the test double, a pack with load-time code, and a
+/// library that is no pack. Workspace members, so they are linted and
+/// locked with the rest, but built there as plain Rust libraries only
+/// (the fixture is also linked into the tests, to load it in-process):
+/// their shared libraries are built by the tests alone, into
+/// [`test_packs_dir`], so no release build puts a test pack beside the
+/// `chimera` binary.
+pub const TEST_PACKS: &[&str] = &[
+    "chimera-fixture-pack",
+    "chimera-not-a-pack",
+    "chimera-hostile-pack",
+];
+
+/// Builds the [`TEST_PACKS`]' shared libraries once per test run and
+/// returns the directory holding them (under `<target>/abi-fixtures`, where
+/// only the tests look).
+pub fn test_packs_dir() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = fixtures_output().join("test-packs");
+        for package in TEST_PACKS {
+            shared_library(package, &[], &dir);
+        }
+        dir
+    })
+}
+
+/// Both directories of built packs: the bundled ones and the test packs,
+/// for a plugin manager that loads either by name.
+pub fn pack_dirs() -> Vec<PathBuf> {
+    vec![packs_dir().to_owned(), test_packs_dir().to_owned()]
+}
+
+/// The shared library of `package` (`chimera-fixture-pack` → `…/libchimera_fixture_pack.so`):
+/// in [`test_packs_dir`] for a test pack, else in [`packs_dir`].
 pub fn pack_path(package: &str) -> PathBuf {
-    packs_dir().join(chimera_host::plugins::platform::library_file_name(package))
+    let dir = if TEST_PACKS.contains(&package) {
+        test_packs_dir()
+    } else {
+        packs_dir()
+    };
+    dir.join(chimera_host::plugins::platform::library_file_name(package))
+}
+
+/// `<target>/abi-fixtures/<profile>`: where cargo puts what it builds there.
+fn fixtures_output() -> PathBuf {
+    fixtures_target().join(if release() { "release" } else { "debug" })
+}
+
+/// Builds workspace package `package` as a shared library (`cargo rustc
+/// --crate-type cdylib`) into `<target>/abi-fixtures` with `env` set, and
+/// copies it into `into`; returns the copy. One build at a time: two builds
+/// of one package (the fixture and its `v2`) write the same file there.
+fn shared_library(package: &str, env: &[(&str, &str)], into: &Path) -> PathBuf {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let target_arg = fixtures_target().display().to_string();
+    cargo(
+        &workspace_root(),
+        "rustc",
+        &[
+            "-p",
+            package,
+            "--lib",
+            "--crate-type",
+            "cdylib",
+            "--target-dir",
+            &target_arg,
+        ],
+        env,
+        package,
+    );
+    let file = chimera_host::plugins::platform::library_file_name(package);
+    std::fs::create_dir_all(into).expect("create the test packs' directory");
+    let copy = into.join(&file);
+    let temporary = into.join(format!(".{file}.tmp"));
+    std::fs::copy(fixtures_output().join(&file), &temporary).expect("copy the built library");
+    std::fs::rename(&temporary, &copy).expect("rename it into place");
+    copy
 }
 
 /// Projects built outside the workspace, each on its own, into
@@ -242,19 +306,11 @@ pub fn fixture_v2() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let target = fixtures_target();
-            let target_arg = target.display().to_string();
-            cargo_build(
-                &workspace_root(),
-                &["-p", "chimera-fixture-pack", "--target-dir", &target_arg],
+            shared_library(
+                "chimera-fixture-pack",
                 &[("CHIMERA_FIXTURE_TAG", "v2")],
-                "the v2 fixture",
-            );
-            target
-                .join(if release() { "release" } else { "debug" })
-                .join(chimera_host::plugins::platform::library_file_name(
-                    "chimera-fixture-pack",
-                ))
+                &fixtures_output().join("fixture-v2"),
+            )
         })
         .clone()
 }

@@ -147,12 +147,10 @@ impl Renderer {
     }
 }
 
-/// One event as readable text (empty: nothing to print); `streamed` says
-/// the reply text was already printed as it arrived; `seen` is what this
-/// session's run has shown so far.
-fn readable(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> String {
-    match event {
-        AgentEvent::AssistantDelta { content } => clean(content),
+/// The lines that depend on what the run has shown, or change it; `None`
+/// for every other event.
+fn remembered(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> Option<String> {
+    Some(match event {
         AgentEvent::User { content } => {
             *seen = Seen::default();
             format!("{} {}", paint(USER, "» user:"), clean(content))
@@ -178,20 +176,6 @@ fn readable(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> String {
             seen.block = None;
             String::new()
         }
-        AgentEvent::ToolResult {
-            call_id,
-            name,
-            content,
-            is_error,
-        } => {
-            let head = clean(&format!("← {name} [{call_id}]"));
-            let head = if *is_error {
-                paint(FAILED, &format!("{head} error:"))
-            } else {
-                paint(OK, &format!("{head}:"))
-            };
-            format!("  {head} {}", preview(&clean(content)))
-        }
         AgentEvent::Interceptor(e) => {
             if e.decision != EventDecision::Replaced {
                 seen.block = Some(ShownBlock {
@@ -205,6 +189,50 @@ fn readable(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> String {
         AgentEvent::Notice { text, .. } => {
             seen.notice = Some(text.clone());
             gate_line(event)
+        }
+        AgentEvent::RunEnd {
+            success,
+            output,
+            reason,
+            usage,
+        } => {
+            let line = if *success {
+                done_line(output, seen)
+            } else {
+                failed_line(output, reason, seen)
+            };
+            match usage_text(usage) {
+                Some(usage) => format!("{line} {}", paint(DIM, &format!("· {usage}"))),
+                None => line,
+            }
+        }
+        AgentEvent::Nested(nested) => nested_lines(nested, seen),
+        _ => return None,
+    })
+}
+
+/// One event as readable text (empty: nothing to print); `streamed` says
+/// the reply text was already printed as it arrived; `seen` is what this
+/// session's run has shown so far.
+fn readable(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> String {
+    if let Some(text) = remembered(event, streamed, seen) {
+        return text;
+    }
+    match event {
+        AgentEvent::AssistantDelta { content } => clean(content),
+        AgentEvent::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        } => {
+            let head = clean(&format!("← {name} [{call_id}]"));
+            let head = if *is_error {
+                paint(FAILED, &format!("{head} error:"))
+            } else {
+                paint(OK, &format!("{head}:"))
+            };
+            format!("  {head} {}", preview(&clean(content)))
         }
         AgentEvent::PackLoaded {
             name,
@@ -236,23 +264,6 @@ fn readable(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> String {
                 "  ⏱ {seam} {interceptor} took {elapsed_ms} ms (budget {budget_ms} ms)"
             )),
         ),
-        AgentEvent::RunEnd {
-            success,
-            output,
-            reason,
-            usage,
-        } => {
-            let line = if *success {
-                done_line(output, seen)
-            } else {
-                failed_line(output, reason, seen)
-            };
-            match usage_text(usage) {
-                Some(usage) => format!("{line} {}", paint(DIM, &format!("· {usage}"))),
-                None => line,
-            }
-        }
-        AgentEvent::Nested(nested) => nested_lines(nested, seen),
         gate => gate_line(gate),
     }
 }
@@ -397,11 +408,12 @@ fn usage_text(usage: &RunUsage) -> Option<String> {
     if session.input_tokens == 0 && session.output_tokens == 0 {
         return None;
     }
-    let mut text = format!("tokens: {}", amount(&usage.turn));
-    if usage.turn != usage.session {
-        text.push_str(&format!(" (session: {})", amount(session)));
-    }
-    Some(text)
+    let whole = if usage.turn == usage.session {
+        String::new()
+    } else {
+        format!(" (session: {})", amount(session))
+    };
+    Some(format!("tokens: {}{whole}", amount(&usage.turn)))
 }
 
 fn assistant(content: &str, tool_calls: &[ToolCall], streamed: bool) -> String {
