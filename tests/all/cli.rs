@@ -41,7 +41,7 @@ fn assert_shapes(events: &[Value]) {
             ],
             "pack_loaded" | "pack_reloaded" => &["name", "version", "path"],
             "pack_reload_failed" => &["name", "error"],
-            "run_end" => &["success", "output", "reason"],
+            "run_end" => &["success", "output", "reason", "usage"],
             other => panic!("unexpected event type {other}"),
         }
     };
