@@ -20,7 +20,7 @@
 //! Every file is read as hostile: a regular file (never a FIFO), at most
 //! 1 MiB, UTF-8; unknown keys are errors naming the key and its line.
 
-use super::args::{Cli, RunArgs, SearchArgs, StreamPolicyArg};
+use super::args::{Cli, RunArgs, SearchArgs, StreamPolicyArg, TrustArgs};
 use super::failure::Failure;
 use super::search_path::{search_path, user_config_dir};
 use chimera_host::agent::read_user_file;
@@ -244,10 +244,21 @@ struct Merge<'a> {
     /// Whether the user gave this argument (by its clap id) on the command line.
     explicit: &'a dyn Fn(&str) -> bool,
     file: Option<&'a Path>,
+    loaded: Option<&'a Loaded>,
     settings: Vec<Setting>,
 }
 
 impl Merge<'_> {
+    /// A path the file gives, resolved against the file's directory.
+    fn path(&self, path: Option<&PathBuf>) -> Option<PathBuf> {
+        path.map(|p| self.loaded.map_or_else(|| p.clone(), |l| l.resolve(p)))
+    }
+
+    /// Paths the file gives, each resolved against the file's directory.
+    fn paths(&self, paths: Option<&Vec<PathBuf>>) -> Option<Vec<PathBuf>> {
+        paths.map(|ps| ps.iter().filter_map(|p| self.path(Some(p))).collect())
+    }
+
     /// `slot` (clap id `id`, shown as `key`) takes `from_file` unless a flag set it.
     fn take<T: Shown>(&mut self, key: &'static str, id: &str, slot: &mut T, from_file: Option<T>) {
         let origin = if (self.explicit)(id) {
@@ -382,27 +393,18 @@ fn merge(
 ) -> Vec<Setting> {
     let empty = FileConfig::default();
     let config = loaded.map_or(&empty, |l| &l.config);
-    let path = |p: &Option<PathBuf>| -> Option<Option<PathBuf>> {
-        p.as_ref()
-            .map(|p| Some(loaded.map_or_else(|| p.clone(), |l| l.resolve(p))))
-    };
-    let paths = |ps: &Option<Vec<PathBuf>>| -> Option<Vec<PathBuf>> {
-        ps.as_ref().map(|ps| {
-            ps.iter()
-                .map(|p| loaded.map_or_else(|| p.clone(), |l| l.resolve(p)))
-                .collect()
-        })
-    };
     let mut m = Merge {
         explicit,
         file: loaded.map(|l| l.path.as_path()),
+        loaded,
         settings: Vec::new(),
     };
+    let dirs = m.paths(config.plugins_dirs.as_ref());
     m.take(
         "plugins_dirs",
         "plugins_dirs",
         &mut args.search.plugins_dirs,
-        paths(&config.plugins_dirs),
+        dirs,
     );
     let packs = config.packs.as_ref().map(|packs| {
         packs
@@ -414,11 +416,22 @@ fn merge(
             .collect::<Vec<_>>()
     });
     m.take("packs", "packs", &mut args.packs, packs);
+    merge_trust(&mut m, &mut args.trust, &config.trust);
+    merge_provider(&mut m, args, &config.provider);
+    merge_approvals(&mut m, args, &config.approvals);
+    merge_session(&mut m, args, &config.session);
+    m.settings
+}
 
-    let trust = &config.trust;
-    let t = &mut args.trust;
+/// `[trust]`.
+fn merge_trust(m: &mut Merge<'_>, t: &mut TrustArgs, trust: &TrustSection) {
     m.take("trust.locked", "locked", &mut t.locked, trust.locked);
-    m.take("trust.lock", "lock", &mut t.lock, path(&trust.lock));
+    m.take(
+        "trust.lock",
+        "lock",
+        &mut t.lock,
+        m.path(trust.lock.as_ref()).map(Some),
+    );
     m.take(
         "trust.allow_insecure_plugins_dir",
         "allow_insecure",
@@ -458,12 +471,14 @@ fn merge(
         &mut t.call_budget_ms,
         trust.call_budget_ms,
     );
+}
 
-    let provider = &config.provider;
+/// `[provider]`: the command line's choice of model source wins whole.
+fn merge_provider(m: &mut Merge<'_>, args: &mut RunArgs, provider: &ProviderSection) {
     // A file naming a provider and a command line naming a script (or the
     // other way round) mean the command line's choice: the model comes
     // from one place.
-    let model_chosen = explicit("provider") || explicit("script");
+    let model_chosen = (m.explicit)("provider") || (m.explicit)("script");
     let from_file = |value: Option<String>| if model_chosen { None } else { value };
     let name = provider.name.clone().filter(|n| n != "scripted");
     m.take(
@@ -479,7 +494,7 @@ fn merge(
         if model_chosen {
             None
         } else {
-            path(&provider.script)
+            m.path(provider.script.as_ref()).map(Some)
         },
     );
     m.take(
@@ -518,8 +533,10 @@ fn merge(
         &mut args.stream_policy,
         provider.stream_policy.map(Into::into),
     );
+}
 
-    let approvals = &config.approvals;
+/// `[approvals]`.
+fn merge_approvals(m: &mut Merge<'_>, args: &mut RunArgs, approvals: &ApprovalsSection) {
     m.take("approvals.ask", "ask", &mut args.ask, approvals.ask.clone());
     m.take(
         "approvals.deny",
@@ -527,7 +544,7 @@ fn merge(
         &mut args.deny,
         approvals.deny.clone(),
     );
-    let answered = explicit("yes") || explicit("no") || explicit("approvals");
+    let answered = (m.explicit)("yes") || (m.explicit)("no") || (m.explicit)("approvals");
     let origin = match approvals.answer {
         _ if answered => Origin::Flag,
         Some(answer) => {
@@ -550,11 +567,13 @@ fn merge(
         if answered {
             None
         } else {
-            path(&approvals.answers_file)
+            m.path(approvals.answers_file.as_ref()).map(Some)
         },
     );
+}
 
-    let session = &config.session;
+/// `[session]`.
+fn merge_session(m: &mut Merge<'_>, args: &mut RunArgs, session: &SessionSection) {
     m.take(
         "session.system",
         "system",
@@ -571,13 +590,13 @@ fn merge(
         "session.workspace",
         "workspace",
         &mut args.workspace,
-        path(&session.workspace),
+        m.path(session.workspace.as_ref()).map(Some),
     );
     m.take(
         "session.prices",
         "prices",
         &mut args.prices,
-        path(&session.prices),
+        m.path(session.prices.as_ref()).map(Some),
     );
     m.take(
         "session.compact_keep_turns",
@@ -593,7 +612,6 @@ fn merge(
         session.bash_sandbox,
     );
     args.no_bash_sandbox = !bash_sandbox;
-    m.settings
 }
 
 /// Refuses a file that sets both ways of answering approvals.
