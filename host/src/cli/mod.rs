@@ -110,7 +110,10 @@ pub(crate) fn main() -> ExitCode {
                 .and_then(|()| packs::verify(&search, lock.as_deref()))
         }
         Command::Pack(PackCommand::New(args)) => pack_new::new(args),
-        Command::Pack(PackCommand::Test(args)) => pack_test::test(args),
+        Command::Pack(PackCommand::Test(mut args)) => {
+            config::apply_to_search(cli.config.as_deref(), &mut args.search)
+                .and_then(|()| pack_test::test(args))
+        }
         Command::Config(ConfigCommand::Show { json }) => config::show(cli.config.as_deref(), json),
         Command::Config(ConfigCommand::Trust { file }) => config::trust(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file, expect_head }) => {
