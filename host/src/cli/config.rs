@@ -125,6 +125,11 @@ struct SessionSection {
     prices: Option<PathBuf>,
     compact_keep_turns: Option<usize>,
     bash_sandbox: Option<bool>,
+    /// `react`, `plan-and-execute`, `reflexion`, `tree-of-thought`,
+    /// `plan-act` or `retry`.
+    strategy: Option<String>,
+    /// The strategy's settings, as a table (`{ candidates = 2 }`).
+    strategy_config: Option<toml::Table>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -575,6 +580,21 @@ fn merge_approvals(m: &mut Merge<'_>, args: &mut RunArgs, approvals: &ApprovalsS
 /// `[session]`.
 fn merge_session(m: &mut Merge<'_>, args: &mut RunArgs, session: &SessionSection) {
     m.take(
+        "session.strategy",
+        "strategy",
+        &mut args.strategy,
+        session.strategy.clone().map(Some),
+    );
+    m.take(
+        "session.strategy_config",
+        "strategy_config",
+        &mut args.strategy_config,
+        session
+            .strategy_config
+            .as_ref()
+            .map(|table| Some(json!(table).to_string())),
+    );
+    m.take(
         "session.system",
         "system",
         &mut args.system,
@@ -773,7 +793,7 @@ mod tests {
     #[test]
     fn the_file_fills_what_no_flag_set_and_flags_win() {
         let config = parsed(
-            "plugins_dirs = [\"plugins\"]\n[[packs]]\nname = \"redactor\"\n[[packs]]\nname = \"plan-gate\"\nconfig = { max = 3 }\n[trust]\nquarantine_after = 5\n[session]\nmax_steps = 7\n",
+            "plugins_dirs = [\"plugins\"]\n[[packs]]\nname = \"redactor\"\n[[packs]]\nname = \"plan-gate\"\nconfig = { max = 3 }\n[trust]\nquarantine_after = 5\n[session]\nmax_steps = 7\nstrategy = \"tree-of-thought\"\nstrategy_config = { candidates = 2 }\n",
         )
         .unwrap();
         let loaded = Loaded {
@@ -790,6 +810,8 @@ mod tests {
         assert_eq!(args.packs, ["redactor", "plan-gate={\"max\":3}"]);
         assert_eq!(args.trust.quarantine_after, 5);
         assert_eq!(args.max_steps, 9, "the flag wins");
+        assert_eq!(args.strategy.as_deref(), Some("tree-of-thought"));
+        assert_eq!(args.strategy_config.as_deref(), Some("{\"candidates\":2}"));
         let origin = |key: &str| {
             settings
                 .iter()
