@@ -3,8 +3,9 @@
 //! The host side of Chimera: host-native conversation [`types`], the
 //! [`interception`] seams and their chains, the [`plugins`] registry,
 //! manager and loader that bring compiled policy packs into a process, the
-//! [`agent`] session and its loop, the workspace-confined [`tools`], and the
-//! model [`providers`].
+//! [`agent`] session and its loop, the workspace-confined [`tools`], the
+//! model [`providers`], and the tamper-evident [`audit`] log of every
+//! interceptor decision.
 //!
 //! Load packs by name and run a session under them:
 //!
@@ -49,8 +50,8 @@
 pub mod agent;
 pub mod audit;
 pub mod interception;
-pub mod plugins;
 pub mod pack_test;
+pub mod plugins;
 pub mod providers;
 pub mod tools;
 pub mod types;
