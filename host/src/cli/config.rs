@@ -130,6 +130,8 @@ struct SessionSection {
     strategy: Option<String>,
     /// The strategy's settings, as a table (`{ candidates = 2 }`).
     strategy_config: Option<toml::Table>,
+    /// The audit log every run appends to (as `--audit FILE`).
+    audit: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -579,6 +581,8 @@ fn merge_approvals(m: &mut Merge<'_>, args: &mut RunArgs, approvals: &ApprovalsS
 
 /// `[session]`.
 fn merge_session(m: &mut Merge<'_>, args: &mut RunArgs, session: &SessionSection) {
+    let audit = m.path(session.audit.as_ref()).map(Some);
+    m.take("session.audit", "audit", &mut args.audit, audit);
     m.take(
         "session.strategy",
         "strategy",
@@ -793,7 +797,7 @@ mod tests {
     #[test]
     fn the_file_fills_what_no_flag_set_and_flags_win() {
         let config = parsed(
-            "plugins_dirs = [\"plugins\"]\n[[packs]]\nname = \"redactor\"\n[[packs]]\nname = \"plan-gate\"\nconfig = { max = 3 }\n[trust]\nquarantine_after = 5\n[session]\nmax_steps = 7\nstrategy = \"tree-of-thought\"\nstrategy_config = { candidates = 2 }\n",
+            "plugins_dirs = [\"plugins\"]\n[[packs]]\nname = \"redactor\"\n[[packs]]\nname = \"plan-gate\"\nconfig = { max = 3 }\n[trust]\nquarantine_after = 5\n[session]\nmax_steps = 7\nstrategy = \"tree-of-thought\"\nstrategy_config = { candidates = 2 }\naudit = \"audit.jsonl\"\n",
         )
         .unwrap();
         let loaded = Loaded {
@@ -811,6 +815,7 @@ mod tests {
         assert_eq!(args.trust.quarantine_after, 5);
         assert_eq!(args.max_steps, 9, "the flag wins");
         assert_eq!(args.strategy.as_deref(), Some("tree-of-thought"));
+        assert_eq!(args.audit, Some(PathBuf::from("/project/audit.jsonl")));
         assert_eq!(args.strategy_config.as_deref(), Some("{\"candidates\":2}"));
         let origin = |key: &str| {
             settings
