@@ -55,3 +55,6 @@ pub mod plugins;
 pub mod providers;
 pub mod tools;
 pub mod types;
+
+#[cfg(test)]
+mod test_support;

@@ -310,12 +310,27 @@ fn each_turns_lines_are_written_when_it_ends_and_a_second_run_continues_the_chai
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "first turn").unwrap();
     until(&events, "run_end");
-    writeln!(stdin, "second turn").unwrap();
-    // The second turn has begun, so the first one's end has been handled.
-    until(&events, "user");
-    let first = lines(&audit);
-    assert!(!first.is_empty());
+    // The process now waits for its next turn on stdin: the first turn's
+    // lines must reach the file without it (polled, as the write follows
+    // the transcript's `run_end` on another subscriber).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let first = loop {
+        let first = if audit.exists() {
+            lines(&audit)
+        } else {
+            Vec::new()
+        };
+        if !first.is_empty() || std::time::Instant::now() > deadline {
+            break first;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(
+        !first.is_empty(),
+        "the first turn's lines were written while the run waited"
+    );
     assert!(first.iter().all(|l| l["turn"] == 0), "{first:?}");
+    writeln!(stdin, "second turn").unwrap();
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let both = lines(&audit);
@@ -480,14 +495,7 @@ fn a_symlink_a_directory_or_a_fifo_as_the_log_is_refused_with_one_line() {
     let link = dir.path().join("link.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let fifo = dir.path().join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    chimera_tests::make_fifo(&fifo);
     for (path, says) in [
         (&link, "symlink"),
         (&dir.path().to_owned(), "not a regular file"),

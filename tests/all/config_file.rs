@@ -258,14 +258,7 @@ fn a_fifo_or_a_directory_in_the_file_s_place_is_refused_without_waiting() {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("chimera.toml");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    chimera_tests::make_fifo(&fifo);
     let shown = run_in(
         dir.path(),
         home.path(),

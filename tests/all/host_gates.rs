@@ -104,14 +104,7 @@ fn dollars_are_priced_by_the_price_file_and_capped() {
     );
     // A FIFO where the price file should be is refused, not waited on.
     let fifo = dir.path().join("prices.fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    chimera_tests::make_fifo(&fifo);
     let waiting = run(
         dir.path(),
         &[],

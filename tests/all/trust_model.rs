@@ -348,14 +348,7 @@ fn a_lock_file_that_is_a_symlink_a_fifo_or_writable_by_others_is_refused() {
     );
     std::fs::remove_file(&lock).unwrap();
 
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &lock,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .unwrap();
+    chimera_tests::make_fifo(&lock);
     let refused = run();
     assert_eq!(refused.code(), Some(3), "a FIFO never blocks the load");
     assert!(refused.error_line().contains("not a regular file"));

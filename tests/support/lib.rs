@@ -120,6 +120,20 @@ pub fn pack_dirs() -> Vec<PathBuf> {
     vec![packs_dir().to_owned(), test_packs_dir().to_owned()]
 }
 
+/// Makes a FIFO at `path`: what a hostile file in a path's place looks
+/// like (opening it for reading would wait for a writer).
+#[cfg(unix)]
+pub fn make_fifo(path: impl AsRef<Path>) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path.as_ref(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("make a FIFO");
+}
+
 /// The shared library of `package` (`chimera-fixture-pack` → `…/libchimera_fixture_pack.so`):
 /// in [`test_packs_dir`] for a test pack, else in [`packs_dir`].
 pub fn pack_path(package: &str) -> PathBuf {

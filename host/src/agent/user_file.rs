@@ -44,14 +44,7 @@ mod tests {
     fn a_fifo_a_directory_an_oversized_or_binary_file_is_refused_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(&fifo);
         assert_eq!(
             read_user_file(&fifo, 100).unwrap_err(),
             "not a regular file"

@@ -590,14 +590,7 @@ mod tests {
             .to_string()
             .starts_with("not a regular file"));
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(&fifo);
         assert_eq!(
             AuditLog::open(&fifo).err(),
             Some(AuditError::Open("not a regular file".to_owned()))

@@ -581,14 +581,7 @@ payload = { command = "ls" }
     fn a_fifo_an_oversized_or_binary_case_file_is_refused_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo.toml");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(&fifo);
         let big = dir.path().join("big.toml");
         std::fs::write(
             &big,

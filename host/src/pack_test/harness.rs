@@ -439,22 +439,11 @@ impl Provider for Named {
 mod tests {
     use super::*;
 
-    fn fifo(path: &Path) {
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            path,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
-    }
-
     #[test]
     fn a_golden_file_that_is_a_fifo_or_a_directory_is_refused_never_waited_on_or_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let pipe = dir.path().join("pipe.golden.jsonl");
-        fifo(&pipe);
+        crate::test_support::make_fifo(&pipe);
         let error = read_golden(&pipe).unwrap_err().to_string();
         assert!(error.ends_with("not a regular file"), "{error}");
         let error = write_golden(&pipe, "{}\n").unwrap_err().to_string();

@@ -849,14 +849,7 @@ mod tests {
     fn a_fifo_in_place_of_the_recording_is_refused_never_waited_on() {
         let dir = tempfile::tempdir().unwrap();
         let pipe = dir.path().join("pipe.jsonl");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &pipe,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(&pipe);
         assert!(Recorder::create(&pipe, &info()).is_err(), "writing");
         let error = Recording::from_file(&pipe).unwrap_err();
         assert_eq!(error.message, "not a regular file", "reading");

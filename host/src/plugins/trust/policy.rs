@@ -518,14 +518,7 @@ mod tests {
     fn a_fifo_is_refused_without_blocking() {
         let dir = scratch();
         let fifo = dir.path().join("libx.so");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
+        crate::test_support::make_fifo(&fifo);
         let error = check_location(dir.path(), &fifo).unwrap_err().to_string();
         assert!(error.contains("not a regular file"), "{error}");
     }
