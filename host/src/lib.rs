@@ -49,8 +49,8 @@
 pub mod agent;
 pub mod audit;
 pub mod interception;
-pub mod plugins;
 pub mod pack_test;
+pub mod plugins;
 pub mod providers;
 pub mod tools;
 pub mod types;

@@ -72,7 +72,12 @@ fn broken_line(ran: &Ran) -> (u64, String) {
 /// What `chimera packs check --json` says a pack file's SHA-256 is.
 fn checked_sha256(dir: &Path, package: &str) -> String {
     let file = pack_path(package);
-    let ran = chimera(dir, &["packs", "check", file.to_str().unwrap(), "--json"], &[], "");
+    let ran = chimera(
+        dir,
+        &["packs", "check", file.to_str().unwrap(), "--json"],
+        &[],
+        "",
+    );
     assert_eq!(ran.status(), 0, "{}", ran.stderr());
     ran.events()[0]["sha256"].as_str().unwrap().to_owned()
 }
@@ -100,7 +105,10 @@ fn each_decision_is_one_line_with_its_pack_hash_and_the_log_verifies() {
     assert!(has("context", "plan-gate/", "allowed"), "{decisions:?}");
     assert!(has("tool_call", "plan-gate/", "allowed"), "{decisions:?}");
     assert!(has("tool_call", "plan-gate/", "blocked"), "{decisions:?}");
-    assert!(has("provider_request", "redactor/", "replaced"), "{decisions:?}");
+    assert!(
+        has("provider_request", "redactor/", "replaced"),
+        "{decisions:?}"
+    );
     assert!(has("tool_result", "redactor/", "replaced"), "{decisions:?}");
     // The transcript's interceptor events are in the log too, one for one.
     let shown = ran.of_type("interceptor").len();
@@ -166,15 +174,31 @@ fn a_secret_the_redactor_removed_is_nowhere_in_the_audit_log_or_the_transcripts_
     let (ran, audit) = secret_run(dir.path());
     let text = std::fs::read_to_string(&audit).unwrap();
     assert!(text.contains("\"decision\":\"replaced\""), "{text}");
-    assert!(!text.contains(SECRET), "the secret leaked into the log:\n{text}");
+    assert!(
+        !text.contains(SECRET),
+        "the secret leaked into the log:\n{text}"
+    );
     assert!(!text.contains("0123456789abcdef"), "{text}");
     // The transcript's interceptor events carry no before/after either.
     for event in ran.of_type("interceptor") {
-        let mut keys: Vec<&str> = event.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = event
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["call_id", "decision", "interceptor", "reason", "seam", "tool_name", "type"],
+            [
+                "call_id",
+                "decision",
+                "interceptor",
+                "reason",
+                "seam",
+                "tool_name",
+                "type"
+            ],
             "{event}"
         );
     }
@@ -239,7 +263,10 @@ fn a_packs_question_and_the_operators_answer_are_both_recorded() {
     );
     assert_eq!(ran.status(), 0, "{}", ran.stderr());
     let log = lines(&audit);
-    let ask = log.iter().position(|l| l["decision"] == "ask").expect("asked");
+    let ask = log
+        .iter()
+        .position(|l| l["decision"] == "ask")
+        .expect("asked");
     assert_eq!(log[ask]["reason"], "think about hm?");
     assert_eq!(log[ask]["call_id"], "c1");
     let answer = &log[ask + 1];
@@ -402,12 +429,19 @@ fn reordered_foreign_binary_oversize_and_cut_logs_are_refused_naming_the_line() 
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(verify(dir.path(), &audit, &["--expect-head", &head]).status(), 0);
+    assert_eq!(
+        verify(dir.path(), &audit, &["--expect-head", &head]).status(),
+        0
+    );
     rewrite(&audit, &lines[..lines.len() - 1]);
     assert_eq!(verify(dir.path(), &audit, &[]).status(), 0);
     let cut = verify(dir.path(), &audit, &["--expect-head", &head]);
     assert_eq!(cut.status(), 1);
-    assert!(cut.error_line().contains("cut from its end"), "{}", cut.stderr());
+    assert!(
+        cut.error_line().contains("cut from its end"),
+        "{}",
+        cut.stderr()
+    );
     let bad = verify(dir.path(), &audit, &["--expect-head", "abc"]);
     assert_eq!(bad.status(), 2);
     assert!(bad.error_line().contains("64 hex digits"));
@@ -417,7 +451,10 @@ fn reordered_foreign_binary_oversize_and_cut_logs_are_refused_naming_the_line() 
 fn a_run_refuses_a_log_with_a_broken_tail_and_names_the_fix() {
     let dir = tempfile::tempdir().unwrap();
     let (audit, _) = real_log(dir.path());
-    let mut file = std::fs::OpenOptions::new().append(true).open(&audit).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&audit)
+        .unwrap();
     file.write_all(b"{\"half a line").unwrap();
     drop(file);
     let before = std::fs::read(&audit).unwrap();

@@ -203,7 +203,10 @@ impl Differ {
                 after.and_then(|m| m.tool_calls.get(j)),
             );
             for (name, part) in [
-                ("id", (|c: &ToolCall| c.id.as_str()) as fn(&ToolCall) -> &str),
+                (
+                    "id",
+                    (|c: &ToolCall| c.id.as_str()) as fn(&ToolCall) -> &str,
+                ),
                 ("name", |c| c.name.as_str()),
                 ("arguments", |c| c.arguments.as_str()),
             ] {
@@ -231,7 +234,11 @@ impl Differ {
     pub(crate) fn request(&mut self, before: &ProviderRequest, after: &ProviderRequest) {
         self.text(|| "model".to_owned(), &before.model, &after.model);
         self.messages(&before.messages, &after.messages);
-        self.text(|| "tools".to_owned(), before.tools.json(), after.tools.json());
+        self.text(
+            || "tools".to_owned(),
+            before.tools.json(),
+            after.tools.json(),
+        );
         if before.kwargs != after.kwargs {
             let json = |r: &ProviderRequest| serde_json::to_string(&r.kwargs).unwrap_or_default();
             self.text(|| "kwargs".to_owned(), &json(before), &json(after));
@@ -251,11 +258,7 @@ impl Differ {
             };
             for name in names {
                 let (old, new) = (value(before, &name), value(after, &name));
-                self.optional(
-                    || format!("headers.{name}"),
-                    old.as_deref(),
-                    new.as_deref(),
-                );
+                self.optional(|| format!("headers.{name}"), old.as_deref(), new.as_deref());
             }
         }
     }
@@ -465,15 +468,18 @@ mod tests {
 
     #[test]
     fn each_redacted_secret_is_its_own_span_without_the_secret() {
-        let before = "first sk-AAAAAAAAAAAA then a long stretch of ordinary text and sk-BBBBBBBBBBBB end";
-        let after =
-            "first [redacted] then a long stretch of ordinary text and [redacted] end";
+        let before =
+            "first sk-AAAAAAAAAAAA then a long stretch of ordinary text and sk-BBBBBBBBBBBB end";
+        let after = "first [redacted] then a long stretch of ordinary text and [redacted] end";
         let spans = diff(before, after);
         assert_eq!(spans.len(), 2, "{spans:?}");
         assert_eq!(apply(before, &spans), after);
         for (_, _, ins) in &spans {
             assert!(!ins.contains("sk-"), "{ins}");
-            assert!(!ins.contains("ordinary"), "unchanged text is not carried: {ins}");
+            assert!(
+                !ins.contains("ordinary"),
+                "unchanged text is not carried: {ins}"
+            );
         }
         assert_eq!(spans[0].0, 6);
         assert_eq!(spans[0].1, "sk-AAAAAAAAAAAA".len());
@@ -493,7 +499,11 @@ mod tests {
         ];
         for (before, after) in cases {
             let spans = diff(before, after);
-            assert_eq!(apply(before, &spans), after, "{before:?} → {after:?}: {spans:?}");
+            assert_eq!(
+                apply(before, &spans),
+                after,
+                "{before:?} → {after:?}: {spans:?}"
+            );
         }
     }
 

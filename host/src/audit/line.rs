@@ -66,8 +66,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<Link, String> {
         return Err(format!("longer than {LINE_CAP} bytes"));
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "not valid UTF-8".to_owned())?;
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|_| "not JSON".to_owned())?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| "not JSON".to_owned())?;
     let field = |name: &str| value.get(name);
     let (Some(seq), Some(prev), Some(hash)) = (
         field("seq").and_then(serde_json::Value::as_u64),
@@ -192,7 +191,9 @@ mod tests {
             r#"{{"hash":"{}","seq":1,"prev":"{GENESIS}"}}"#,
             "a".repeat(64)
         );
-        assert!(check(moved.as_bytes()).unwrap_err().starts_with("not sealed"));
+        assert!(check(moved.as_bytes())
+            .unwrap_err()
+            .starts_with("not sealed"));
         assert!(check(&vec![b' '; LINE_CAP + 1])
             .unwrap_err()
             .starts_with("longer than"));

@@ -2,9 +2,9 @@
 //! hostile, this turn's lines written out when the turn ends.
 
 use super::diff::Change;
-use super::AuditRecord;
 use super::line::{self, GENESIS, LINE_CAP};
 use super::verify::{tail, FILE_CAP};
+use super::AuditRecord;
 use crate::agent::{AgentEvent, EventBus};
 use crate::interception::EventDecision;
 use serde::Serialize;
@@ -395,11 +395,7 @@ fn session_id() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No entropy source: the time and the process still make it unique here.
-        let seed = format!(
-            "{:?}{}",
-            std::time::SystemTime::now(),
-            std::process::id()
-        );
+        let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
         return line::sha256_hex(seed.as_bytes())[..32].to_owned();
     }
     line::hex(&bytes)
@@ -447,7 +443,9 @@ fn open_for_append(path: &Path) -> Result<File, String> {
 fn open_error(error: &std::io::Error) -> String {
     #[cfg(unix)]
     {
-        let errno = error.raw_os_error().map(rustix::io::Errno::from_raw_os_error);
+        let errno = error
+            .raw_os_error()
+            .map(rustix::io::Errno::from_raw_os_error);
         if errno == Some(rustix::io::Errno::LOOP) {
             return "it is a symlink".to_owned();
         }
@@ -514,10 +512,15 @@ mod tests {
             content: "hi".to_owned(),
         });
         bus.publish_audit(record(EventDecision::Allowed));
-        assert_eq!(std::fs::read(&path).unwrap().len(), 0, "held until the turn ends");
+        assert_eq!(
+            std::fs::read(&path).unwrap().len(),
+            0,
+            "held until the turn ends"
+        );
         bus.publish(run_end());
         let written = std::fs::read_to_string(&path).unwrap();
-        let first: serde_json::Value = serde_json::from_str(written.lines().next().unwrap()).unwrap();
+        let first: serde_json::Value =
+            serde_json::from_str(written.lines().next().unwrap()).unwrap();
         assert_eq!(first["seq"], 1);
         assert_eq!(first["turn"], 0);
         assert_eq!(first["pack"], "plan-gate");
@@ -537,9 +540,14 @@ mod tests {
         assert_eq!(again.finish().unwrap().lines, 3);
         let verified = verify_file(&path, Some(&head.hash)).unwrap();
         assert_eq!(verified.lines, 3);
-        let last: serde_json::Value =
-            serde_json::from_str(std::fs::read_to_string(&path).unwrap().lines().nth(2).unwrap())
-                .unwrap();
+        let last: serde_json::Value = serde_json::from_str(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .nth(2)
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(last["turn"], 0, "turns count per run");
         assert_ne!(last["session"], first["session"]);
     }
@@ -551,7 +559,9 @@ mod tests {
         let log = AuditLog::open(&path).unwrap();
         assert_eq!(
             AuditLog::open(&path).err(),
-            Some(AuditError::Open("another process is writing to it".to_owned()))
+            Some(AuditError::Open(
+                "another process is writing to it".to_owned()
+            ))
         );
         drop(log);
         std::fs::write(&path, "{\"seq\":1}\n").unwrap();

@@ -46,8 +46,8 @@ mod line;
 mod log;
 mod verify;
 
-pub use diff::{Change, Changes, INSERT_CAP, SPAN_CAP};
 pub(crate) use diff::Differ;
+pub use diff::{Change, Changes, INSERT_CAP, SPAN_CAP};
 pub use line::{seal, GENESIS, LINE_CAP};
 pub use log::{AuditError, AuditLog, Head, PackHashes};
 pub use verify::{verify_file, Verified, VerifyError, FILE_CAP};

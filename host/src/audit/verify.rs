@@ -38,7 +38,9 @@ pub enum VerifyError {
         reason: String,
     },
     /// Every line checks, but the head recorded earlier is not among them.
-    #[error("the expected head {0} is not in the log: lines were cut from its end, or it was rewritten")]
+    #[error(
+        "the expected head {0} is not in the log: lines were cut from its end, or it was rewritten"
+    )]
     HeadMissing(String),
 }
 

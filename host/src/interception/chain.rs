@@ -2,11 +2,11 @@
 
 use super::events::{EventDecision, InterceptorEvent};
 use super::health::{coarse_now, PackHealth};
-use crate::audit::{AuditRecord, Changes};
 use super::interceptor::{Interceptor, Kind};
 use super::seams::{Invalid, SeamSpec};
 use super::session::SessionFacts;
 use super::InterceptDecision;
+use crate::audit::{AuditRecord, Changes};
 use chimera_plugin_api::abi::{Decision, DecisionKind, SeamInput};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
