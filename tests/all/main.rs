@@ -11,6 +11,7 @@
 )]
 
 mod abi;
+mod async_sessions;
 mod audit;
 mod chains;
 mod cli;

@@ -71,6 +71,9 @@ struct Setup {
     permissions: Option<Arc<dyn PermissionPolicy>>,
     approver: Option<Arc<dyn Approver>>,
     max_steps: Option<usize>,
+    /// Run the turn through `run_turn_async` on a Tokio runtime instead of
+    /// the blocking `run_turn`.
+    asynchronous: bool,
 }
 
 impl Setup {
@@ -172,7 +175,16 @@ fn run(strategy: &Strategy, setup: Setup, responses: &[Value], prompt: &str) -> 
         builder = builder.max_steps(steps);
     }
     let mut session = builder.build();
-    let result = session.run_turn(prompt);
+    let result = if setup.asynchronous {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(session.run_turn_async(prompt))
+    } else {
+        session.run_turn(prompt)
+    };
     Ran {
         result,
         session,
@@ -214,6 +226,40 @@ fn a_tool_call_block_holds_in_every_strategy_while_the_same_run_without_packs_ru
             ["deleted everything"],
             "{strategy}"
         );
+    }
+}
+
+#[test]
+fn every_strategy_runs_alike_through_the_async_entry_point_and_the_blocking_one() {
+    let calls = json!([echo("e1", "hi"), {"id": "d1", "name": "dangerous_delete"}]);
+    for strategy in strategies() {
+        let script = scripted(&strategy, &calls);
+        let blocking = run(&strategy, Setup::pack(gate_dangerous()), &script, "go");
+        let awaited = run(
+            &strategy,
+            Setup {
+                asynchronous: true,
+                ..Setup::pack(gate_dangerous())
+            },
+            &script,
+            "go",
+        );
+        assert!(awaited.result.success, "{strategy}: {:?}", awaited.result);
+        assert_eq!(awaited.result, blocking.result, "{strategy}");
+        assert_eq!(
+            awaited.session.history(),
+            blocking.session.history(),
+            "{strategy}"
+        );
+        assert_eq!(
+            awaited.with_role(Role::Tool),
+            [
+                "Echo: hi".to_owned(),
+                format!("Blocked by interceptor: {GATE_REASON}")
+            ],
+            "{strategy}"
+        );
+        assert!(!awaited.dangerous.ran(), "{strategy}");
     }
 }
 

@@ -85,7 +85,7 @@ fn kept_from(history: &[Message], system_end: usize, keep: usize) -> Option<usiz
 impl AgentSession {
     /// Compacts the durable history for `interceptor`'s ask. `Err` ends the
     /// run: nothing to compact, or the summary call failed or was blocked.
-    pub(crate) fn compact(
+    pub(crate) async fn compact(
         &mut self,
         bundle: Option<&Interceptors>,
         interceptor: &str,
@@ -120,7 +120,7 @@ impl AgentSession {
         let history = std::mem::replace(&mut self.history, asked);
         let streaming = std::mem::replace(&mut self.streaming, false);
         self.source = CallSource::Compaction;
-        let received = self.call_provider(bundle, &ToolList::default());
+        let received = self.call_provider(bundle, &ToolList::default()).await;
         self.source = CallSource::Agent;
         self.streaming = streaming;
         self.history = history;

@@ -14,6 +14,7 @@
 //! ```
 
 mod compaction;
+pub(crate) mod drive;
 mod events;
 mod hooks;
 mod permission;
@@ -30,8 +31,8 @@ pub use compaction::DEFAULT_KEEP_TURNS;
 pub use events::{AgentEvent, EventBus, NestedEvent, RunUsage};
 pub use hooks::{Hooks, PreToolUse};
 pub use permission::{
-    AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission, PermissionPolicy,
-    TerminalApprover, ToolRules,
+    Answering, AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission,
+    PermissionPolicy, TerminalApprover, ToolRules,
 };
 pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
 pub use strategies::{Strategy, StrategyError, READ_ONLY_TOOLS, STRATEGY_NAMES};

@@ -3,8 +3,10 @@
 use crate::interception::Question;
 use crate::types::{terminal_safe, ToolCall};
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 /// What the policy says about one call.
@@ -87,8 +89,18 @@ impl OperatorAnswer {
     }
 }
 
+/// What an approver's `async` methods return: a boxed future (the trait
+/// stays usable as `dyn Approver`).
+pub type Answering<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 /// The operator: answers the permission policy's `Ask` and interceptors'
 /// questions — one operator for both.
+///
+/// The loop asks through the `async` methods ([`approve_async`](Self::approve_async),
+/// [`answer_async`](Self::answer_async)). By default they answer with the
+/// blocking ones, inline: right for an approver that answers at once (`--yes`,
+/// an answers file, a fixed policy). One that waits for a person overrides
+/// them to wait without blocking the executor, as [`TerminalApprover`] does.
 pub trait Approver: Send + Sync {
     /// True to approve `call`.
     fn approve(&self, call: &ToolCall) -> bool;
@@ -99,6 +111,22 @@ pub trait Approver: Send + Sync {
     fn answer(&self, subject: &str, question: &Question) -> OperatorAnswer {
         let _ = subject;
         OperatorAnswer::default_of(question)
+    }
+
+    /// [`approve`](Self::approve), waited for asynchronously. The default
+    /// answers inline.
+    fn approve_async<'a>(&'a self, call: &'a ToolCall) -> Answering<'a, bool> {
+        Box::pin(std::future::ready(self.approve(call)))
+    }
+
+    /// [`answer`](Self::answer), waited for asynchronously. The default
+    /// answers inline.
+    fn answer_async<'a>(
+        &'a self,
+        subject: &'a str,
+        question: &'a Question,
+    ) -> Answering<'a, OperatorAnswer> {
+        Box::pin(std::future::ready(self.answer(subject, question)))
     }
 }
 
@@ -131,7 +159,22 @@ impl Approver for DenyAll {
 /// Prompts on the terminal; denies when stdin is not a terminal (the CLI
 /// refuses to start `--ask` without one). The call is shown with control
 /// sequences escaped, so a model cannot disguise what it asks to run.
+/// Asked asynchronously, it waits for the person on a blocking thread, so
+/// the executor goes on with other sessions meanwhile.
+#[derive(Clone, Copy)]
 pub struct TerminalApprover;
+
+/// Runs `ask` on a blocking thread of the current runtime and waits for it;
+/// inline when there is no runtime. A panic in `ask` gives `fallback`.
+async fn on_blocking_thread<T: Send + 'static>(
+    ask: impl FnOnce() -> T + Send + 'static,
+    fallback: T,
+) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.spawn_blocking(ask).await.unwrap_or(fallback),
+        Err(_) => ask(),
+    }
+}
 
 impl Approver for TerminalApprover {
     fn approve(&self, call: &ToolCall) -> bool {
@@ -186,6 +229,30 @@ impl Approver for TerminalApprover {
             }
             _ => OperatorAnswer::default_of(question),
         }
+    }
+    /// Prompts on a blocking thread, so the executor is not held while the
+    /// person types.
+    fn approve_async<'a>(&'a self, call: &'a ToolCall) -> Answering<'a, bool> {
+        let call = call.clone();
+        Box::pin(on_blocking_thread(
+            move || TerminalApprover.approve(&call),
+            false,
+        ))
+    }
+
+    /// Prompts on a blocking thread, so the executor is not held while the
+    /// person types (or the question's timeout runs).
+    fn answer_async<'a>(
+        &'a self,
+        subject: &'a str,
+        question: &'a Question,
+    ) -> Answering<'a, OperatorAnswer> {
+        let (subject, question) = (subject.to_owned(), question.clone());
+        let fallback = OperatorAnswer::default_of(&question);
+        Box::pin(on_blocking_thread(
+            move || TerminalApprover.answer(&subject, &question),
+            fallback,
+        ))
     }
 }
 

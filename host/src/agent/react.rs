@@ -103,7 +103,23 @@ struct Outgoing {
 impl AgentSession {
     /// Runs one user turn to its end: a final answer, a pre-provider block, a
     /// provider error, or `max_steps` provider calls without an answer.
+    ///
+    /// This blocks the calling thread for the whole turn: it drives
+    /// [`run_turn_async`](Self::run_turn_async), the one loop, to its end
+    /// (on a shared background runtime; from inside a Tokio runtime, on a
+    /// thread of its own while the caller waits). Async code should await
+    /// [`run_turn_async`](Self::run_turn_async) instead.
     pub fn run_turn(&mut self, input: &str) -> RunResult {
+        super::drive::block_on(self.run_turn_async(input))
+    }
+
+    /// [`run_turn`](Self::run_turn) without blocking: model calls, retry
+    /// waits and rate-limit pauses wait asynchronously, approvals are
+    /// awaited, and tools run on the runtime's blocking threads. It must be
+    /// polled inside a Tokio runtime (any flavour); the future is `Send`,
+    /// so it can be spawned on a multi-threaded one. Interceptors run
+    /// inline: they are policy calls of microseconds.
+    pub async fn run_turn_async(&mut self, input: &str) -> RunResult {
         self.facts.turn_index = self.turns;
         self.turns += 1;
         self.facts.provider_calls_this_turn = 0;
@@ -115,7 +131,7 @@ impl AgentSession {
         });
         let bundle = self.effective_interceptors();
         self.streaming = self.stream && !self.downgrade(bundle.as_deref());
-        let result = self.run_strategy(bundle.as_ref(), input);
+        let result = self.run_strategy(bundle.as_ref(), input).await;
         // A turn blocked before the model saw anything of it leaves nothing
         // in the conversation: its input was refused, so a later turn's
         // request does not carry it (an input gate would refuse every later
@@ -139,12 +155,12 @@ impl AgentSession {
     }
 
     /// The `ReAct` loop: steps until a final answer, at most `max_steps`.
-    pub(crate) fn run_steps(&mut self, bundle: Option<&Arc<Interceptors>>) -> RunResult {
+    pub(crate) async fn run_steps(&mut self, bundle: Option<&Arc<Interceptors>>) -> RunResult {
         let tools = self.tool_list.clone();
         for _ in 0..self.max_steps {
-            match self.step(bundle, &tools) {
+            match self.step(bundle, &tools).await {
                 Ok(Stepped::Acted { .. }) => {}
-                Ok(Stepped::Answered(judged)) => return self.answer(bundle, judged),
+                Ok(Stepped::Answered(judged)) => return self.answer(bundle, judged).await,
                 Err(end) => return end,
             }
         }
@@ -153,15 +169,15 @@ impl AgentSession {
 
     /// One step of any loop: the before-model middleware, one conversation
     /// call offering `tools`, its reply judged, and its tool calls settled.
-    pub(crate) fn step(
+    pub(crate) async fn step(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         tools: &ToolList,
     ) -> Result<Stepped, RunResult> {
         self.before_model();
-        let response = self.call_provider(bundle.map(Arc::as_ref), tools)?;
+        let response = self.call_provider(bundle.map(Arc::as_ref), tools).await?;
         let judged = self.judge_reply(bundle.map(Arc::as_ref), response);
-        Ok(self.act_on(bundle, judged))
+        Ok(self.act_on(bundle, judged).await)
     }
 
     /// The before-model middleware, on the durable history.
@@ -174,7 +190,11 @@ impl AgentSession {
     /// A judged reply with tool calls is recorded (one assistant message,
     /// one `assistant` event) and each call settled in order; a reply
     /// without any is handed back, not yet recorded.
-    pub(crate) fn act_on(&mut self, bundle: Option<&Arc<Interceptors>>, judged: Judged) -> Stepped {
+    pub(crate) async fn act_on(
+        &mut self,
+        bundle: Option<&Arc<Interceptors>>,
+        judged: Judged,
+    ) -> Stepped {
         if judged.tool_calls.is_empty() {
             return Stepped::Answered(judged);
         }
@@ -193,7 +213,7 @@ impl AgentSession {
         });
         let mut executed = 0;
         for call in &tool_calls {
-            if self.settle_call(call, bundle) {
+            if self.settle_call(call, bundle).await {
                 executed += 1;
             }
         }
@@ -202,7 +222,7 @@ impl AgentSession {
 
     /// The final answer: recorded as the turn's last assistant message,
     /// then through the `output` seam (not for a substitute).
-    pub(crate) fn answer(
+    pub(crate) async fn answer(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         judged: Judged,
@@ -214,6 +234,7 @@ impl AgentSession {
         self.history
             .push(Message::assistant(content.clone(), Vec::new()));
         self.finish_answer(bundle.map(Arc::as_ref), content, vetoed, finish_reason)
+            .await
     }
 
     /// The run a turn ends with when its steps ran out without an answer.
@@ -232,25 +253,26 @@ impl AgentSession {
 
     /// Context → `provider_request` → the wire, the call carrying the headers
     /// the seam chose. `Err` ends the run (a block or a provider failure).
-    pub(crate) fn call_provider(
+    pub(crate) async fn call_provider(
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
     ) -> Result<Received, RunResult> {
         self.call_provider_with(bundle, tools, &serde_json::Map::new())
+            .await
     }
 
     /// [`call_provider`](Self::call_provider) with extra call options
     /// (`kwargs`): the envelope the `provider_request` seam sees carries
     /// them, and the call sends them unless a replacement changed them.
-    pub(crate) fn call_provider_with(
+    pub(crate) async fn call_provider_with(
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
         kwargs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Received, RunResult> {
         self.refresh_facts();
-        let outgoing = self.outgoing_after_pauses(bundle, tools, kwargs)?;
+        let outgoing = self.outgoing_after_pauses(bundle, tools, kwargs).await?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
         let model = outgoing
             .model
@@ -277,24 +299,26 @@ impl AgentSession {
                 .filter(|c| !c.is_empty());
             let mut assembler = Assembler::default();
             let mut gate = StreamGate::default();
-            let streamed = provider.stream(&call, &mut |delta| {
+            let this = &*self;
+            let mut on_delta = |delta| {
                 let Some(text) = assembler.push(delta) else {
                     return;
                 };
                 match chain {
-                    None => self
+                    None => this
                         .bus
                         .publish(AgentEvent::AssistantDelta { content: text }),
-                    Some(chain) => self.gated_delta(&mut gate, chain, &text, false),
+                    Some(chain) => this.gated_delta(&mut gate, chain, &text, false),
                 }
-            });
+            };
+            let streamed = provider.stream_async(&call, &mut on_delta).await;
             if let (Ok(()), Some(chain)) = (&streamed, chain) {
                 self.gated_delta(&mut gate, chain, "", true);
             }
             stream_blocked = gate.into_blocked();
             streamed.map(|()| assembler.finish())
         } else {
-            provider.complete(&call)
+            provider.complete_async(&call).await
         };
         self.facts.provider_calls_this_turn += 1;
         match outcome {
@@ -334,7 +358,7 @@ impl AgentSession {
     /// then the request is rebuilt from the history and the seams run
     /// again; after [`MAX_PAUSES`] pauses for one provider call the run ends
     /// with one line saying so. A block ends the run.
-    fn outgoing_after_pauses(
+    async fn outgoing_after_pauses(
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
@@ -344,7 +368,7 @@ impl AgentSession {
         let mut pauses = 0;
         let mut compacted = false;
         loop {
-            match self.outgoing(bundle, tools, kwargs) {
+            match self.outgoing(bundle, tools, kwargs).await {
                 Ok(outgoing) => return Ok(outgoing),
                 Err(Halt::Blocked(reason)) => return Err(blocked(reason)),
                 Err(Halt::Compact {
@@ -356,7 +380,9 @@ impl AgentSession {
                             "{reason} (asked again right after a compaction)"
                         )));
                     }
-                    self.compact(bundle, &interceptor, &reason)?;
+                    // Boxed: the summary call is a provider call, which
+                    // comes back here.
+                    Box::pin(self.compact(bundle, &interceptor, &reason)).await?;
                     compacted = true;
                 }
                 Err(Halt::Paused {
@@ -376,7 +402,7 @@ impl AgentSession {
                         wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                         reason,
                     });
-                    std::thread::sleep(wait);
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -457,7 +483,7 @@ impl AgentSession {
     /// feedback (through the pre-provider seams, marked as a gate retry) and
     /// judges the new answer from the start, until the asking interceptor's
     /// bound is used up; then its exhaustion outcome stands in for it.
-    fn finish_answer(
+    async fn finish_answer(
         &mut self,
         bundle: Option<&Interceptors>,
         content: String,
@@ -508,7 +534,7 @@ impl AgentSession {
                     max,
                     feedback: ask.feedback.clone(),
                 });
-                match self.gate_retry(bundle, &content, &ask.feedback) {
+                match self.gate_retry(bundle, &content, &ask.feedback).await {
                     Ok(Judged {
                         content: retried,
                         vetoed: false,
@@ -520,7 +546,14 @@ impl AgentSession {
                     }
                     Ok(substitute) => {
                         self.replace_last_answer(&substitute.content);
-                        return self.finish_answer(None, substitute.content, true, Some("vetoed"));
+                        // Boxed: an async function calling itself.
+                        return Box::pin(self.finish_answer(
+                            None,
+                            substitute.content,
+                            true,
+                            Some("vetoed"),
+                        ))
+                        .await;
                     }
                     Err(end) => return end,
                 }
@@ -539,7 +572,7 @@ impl AgentSession {
     /// feedback]`, through the `context` and `provider_request` seams (so a
     /// retry cannot bypass redaction), not streamed, with the session facts
     /// marking it as a gate retry; the reply passes `model_response`.
-    fn gate_retry(
+    async fn gate_retry(
         &mut self,
         bundle: Option<&Interceptors>,
         content: &str,
@@ -553,7 +586,7 @@ impl AgentSession {
         let streaming = std::mem::replace(&mut self.streaming, false);
         self.source = CallSource::GateRetry;
         let tools = self.tool_list.clone();
-        let received = self.call_provider(bundle, &tools);
+        let received = self.call_provider(bundle, &tools).await;
         self.source = CallSource::Agent;
         self.refresh_facts();
         self.streaming = streaming;
@@ -628,7 +661,7 @@ impl AgentSession {
     /// empty, nothing runs and nothing is emitted. Nothing is copied either:
     /// when the context seam keeps the history, the history itself is moved
     /// into the envelope for the `provider_request` chain and moved back.
-    fn outgoing(
+    async fn outgoing(
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
@@ -661,7 +694,9 @@ impl AgentSession {
             kwargs: kwargs.clone(),
             headers: surface,
         };
-        let request = self.run_seam(&bundle.provider_request, &(), &envelope);
+        let request = self
+            .run_asking_seam(&bundle.provider_request, &(), &envelope)
+            .await;
         let halt = match (request.blocked, request.pause, request.compact) {
             (Some(reason), _, _) => Some(Halt::Blocked(reason)),
             (None, Some(pause), _) => {

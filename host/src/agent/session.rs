@@ -400,8 +400,10 @@ impl AgentSession {
         &self.provider
     }
 
-    /// Runs `chain` for this conversation. Its events reach the bus only when
-    /// someone listens; otherwise none is built.
+    /// Runs `chain` for this conversation, on a seam whose interceptors
+    /// cannot ask the operator (every seam but `tool_call` and
+    /// `provider_request`). Its events reach the bus only when someone
+    /// listens; otherwise none is built.
     pub(crate) fn run_seam<S: SeamSpec>(
         &self,
         chain: &[Interceptor<S>],
@@ -414,6 +416,20 @@ impl AgentSession {
     /// [`run_seam`](Self::run_seam), answering the retries of the
     /// interceptors `spent` names by their exhaustion outcome.
     pub(crate) fn run_seam_spent<S: SeamSpec>(
+        &self,
+        chain: &[Interceptor<S>],
+        lead: &S::Lead,
+        value: &S::Value,
+        spent: &dyn Fn(&str) -> bool,
+    ) -> ChainOutcome<S::Value> {
+        let outcome = self.run_chain(chain, lead, value, spent);
+        self.publish_notices::<S>(&outcome);
+        outcome
+    }
+
+    /// Runs `chain` (or what is left of it) once, its events and audit
+    /// records going to the bus when someone listens.
+    fn run_chain<S: SeamSpec>(
         &self,
         chain: &[Interceptor<S>],
         lead: &S::Lead,
@@ -433,20 +449,45 @@ impl AgentSession {
             .bus
             .is_audited()
             .then_some(&audit_sink as &dyn Fn(AuditRecord));
-        let mut outcome = run_chain_spent(chain, lead, value, &cx, audit, spent);
+        run_chain_spent(chain, lead, value, &cx, audit, spent)
+    }
+
+    /// One `notice` event per notice of `outcome`.
+    fn publish_notices<S: SeamSpec>(&self, outcome: &ChainOutcome<S::Value>) {
+        for notice in &outcome.notices {
+            self.bus.emit(|| AgentEvent::Notice {
+                seam: S::NAME,
+                interceptor: notice.interceptor.clone(),
+                text: notice.text.clone(),
+            });
+        }
+    }
+
+    /// [`run_seam`](Self::run_seam) on a seam whose interceptors may ask
+    /// the operator (`tool_call`, `provider_request`): each question is put
+    /// to the approver (waited for asynchronously), then the chain resumes
+    /// after the asking interceptor with the value the answer leaves.
+    pub(crate) async fn run_asking_seam<S: SeamSpec>(
+        &self,
+        chain: &[Interceptor<S>],
+        lead: &S::Lead,
+        value: &S::Value,
+    ) -> ChainOutcome<S::Value> {
+        let spent = |_: &str| false;
+        let mut outcome = self.run_chain(chain, lead, value, &spent);
         let mut start = 0;
-        // An interceptor asks the operator: ask, then resume after it with
-        // the value the answer leaves.
         while let Some(asked) = outcome.ask.take() {
             let (index, interceptor, question) = *asked;
             let current = outcome.replaced.take();
             let at = start + index;
-            let answer = self.ask_operator::<S>(
-                &interceptor,
-                lead,
-                current.as_ref().unwrap_or(value),
-                &question,
-            );
+            let answer = self
+                .ask_operator::<S>(
+                    &interceptor,
+                    lead,
+                    current.as_ref().unwrap_or(value),
+                    &question,
+                )
+                .await;
             let resumed = match answer {
                 Err(reason) => {
                     outcome.replaced = current;
@@ -458,14 +499,7 @@ impl AgentSession {
             };
             start = at + 1;
             let rest = &chain[start..];
-            let mut next = run_chain_spent(
-                rest,
-                lead,
-                resumed.as_ref().unwrap_or(value),
-                &cx,
-                audit,
-                spent,
-            );
+            let mut next = self.run_chain(rest, lead, resumed.as_ref().unwrap_or(value), &spent);
             if next.replaced.is_none() {
                 next.replaced = resumed;
             }
@@ -484,19 +518,13 @@ impl AgentSession {
             }
             outcome = next;
         }
-        for notice in &outcome.notices {
-            self.bus.emit(|| AgentEvent::Notice {
-                seam: S::NAME,
-                interceptor: notice.interceptor.clone(),
-                text: notice.text.clone(),
-            });
-        }
+        self.publish_notices::<S>(&outcome);
         outcome
     }
 
     /// Puts `question` to the operator. `Ok(None)`: allowed as it is;
     /// `Ok(Some(v))`: edited into `v`; `Err(reason)`: rejected.
-    fn ask_operator<S: SeamSpec>(
+    async fn ask_operator<S: SeamSpec>(
         &self,
         interceptor: &str,
         lead: &S::Lead,
@@ -516,7 +544,7 @@ impl AgentSession {
             prompt: question.prompt.clone(),
             choices: question.choices.clone(),
         });
-        let answer = self.approver.answer(&subject, question);
+        let answer = self.approver.answer_async(&subject, question).await;
         self.bus.emit(|| AgentEvent::ApprovalAnswered {
             seam: S::NAME,
             interceptor: interceptor.to_owned(),

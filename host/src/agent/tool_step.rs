@@ -9,8 +9,9 @@ use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
 use std::fmt::Write as _;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::oneshot;
 
 /// A deadline a `tool_call` interceptor gave a call: who set it, how
 /// long, and the error result recorded past it.
@@ -28,20 +29,20 @@ impl AgentSession {
     /// Settles one call: seams, hooks, permission, execution, transcript,
     /// event. Every call of a batch goes through all of it: an approval
     /// covers exactly the call it was given for. True when the tool ran.
-    pub(crate) fn settle_call(
+    pub(crate) async fn settle_call(
         &mut self,
         call: &ToolCall,
         bundle: Option<&Arc<Interceptors>>,
     ) -> bool {
         self.facts.tool_calls_this_turn += 1;
-        let (effective, result, executed) = match self.gate(call, bundle.map(Arc::as_ref)) {
+        let (effective, result, executed) = match self.gate(call, bundle.map(Arc::as_ref)).await {
             Gate::Refuse(effective, text) => (effective, ToolResult::err(text), false),
             Gate::Run(effective, _) if self.tools.get(&effective.name).is_none() => {
                 let text = format!("Unknown tool: {}", effective.name);
                 (effective, ToolResult::err(text), false)
             }
             Gate::Run(effective, Some(deadline)) => {
-                match self.execute_within(&effective, bundle, &deadline) {
+                match self.execute_within(&effective, bundle, &deadline).await {
                     Ok(result) => {
                         let result = match bundle {
                             Some(bundle) => self.result_seam(bundle, &effective, result),
@@ -53,7 +54,7 @@ impl AgentSession {
                 }
             }
             Gate::Run(effective, None) => {
-                let result = self.execute(&effective, bundle);
+                let result = self.execute(&effective, bundle).await;
                 let result = match bundle {
                     Some(bundle) => self.result_seam(bundle, &effective, result),
                     None => result,
@@ -80,11 +81,11 @@ impl AgentSession {
     }
 
     /// `tool_call` seam → `PreToolUse` hooks → permission policy.
-    fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
+    async fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
         let mut effective = call.clone();
         let mut deadline = None;
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
-            let outcome = self.run_seam(&bundle.tool_call, &(), call);
+            let outcome = self.run_asking_seam(&bundle.tool_call, &(), call).await;
             if let Some(reason) = outcome.blocked {
                 return Gate::Refuse(call.clone(), format!("Blocked by interceptor: {reason}"));
             }
@@ -113,13 +114,16 @@ impl AgentSession {
             (Some(false), _) => Permission::Deny,
             (None, Some(policy)) => policy.evaluate(&effective),
         };
-        match permission {
-            Permission::Allow => Gate::Run(effective, deadline),
-            Permission::Ask if self.approver.approve(&effective) => Gate::Run(effective, deadline),
-            Permission::Deny | Permission::Ask => {
-                let text = format!("Permission denied for {}", effective.name);
-                Gate::Refuse(effective, text)
-            }
+        let allowed = match permission {
+            Permission::Allow => true,
+            Permission::Ask => self.approver.approve_async(&effective).await,
+            Permission::Deny => false,
+        };
+        if allowed {
+            Gate::Run(effective, deadline)
+        } else {
+            let text = format!("Permission denied for {}", effective.name);
+            Gate::Refuse(effective, text)
         }
     }
 
@@ -135,29 +139,61 @@ impl AgentSession {
         }
     }
 
-    /// Runs a tool that exists (see `settle_call`), handing down this
-    /// session's policy with the call.
-    fn execute(&self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) -> ToolResult {
-        let Some(tool) = self.tools.get(&call.name) else {
+    /// Runs a tool that exists (see `settle_call`) on a blocking thread of
+    /// the runtime, handing down this session's policy with the call.
+    async fn execute(&self, call: &ToolCall, bundle: Option<&Arc<Interceptors>>) -> ToolResult {
+        let Some(tool) = self.tools.get(&call.name).cloned() else {
             return ToolResult::err(format!("Unknown tool: {}", call.name));
         };
+        self.spawn_tool(tool, call, bundle, None)
+            .await
+            .unwrap_or_else(|_| panicked(call))
+    }
+
+    /// Starts `tool` on `call` on a blocking thread of the runtime (tools
+    /// block: a shell, the file system), so the executor goes on meanwhile.
+    /// Its result comes back through the receiver; when nobody waits for it
+    /// any more (its deadline passed), it is dropped with a
+    /// `late_result_suppressed` event.
+    fn spawn_tool(
+        &self,
+        tool: Arc<dyn Tool>,
+        call: &ToolCall,
+        bundle: Option<&Arc<Interceptors>>,
+        deadline: Option<Duration>,
+    ) -> oneshot::Receiver<ToolResult> {
         let inherited = self.inherited(bundle);
-        let cx = ToolContext {
-            workspace: &self.workspace,
-            call_id: &call.id,
-            extensions: &inherited,
-            deadline: None,
-        };
-        run_tool(tool.as_ref(), call, &cx)
+        let workspace = self.workspace.clone();
+        let owned = call.clone();
+        let bus = self.bus.clone();
+        let (sender, receiver) = oneshot::channel();
+        tokio::task::spawn_blocking(move || {
+            let cx = ToolContext {
+                workspace: &workspace,
+                call_id: &owned.id,
+                extensions: &inherited,
+                deadline,
+            };
+            let result = run_tool(tool.as_ref(), &owned, &cx);
+            if sender.send(result).is_err() {
+                let reason = late_reason(&owned);
+                tracing::info!(call_id = %owned.id, "{reason}");
+                bus.emit(|| AgentEvent::LateResultSuppressed {
+                    call_id: owned.id.clone(),
+                    reason,
+                });
+            }
+        });
+        receiver
     }
 
     /// [`execute`](Self::execute) under a deadline. A tool that stops by
     /// the deadline itself (`Tool::stops_by_deadline`: `bash` kills its
-    /// process tree then) runs inline; any other runs on a thread of its
-    /// own, waited for at most the deadline. Past it: a `tool_timeout`
-    /// event, and `Err` with the interceptor's error result; whatever the
-    /// tool returns later is dropped, with a `late_result_suppressed` event.
-    fn execute_within(
+    /// process tree then) is waited for to the end; any other is waited for
+    /// at most the deadline. Past it: a `tool_timeout` event, and `Err` with
+    /// the interceptor's error result; whatever the tool returns later is
+    /// dropped, with a `late_result_suppressed` event.
+    async fn execute_within(
         &self,
         call: &ToolCall,
         bundle: Option<&Arc<Interceptors>>,
@@ -178,68 +214,27 @@ impl AgentSession {
             });
             ToolResult::err(on_timeout.clone())
         };
-        if tool.stops_by_deadline() {
-            // It stops by the deadline itself: no thread needed. What comes
-            // back past it is late, and dropped like a late result.
-            let started = std::time::Instant::now();
-            let inherited = self.inherited(bundle);
-            let cx = ToolContext {
-                workspace: &self.workspace,
-                call_id: &call.id,
-                extensions: &inherited,
-                deadline: Some(within),
-            };
-            let result = run_tool(tool.as_ref(), call, &cx);
+        let stops_itself = tool.stops_by_deadline();
+        let started = std::time::Instant::now();
+        let running = self.spawn_tool(tool, call, bundle, Some(within));
+        if stops_itself {
+            // It stops by the deadline itself: waited for to the end. What
+            // comes back past it is late, and dropped like a late result.
+            let result = running.await.unwrap_or_else(|_| panicked(call));
             if started.elapsed() < within {
                 return Ok(result);
             }
             let timeout = timed_out();
             self.bus.emit(|| AgentEvent::LateResultSuppressed {
                 call_id: call.id.clone(),
-                reason: format!(
-                    "tool {} already timed out; suppressing late result",
-                    call.name
-                ),
+                reason: late_reason(call),
             });
             return Err(timeout);
         }
-        let inherited = self.inherited(bundle);
-        let workspace = self.workspace.clone();
-        let owned = call.clone();
-        let bus = self.bus.clone();
-        let (sender, receiver) = mpsc::channel();
-        let worker = std::thread::Builder::new()
-            .name(format!("chimera-tool-{}", call.name))
-            .spawn(move || {
-                let cx = ToolContext {
-                    workspace: &workspace,
-                    call_id: &owned.id,
-                    extensions: &inherited,
-                    deadline: Some(within),
-                };
-                let result = run_tool(tool.as_ref(), &owned, &cx);
-                if sender.send(result).is_err() {
-                    let reason = format!(
-                        "tool {} already timed out; suppressing late result",
-                        owned.name
-                    );
-                    tracing::info!(call_id = %owned.id, "{reason}");
-                    bus.emit(|| AgentEvent::LateResultSuppressed {
-                        call_id: owned.id.clone(),
-                        reason,
-                    });
-                }
-            });
-        if worker.is_err() {
-            // No thread to spare: run it here, without the deadline.
-            return Ok(self.execute(call, bundle));
-        }
-        match receiver.recv_timeout(within) {
-            Ok(result) => Ok(result),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Ok(ToolResult::err(format!("the {} tool panicked", call.name)))
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(timed_out()),
+        match tokio::time::timeout(within, running).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(_)) => Ok(panicked(call)),
+            Err(_) => Err(timed_out()),
         }
     }
 
@@ -276,6 +271,19 @@ impl AgentSession {
     }
 }
 
+/// The result of a call whose tool panicked.
+fn panicked(call: &ToolCall) -> ToolResult {
+    ToolResult::err(format!("the {} tool panicked", call.name))
+}
+
+/// Why a result that came back past its deadline is not used.
+fn late_reason(call: &ToolCall) -> String {
+    format!(
+        "tool {} already timed out; suppressing late result",
+        call.name
+    )
+}
+
 /// Runs `tool` on `call`'s arguments; a panic is the call's error result.
 fn run_tool(tool: &dyn Tool, call: &ToolCall, cx: &ToolContext<'_>) -> ToolResult {
     let arguments = call.arguments.parse();
@@ -283,6 +291,6 @@ fn run_tool(tool: &dyn Tool, call: &ToolCall, cx: &ToolContext<'_>) -> ToolResul
         tool.execute(&arguments, cx)
     })) {
         Ok(outcome) => ToolResult::from(outcome),
-        Err(_) => ToolResult::err(format!("the {} tool panicked", call.name)),
+        Err(_) => panicked(call),
     }
 }

@@ -8,7 +8,10 @@
 //! blocks, or of one that is not plain text, is sent as blocks.
 
 use super::http::{HttpSettings, RetryObserver, Transport};
-use super::{content_part, ModelResponse, Provider, ProviderCall, ProviderError, Usage};
+use super::{
+    content_part, replay_whole, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError,
+    ProviderFuture, Usage,
+};
 use crate::types::{Arguments, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
@@ -182,14 +185,42 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
+    /// Blocks on [`complete_async`](Provider::complete_async) (see
+    /// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for
+    /// how the blocking API is driven).
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
-        let mut headers = vec![("anthropic-version".to_owned(), API_VERSION.to_owned())];
-        if let Some(key) = &self.config.api_key {
-            headers.push(("x-api-key".to_owned(), key.clone()));
-        }
-        let reply = self.transport.post(&url, &headers, &self.body(call))?;
-        parse_response(&reply.json()?)
+        crate::agent::drive::block_on(self.complete_async(call))
+    }
+
+    fn complete_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+    ) -> ProviderFuture<'a, ModelResponse> {
+        Box::pin(async move {
+            let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
+            let mut headers = vec![("anthropic-version".to_owned(), API_VERSION.to_owned())];
+            if let Some(key) = &self.config.api_key {
+                headers.push(("x-api-key".to_owned(), key.clone()));
+            }
+            let reply = self
+                .transport
+                .post(&url, &headers, &self.body(call))
+                .await?;
+            parse_response(&reply.json().await?)
+        })
+    }
+
+    /// The whole reply, as a few pieces (this provider does not stream),
+    /// without blocking the executor.
+    fn stream_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> ProviderFuture<'a, ()> {
+        Box::pin(async move {
+            replay_whole(self.complete_async(call).await?, on_delta);
+            Ok(())
+        })
     }
 }
 

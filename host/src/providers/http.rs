@@ -1,4 +1,5 @@
-//! The blocking HTTP transport real providers share: JSON POSTs with
+//! The async HTTP transport real providers share (reqwest over rustls, on
+//! Tokio): JSON POSTs with
 //! bounded retries on 429 and 5xx that honour `Retry-After` (seconds or an
 //! HTTP date) and otherwise back off exponentially with jitter, bounded
 //! reads of every body, no redirects, and one-line errors that never show a
@@ -12,11 +13,10 @@
 use super::sse::{self, Event, Limits, SseError};
 use super::ProviderError;
 use crate::types::one_line;
-use std::io::Read;
+use reqwest::header::HeaderMap;
+use reqwest::{Client, Response};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use ureq::http::Response;
-use ureq::{Agent, Body};
 
 /// When and how often to retry.
 #[derive(Debug, Clone, Copy)]
@@ -56,8 +56,8 @@ pub struct RetryWait {
     pub wait: Duration,
 }
 
-/// Told of each [`RetryWait`] before the wait begins, on the calling
-/// thread: a status line, a log. Providers have none unless given one, so
+/// Told of each [`RetryWait`] before the wait begins (the wait itself is
+/// asynchronous): a status line, a log. Providers have none unless given one, so
 /// the library prints nothing of its own.
 pub type RetryObserver = Arc<dyn Fn(&RetryWait) + Send + Sync>;
 
@@ -99,10 +99,11 @@ const ERROR_BODY_LIMIT: u64 = 64 * 1024;
 /// `Location`) an error line shows.
 const SHOWN_CHARS: usize = 300;
 
-/// A blocking client that retries, bounds what it reads and masks secrets
-/// in every error it reports.
+/// An async client that retries, bounds what it reads and masks secrets in
+/// every error it reports.
 pub(crate) struct Transport {
-    agent: Agent,
+    /// The client, or why none could be built (said by every call).
+    client: Result<Client, String>,
     retry: RetryPolicy,
     limits: Limits,
     /// Told of each retry wait.
@@ -112,24 +113,31 @@ pub(crate) struct Transport {
 /// A 2xx response, with what is needed to read its body safely: the limits,
 /// and the secrets to keep out of any error about it.
 pub(crate) struct Reply {
-    response: Response<Body>,
+    response: Response,
     secrets: Secrets,
     limits: Limits,
 }
 
 impl Transport {
     pub(crate) fn new(settings: HttpSettings) -> Self {
-        let config = Agent::config_builder()
-            .http_status_as_error(false)
+        let client = Client::builder()
+            .use_rustls_tls()
             // A redirect would carry the credentials to wherever it points;
             // a 3xx is answered as an error instead.
-            .max_redirects(0)
-            .timeout_connect(Some(settings.connect_timeout))
-            .timeout_recv_response(Some(settings.read_timeout))
-            .timeout_recv_body(Some(settings.read_timeout))
-            .build();
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(settings.connect_timeout)
+            // Each wait for the peer: for the response headers, and for
+            // every piece of the body.
+            .read_timeout(settings.read_timeout)
+            .build()
+            .map_err(|error| {
+                format!(
+                    "cannot set up the HTTP client: {}",
+                    one_line(&error_chain(&error))
+                )
+            });
         Transport {
-            agent: config.into(),
+            client,
             retry: settings.retry,
             limits: Limits {
                 max_bytes: settings.max_body_bytes,
@@ -147,25 +155,25 @@ impl Transport {
     /// POSTs `body` to `url`; retries 429 and 5xx; returns the first 2xx
     /// response. Everything else is one line, with the credentials in
     /// `headers` (see [`is_secret_header`]) and in the URL masked.
-    pub(crate) fn post(
+    pub(crate) async fn post(
         &self,
         url: &str,
         headers: &[(String, String)],
         body: &serde_json::Value,
     ) -> Result<Reply, ProviderError> {
+        let client = self.client.as_ref().map_err(ProviderError::msg)?;
         let secrets = Secrets::new(url, headers);
         let payload = body.to_string();
         let mut attempt = 0;
         loop {
-            let mut request = self
-                .agent
-                .post(url)
-                .header("content-type", "application/json");
+            let mut request = client.post(url).header("content-type", "application/json");
             for (name, value) in headers {
                 request = request.header(name.as_str(), value.as_str());
             }
             let mut response = request
-                .send(payload.as_str())
+                .body(payload.clone())
+                .send()
+                .await
                 .map_err(|error| transport_error(url, &error, &secrets))?;
             let status = response.status().as_u16();
             if (200..300).contains(&status) {
@@ -177,7 +185,7 @@ impl Transport {
             }
             let reason = response.status().canonical_reason().unwrap_or("");
             if (300..400).contains(&status) {
-                return Err(redirect_error(status, reason, &response, &secrets));
+                return Err(redirect_error(status, reason, response.headers(), &secrets));
             }
             let retryable = status == 429 || status >= 500;
             if retryable && attempt < self.retry.max_retries {
@@ -201,16 +209,11 @@ impl Transport {
                         wait,
                     });
                 }
-                std::thread::sleep(wait);
+                tokio::time::sleep(wait).await;
                 continue;
             }
-            let mut text = Vec::new();
             // A body that breaks off is shown as far as it came.
-            let _ = response
-                .body_mut()
-                .as_reader()
-                .take(ERROR_BODY_LIMIT)
-                .read_to_end(&mut text);
+            let (text, _) = read_up_to(&mut response, ERROR_BODY_LIMIT).await;
             let detail = error_detail(&String::from_utf8_lossy(&text), &secrets);
             let message = if retryable {
                 format!(
@@ -227,6 +230,24 @@ impl Transport {
             ));
         }
     }
+}
+
+/// Reads `response`'s body, at most `limit` bytes of it (the rest is not
+/// read), with the error that stopped it early, if one did.
+async fn read_up_to(response: &mut Response, limit: u64) -> (Vec<u8>, Option<reqwest::Error>) {
+    let mut bytes = Vec::new();
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    while bytes.len() < limit {
+        match response.chunk().await {
+            Ok(Some(piece)) => {
+                let room = limit - bytes.len();
+                bytes.extend_from_slice(&piece[..piece.len().min(room)]);
+            }
+            Ok(None) => break,
+            Err(error) => return (bytes, Some(error)),
+        }
+    }
+    (bytes, None)
 }
 
 /// The wait before retry number `attempt` (0 for the first retry): what a
@@ -273,7 +294,7 @@ fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 impl Reply {
     /// Reads the whole body as JSON, at most the body limit of it; a body
     /// that is longer, breaks off or is not JSON is one line.
-    pub(crate) fn json(self) -> Result<serde_json::Value, ProviderError> {
+    pub(crate) async fn json(mut self) -> Result<serde_json::Value, ProviderError> {
         let limit = self.limits.max_bytes;
         let too_large = || {
             ProviderError::msg(format!(
@@ -283,25 +304,19 @@ impl Reply {
         };
         if self
             .response
-            .body()
             .content_length()
             .is_some_and(|length| length > limit)
         {
             return Err(too_large());
         }
-        let mut bytes = Vec::new();
-        self.response
-            .into_body()
-            .into_reader()
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|error| {
-                ProviderError::msg(self.secrets.mask(&format!(
-                    "cannot read the provider's response: {}",
-                    one_line(&error.to_string())
-                )))
-                .with_retryable(true)
-            })?;
+        let (bytes, problem) = read_up_to(&mut self.response, limit.saturating_add(1)).await;
+        if let Some(error) = problem {
+            return Err(ProviderError::msg(self.secrets.mask(&format!(
+                "cannot read the provider's response: {}",
+                one_line(&error_chain(&error))
+            )))
+            .with_retryable(true));
+        }
         if bytes.len() as u64 > limit {
             return Err(too_large());
         }
@@ -316,9 +331,9 @@ impl Reply {
     /// limits, calling `on_event` per event: `Ok(true)` goes on, `Ok(false)`
     /// stops, an error stops with that error. A stream that carries no event
     /// at all is an error, as is one that breaks off or passes a limit.
-    pub(crate) fn events(
-        self,
-        mut on_event: impl FnMut(Event) -> Result<bool, ProviderError>,
+    pub(crate) async fn events(
+        mut self,
+        mut on_event: impl FnMut(Event) -> Result<bool, ProviderError> + Send,
     ) -> Result<(), ProviderError> {
         let content_type = self
             .response
@@ -327,17 +342,25 @@ impl Reply {
             .and_then(|v| v.to_str().ok())
             .map(|v| one_line(v).chars().take(80).collect::<String>());
         let mut problem = None;
-        let read = sse::read_events(
-            self.response.into_body().into_reader(),
-            self.limits,
-            |event| match on_event(event) {
-                Ok(go_on) => go_on,
-                Err(error) => {
-                    problem = Some(error);
-                    false
-                }
-            },
-        );
+        let mut reader = sse::Reader::new(self.limits, |event| match on_event(event) {
+            Ok(go_on) => go_on,
+            Err(error) => {
+                problem = Some(error);
+                false
+            }
+        });
+        let read = loop {
+            match self.response.chunk().await {
+                Ok(Some(piece)) => match reader.feed(&piece) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(reader.delivered()),
+                    Err(error) => break Err(error),
+                },
+                Ok(None) => break Ok(reader.finish()),
+                Err(error) => break Err(SseError::Io(error_chain(&error))),
+            }
+        };
+        drop(reader);
         let secrets = &self.secrets;
         let mask = |error: ProviderError| ProviderError {
             message: secrets.mask(error.message()),
@@ -368,11 +391,8 @@ impl Reply {
                 size(limit as u64)
             ))),
             Err(SseError::Io(error)) => Err(mask(
-                ProviderError::msg(format!(
-                    "the stream broke off: {}",
-                    one_line(&error.to_string())
-                ))
-                .with_retryable(true),
+                ProviderError::msg(format!("the stream broke off: {}", one_line(&error)))
+                    .with_retryable(true),
             )),
         }
     }
@@ -518,10 +538,10 @@ fn shorten(text: &str) -> String {
 fn redirect_error(
     status: u16,
     reason: &str,
-    response: &Response<Body>,
+    headers: &HeaderMap,
     secrets: &Secrets,
 ) -> ProviderError {
-    let target = match response.headers().get("location") {
+    let target = match headers.get("location") {
         Some(location) => {
             let location = String::from_utf8_lossy(location.as_bytes());
             // Masked before shortening, so a secret cut in half cannot show.
@@ -542,20 +562,65 @@ fn redirect_error(
     )
 }
 
-fn transport_error(url: &str, error: &ureq::Error, secrets: &Secrets) -> ProviderError {
-    let (detail, retryable) = match error {
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => (
+/// A request that got no HTTP answer: refused, timed out, unreachable.
+fn transport_error(url: &str, error: &reqwest::Error, secrets: &Secrets) -> ProviderError {
+    let refused = io_kind(error) == Some(std::io::ErrorKind::ConnectionRefused);
+    let (detail, retryable) = if refused {
+        (
             "connection refused (is the server running?)".to_owned(),
             true,
-        ),
-        ureq::Error::Io(io) => (one_line(&io.to_string()), true),
-        ureq::Error::ConnectionFailed => ("the connection failed".to_owned(), true),
-        ureq::Error::HostNotFound => ("host not found".to_owned(), false),
-        ureq::Error::Timeout(what) => (format!("timed out ({what})"), true),
-        other => (one_line(&other.to_string()), false),
+        )
+    } else if error.is_timeout() {
+        ("timed out".to_owned(), true)
+    } else if error.is_connect() {
+        (
+            format!("the connection failed ({})", innermost(error)),
+            true,
+        )
+    } else if error.is_builder() {
+        (
+            format!("the request cannot be sent ({})", innermost(error)),
+            false,
+        )
+    } else {
+        (innermost(error), error.is_request() || error.is_body())
     };
-    ProviderError::msg(secrets.mask(&format!("cannot reach {url}: {detail}")))
+    ProviderError::msg(secrets.mask(&format!("cannot reach {url}: {}", one_line(&detail))))
         .with_retryable(retryable)
+}
+
+/// The kind of the I/O error under `error`, if one is.
+fn io_kind(error: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut next = Some(error);
+    while let Some(current) = next {
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        next = current.source();
+    }
+    None
+}
+
+/// The text of the deepest cause of `error` (the one that says what went
+/// wrong, without the URL the outer ones repeat).
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut deepest = error;
+    while let Some(source) = deepest.source() {
+        deepest = source;
+    }
+    deepest.to_string()
+}
+
+/// `error` and its causes, `: `-joined.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub use http::{HttpSettings, RetryObserver, RetryPolicy, RetryWait};
 pub(crate) use openai::arguments_from_text;
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use scripted::{RecordedRequest, ScriptError, ScriptedModel};
+use std::future::Future;
+use std::pin::Pin;
 
 use crate::types::{ContentBlock, Headers, Message, ToolCall, ToolSchema};
 use serde::{Deserialize, Serialize};
@@ -173,8 +175,23 @@ impl std::fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
+/// What a provider's `async` methods return: a boxed future (the trait
+/// stays usable as `dyn Provider`).
+pub type ProviderFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, ProviderError>> + Send + 'a>>;
+
+/// Where a streamed reply's pieces go: the loop's delta handler.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(StreamDelta) + Send);
+
 /// A model provider. Shared (`Arc<dyn Provider>`) so a sub-agent can use the
 /// same provider as its parent.
+///
+/// The loop calls the `async` methods ([`complete_async`](Self::complete_async),
+/// [`stream_async`](Self::stream_async)); by default they answer with the
+/// blocking ones, inline, which suits a provider that answers at once (the
+/// scripted model). A provider that waits on the network implements them
+/// itself (the real providers do, over an async HTTP client), so an async
+/// caller's executor is never blocked for the length of a model call.
 pub trait Provider: Send + Sync {
     /// The model name, informational (shown in the request envelope).
     fn model(&self) -> &str;
@@ -190,14 +207,28 @@ pub trait Provider: Send + Sync {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let mut response = self.complete(call)?;
-        let text = if response.content.is_empty() {
-            Vec::new()
-        } else {
-            vec![std::mem::take(&mut response.content)]
-        };
-        replay(response, text, on_delta);
+        replay_whole(self.complete(call)?, on_delta);
         Ok(())
+    }
+
+    /// One completion, without blocking the executor. The default runs
+    /// [`complete`](Self::complete) inline.
+    fn complete_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+    ) -> ProviderFuture<'a, ModelResponse> {
+        Box::pin(std::future::ready(self.complete(call)))
+    }
+
+    /// One completion, streamed, without blocking the executor: `on_delta`
+    /// receives the pieces as they arrive. The default runs
+    /// [`stream`](Self::stream) inline.
+    fn stream_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> ProviderFuture<'a, ()> {
+        Box::pin(std::future::ready(self.stream(call, on_delta)))
     }
 
     /// A copy of the configured per-request headers, when the provider has
@@ -220,6 +251,17 @@ fn content_part(block: &ContentBlock) -> Value {
         map.insert("type".into(), json!(block.kind));
     }
     part
+}
+
+/// Streams a whole `response` as deltas: its text in one piece, then each
+/// tool call whole, then the usage.
+pub(crate) fn replay_whole(mut response: ModelResponse, on_delta: &mut dyn FnMut(StreamDelta)) {
+    let text = if response.content.is_empty() {
+        Vec::new()
+    } else {
+        vec![std::mem::take(&mut response.content)]
+    };
+    replay(response, text, on_delta);
 }
 
 /// Streams a whole `response` as deltas: `text` (its content, taken out of

@@ -10,7 +10,8 @@
 
 use super::http::{HttpSettings, RetryObserver, Transport};
 use super::{
-    content_part, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage,
+    content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, ProviderFuture,
+    StreamDelta, Usage,
 };
 use crate::types::{Arguments, Headers, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
@@ -213,33 +214,69 @@ impl Provider for OpenAiProvider {
         &self.config.model
     }
 
+    /// Blocks on [`complete_async`](Provider::complete_async) (see
+    /// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for
+    /// how the blocking API is driven).
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        let reply = self.transport.post(
-            &self.url(),
-            &self.wire_headers(call),
-            &self.body(call, false),
-        )?;
-        parse_response(&reply.json()?)
+        crate::agent::drive::block_on(self.complete_async(call))
     }
 
+    /// Blocks on [`stream_async`](Provider::stream_async); the pieces reach
+    /// `on_delta` on the calling thread as they arrive.
     fn stream(
         &self,
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let reply = self.transport.post(
-            &self.url(),
-            &self.wire_headers(call),
-            &self.body(call, true),
-        )?;
-        reply.events(|event| {
-            if event.data.trim() == "[DONE]" {
-                return Ok(false);
-            }
-            let chunk = serde_json::from_str::<Value>(&event.data)
-                .map_err(|error| malformed(&format!("a stream event is not JSON: {error}")))?;
-            deltas(&chunk, on_delta);
-            Ok(true)
+        crate::agent::drive::block_on_streaming(
+            |sink| crate::agent::drive::block_on(self.stream_async(call, sink)),
+            on_delta,
+        )
+    }
+
+    fn complete_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+    ) -> ProviderFuture<'a, ModelResponse> {
+        Box::pin(async move {
+            let reply = self
+                .transport
+                .post(
+                    &self.url(),
+                    &self.wire_headers(call),
+                    &self.body(call, false),
+                )
+                .await?;
+            parse_response(&reply.json().await?)
+        })
+    }
+
+    fn stream_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+        on_delta: DeltaSink<'a>,
+    ) -> ProviderFuture<'a, ()> {
+        Box::pin(async move {
+            let reply = self
+                .transport
+                .post(
+                    &self.url(),
+                    &self.wire_headers(call),
+                    &self.body(call, true),
+                )
+                .await?;
+            reply
+                .events(|event| {
+                    if event.data.trim() == "[DONE]" {
+                        return Ok(false);
+                    }
+                    let chunk = serde_json::from_str::<Value>(&event.data).map_err(|error| {
+                        malformed(&format!("a stream event is not JSON: {error}"))
+                    })?;
+                    deltas(&chunk, on_delta);
+                    Ok(true)
+                })
+                .await
         })
     }
 

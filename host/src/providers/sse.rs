@@ -1,6 +1,7 @@
-//! Server-sent events, read from a blocking body: the framing only (`data:`
-//! lines joined, a blank line ends an event). Written by hand because the
-//! SSE crates are async; this is the whole of the format the providers use.
+//! Server-sent events, fed piece by piece as a body arrives: the framing
+//! only (`data:` lines joined, a blank line ends an event). Written by hand:
+//! this is the whole of the format the providers use, and the bounds below
+//! are what matters.
 //!
 //! The reader is bounded: it counts every byte it takes from the peer and
 //! refuses a body longer than [`Limits::max_bytes`] or a line longer than
@@ -8,6 +9,7 @@
 //! stream) costs at most those amounts of memory. Lines end at `\r\n`, `\n`
 //! or a bare `\r`, as the format allows.
 
+#[cfg(test)]
 use std::io::{ErrorKind, Read};
 
 /// One event.
@@ -31,71 +33,118 @@ pub(crate) struct Limits {
 /// Why reading stopped early.
 #[derive(Debug)]
 pub(crate) enum SseError {
-    /// The body could not be read.
-    Io(std::io::Error),
+    /// The body could not be read (what the transport said).
+    Io(String),
     /// The body went past [`Limits::max_bytes`] (the limit).
     BodyTooLarge(u64),
     /// A line went past [`Limits::max_line`] (the limit).
     LineTooLong(usize),
 }
 
+/// Reads one body's events as its bytes are fed in, within [`Limits`].
+pub(crate) struct Reader<F> {
+    parser: Parser<F>,
+    splitter: Splitter,
+    /// Bytes fed so far.
+    total: u64,
+    max_bytes: u64,
+}
+
+impl<F: FnMut(Event) -> bool> Reader<F> {
+    /// A reader calling `on_event` for each complete event; `on_event`
+    /// returns false to stop.
+    pub(crate) fn new(limits: Limits, on_event: F) -> Self {
+        Reader {
+            parser: Parser {
+                on_event,
+                event: Event::default(),
+                has_data: false,
+                delivered: 0,
+                first_line: true,
+            },
+            splitter: Splitter {
+                line: Vec::new(),
+                after_cr: false,
+                max_line: limits.max_line,
+            },
+            total: 0,
+            max_bytes: limits.max_bytes,
+        }
+    }
+
+    /// Takes the next bytes of the body. `Ok(false)`: `on_event` asked to
+    /// stop. The bytes inside the body limit are still read as events, so
+    /// what arrived before the limit is delivered before the refusal.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<bool, SseError> {
+        let allowed = self.max_bytes.saturating_sub(self.total);
+        let within = usize::try_from(allowed).map_or(bytes.len(), |a| a.min(bytes.len()));
+        self.total = self.total.saturating_add(bytes.len() as u64);
+        let parser = &mut self.parser;
+        if !self
+            .splitter
+            .feed(&bytes[..within], &mut |line| parser.line(line))?
+        {
+            return Ok(false);
+        }
+        if self.total > self.max_bytes {
+            return Err(SseError::BodyTooLarge(self.max_bytes));
+        }
+        Ok(true)
+    }
+
+    /// The body ended: an event still open is delivered too (servers that
+    /// close without the final blank line are common). How many events
+    /// were delivered in all.
+    pub(crate) fn finish(&mut self) -> u64 {
+        if !self.splitter.line.is_empty() {
+            let line = std::mem::take(&mut self.splitter.line);
+            if !self.parser.line(&line) {
+                return self.parser.delivered;
+            }
+        }
+        self.parser.finish();
+        self.parser.delivered
+    }
+
+    /// How many events were delivered so far.
+    pub(crate) fn delivered(&self) -> u64 {
+        self.parser.delivered
+    }
+}
+
 /// The size of one read from the peer.
+#[cfg(test)]
 const CHUNK: usize = 8 * 1024;
 
-/// Calls `on_event` for each complete event; `on_event` returns false to
-/// stop. Returns how many events were delivered. An event still open when
-/// the body ends is delivered too (servers that close without the final
-/// blank line are common).
-pub(crate) fn read_events(
+/// [`Reader`] over a blocking body, reading at most one byte past the body
+/// limit: the unit tests' way in.
+#[cfg(test)]
+fn read_events(
     mut reader: impl Read,
     limits: Limits,
     on_event: impl FnMut(Event) -> bool,
 ) -> Result<u64, SseError> {
-    let mut parser = Parser {
-        on_event,
-        event: Event::default(),
-        has_data: false,
-        delivered: 0,
-        first_line: true,
-    };
-    let mut splitter = Splitter {
-        line: Vec::new(),
-        after_cr: false,
-        max_line: limits.max_line,
-    };
+    let mut events = Reader::new(limits, on_event);
     let mut buffer = vec![0u8; CHUNK];
-    let mut total: u64 = 0;
     loop {
         // Never ask for more than one byte past the limit: enough to know
         // the body is too long.
-        let room = limits.max_bytes.saturating_sub(total).saturating_add(1);
+        let room = limits
+            .max_bytes
+            .saturating_sub(events.total)
+            .saturating_add(1);
         let want = usize::try_from(room).map_or(CHUNK, |room| room.min(CHUNK));
         let read = match reader.read(&mut buffer[..want]) {
             Ok(0) => break,
             Ok(read) => read,
             Err(error) if error.kind() == ErrorKind::Interrupted => continue,
-            Err(error) => return Err(SseError::Io(error)),
+            Err(error) => return Err(SseError::Io(error.to_string())),
         };
-        // The bytes inside the limit are still read as events, so what
-        // arrived before the limit is delivered before the refusal.
-        let allowed = limits.max_bytes - total;
-        let within = usize::try_from(allowed).map_or(read, |allowed| allowed.min(read));
-        total += read as u64;
-        if !splitter.feed(&buffer[..within], &mut |line| parser.line(line))? {
-            return Ok(parser.delivered);
-        }
-        if total > limits.max_bytes {
-            return Err(SseError::BodyTooLarge(limits.max_bytes));
+        if !events.feed(&buffer[..read])? {
+            return Ok(events.delivered());
         }
     }
-    if !splitter.line.is_empty() {
-        let line = std::mem::take(&mut splitter.line);
-        if !parser.line(&line) {
-            return Ok(parser.delivered);
-        }
-    }
-    parser.finish();
-    Ok(parser.delivered)
+    Ok(events.finish())
 }
 
 /// Cuts bytes into lines at `\r\n`, `\n` and bare `\r`, holding at most one

@@ -269,30 +269,31 @@ impl Budget {
 impl AgentSession {
     /// Runs this turn's strategy, the turn's user message (`input`) being
     /// the last message of the history.
-    pub(crate) fn run_strategy(
+    pub(crate) async fn run_strategy(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         input: &str,
     ) -> RunResult {
         let strategy = self.strategy.clone();
         if strategy == Strategy::React {
-            return self.run_steps(bundle);
+            return self.run_steps(bundle).await;
         }
         let start = self.history.len().saturating_sub(1);
         let mut budget = Budget(self.max_steps);
         let ended = match strategy {
             Strategy::PlanAndExecute { max_plan_steps } => {
                 self.plan_and_execute(bundle, &mut budget, max_plan_steps)
+                    .await
             }
             Strategy::Reflexion { reflect_every } => {
-                self.reflexion(bundle, &mut budget, reflect_every)
+                self.reflexion(bundle, &mut budget, reflect_every).await
             }
             Strategy::TreeOfThought { candidates } => {
-                self.tree_of_thought(bundle, &mut budget, candidates)
+                self.tree_of_thought(bundle, &mut budget, candidates).await
             }
-            Strategy::PlanAct => self.plan_act(bundle, &mut budget),
-            Strategy::Retry { attempts } => Ok(self.retry(bundle, input, start, attempts)),
-            Strategy::React => Ok(self.run_steps(bundle)),
+            Strategy::PlanAct => self.plan_act(bundle, &mut budget).await,
+            Strategy::Retry { attempts } => Ok(self.retry(bundle, input, start, attempts).await),
+            Strategy::React => Ok(self.run_steps(bundle).await),
         };
         let result = ended.unwrap_or_else(|end| end);
         // Blocked before the model saw anything: only the input is left,
@@ -310,15 +311,15 @@ impl AgentSession {
     /// calls: that reply, not yet recorded. After each step that called
     /// tools, `acted` is told how many of them ran. `Err` ends the turn (a
     /// block, a provider failure, or the budget used up).
-    pub(super) fn until_reply(
+    pub(super) async fn until_reply(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         tools: &ToolList,
         budget: &mut Budget,
-        acted: &mut dyn FnMut(&mut AgentSession, usize),
+        acted: &mut (dyn FnMut(&mut AgentSession, usize) + Send),
     ) -> Result<Judged, RunResult> {
         while budget.take() {
-            match self.step(bundle, tools)? {
+            match self.step(bundle, tools).await? {
                 Stepped::Answered(judged) => return Ok(judged),
                 Stepped::Acted { executed } => acted(self, executed),
             }
@@ -331,13 +332,13 @@ impl AgentSession {
     /// event. It is not a final answer, so the `output` seam does not
     /// judge it. A substitute (the `model_response` seam blocked the
     /// reply) ends the turn instead, as the final answer.
-    pub(super) fn phase_reply(
+    pub(super) async fn phase_reply(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         judged: Judged,
     ) -> Result<String, RunResult> {
         if judged.vetoed {
-            return Err(self.answer(bundle, judged));
+            return Err(self.answer(bundle, judged).await);
         }
         let content = judged.content;
         self.history
@@ -355,15 +356,16 @@ impl AgentSession {
         self.history.push(Message::user(text));
     }
 
-    /// Runs `phase` with only the session's tools named in `names`: they
-    /// are the tools offered (the list `phase` is handed) and the only ones
-    /// a call can run (any other is an unknown tool), every call still
-    /// passing the whole gate. The session's tools are back afterwards.
-    pub(super) fn with_tools<T>(
+    /// A phase's [`until_reply`](Self::until_reply) with only the
+    /// session's tools named in `names`: they are the tools offered and the
+    /// only ones a call can run (any other is an unknown tool), every call
+    /// still passing the whole gate. The session's tools are back afterwards.
+    pub(super) async fn until_reply_with_only(
         &mut self,
         names: &[&str],
-        phase: impl FnOnce(&mut AgentSession, &ToolList) -> T,
-    ) -> T {
+        bundle: Option<&Arc<Interceptors>>,
+        budget: &mut Budget,
+    ) -> Result<Judged, RunResult> {
         let mut only = ToolSet::new();
         for name in names {
             if let Some(tool) = self.tools.get(name) {
@@ -372,7 +374,9 @@ impl AgentSession {
         }
         let offered = ToolList::new(only.schemas());
         let all = std::mem::replace(&mut self.tools, only);
-        let result = phase(self, &offered);
+        let result = self
+            .until_reply(bundle, &offered, budget, &mut |_, _| {})
+            .await;
         self.tools = all;
         result
     }

@@ -34,19 +34,21 @@ const ACT_PROMPT: &str = "Now carry out your plan, with every tool you need, and
 
 impl AgentSession {
     /// One `plan-act` turn (see the module docs).
-    pub(super) fn plan_act(
+    pub(super) async fn plan_act(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         budget: &mut Budget,
     ) -> Result<RunResult, RunResult> {
         self.prompt(PLAN_PROMPT);
-        let plan = self.with_tools(&READ_ONLY_TOOLS, |session, read_only| {
-            session.until_reply(bundle, read_only, budget, &mut |_, _| {})
-        })?;
-        self.phase_reply(bundle, plan)?;
+        let plan = self
+            .until_reply_with_only(&READ_ONLY_TOOLS, bundle, budget)
+            .await?;
+        self.phase_reply(bundle, plan).await?;
         self.prompt(ACT_PROMPT);
         let tools = self.tool_list.clone();
-        let answer = self.until_reply(bundle, &tools, budget, &mut |_, _| {})?;
-        Ok(self.answer(bundle, answer))
+        let answer = self
+            .until_reply(bundle, &tools, budget, &mut |_, _| {})
+            .await?;
+        Ok(self.answer(bundle, answer).await)
     }
 }

@@ -67,27 +67,29 @@ fn plan_steps(plan: &str, max: usize) -> Vec<String> {
 
 impl AgentSession {
     /// One `plan-and-execute` turn (see the module docs).
-    pub(super) fn plan_and_execute(
+    pub(super) async fn plan_and_execute(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         budget: &mut Budget,
         max_plan_steps: usize,
     ) -> Result<RunResult, RunResult> {
         self.prompt(PLAN_PROMPT);
-        let plan = self.with_tools(&[], |session, none| {
-            session.until_reply(bundle, none, budget, &mut |_, _| {})
-        })?;
-        let plan = self.phase_reply(bundle, plan)?;
+        let plan = self.until_reply_with_only(&[], bundle, budget).await?;
+        let plan = self.phase_reply(bundle, plan).await?;
         let steps = plan_steps(&plan, max_plan_steps);
         let tools = self.tool_list.clone();
         for (index, step) in steps.iter().enumerate() {
             self.prompt(step_prompt(index + 1, steps.len(), step));
-            let report = self.until_reply(bundle, &tools, budget, &mut |_, _| {})?;
-            self.phase_reply(bundle, report)?;
+            let report = self
+                .until_reply(bundle, &tools, budget, &mut |_, _| {})
+                .await?;
+            self.phase_reply(bundle, report).await?;
         }
         self.prompt(FINAL_PROMPT);
-        let answer = self.until_reply(bundle, &tools, budget, &mut |_, _| {})?;
-        Ok(self.answer(bundle, answer))
+        let answer = self
+            .until_reply(bundle, &tools, budget, &mut |_, _| {})
+            .await?;
+        Ok(self.answer(bundle, answer).await)
     }
 }
 

@@ -25,7 +25,7 @@ fn reflects(before: usize, executed: usize, every: usize) -> bool {
 
 impl AgentSession {
     /// One `reflexion` turn (see the module docs).
-    pub(super) fn reflexion(
+    pub(super) async fn reflexion(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         budget: &mut Budget,
@@ -33,13 +33,15 @@ impl AgentSession {
     ) -> Result<RunResult, RunResult> {
         let tools = self.tool_list.clone();
         let mut actions = 0;
-        let answer = self.until_reply(bundle, &tools, budget, &mut |session, executed| {
-            if reflects(actions, executed, reflect_every) {
-                session.prompt(REFLECTION_PROMPT);
-            }
-            actions += executed;
-        })?;
-        Ok(self.answer(bundle, answer))
+        let answer = self
+            .until_reply(bundle, &tools, budget, &mut |session, executed| {
+                if reflects(actions, executed, reflect_every) {
+                    session.prompt(REFLECTION_PROMPT);
+                }
+                actions += executed;
+            })
+            .await?;
+        Ok(self.answer(bundle, answer).await)
     }
 }
 

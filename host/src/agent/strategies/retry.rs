@@ -28,14 +28,14 @@ fn retry_prompt(input: &str, number: usize, output: &str) -> String {
 impl AgentSession {
     /// One `retry` turn (see the module docs); `start` is where the turn's
     /// user message is in the history.
-    pub(super) fn retry(
+    pub(super) async fn retry(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         input: &str,
         start: usize,
         attempts: usize,
     ) -> RunResult {
-        let mut result = self.run_steps(bundle);
+        let mut result = self.run_steps(bundle).await;
         for number in 1..attempts.max(1) {
             if result.success || matches!(result.reason, EndReason::ProviderError(_)) {
                 break;
@@ -43,7 +43,7 @@ impl AgentSession {
             tracing::info!(attempt = number + 1, of = attempts, reason = %result.reason, "retry strategy: a fresh attempt");
             self.history.truncate(start);
             self.prompt(retry_prompt(input, number, &result.output));
-            result = self.run_steps(bundle);
+            result = self.run_steps(bundle).await;
         }
         result
     }

@@ -64,7 +64,7 @@ fn chosen(answer: &str, count: usize) -> usize {
 
 impl AgentSession {
     /// One `tree-of-thought` turn (see the module docs).
-    pub(super) fn tree_of_thought(
+    pub(super) async fn tree_of_thought(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         budget: &mut Budget,
@@ -75,10 +75,12 @@ impl AgentSession {
         kwargs.insert("temperature".to_owned(), TEMPERATURE.into());
         while budget.take() {
             self.before_model();
-            let (replies, sent) = self.candidates(bundle, &tools, &kwargs, candidates.max(1))?;
-            let reply = self.choose(replies, &sent);
-            if let super::Stepped::Answered(answer) = self.act_on(bundle, reply) {
-                return Ok(self.answer(bundle, answer));
+            let (replies, sent) = self
+                .candidates(bundle, &tools, &kwargs, candidates.max(1))
+                .await?;
+            let reply = self.choose(replies, &sent).await;
+            if let super::Stepped::Answered(answer) = self.act_on(bundle, reply).await {
+                return Ok(self.answer(bundle, answer).await);
             }
         }
         Err(self.out_of_steps())
@@ -86,7 +88,7 @@ impl AgentSession {
 
     /// `count` conversation calls on the same history, not streamed (a
     /// candidate that is not chosen is never shown), each reply judged.
-    fn candidates(
+    async fn candidates(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         tools: &ToolList,
@@ -98,7 +100,10 @@ impl AgentSession {
         let mut sent = Sent::default();
         let mut ended = None;
         for _ in 0..count {
-            match self.call_provider_with(bundle.map(Arc::as_ref), tools, kwargs) {
+            match self
+                .call_provider_with(bundle.map(Arc::as_ref), tools, kwargs)
+                .await
+            {
                 Ok(received) => {
                     sent = Sent {
                         model: received.model.clone(),
@@ -122,7 +127,7 @@ impl AgentSession {
     /// The step's reply: the first candidate with tool calls; else the
     /// first text candidate when they are all alike, or the one the
     /// evaluator names; a substitute only when every candidate is one.
-    fn choose(&mut self, mut replies: Vec<Judged>, sent: &Sent) -> Judged {
+    async fn choose(&mut self, mut replies: Vec<Judged>, sent: &Sent) -> Judged {
         if let Some(acting) = replies.iter().position(|r| !r.tool_calls.is_empty()) {
             return replies.swap_remove(acting);
         }
@@ -137,7 +142,7 @@ impl AgentSession {
             return replies.swap_remove(first);
         }
         let listed: Vec<&str> = texts.iter().map(|&i| replies[i].content.as_str()).collect();
-        let pick = self.evaluate(&listed, sent);
+        let pick = self.evaluate(&listed, sent).await;
         replies.swap_remove(texts[pick])
     }
 
@@ -145,7 +150,7 @@ impl AgentSession {
     /// for why it passes no seam): the index of the candidate it names.
     /// Its tokens are charged like any call's; a failed call chooses the
     /// first candidate.
-    fn evaluate(&mut self, candidates: &[&str], sent: &Sent) -> usize {
+    async fn evaluate(&mut self, candidates: &[&str], sent: &Sent) -> usize {
         let messages = [
             Message::system(EVALUATOR_SYSTEM),
             Message::user(evaluator_prompt(candidates)),
@@ -158,7 +163,7 @@ impl AgentSession {
             headers: sent.headers.as_ref(),
         };
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
-        let outcome = provider.complete(&call);
+        let outcome = provider.complete_async(&call).await;
         self.facts.provider_calls_this_turn += 1;
         match outcome {
             Ok(response) => {
