@@ -847,3 +847,145 @@ fn chimera_run_refuses_an_unknown_strategy_or_a_bad_setting_with_one_line() {
         assert!(ran.of_type("run_end").is_empty(), "{args:?}: nothing ran");
     }
 }
+
+/// The command-line arguments choosing every strategy, with the model's
+/// part of "one tool step (`calls`), then `done`" under each.
+fn cli_strategies(calls: &Value) -> Vec<(Vec<&'static str>, Vec<Value>)> {
+    [
+        ("react", Strategy::React),
+        (
+            "plan-and-execute",
+            Strategy::PlanAndExecute { max_plan_steps: 8 },
+        ),
+        ("reflexion", Strategy::Reflexion { reflect_every: 3 }),
+        ("tree-of-thought", Strategy::TreeOfThought { candidates: 2 }),
+        ("plan-act", Strategy::PlanAct),
+        ("retry", Strategy::Retry { attempts: 2 }),
+    ]
+    .into_iter()
+    .map(|(name, strategy)| {
+        let mut args = vec!["--strategy", name];
+        if name == "tree-of-thought" {
+            args.extend(["--strategy-config", r#"{"candidates": 2}"#]);
+        }
+        (args, scripted(&strategy, calls))
+    })
+    .collect()
+}
+
+/// The requests the scripted model received, as `--record-requests` wrote them.
+fn requests_in(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn chimera_run_holds_all_four_seams_from_the_loaded_pack_in_every_strategy() {
+    let calls = json!([
+        {"id": "w1", "name": "write_file", "arguments": {"path": "out.txt", "content": "x"}},
+        {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}
+    ]);
+    let policy = json!({
+        "tool_call": {"action": "block", "reason": GATE_REASON, "tools": ["write_file"]},
+        "tool_result": {"action": "replace", "find": "hello", "with": "[REDACTED]", "tools": ["read_file"]},
+        "context": {"action": "replace", "find": "SECRETVALUE", "with": "***"},
+        "provider_request": {"action": "replace", "set_kwargs": {"temperature": 0.25}}
+    });
+    for (strategy, responses) in cli_strategies(&calls) {
+        let name = strategy[1];
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "hello world").unwrap();
+        let recorded = dir.path().join("requests.jsonl");
+        let mut args = strategy.clone();
+        args.extend([
+            "--workspace",
+            dir.path().to_str().unwrap(),
+            "--record-requests",
+            recorded.to_str().unwrap(),
+            "the key is SECRETVALUE",
+        ]);
+        let ran = run_with_packs(
+            dir.path(),
+            &[("fixture", policy.clone())],
+            &Value::Array(responses),
+            &args,
+            "",
+        );
+        assert_eq!(ran.status(), 0, "{name}: {}", ran.stderr());
+        assert!(
+            !dir.path().join("out.txt").exists(),
+            "{name}: the write ran"
+        );
+        let results = ran.of_type("tool_result");
+        let content = |id: &str| {
+            results
+                .iter()
+                .find(|r| r["call_id"] == id)
+                .map(|r| r["content"].as_str().unwrap_or_default().to_owned())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            content("w1"),
+            format!("Blocked by interceptor: {GATE_REASON}"),
+            "{name}"
+        );
+        assert!(
+            content("r1").contains("[REDACTED] world"),
+            "{name}: {}",
+            content("r1")
+        );
+        let requests = requests_in(&recorded);
+        assert!(!requests.is_empty(), "{name}");
+        for request in &requests {
+            let text = request["messages"].to_string();
+            if text.contains("You are an evaluator.") {
+                continue;
+            }
+            assert!(
+                !text.contains("SECRETVALUE") && text.contains("***"),
+                "{name}: {text}"
+            );
+            assert!(
+                !text.contains("hello world"),
+                "{name}: the model saw the raw result"
+            );
+            assert_eq!(request["kwargs"], json!({"temperature": 0.25}), "{name}");
+        }
+    }
+}
+
+#[test]
+fn chimera_run_sends_nothing_when_provider_request_blocks_in_every_strategy() {
+    let calls = json!([{"id": "t1", "name": "think", "arguments": {"thought": "x"}}]);
+    for (strategy, responses) in cli_strategies(&calls) {
+        let name = strategy[1];
+        let dir = tempfile::tempdir().unwrap();
+        let recorded = dir.path().join("requests.jsonl");
+        let mut args = strategy.clone();
+        args.extend(["--record-requests", recorded.to_str().unwrap(), "go"]);
+        let ran = run_with_packs(
+            dir.path(),
+            &[(
+                "fixture",
+                json!({"provider_request": {"action": "block", "reason": "no wire today"}}),
+            )],
+            &Value::Array(responses),
+            &args,
+            "",
+        );
+        assert_eq!(ran.status(), 1, "{name}: {}", ran.stderr());
+        assert!(
+            requests_in(&recorded).is_empty(),
+            "{name}: a request went out"
+        );
+        let end = ran.of_type("run_end");
+        assert_eq!(
+            end.last().unwrap()["output"],
+            "Blocked by interceptor: no wire today",
+            "{name}"
+        );
+    }
+}
