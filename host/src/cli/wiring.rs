@@ -64,7 +64,7 @@ fn unknown_name_hint(manager: &PluginManager, name: &str) -> String {
         .iter()
         .map(|pack| {
             (
-                edit_distance(&wanted, &pack.name.to_lowercase()),
+                strsim::levenshtein(&wanted, &pack.name.to_lowercase()),
                 &pack.name,
             )
         })
@@ -76,22 +76,6 @@ fn unknown_name_hint(manager: &PluginManager, name: &str) -> String {
         }
         None => "; `chimera packs list` lists the packs found".to_owned(),
     }
-}
-
-/// The Levenshtein distance between `a` and `b`, in characters: how many
-/// insertions, deletions and substitutions turn one into the other.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous[j] + usize::from(ca != *cb);
-            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 /// The printer, the bus and the plugin manager of one command.
@@ -140,19 +124,5 @@ impl Host {
             max_steps,
             bash_sandbox,
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::edit_distance;
-
-    #[test]
-    fn edit_distance_counts_insertions_deletions_and_substitutions() {
-        assert_eq!(edit_distance("plan-gat", "plan-gate"), 1);
-        assert_eq!(edit_distance("redacter", "redactor"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
     }
 }
