@@ -34,17 +34,15 @@ fn the_demo_project_file_reproduces_the_demo_with_no_pack_flags() {
     let demo = run_in(project.as_path(), home.path(), &["demo", "--json"]);
     assert_eq!(demo.code(), Some(0), "{}", demo.stderr());
 
-    let untrusted = run_in(
-        &project,
-        home.path(),
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            &workspace.path().display().to_string(),
-            DEMO_PROMPT,
-        ],
-    );
+    let workspace = workspace.path().display().to_string();
+    let run_demo_prompt = || {
+        run_in(
+            &project,
+            home.path(),
+            &["run", "--json", "--workspace", &workspace, DEMO_PROMPT],
+        )
+    };
+    let untrusted = run_demo_prompt();
     assert_eq!(untrusted.code(), Some(2));
     assert!(
         untrusted.error_line().contains("is not trusted yet"),
@@ -54,17 +52,7 @@ fn the_demo_project_file_reproduces_the_demo_with_no_pack_flags() {
 
     let trusted = run_in(&project, home.path(), &["config", "trust"]);
     assert_eq!(trusted.code(), Some(0), "{}", trusted.stderr());
-    let run = run_in(
-        &project,
-        home.path(),
-        &[
-            "run",
-            "--json",
-            "--workspace",
-            &workspace.path().display().to_string(),
-            DEMO_PROMPT,
-        ],
-    );
+    let run = run_demo_prompt();
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     let loaded: Vec<Value> = run
         .events()

@@ -41,6 +41,21 @@ pub struct OpenAiProvider {
 }
 
 impl OpenAiProvider {
+    /// POSTs `call` to the chat-completions endpoint, streamed or whole.
+    async fn send(
+        &self,
+        call: &ProviderCall<'_>,
+        stream: bool,
+    ) -> Result<super::http::Reply, ProviderError> {
+        self.transport
+            .post(
+                &self.url(),
+                &self.wire_headers(call),
+                &self.body(call, stream),
+            )
+            .await
+    }
+
     /// A provider for `config`.
     #[must_use]
     pub fn new(config: OpenAiConfig) -> Self {
@@ -239,14 +254,7 @@ impl Provider for OpenAiProvider {
         call: &'a ProviderCall<'a>,
     ) -> ProviderFuture<'a, ModelResponse> {
         Box::pin(async move {
-            let reply = self
-                .transport
-                .post(
-                    &self.url(),
-                    &self.wire_headers(call),
-                    &self.body(call, false),
-                )
-                .await?;
+            let reply = self.send(call, false).await?;
             parse_response(&reply.json().await?)
         })
     }
@@ -257,14 +265,7 @@ impl Provider for OpenAiProvider {
         on_delta: DeltaSink<'a>,
     ) -> ProviderFuture<'a, ()> {
         Box::pin(async move {
-            let reply = self
-                .transport
-                .post(
-                    &self.url(),
-                    &self.wire_headers(call),
-                    &self.body(call, true),
-                )
-                .await?;
+            let reply = self.send(call, true).await?;
             reply
                 .events(|event| {
                     if event.data.trim() == "[DONE]" {
