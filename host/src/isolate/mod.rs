@@ -1,0 +1,3 @@
+//! Isolated packs: a pack run in a sandboxed child process (the pack host).
+
+pub(crate) mod sandbox;
