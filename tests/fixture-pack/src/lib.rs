@@ -13,7 +13,10 @@
 //! (`{"ban": "forbidden", "reason": "…", "notice": "…"}`, see [`StreamGate`]).
 //!
 //! Actions: `allow`, `block`, `replace`, `error`, `panic`, `invalid` (a
-//! replacement the host must refuse). `count` registers that many identical
+//! replacement the host must refuse), and the hostile ones for isolated
+//! packs, which take the whole process down or try to leave it: `hang`,
+//! `segfault`, `abort`, `exit`, `allocate` and `escape` (see [`Action`]).
+//! `count` registers that many identical
 //! interceptors (chains for benchmarks). A seam left out registers nothing.
 //! The library exports the same pack twice, as `fixture` and `fixture-alt`,
 //! so tests can load two packs from one file. `CHIMERA_FIXTURE_TAG` at build
@@ -50,6 +53,23 @@ pub enum Action {
     Panic,
     /// Return a replacement the host must refuse.
     Invalid,
+    /// Never answer: spin on the CPU forever (no sleep the host could
+    /// interrupt).
+    Hang,
+    /// Write through a null pointer: `SIGSEGV`.
+    Segfault,
+    /// `std::process::abort()`: `SIGABRT`.
+    Abort,
+    /// `std::process::exit(3)`.
+    Exit,
+    /// Allocate and touch memory without bound (64 MiB at a time, kept),
+    /// until the process runs out.
+    Allocate,
+    /// Try to leave the process: create the file at `with` and open a TCP
+    /// connection to the address in `find` (`host:port`), then block with a
+    /// reason saying how each went, e.g. `write: denied (EACCES); connect:
+    /// denied (EPERM)` or `write: ok; connect: ok`.
+    Escape,
 }
 
 /// One seam's configuration.
@@ -133,7 +153,63 @@ impl Behavior {
             Action::Panic => panic!("{}", self.reason()),
             Action::Replace => Ok(Decision::Replace(replace())),
             Action::Invalid => Ok(Decision::Replace(invalid())),
+            Action::Hang => loop {
+                std::hint::spin_loop();
+            },
+            Action::Segfault => segfault(),
+            Action::Abort => std::process::abort(),
+            Action::Exit => std::process::exit(3),
+            Action::Allocate => allocate_forever(),
+            Action::Escape => Ok(Decision::Block(self.escape())),
         }
+    }
+
+    /// The `escape` attempt: each of write and connect, as `ok` or
+    /// `denied (ERRNO)`.
+    fn escape(&self) -> String {
+        let write = std::fs::write(&self.with, "escaped");
+        let connect = self.find.parse::<std::net::SocketAddr>().map_or_else(
+            |e| Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)),
+            |addr| std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)),
+        );
+        format!("write: {}; connect: {}", outcome(&write), outcome(&connect))
+    }
+}
+
+/// `ok`, or `denied (EPERM)` and the like.
+fn outcome<T>(result: &std::io::Result<T>) -> String {
+    match result {
+        Ok(_) => "ok".to_owned(),
+        Err(e) => match e.raw_os_error() {
+            Some(1) => "denied (EPERM)".to_owned(),
+            Some(13) => "denied (EACCES)".to_owned(),
+            Some(2) => "failed (ENOENT)".to_owned(),
+            Some(111) => "failed (ECONNREFUSED)".to_owned(),
+            Some(n) => format!("failed (errno {n})"),
+            None => format!("failed ({e})"),
+        },
+    }
+}
+
+/// The `segfault` action.
+#[allow(
+    unsafe_code,
+    reason = "a deliberate crash: the test double for a pack that corrupts its process"
+)]
+fn segfault() -> ! {
+    // SAFETY: not safe at all, on purpose: this write faults, and the
+    // process dies of SIGSEGV before anything could observe it.
+    unsafe { std::ptr::null_mut::<u8>().write_volatile(1) };
+    unreachable!("a write through a null pointer returned")
+}
+
+/// The `allocate` action: every page touched, every block kept.
+fn allocate_forever() -> ! {
+    const BLOCK: usize = 64 << 20;
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    loop {
+        kept.push(vec![1u8; BLOCK]);
+        std::hint::black_box(&kept);
     }
 }
 
