@@ -22,6 +22,7 @@ mod harness;
 mod helpers;
 mod host_gates;
 mod hot_swap;
+mod isolation;
 mod loading;
 mod merge;
 mod outward_seams;

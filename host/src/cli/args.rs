@@ -66,6 +66,18 @@ pub(crate) enum Command {
     /// The built-in tools.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// The child process of an isolated pack (started by chimera itself).
+    #[command(name = "pack-host", hide = true)]
+    PackHost(PackHostArgs),
+}
+
+/// `chimera pack-host`: serves one isolated pack over the socket on stdout,
+/// loading the sealed pack file on stdin.
+#[derive(Debug, Args)]
+pub(crate) struct PackHostArgs {
+    /// The pack, with its JSON config.
+    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
+    pub(crate) pack: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -301,6 +313,12 @@ pub(crate) struct RunArgs {
     /// pack takes effect on the next turn.
     #[arg(long)]
     pub(crate) watch: bool,
+
+    /// Run this loaded pack in a sandboxed child process of its own
+    /// (repeatable): a crash or a hang there blocks the call instead of
+    /// taking the session down. `CHIMERA_ISOLATE=all` isolates every pack.
+    #[arg(long = "isolate", value_name = "NAME")]
+    pub(crate) isolate: Vec<String>,
 
     /// Scripted model: append every request, as received after all seams, to FILE.
     #[arg(long = "record-requests", value_name = "FILE")]

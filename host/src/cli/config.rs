@@ -71,6 +71,8 @@ struct PackEntry {
     name: String,
     /// The pack's config, written as a TOML table (handed over as JSON).
     config: Option<toml::Table>,
+    /// Run it in a sandboxed child process of its own (`--isolate NAME`).
+    isolate: Option<bool>,
 }
 
 /// `[trust]`, the trust and containment flags of `run`.
@@ -423,6 +425,19 @@ fn merge(
             .collect::<Vec<_>>()
     });
     m.take("packs", "packs", &mut args.packs, packs);
+    // The file's isolated packs, when its packs are the ones loaded.
+    let isolate = config
+        .packs
+        .as_ref()
+        .filter(|_| !(m.explicit)("packs"))
+        .map(|packs| {
+            packs
+                .iter()
+                .filter(|pack| pack.isolate == Some(true))
+                .map(|pack| pack.name.clone())
+                .collect::<Vec<_>>()
+        });
+    m.take("isolate", "isolate", &mut args.isolate, isolate);
     merge_trust(&mut m, &mut args.trust, &config.trust);
     merge_provider(&mut m, args, &config.provider);
     merge_approvals(&mut m, args, &config.approvals);

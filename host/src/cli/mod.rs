@@ -64,6 +64,12 @@ fn usage_line(text: &str) -> String {
     format!("{} (see {help})", parts.join("; "))
 }
 
+/// `chimera pack-host`: the child side of an isolated pack.
+fn pack_host(args: &args::PackHostArgs) -> Result<(), Failure> {
+    let (name, config) = wiring::parse_pack_spec(&args.pack)?;
+    chimera_host::isolate::serve_pack_host(&name, &config).map_err(Failure::pack)
+}
+
 /// Runs the command line and returns its exit status.
 pub(crate) fn main() -> ExitCode {
     init_logging();
@@ -120,6 +126,7 @@ pub(crate) fn main() -> ExitCode {
             audit::verify(&file, expect_head.as_deref())
         }
         Command::Tools(ToolsCommand::List { json }) => tools::list(json),
+        Command::PackHost(args) => pack_host(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,13 +4,14 @@ use super::args::{RunArgs, TrustArgs};
 use super::failure::Failure;
 use super::provider::{provider, require_model};
 use super::status;
-use super::wiring::{load_packs, Host};
+use super::wiring::{load_packs, parse_pack_spec, Host};
 use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
     Permission, PriceTable, RunResult, Strategy, StrategyError, TerminalApprover, ToolRules,
 };
 use chimera_host::audit::AuditLog;
 use chimera_host::interception::{HealthEvent, HealthPolicy, HealthSink};
+use chimera_host::isolate::Isolation;
 use chimera_host::plugins::trust::{Probe, TrustSettings};
 use chimera_host::plugins::{watch, PluginManager, ReloadEvent, WatchOptions, Watcher};
 use chimera_host::tools::Workspace;
@@ -138,6 +139,44 @@ pub(crate) fn configure_trust(
     Ok(())
 }
 
+/// `--isolate NAME` (each a pack `--pack` loads) and `CHIMERA_ISOLATE`
+/// (`all`, or comma-separated names): which packs run in a child process.
+fn configure_isolation(manager: &PluginManager, args: &RunArgs) -> Result<(), Failure> {
+    let loaded: Vec<String> = args
+        .packs
+        .iter()
+        .filter_map(|spec| parse_pack_spec(spec).ok().map(|(name, _)| name))
+        .collect();
+    if let Some(name) = args.isolate.iter().find(|n| !loaded.contains(n)) {
+        return Err(Failure::usage(format!(
+            "--isolate {name}: no pack of that name is loaded (add --pack {name})"
+        )));
+    }
+    let from_env = std::env::var("CHIMERA_ISOLATE").unwrap_or_default();
+    let all = from_env.trim() == "all";
+    let mut names = args.isolate.clone();
+    if !all {
+        names.extend(
+            from_env
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    if names.is_empty() && !all {
+        return Ok(());
+    }
+    let mut isolation = Isolation::current_exe(names, all).map_err(|e| {
+        Failure::usage(format!(
+            "cannot locate the chimera executable for isolated packs: {e}"
+        ))
+    })?;
+    isolation.start_timeout = Duration::from_secs(args.trust.probe_timeout.max(1));
+    manager.set_isolation(Some(isolation));
+    Ok(())
+}
+
 /// Hot-swaps rebuilt pack files of `host` into the live session.
 fn watcher(host: &Host) -> Result<Watcher, Failure> {
     let events = host.bus.clone();
@@ -222,6 +261,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let host = Host::new(&args.search, args.json);
     let audit = audit_log(args.audit.as_deref(), &host)?;
     configure_trust(&host.manager, &args.trust, &host.bus)?;
+    configure_isolation(&host.manager, &args)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
     let _watcher = args.watch.then(|| watcher(&host)).transpose()?;
     let (provider, approver) = super::pack_test::record_hook(&args, &host.bus, provider, approver)?;

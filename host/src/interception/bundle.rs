@@ -154,6 +154,30 @@ macro_rules! seams {
                 }
             }
 
+            /// Declares its stream window (`stream_chunk`); only before the
+            /// interceptor is shared.
+            pub(crate) fn set_stream_window(&mut self, bytes: usize) {
+                match self {
+                    $(AnyInterceptor::$variant(i) => i.set_stream_window(bytes),)*
+                }
+            }
+
+            /// Interceptor `index` of isolated pack `pack` on `seam`, named
+            /// `name`; `fail_closed` when it declared so.
+            pub(crate) fn from_isolated(
+                seam: SeamName,
+                name: String,
+                pack: std::sync::Arc<crate::isolate::host::IsolatedPack>,
+                index: u32,
+                fail_closed: bool,
+            ) -> AnyInterceptor {
+                match seam {
+                    $(SeamName::$variant => AnyInterceptor::$variant(
+                        Interceptor::isolated(name, pack, index, fail_closed),
+                    ),)*
+                }
+            }
+
             /// A pack's interceptor `interceptor` on `seam`, named `name`,
             /// counting towards `health`; `fail_closed` when it declared so.
             pub(crate) fn from_pack(

@@ -9,6 +9,8 @@ use super::InterceptDecision;
 use crate::audit::{AuditRecord, Changes};
 use chimera_plugin_api::abi::{Decision, DecisionKind, SeamInput};
 use std::panic::{self, AssertUnwindSafe};
+use crate::isolate::host::IsolatedPack;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a chain run produced.
@@ -180,7 +182,8 @@ impl<V> Verdict<V> {
 enum Stop {
     /// An interceptor answered something other than allow.
     Decided(Decision),
-    /// The next interceptor's pack is quarantined; it was not called.
+    /// The next interceptor's pack is quarantined, or its process is
+    /// restarting; it was not called (and that is no new failure).
     Quarantined(String),
 }
 
@@ -256,7 +259,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         let current = outcome.replaced.as_ref().unwrap_or(value);
         let (index, verdict) = match &chain[next].inner.kind {
             Kind::Host(f) => (next, host_verdict::<S>(f, lead, current)),
-            Kind::Pack(..) => {
+            Kind::Pack(..) | Kind::Isolated(..) => {
                 let stop = S::with_input(lead, current, &session, |input| {
                     run_packs::<S>(chain, &mut next, input, allowed)
                 });
@@ -272,7 +275,9 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                         }
                         let verdict = pack_verdict::<S>(decision, current);
                         if verdict.is_failure() {
-                            if let Kind::Pack(_, Some(health)) = &chain[index].inner.kind {
+                            if let Kind::Pack(_, Some(health))
+                            | Kind::Isolated(_, _, Some(health)) = &chain[index].inner.kind
+                            {
                                 health.failed();
                             }
                         }
@@ -384,10 +389,10 @@ fn run_packs<S: SeamSpec>(
 ) -> Option<(usize, Stop)> {
     let mut group: Option<Group<'_>> = None;
     while let Some(entry) = chain.get(*next) {
-        let Kind::Pack(pack, health) = &entry.inner.kind else {
-            break;
+        let health = match &entry.inner.kind {
+            Kind::Pack(_, health) | Kind::Isolated(_, _, health) => health.as_deref(),
+            Kind::Host(_) => break,
         };
-        let health = health.as_deref();
         if !group.as_ref().is_some_and(|g| g.same_pack(health)) {
             if let Some(done) = group.take() {
                 done.finish(chain, *next);
@@ -397,7 +402,20 @@ fn run_packs<S: SeamSpec>(
             }
             group = Some(Group::start(health, *next));
         }
-        let decision = pack.intercept(input);
+        let decision = match &entry.inner.kind {
+            Kind::Pack(pack, _) => pack.intercept(input),
+            Kind::Isolated(pack, ..) => match run_isolated(chain, next, pack, input, allowed) {
+                Ok(Some(decision)) => decision,
+                Ok(None) => continue,
+                Err(reason) => {
+                    if let Some(done) = group.take() {
+                        done.finish(chain, *next);
+                    }
+                    return Some((*next, Stop::Quarantined(reason)));
+                }
+            },
+            Kind::Host(_) => break,
+        };
         // Anything but a bare allow (a notice rides on a value) is handled
         // by the caller.
         if decision.kind != DecisionKind::ALLOW || decision.value.is_some() {
@@ -421,6 +439,35 @@ fn run_packs<S: SeamSpec>(
         done.finish(chain, *next);
     }
     None
+}
+
+/// Runs the interceptors of isolated pack `pack` that follow one another
+/// from `chain[*next]` as one round trip to its process. Leaves `*next` at
+/// the interceptor that answered something other than allow (returned), or
+/// after the run when all allowed (`None`); `Err` when the pack's process
+/// is restarting and nothing was called.
+fn run_isolated<S: SeamSpec>(
+    chain: &[Interceptor<S>],
+    next: &mut usize,
+    pack: &Arc<IsolatedPack>,
+    input: &SeamInput<'_>,
+    allowed: Option<&dyn Fn(usize)>,
+) -> Result<Option<Decision>, String> {
+    let indices: Vec<u32> = chain[*next..]
+        .iter()
+        .map_while(|entry| match &entry.inner.kind {
+            Kind::Isolated(other, index, _) if Arc::ptr_eq(other, pack) => Some(*index),
+            _ => None,
+        })
+        .collect();
+    let (passed, decision) = pack.call(&indices, input)?;
+    if let Some(allowed) = allowed {
+        for offset in 0..passed {
+            allowed(*next + offset);
+        }
+    }
+    *next += passed;
+    Ok(decision)
 }
 
 fn host_verdict<S: SeamSpec>(f: &S::HostFn, lead: &S::Lead, value: &S::Value) -> Verdict<S::Value> {

@@ -2,6 +2,7 @@
 
 use super::health::PackHealth;
 use super::seams::SeamSpec;
+use crate::isolate::host::IsolatedPack;
 use chimera_plugin_api::abi::InterceptorBox;
 use std::fmt;
 use std::sync::Arc;
@@ -22,6 +23,10 @@ pub(crate) struct Entry<S: SeamSpec> {
     pub(crate) fail_closed: Option<bool>,
     /// What the interceptor does to content, when its pack declared it.
     pub(crate) role: ContentRole,
+    /// `stream_chunk` only: the bytes it takes unjudged before it is
+    /// offered the stream again (its pack's `Registrar::stream_window`,
+    /// capped by the host); 0 is every delta.
+    pub(crate) stream_window: usize,
 }
 
 /// What an interceptor does to the content on its seam, as its pack
@@ -42,6 +47,8 @@ pub enum ContentRole {
 pub(crate) enum Kind<S: SeamSpec> {
     Host(Box<S::HostFn>),
     Pack(InterceptorBox, Option<Arc<PackHealth>>),
+    /// Interceptor `index` of a pack running in a child process.
+    Isolated(Arc<IsolatedPack>, u32, Option<Arc<PackHealth>>),
 }
 
 impl<S: SeamSpec> Interceptor<S> {
@@ -52,6 +59,7 @@ impl<S: SeamSpec> Interceptor<S> {
                 kind: Kind::Host(f),
                 fail_closed: None,
                 role: ContentRole::Unstated,
+                stream_window: 0,
             }),
         }
     }
@@ -93,6 +101,26 @@ impl<S: SeamSpec> Interceptor<S> {
                 kind: Kind::Pack(interceptor, health),
                 fail_closed,
                 role: ContentRole::Unstated,
+                stream_window: 0,
+            }),
+        }
+    }
+
+    /// Interceptor `index` of isolated pack `pack`, named `name`.
+    pub(crate) fn isolated(
+        name: String,
+        pack: Arc<IsolatedPack>,
+        index: u32,
+        fail_closed: bool,
+    ) -> Self {
+        let health = Some(Arc::clone(pack.health()));
+        Interceptor {
+            inner: Arc::new(Entry {
+                name,
+                kind: Kind::Isolated(pack, index, health),
+                fail_closed: fail_closed.then_some(true),
+                role: ContentRole::Unstated,
+                stream_window: 0,
             }),
         }
     }
@@ -117,6 +145,20 @@ impl<S: SeamSpec> Interceptor<S> {
         }
     }
 
+    /// `stream_chunk` only: how many bytes may gather unjudged before the
+    /// stream is offered to it again (0: every delta).
+    #[must_use]
+    pub fn stream_window(&self) -> usize {
+        self.inner.stream_window
+    }
+
+    /// Declares its stream window; only before the interceptor is shared.
+    pub(crate) fn set_stream_window(&mut self, bytes: usize) {
+        if let Some(entry) = Arc::get_mut(&mut self.inner) {
+            entry.stream_window = bytes;
+        }
+    }
+
     /// The display name used in events.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -126,7 +168,7 @@ impl<S: SeamSpec> Interceptor<S> {
     /// True when this interceptor comes from a pack.
     #[must_use]
     pub fn is_pack(&self) -> bool {
-        matches!(self.inner.kind, Kind::Pack(..))
+        matches!(self.inner.kind, Kind::Pack(..) | Kind::Isolated(..))
     }
 }
 

@@ -110,6 +110,16 @@ pub(crate) struct Checks<'a> {
     pub(crate) probe: Option<(&'a Probe, &'a [(&'a str, &'a str)])>,
 }
 
+/// Checked, sealed bytes for an isolated pack's child.
+pub(crate) struct SealedPack {
+    /// The sealed memfd.
+    pub(crate) memfd: std::os::fd::OwnedFd,
+    /// SHA-256 of the bytes, hex.
+    pub(crate) sha256: String,
+    /// The entry-point names the manifest lists.
+    pub(crate) packs: Vec<String>,
+}
+
 /// Opens libraries, once per distinct content.
 pub(crate) struct Loader {
     /// Where copies go where sealed memfds are not available.
@@ -137,26 +147,7 @@ impl Loader {
     /// the load.
     pub(crate) fn open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
         let fail = |kind: FileError| LoadError::file(path, kind);
-        let name = path
-            .file_name()
-            .map(Path::new)
-            .ok_or_else(|| fail(FileError::NotFound))?;
-        let parent = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        if !parent.is_dir() {
-            return Err(fail(FileError::NotFound));
-        }
-        let dir = TrustedDir::open(parent, DirectoryRole::Plugins, checks.trust.allow_insecure)
-            .map_err(|problem| fail(problem.into()))?;
-        let file = dir
-            .open_file(name, Subject::PackFile, FollowSymlinks::Yes)
-            .map_err(|problem| fail(problem.into()))?
-            .ok_or_else(|| fail(FileError::NotFound))?;
-        let bytes = read_bounded(file.file).map_err(fail)?;
-        let hash = sha256_hex(&bytes);
-        let pin = check_pin(&dir, name, &hash, checks.trust).map_err(|e| fail(e.into()))?;
+        let (bytes, hash, pin) = read_checked(path, checks.trust)?;
         if let Some(library) = self.cached(&hash) {
             return Ok(library);
         }
@@ -165,6 +156,33 @@ impl Loader {
             .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
         self.load_bytes(path, &bytes, &hash, &stem, pin, checks)
             .map_err(fail)
+    }
+
+    /// Every check [`Loader::open`] makes, up to the sealed memfd, and no
+    /// `dlopen`: the bytes an isolated pack's child loads.
+    pub(crate) fn seal(&self, path: &Path, trust: &TrustSettings) -> Result<SealedPack, LoadError> {
+        let fail = |kind: FileError| LoadError::file(path, kind);
+        let (bytes, sha256, pin) = read_checked(path, trust)?;
+        let inspection = inspect(&bytes[..], bytes.len() as u64).map_err(fail)?;
+        let packs: Vec<String> = inspection.packs().map(|(name, _)| name.clone()).collect();
+        if let Some(pin) = pin {
+            pin.check_entry_points(packs.clone())
+                .map_err(|e| fail(e.into()))?;
+        }
+        let stem = path
+            .file_stem()
+            .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
+        let sealed = Sealed::new(&bytes, &stem, &self.cache).map_err(|e| fail(FileError::Io(e)))?;
+        let memfd = sealed.into_memfd().ok_or_else(|| {
+            fail(FileError::Io(io::Error::other(
+                "an isolated pack needs a sealed memfd (Linux with /proc)",
+            )))
+        })?;
+        Ok(SealedPack {
+            memfd,
+            sha256,
+            packs,
+        })
     }
 
     /// The probe's side: loads the sealed bytes this process was handed on
@@ -259,6 +277,36 @@ impl Loader {
             .get(hash)
             .cloned()
     }
+}
+
+/// Opens `path` through its checked directory, reads it once, hashes it
+/// and checks its lock pin: the bytes, their SHA-256 and the pin.
+fn read_checked(
+    path: &Path,
+    trust: &TrustSettings,
+) -> Result<(Vec<u8>, String, Option<Pin>), LoadError> {
+    let fail = |kind: FileError| LoadError::file(path, kind);
+    let name = path
+        .file_name()
+        .map(Path::new)
+        .ok_or_else(|| fail(FileError::NotFound))?;
+    let parent = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(fail(FileError::NotFound));
+    }
+    let dir = TrustedDir::open(parent, DirectoryRole::Plugins, trust.allow_insecure)
+        .map_err(|problem| fail(problem.into()))?;
+    let file = dir
+        .open_file(name, Subject::PackFile, FollowSymlinks::Yes)
+        .map_err(|problem| fail(problem.into()))?
+        .ok_or_else(|| fail(FileError::NotFound))?;
+    let bytes = read_bounded(file.file).map_err(fail)?;
+    let hash = sha256_hex(&bytes);
+    let pin = check_pin(&dir, name, &hash, trust).map_err(|e| fail(e.into()))?;
+    Ok((bytes, hash, pin))
 }
 
 /// The bytes of the sealed file on stdin, and the path `dlopen` reads it by.

@@ -8,6 +8,8 @@ use super::registry::{OwnerId, Registry};
 use super::trust::{Probe, TrustSettings};
 use crate::interception::{AnyInterceptor, ContentRole, Interceptors, SeamName};
 use crate::interception::{HealthPolicy, HealthSink, PackHealth};
+use crate::isolate::host::{IsolatedPack, Spawner};
+use crate::isolate::Isolation;
 use chimera_plugin_api::abi::{PackInstanceBox, Seam};
 use chimera_plugin_api::sdk::{self, panic_message, Pack};
 use std::panic::{self, AssertUnwindSafe};
@@ -68,6 +70,8 @@ struct Loaded {
     info: PackInfo,
     owner: OwnerId,
     plugin: Arc<dyn Plugin>,
+    /// Runs in a child process (a reload starts a new one).
+    isolated: bool,
 }
 
 /// Loads packs and plugins into a [`Registry`], and takes them out again.
@@ -78,6 +82,7 @@ pub struct PluginManager {
     loaded: Mutex<Vec<Loaded>>,
     trust: RwLock<TrustSettings>,
     health: RwLock<HealthSettings>,
+    isolation: RwLock<Option<Isolation>>,
 }
 
 /// How loaded packs' health is watched, and who hears about it.
@@ -108,6 +113,7 @@ impl PluginManager {
             loaded: Mutex::new(Vec::new()),
             trust: RwLock::new(TrustSettings::default()),
             health: RwLock::new(HealthSettings::default()),
+            isolation: RwLock::new(None),
         }
     }
 
@@ -117,6 +123,25 @@ impl PluginManager {
             .trust
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = trust;
+    }
+
+    /// Sets which packs loaded from files from now on run isolated, each
+    /// in a child process of its own (see [`crate::isolate`]).
+    pub fn set_isolation(&self, isolation: Option<Isolation>) {
+        *self
+            .isolation
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = isolation;
+    }
+
+    /// The isolation settings, when pack `name` is to run isolated.
+    fn isolation_for(&self, name: Option<&str>) -> Option<Isolation> {
+        self.isolation
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .filter(|isolation| isolation.covers(name))
+            .cloned()
     }
 
     fn trust(&self) -> TrustSettings {
@@ -188,6 +213,15 @@ impl PluginManager {
         name: Option<&str>,
         config_json: &str,
     ) -> Result<PackInfo, LoadError> {
+        if let Some(isolation) = self.isolation_for(name) {
+            let (plugin, sha256) = self.start_isolated(path, name, config_json, &isolation)?;
+            self.refuse_duplicate(plugin.name())?;
+            let source = PackSource::File {
+                path: path.to_owned(),
+                sha256,
+            };
+            return self.activate(Arc::new(plugin), source, config_json, true);
+        }
         let probed: Vec<(&str, &str)> = name.map(|n| vec![(n, config_json)]).unwrap_or_default();
         let library = self.open(path, |trust| trust.probe_on_load.as_ref(), &probed)?;
         let name = library.pack(name)?.name.clone();
@@ -197,7 +231,46 @@ impl PluginManager {
             path: path.to_owned(),
             sha256: library.info.sha256.clone(),
         };
-        self.activate(Arc::new(plugin), source, config_json)
+        self.activate(Arc::new(plugin), source, config_json, false)
+    }
+
+    /// Checks and seals the file at `path` (no `dlopen`) and starts pack
+    /// `name` (or the file's only pack) in a pack host of its own.
+    fn start_isolated(
+        &self,
+        path: &Path,
+        name: Option<&str>,
+        config_json: &str,
+        isolation: &Isolation,
+    ) -> Result<(IsolatedPlugin, String), LoadError> {
+        let sealed = self.loader.seal(path, &self.trust())?;
+        let name = match (name, sealed.packs.as_slice()) {
+            (Some(name), _) => name.to_owned(),
+            (None, [only]) => only.clone(),
+            (None, have) => {
+                let kind = super::errors::FileError::WhichPack {
+                    have: have.to_vec(),
+                };
+                return Err(LoadError::file(path, kind));
+            }
+        };
+        if !sealed.packs.contains(&name) {
+            let kind = super::errors::FileError::NoSuchPack {
+                wanted: name,
+                have: sealed.packs.clone(),
+            };
+            return Err(LoadError::file(path, kind));
+        }
+        let spawner = Spawner {
+            program: isolation.program.clone(),
+            memfd: sealed.memfd,
+            pack: name.clone(),
+            config: config_json.to_owned(),
+            start_timeout: isolation.start_timeout,
+        };
+        let pack =
+            IsolatedPack::start(spawner, self.new_health(&name)).map_err(LoadError::Instantiate)?;
+        Ok((IsolatedPlugin { pack }, sealed.sha256))
     }
 
     /// Opens the library at `path` with this manager's trust settings,
@@ -245,13 +318,13 @@ impl PluginManager {
             instance,
             health: self.new_health(P::NAME),
         };
-        self.activate(Arc::new(plugin), PackSource::InProcess, config_json)
+        self.activate(Arc::new(plugin), PackSource::InProcess, config_json, false)
     }
 
     /// Loads an in-process plugin.
     pub fn load_plugin(&self, plugin: Arc<dyn Plugin>) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(plugin.name())?;
-        self.activate(plugin, PackSource::InProcess, "")
+        self.activate(plugin, PackSource::InProcess, "", false)
     }
 
     fn refuse_duplicate(&self, name: &str) -> Result<(), LoadError> {
@@ -268,6 +341,7 @@ impl PluginManager {
         plugin: Arc<dyn Plugin>,
         source: PackSource,
         config_json: &str,
+        isolated: bool,
     ) -> Result<PackInfo, LoadError> {
         let name = plugin.name().to_owned();
         let chains = stage(plugin.as_ref())?;
@@ -288,6 +362,7 @@ impl PluginManager {
             info: info.clone(),
             owner,
             plugin,
+            isolated,
         });
         Ok(info)
     }
@@ -305,6 +380,9 @@ impl PluginManager {
     /// stays mapped).
     pub fn reload(&self, name: &str) -> Result<ReloadOutcome, LoadError> {
         let running = self.running_from_file(name)?;
+        if running.isolated {
+            return self.reload_isolated(name, running);
+        }
         let probed = [(name, running.config.as_str())];
         let library = self.open(
             &running.path,
@@ -333,6 +411,41 @@ impl PluginManager {
         Ok(ReloadOutcome::Reloaded(entry.info.clone()))
     }
 
+    /// [`PluginManager::reload`] of an isolated pack: a new pack host with
+    /// the new build (same config, the old one's state), swapped in at the
+    /// same position; the old one ends when no chain holds it any more.
+    fn reload_isolated(&self, name: &str, running: Running) -> Result<ReloadOutcome, LoadError> {
+        let isolation = self
+            .isolation
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| LoadError::NotReloadable(name.to_owned()))?;
+        let sealed_hash = self.loader.seal(&running.path, &self.trust())?.sha256;
+        if sealed_hash == running.sha256 {
+            return Ok(ReloadOutcome::Unchanged);
+        }
+        let (plugin, sha256) =
+            self.start_isolated(&running.path, Some(name), &running.config, &isolation)?;
+        let plugin: Arc<dyn Plugin> = Arc::new(plugin);
+        hand_over_state(name, running.plugin.as_ref(), plugin.as_ref());
+        let chains = stage(plugin.as_ref())?;
+        let mut loaded = self.loaded();
+        let entry = loaded
+            .iter_mut()
+            .find(|l| l.owner == running.owner)
+            .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
+        self.registry.replace_owner(running.owner, chains);
+        plugin.version().clone_into(&mut entry.info.version);
+        plugin.description().clone_into(&mut entry.info.description);
+        entry.info.source = PackSource::File {
+            path: running.path,
+            sha256,
+        };
+        entry.plugin = plugin;
+        Ok(ReloadOutcome::Reloaded(entry.info.clone()))
+    }
+
     /// What [`PluginManager::reload`] replaces: loaded pack `name`, which
     /// must have come from a file.
     fn running_from_file(&self, name: &str) -> Result<Running, LoadError> {
@@ -350,6 +463,7 @@ impl PluginManager {
             config: entry.info.config.clone(),
             owner: entry.owner,
             plugin: Arc::clone(&entry.plugin),
+            isolated: entry.isolated,
         })
     }
 
@@ -436,6 +550,7 @@ struct Running {
     config: String,
     owner: OwnerId,
     plugin: Arc<dyn Plugin>,
+    isolated: bool,
 }
 
 /// Hands the old build's state to the new one; a new build that does not
@@ -538,34 +653,115 @@ pub(crate) fn pack_interceptors(
         .registrations()
         .into_iter()
         .map(|registration| {
-            let own = registration.name.as_str();
-            let closed = policy.fail_closed.iter().any(|n| n == own);
-            let role = if policy.redacts.iter().any(|n| n == own) {
-                ContentRole::Redacts
-            } else if policy.judges.iter().any(|n| n == own) {
-                ContentRole::Judges
-            } else {
-                ContentRole::Unstated
-            };
-            let name = format!("{pack}/{own}");
-            let seam = SeamName::ALL
-                .into_iter()
-                .find(|s| Seam::from_name(s.as_str()) == Some(registration.seam))
-                .ok_or_else(|| PluginError::UnsupportedSeam {
-                    interceptor: name.clone(),
-                    seam: registration.seam,
-                })?;
-            let health = Some(Arc::clone(health));
-            let mut interceptor =
-                AnyInterceptor::from_pack(seam, name, registration.interceptor, health, closed);
-            interceptor.set_role(role);
-            Ok(interceptor)
+            let interceptor = registration.interceptor;
+            declared(
+                pack,
+                registration.name.as_str(),
+                registration.seam,
+                &policy,
+                |seam, name, closed| {
+                    let health = Some(Arc::clone(health));
+                    AnyInterceptor::from_pack(seam, name, interceptor, health, closed)
+                },
+            )
         })
         .collect()
 }
 
+/// Interceptor `own` of `pack` on `seam`, made by `make` (seam, display
+/// name, fail closed) with the role and stream window `policy` declares. A
+/// seam this host does not know refuses it with one line.
+fn declared(
+    pack: &str,
+    own: &str,
+    seam: Seam,
+    policy: &DeclaredPolicy,
+    make: impl FnOnce(SeamName, String, bool) -> AnyInterceptor,
+) -> Result<AnyInterceptor, PluginError> {
+    let closed = policy.fail_closed.iter().any(|n| n == own);
+    let role = if policy.redacts.iter().any(|n| n == own) {
+        ContentRole::Redacts
+    } else if policy.judges.iter().any(|n| n == own) {
+        ContentRole::Judges
+    } else {
+        ContentRole::Unstated
+    };
+    let name = format!("{pack}/{own}");
+    let seam_name = SeamName::ALL
+        .into_iter()
+        .find(|s| Seam::from_name(s.as_str()) == Some(seam))
+        .ok_or_else(|| PluginError::UnsupportedSeam {
+            interceptor: name.clone(),
+            seam,
+        })?;
+    let window = policy.stream_windows.get(own).copied().unwrap_or(0);
+    let mut interceptor = make(seam_name, name, closed);
+    interceptor.set_role(role);
+    interceptor.set_stream_window(window.min(MAX_STREAM_WINDOW));
+    Ok(interceptor)
+}
+
+/// An isolated pack's registrations (from its hello) as host interceptors
+/// named `<pack>/<name>`, each a call into its process.
+fn isolated_interceptors(pack: &Arc<IsolatedPack>) -> Result<Vec<AnyInterceptor>, PluginError> {
+    let hello = pack.hello();
+    let policy = parse_policy(&hello.policy_json);
+    hello
+        .registrations
+        .iter()
+        .enumerate()
+        .map(|(index, (seam, own))| {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            declared(&hello.name, own, Seam(*seam), &policy, |seam, name, closed| {
+                AnyInterceptor::from_isolated(seam, name, Arc::clone(pack), index, closed)
+            })
+        })
+        .collect()
+}
+
+/// A pack instance running in its own process, seen as a plugin.
+struct IsolatedPlugin {
+    pack: Arc<IsolatedPack>,
+}
+
+impl Plugin for IsolatedPlugin {
+    fn name(&self) -> &str {
+        &self.pack.hello().name
+    }
+
+    fn version(&self) -> &str {
+        &self.pack.hello().version
+    }
+
+    fn description(&self) -> &str {
+        &self.pack.hello().description
+    }
+
+    fn export_state(&self) -> Option<String> {
+        self.pack.export_state()
+    }
+
+    fn import_state(&self, state: &str) -> Result<(), PluginError> {
+        self.pack.import_state(state).map_err(PluginError::Failed)
+    }
+
+    fn activate(&self, registrar: &mut PluginRegistrar) -> Result<(), PluginError> {
+        for interceptor in isolated_interceptors(&self.pack)? {
+            let seam = interceptor.seam();
+            registrar.register(seam.as_str(), interceptor)?;
+        }
+        Ok(())
+    }
+}
+
+/// The largest stream window the host grants: however many bytes a
+/// `stream_chunk` interceptor asks to take unjudged, at most this many
+/// gather before it is offered the stream again.
+pub const MAX_STREAM_WINDOW: usize = 4096;
+
 /// What a pack declared about its interceptors: which fail closed, which
-/// redact, which judge content.
+/// redact, which judge content, and the stream windows of its
+/// `stream_chunk` interceptors.
 #[derive(serde::Deserialize, Default)]
 struct DeclaredPolicy {
     fail_closed: Vec<String>,
@@ -573,6 +769,8 @@ struct DeclaredPolicy {
     redacts: Vec<String>,
     #[serde(default)]
     judges: Vec<String>,
+    #[serde(default)]
+    stream_windows: std::collections::BTreeMap<String, usize>,
 }
 
 /// The policy a pack declares. A pack built before the failure policy
@@ -585,8 +783,13 @@ fn declared_policy(instance: &PackInstanceBox) -> DeclaredPolicy {
     answer
         .into_result()
         .ok()
-        .and_then(|json| serde_json::from_str::<DeclaredPolicy>(json.as_str()).ok())
+        .map(|json| parse_policy(json.as_str()))
         .unwrap_or_default()
+}
+
+/// A declared policy from its JSON; anything unreadable declares nothing.
+fn parse_policy(json: &str) -> DeclaredPolicy {
+    serde_json::from_str::<DeclaredPolicy>(json).unwrap_or_default()
 }
 
 /// Pack `P`'s interceptors as a bundle, for a host that links the pack crate

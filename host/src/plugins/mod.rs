@@ -16,7 +16,7 @@
 mod discovery;
 mod errors;
 pub(crate) mod file_check;
-mod loader;
+pub(crate) mod loader;
 mod manager;
 pub mod platform;
 mod plugin;
@@ -35,7 +35,9 @@ pub use errors::{
     RootModuleFailure, WrongFormat,
 };
 pub use loader::{LibraryInfo, PackDescription};
-pub use manager::{interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome};
+pub use manager::{
+    interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome, MAX_STREAM_WINDOW,
+};
 pub use plugin::{Plugin, PluginRegistrar};
 pub use registry::{OwnerId, Registry};
 pub use watch::{watch, ReloadEvent, WatchError, WatchOptions, Watcher};

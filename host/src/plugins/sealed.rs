@@ -73,6 +73,19 @@ impl Sealed {
         }
     }
 
+    /// The memfd itself, for a child that loads it again and again (an
+    /// isolated pack's restarts); `None` for a copy, which is removed.
+    pub(crate) fn into_memfd(self) -> Option<std::os::fd::OwnedFd> {
+        match self {
+            #[cfg(target_os = "linux")]
+            Sealed::Memfd(fd) => Some(fd),
+            Sealed::Copy(path) => {
+                let _ = std::fs::remove_file(path);
+                None
+            }
+        }
+    }
+
     /// Not loaded after all: release it.
     pub(crate) fn discard(self) {
         if let Sealed::Copy(path) = self {

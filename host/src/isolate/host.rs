@@ -1,0 +1,534 @@
+//! The host side of an isolated pack: the child process, its socket, the
+//! call deadline, crash handling and restarts with back-off.
+
+use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
+use crate::interception::PackHealth;
+use chimera_plugin_api::abi::{Decision, SeamInput};
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+/// The first restart waits this long; each failure in a row doubles it.
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+/// The longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long a call waits when no call budget is set.
+const NO_BUDGET_WAIT: Duration = Duration::from_secs(30);
+/// How long an ended child may take to exit after shutdown before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+/// How to start a pack host for one pack.
+pub(crate) struct Spawner {
+    /// The `chimera` binary run as `pack-host`.
+    pub(crate) program: PathBuf,
+    /// The sealed pack, handed over as the child's stdin.
+    pub(crate) memfd: OwnedFd,
+    /// The pack's entry-point name.
+    pub(crate) pack: String,
+    /// Its JSON configuration (empty: defaults).
+    pub(crate) config: String,
+    /// How long loading may take before the child is killed.
+    pub(crate) start_timeout: Duration,
+}
+
+/// A live pack host.
+struct Running {
+    process: Child,
+    socket: UnixStream,
+    /// The read timeout the socket has now.
+    timeout: Option<Duration>,
+}
+
+impl Spawner {
+    /// Starts a pack host and waits for its hello.
+    fn spawn(&self) -> Result<(Running, Hello), String> {
+        let (host_end, child_end) =
+            UnixStream::pair().map_err(|e| format!("cannot make a socket pair: {e}"))?;
+        let stdin = self
+            .memfd
+            .try_clone()
+            .map_err(|e| format!("cannot hand the pack over: {e}"))?;
+        let spec = if self.config.is_empty() {
+            self.pack.clone()
+        } else {
+            format!("{}={}", self.pack, self.config)
+        };
+        let process = Command::new(&self.program)
+            .args(["pack-host", "--pack", &spec])
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::from(OwnedFd::from(child_end)))
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
+        let mut running = Running {
+            process,
+            socket: host_end,
+            timeout: None,
+        };
+        let mut frame = Vec::new();
+        let outcome = running
+            .read(&mut frame, self.start_timeout)
+            .map_err(|e| match e {
+                Failure::TimedOut => format!(
+                    "did not finish loading within {:?} (it hangs)",
+                    self.start_timeout
+                ),
+                other => other.describe(&mut running),
+            })
+            .and_then(|()| match wire::decode_from_child(&frame) {
+                Ok(FromChild::Hello(hello)) if hello.wire_version != WIRE_VERSION => Err(format!(
+                    "speaks wire version {}, this host {WIRE_VERSION}",
+                    hello.wire_version
+                )),
+                Ok(FromChild::Hello(hello)) if hello.name != self.pack => Err(format!(
+                    "says it is pack '{}', not '{}'",
+                    hello.name, self.pack
+                )),
+                Ok(FromChild::Hello(hello)) => Ok(hello),
+                Ok(FromChild::Failed(line)) => Err(line),
+                Ok(_) => Err("sent something other than its hello".to_owned()),
+                Err(e) => Err(format!("sent a malformed hello ({e})")),
+            });
+        match outcome {
+            Ok(hello) => Ok((running, hello)),
+            Err(line) => {
+                running.end();
+                Err(line)
+            }
+        }
+    }
+}
+
+/// How a round trip failed.
+enum Failure {
+    TimedOut,
+    Closed,
+    Io(io::Error),
+    Wire(String),
+}
+
+impl Failure {
+    /// The failure as the rest of a line after "pack 'x' (isolated) ".
+    fn describe(self, running: &mut Running) -> String {
+        match self {
+            Failure::TimedOut => "did not answer in time".to_owned(),
+            Failure::Closed => {
+                let status = running.end();
+                format!("crashed: {}", status_line(status))
+            }
+            Failure::Io(error) => {
+                let status = running.end();
+                format!("crashed: {} ({error})", status_line(status))
+            }
+            Failure::Wire(e) => format!("sent a malformed frame ({e})"),
+        }
+    }
+}
+
+impl From<ReadError> for Failure {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::Io(e)
+                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+            {
+                Failure::TimedOut
+            }
+            ReadError::Io(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                Failure::Closed
+            }
+            ReadError::Io(e) => Failure::Io(e),
+            ReadError::Wire(e) => Failure::Wire(e.to_string()),
+        }
+    }
+}
+
+/// Reads with a deadline over the whole frame, not per `read`.
+struct Deadline<'s> {
+    socket: &'s mut UnixStream,
+    current: &'s mut Option<Duration>,
+    deadline: Instant,
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        // Only shorten the timeout (one syscall) when it would overshoot by
+        // more than a millisecond: the common one-read reply sets nothing.
+        if self
+            .current
+            .is_none_or(|t| t > left + Duration::from_millis(1))
+        {
+            self.socket.set_read_timeout(Some(left))?;
+            *self.current = Some(left);
+        }
+        self.socket.read(buf)
+    }
+}
+
+impl Running {
+    fn read(&mut self, frame: &mut Vec<u8>, within: Duration) -> Result<(), Failure> {
+        if self.timeout != Some(within) {
+            self.socket
+                .set_read_timeout(Some(within))
+                .map_err(Failure::Io)?;
+            self.timeout = Some(within);
+        }
+        let mut reader = Deadline {
+            socket: &mut self.socket,
+            current: &mut self.timeout,
+            deadline: Instant::now() + within,
+        };
+        wire::read_frame(&mut reader, frame).map_err(Failure::from)
+    }
+
+    fn write(&mut self, frame: &[u8]) -> Result<(), Failure> {
+        wire::write_frame(&mut self.socket, frame).map_err(|e| match e.kind() {
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => Failure::Closed,
+            _ => Failure::Io(e),
+        })
+    }
+
+    /// Kills and reaps the child; its exit status.
+    fn end(&mut self) -> Option<ExitStatus> {
+        if let Ok(Some(status)) = self.process.try_wait() {
+            return Some(status);
+        }
+        // A crash closes the socket a moment before the process is gone.
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(20) {
+            if let Ok(Some(status)) = self.process.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = self.process.kill();
+        self.process.wait().ok()
+    }
+}
+
+/// `killed by SIGSEGV`, `exited with status 3`, ...
+fn status_line(status: Option<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(signal)) => format!("killed by {}", signal_name(signal)),
+            (None, None) => "ended".to_owned(),
+        },
+        None => "ended (no exit status)".to_owned(),
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_owned()
+}
+
+struct State {
+    child: Option<Running>,
+    /// The wait before the next restart.
+    backoff: Duration,
+    /// When the restart in progress is due (calls fail fast until then).
+    restart_at: Option<Instant>,
+    seq: u64,
+    out: Vec<u8>,
+    frame: Vec<u8>,
+}
+
+/// One pack running in its own process: every interceptor of its chains
+/// holds an `Arc` of it, and the last one dropped ends the process.
+pub(crate) struct IsolatedPack {
+    spawner: Spawner,
+    hello: Hello,
+    health: Arc<PackHealth>,
+    budget: Duration,
+    state: Mutex<State>,
+    me: Weak<IsolatedPack>,
+}
+
+impl std::fmt::Debug for IsolatedPack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IsolatedPack")
+            .field("pack", &self.spawner.pack)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IsolatedPack {
+    /// Starts the pack host; an error is one line naming the pack.
+    pub(crate) fn start(spawner: Spawner, health: Arc<PackHealth>) -> Result<Arc<Self>, String> {
+        let (running, hello) = spawner
+            .spawn()
+            .map_err(|line| format!("pack '{}' (isolated) {line}", spawner.pack))?;
+        for warning in &hello.warnings {
+            tracing::warn!(pack = %spawner.pack, "isolated pack sandbox: {warning}");
+        }
+        let budget = health.budget().unwrap_or(NO_BUDGET_WAIT);
+        Ok(Arc::new_cyclic(|me| IsolatedPack {
+            spawner,
+            hello,
+            health,
+            budget,
+            state: Mutex::new(State {
+                child: Some(running),
+                backoff: FIRST_BACKOFF,
+                restart_at: None,
+                seq: 0,
+                out: Vec::new(),
+                frame: Vec::new(),
+            }),
+            me: me.clone(),
+        }))
+    }
+
+    /// What the child said about its pack.
+    pub(crate) fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
+    /// The pack's health record.
+    pub(crate) fn health(&self) -> &Arc<PackHealth> {
+        &self.health
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn label(&self) -> String {
+        format!("pack '{}' (isolated)", self.spawner.pack)
+    }
+
+    /// Runs interceptors `indices` (in order, on `input`) in the child as one
+    /// round trip: how many allowed, and the first other answer. Every
+    /// failure (a deadline, a crash, a malformed reply) is an error decision
+    /// after `allowed` interceptors. `Err` when nothing was called: the
+    /// child is restarting (the line says so; it is no failure of the pack).
+    pub(crate) fn call(
+        &self,
+        indices: &[u32],
+        input: &SeamInput<'_>,
+    ) -> Result<(usize, Option<Decision>), String> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let Some(running) = state.child.as_mut() else {
+            return Err(self.unavailable(state));
+        };
+        state.seq += 1;
+        let seq = state.seq;
+        let sent = running.write(wire::call(&mut state.out, seq, indices, input));
+        let answer = sent.and_then(|()| running.read(&mut state.frame, self.budget));
+        let reply = answer.and_then(|()| {
+            wire::decode_from_child(&state.frame).map_err(|e| Failure::Wire(e.to_string()))
+        });
+        let failure = match reply {
+            Ok(FromChild::Reply {
+                seq: got,
+                allowed,
+                decision,
+            }) if got == seq => {
+                let allowed = allowed as usize;
+                let fits = match &decision {
+                    Some(_) => allowed < indices.len(),
+                    None => allowed == indices.len(),
+                };
+                if fits {
+                    state.backoff = FIRST_BACKOFF;
+                    return Ok((allowed, decision));
+                }
+                Failure::Wire("a reply that does not match its call".to_owned())
+            }
+            Ok(_) => Failure::Wire("an answer to another request".to_owned()),
+            Err(failure) => failure,
+        };
+        Ok((0, Some(Decision::error(self.failed(state, failure)))))
+    }
+
+    /// The line for a call made while the child is down.
+    fn unavailable(&self, state: &State) -> String {
+        let left = state
+            .restart_at
+            .map(|at| at.saturating_duration_since(Instant::now()))
+            .unwrap_or_default();
+        format!(
+            "{} is restarting; calls fail until it is back (in {} ms)",
+            self.label(),
+            left.as_millis()
+        )
+    }
+
+    /// Ends the child after `failure`, schedules a restart, and returns the
+    /// one line that says so.
+    fn failed(&self, state: &mut State, failure: Failure) -> String {
+        let Some(mut running) = state.child.take() else {
+            return self.unavailable(state);
+        };
+        let what = match failure {
+            Failure::TimedOut => {
+                running.end();
+                format!(
+                    "did not answer within {} ms: killed",
+                    self.budget.as_millis()
+                )
+            }
+            other => {
+                let line = other.describe(&mut running);
+                running.end();
+                line
+            }
+        };
+        let wait = state.backoff;
+        state.backoff = (wait * 2).min(MAX_BACKOFF);
+        state.restart_at = Some(Instant::now() + wait);
+        let line = format!(
+            "{} {what}; restarting in {} ms",
+            self.label(),
+            wait.as_millis()
+        );
+        tracing::warn!("{line}");
+        self.restart_after(wait);
+        line
+    }
+
+    /// Starts a new child after `wait`, on a thread of its own (a call never
+    /// waits for a process to start); retries with back-off.
+    fn restart_after(&self, wait: Duration) {
+        let me = self.me.clone();
+        let spawned = std::thread::Builder::new()
+            .name("chimera-pack-restart".to_owned())
+            .spawn(move || {
+                let mut wait = wait;
+                loop {
+                    std::thread::sleep(wait);
+                    let Some(pack) = me.upgrade() else {
+                        return;
+                    };
+                    match pack.spawner.spawn() {
+                        Ok((running, hello)) if hello.registrations == pack.hello.registrations => {
+                            let mut state = pack.lock();
+                            state.child = Some(running);
+                            state.restart_at = None;
+                            return;
+                        }
+                        outcome => {
+                            let line = match outcome {
+                                Ok((mut running, _)) => {
+                                    running.end();
+                                    "came back with other interceptors".to_owned()
+                                }
+                                Err(line) => line,
+                            };
+                            let mut state = pack.lock();
+                            wait = state.backoff;
+                            state.backoff = (wait * 2).min(MAX_BACKOFF);
+                            state.restart_at = Some(Instant::now() + wait);
+                            tracing::warn!(
+                                "{} did not restart: {line}; retrying in {} ms",
+                                pack.label(),
+                                wait.as_millis()
+                            );
+                        }
+                    }
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!("{}: cannot schedule a restart: {error}", self.label());
+        }
+    }
+
+    /// The pack's state, if the child answers within the budget.
+    pub(crate) fn export_state(&self) -> Option<String> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let running = state.child.as_mut()?;
+        state.seq += 1;
+        let seq = state.seq;
+        let outcome = running
+            .write(wire::export(&mut state.out, seq))
+            .and_then(|()| running.read(&mut state.frame, self.budget));
+        match outcome.map(|()| wire::decode_from_child(&state.frame)) {
+            Ok(Ok(FromChild::State { seq: got, json })) if got == seq => {
+                (!json.is_empty()).then_some(json)
+            }
+            Ok(_) => {
+                self.failed(state, Failure::Wire("a bad state answer".to_owned()));
+                None
+            }
+            Err(failure) => {
+                self.failed(state, failure);
+                None
+            }
+        }
+    }
+
+    /// Hands the child state exported by an earlier build.
+    pub(crate) fn import_state(&self, json: &str) -> Result<(), String> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let Some(running) = state.child.as_mut() else {
+            return Err(self.unavailable(state));
+        };
+        state.seq += 1;
+        let seq = state.seq;
+        let outcome = running
+            .write(wire::import(&mut state.out, seq, json))
+            .and_then(|()| running.read(&mut state.frame, self.budget));
+        match outcome.map(|()| wire::decode_from_child(&state.frame)) {
+            Ok(Ok(FromChild::Imported { seq: got, outcome })) if got == seq => outcome,
+            Ok(_) => Err(self.failed(state, Failure::Wire("a bad import answer".to_owned()))),
+            Err(failure) => Err(self.failed(state, failure)),
+        }
+    }
+}
+
+impl Drop for IsolatedPack {
+    /// Asks the child to exit, closes its socket, and reaps it on a thread
+    /// of its own (killed after a grace period): no zombie stays behind.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let Some(mut running) = state.child.take() else {
+            return;
+        };
+        let _ = running.write(wire::shutdown(&mut state.out));
+        let _ = running.socket.shutdown(std::net::Shutdown::Both);
+        let reap = move || {
+            let started = Instant::now();
+            while started.elapsed() < SHUTDOWN_GRACE {
+                if let Ok(Some(_)) = running.process.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let _ = running.process.kill();
+            let _ = running.process.wait();
+        };
+        let _ = std::thread::Builder::new()
+            .name("chimera-pack-reap".to_owned())
+            .spawn(reap);
+    }
+}

@@ -1,0 +1,295 @@
+//! Isolated packs (`chimera run --isolate NAME`): the same pack file run in
+//! a child process gives the same transcript as in-process, a call past
+//! the budget is refused within it, and hot reloads start new children
+//! without growing the host.
+
+use super::helpers::run_with_packs;
+use chimera_host::interception::{
+    run_chain, ChainContext, HealthPolicy, SessionFacts, ToolCallSeam,
+};
+use chimera_host::isolate::Isolation;
+use chimera_host::plugins::{PluginManager, Registry, ReloadOutcome};
+use chimera_host::types::ToolCall;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The transcript's events without what differs between two runs anyway
+/// (timings, paths of temporary directories).
+fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|mut event| {
+            if let Some(object) = event.as_object_mut() {
+                object.retain(|key, _| {
+                    !(key.ends_with("_ms") || key == "elapsed" || key == "duration")
+                });
+            }
+            event
+        })
+        .collect()
+}
+
+/// Runs one scenario in-process and isolated; both transcripts, compared.
+fn same_both_ways(name: &str, config: &Value, responses: &Value, extra: &[&str]) {
+    let inproc_dir = tempfile::tempdir().unwrap();
+    let isolated_dir = tempfile::tempdir().unwrap();
+    let run = |dir: &Path, isolate: bool| {
+        let workspace = dir.display().to_string();
+        let mut args = vec!["--workspace", workspace.as_str()];
+        if isolate {
+            args.extend(["--isolate", "fixture"]);
+        }
+        args.extend_from_slice(extra);
+        args.push("go");
+        run_with_packs(dir, &[("fixture", config.clone())], responses, &args, "")
+    };
+    let inproc = run(inproc_dir.path(), false);
+    let isolated = run(isolated_dir.path(), true);
+    assert_eq!(
+        inproc.code(),
+        isolated.code(),
+        "{name}: exit status\nin-process: {}\nisolated: {}",
+        inproc.stderr(),
+        isolated.stderr()
+    );
+    let (a, b) = (events(&inproc.stdout()), events(&isolated.stdout()));
+    assert!(!a.is_empty(), "{name}: no events: {}", inproc.stderr());
+    assert_eq!(
+        a,
+        b,
+        "{name}: transcripts differ\nin-process stderr: {}\nisolated stderr: {}",
+        inproc.stderr(),
+        isolated.stderr()
+    );
+}
+
+/// A write, a read of it, then a final answer.
+fn write_read_done() -> Value {
+    json!([
+        {"tool_calls": [{"id": "w1", "name": "write_file",
+                         "arguments": {"path": "a.txt", "content": "hello world"}}]},
+        {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"content": "all done: hello"}
+    ])
+}
+
+#[test]
+fn every_seam_and_decision_gives_the_same_transcript_isolated_as_in_process() {
+    let scenarios: Vec<(&str, Value, Vec<&str>)> = vec![
+        ("allow everywhere", json!({
+            "context": {}, "provider_request": {}, "tool_call": {"count": 3},
+            "tool_result": {}, "model_response": {}, "output": {}
+        }), vec![]),
+        ("tool_call block with notice", json!({
+            "tool_call": {"action": "block", "reason": "no writes", "notice": "blocked a write",
+                          "tools": ["write_file"]}
+        }), vec![]),
+        ("tool_call replace chains into the next", json!({
+            "tool_call": {"action": "replace", "find": "hello", "with": "bye", "count": 2}
+        }), vec![]),
+        ("tool_call error fails closed", json!({
+            "tool_call": {"action": "error", "reason": "broken"}
+        }), vec![]),
+        ("tool_call panic fails closed", json!({
+            "tool_call": {"action": "panic", "reason": "boom"}
+        }), vec![]),
+        ("tool_call invalid replacement", json!({
+            "tool_call": {"action": "invalid"}
+        }), vec![]),
+        ("tool_result replace", json!({
+            "tool_result": {"action": "replace", "find": "hello", "with": "[REDACTED]"}
+        }), vec![]),
+        ("tool_result block", json!({
+            "tool_result": {"action": "block", "reason": "no results"}
+        }), vec![]),
+        ("tool_result error skips", json!({
+            "tool_result": {"action": "error", "reason": "flaky"}
+        }), vec![]),
+        ("context replace", json!({
+            "context": {"action": "replace", "with": " (edited)"}
+        }), vec![]),
+        ("context error skips", json!({
+            "context": {"action": "error", "reason": "nope"}
+        }), vec![]),
+        ("provider_request headers", json!({
+            "provider_request": {"action": "replace", "set_headers": {"x-pack": "1"}}
+        }), vec![]),
+        ("provider_request block", json!({
+            "provider_request": {"action": "block", "reason": "no more calls"}
+        }), vec![]),
+        ("model_response replace", json!({
+            "model_response": {"action": "replace", "find": "hello", "with": "HELLO"}
+        }), vec![]),
+        ("model_response block with notice", json!({
+            "model_response": {"action": "block", "reason": "bad reply", "notice": "replaced"}
+        }), vec![]),
+        ("output replace", json!({
+            "output": {"action": "replace", "find": "hello", "with": "[x]"}
+        }), vec![]),
+        ("output block", json!({
+            "output": {"action": "block", "reason": "not shown"}
+        }), vec![]),
+        ("mixed: replace, then allow, then block on the same seam", json!({
+            "tool_call": {"action": "replace", "find": "world", "with": "there"},
+            "tool_result": {"action": "block", "reason": "stop {tag}"}
+        }), vec![]),
+        ("stream_chunk ban", json!({
+            "stream_chunk": {"ban": "hello", "reason": "banned word"}
+        }), vec!["--stream"]),
+        ("stream_chunk holds and releases", json!({
+            "stream_chunk": {"ban": "forbidden"}
+        }), vec!["--stream"]),
+    ];
+    for (name, config, extra) in &scenarios {
+        same_both_ways(name, config, &write_read_done(), extra);
+    }
+}
+
+#[test]
+fn isolate_names_a_loaded_pack_or_is_one_line_of_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = run_with_packs(
+        dir.path(),
+        &[("fixture", json!({}))],
+        &json!([{"content": "hi"}]),
+        &["--isolate", "fixtrue", "go"],
+        "",
+    );
+    assert_eq!(ran.code(), Some(2), "{}", ran.stderr());
+    let line = ran.error_line();
+    assert!(line.contains("--isolate fixtrue"), "{line}");
+    assert_eq!(ran.stderr().trim().lines().count(), 1, "{}", ran.stderr());
+}
+
+/// A manager over a fresh registry isolating `fixture`, with pack hosts
+/// started from the built binary.
+fn isolating_manager(dirs: Vec<std::path::PathBuf>, budget_ms: u64) -> PluginManager {
+    let manager = PluginManager::new(Arc::new(Registry::new()), dirs);
+    manager.set_health(
+        HealthPolicy {
+            call_budget: Some(Duration::from_millis(budget_ms)),
+            ..HealthPolicy::default()
+        },
+        None,
+    );
+    manager.set_isolation(Some(Isolation {
+        packs: vec!["fixture".to_owned()],
+        all: false,
+        program: chimera_tests::chimera_bin(),
+        start_timeout: Duration::from_secs(20),
+    }));
+    manager
+}
+
+#[test]
+fn a_tool_call_past_the_budget_is_blocked_within_it_and_the_next_call_runs() {
+    let manager = isolating_manager(chimera_tests::pack_dirs(), 100);
+    let config = json!({"tool_call": {"sleep_ms": 10_000, "tools": ["bash"]}});
+    manager.load("fixture", &config.to_string()).unwrap();
+    let chains = manager.registry().get_all();
+    let facts = SessionFacts::new("s");
+    let cx = ChainContext {
+        session: &facts,
+        events: None,
+    };
+    let slow = ToolCall::new("c1", "bash", json!({"command": "true"}));
+    let started = Instant::now();
+    let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &slow, &cx);
+    let took = started.elapsed();
+    let blocked = outcome.blocked.expect("a call past its budget is blocked");
+    assert!(
+        took < Duration::from_millis(200),
+        "refused after {took:?}, budget 100 ms"
+    );
+    assert!(
+        blocked.contains("pack 'fixture' (isolated) did not answer within 100 ms: killed"),
+        "{blocked}"
+    );
+    // While the child restarts, calls fail fast, and then it is back.
+    let quick = ToolCall::new("c2", "write_file", json!({"path": "a", "content": "b"}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let started = Instant::now();
+        let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &quick, &cx);
+        assert!(started.elapsed() < Duration::from_millis(200));
+        match outcome.blocked {
+            None => break,
+            Some(reason) => {
+                assert!(reason.contains("is restarting"), "{reason}");
+                assert!(Instant::now() < deadline, "the pack host never came back");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// This process's resident set, in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// Children of this process that are zombies.
+fn zombies() -> usize {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str())
+        })
+        .count()
+}
+
+#[test]
+fn a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = std::fs::read(chimera_tests::pack_path("chimera-fixture-pack")).unwrap();
+    let v2 = std::fs::read(chimera_tests::fixture_v2()).unwrap();
+    let file = format!("libchimera_fixture_pack.{}", std::env::consts::DLL_EXTENSION);
+    chimera_tests::publish(dir.path(), &file, &v1);
+    let manager = isolating_manager(vec![dir.path().to_owned()], 2_000);
+    let config = json!({"tool_call": {"action": "block", "reason": "build {tag}"}});
+    manager.load("fixture", &config.to_string()).unwrap();
+    let facts = SessionFacts::new("s");
+    let cx = ChainContext {
+        session: &facts,
+        events: None,
+    };
+    let call = ToolCall::new("c", "bash", json!({"command": "true"}));
+    let reload = |round: usize| {
+        let (bytes, tag) = if round % 2 == 0 { (&v2, "v2") } else { (&v1, "v1") };
+        chimera_tests::publish(dir.path(), &file, bytes);
+        let outcome = manager.reload("fixture").unwrap();
+        assert!(matches!(outcome, ReloadOutcome::Reloaded(_)), "{outcome:?}");
+        let chains = manager.registry().get_all();
+        let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx);
+        assert_eq!(outcome.blocked.as_deref(), Some(format!("build {tag}").as_str()));
+    };
+    for round in 0..10 {
+        reload(round);
+    }
+    let before = rss();
+    for round in 10..110 {
+        reload(round);
+    }
+    let grown = rss().saturating_sub(before);
+    assert!(
+        grown < v1.len() as u64,
+        "the host grew by {grown} bytes over 100 reloads (the pack file is {} bytes)",
+        v1.len()
+    );
+    // The old children are gone, reaped.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(zombies(), 0);
+}
