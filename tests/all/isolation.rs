@@ -79,69 +79,149 @@ fn write_read_done() -> Value {
 #[test]
 fn every_seam_and_decision_gives_the_same_transcript_isolated_as_in_process() {
     let scenarios: Vec<(&str, Value, Vec<&str>)> = vec![
-        ("allow everywhere", json!({
-            "context": {}, "provider_request": {}, "tool_call": {"count": 3},
-            "tool_result": {}, "model_response": {}, "output": {}
-        }), vec![]),
-        ("tool_call block with notice", json!({
-            "tool_call": {"action": "block", "reason": "no writes", "notice": "blocked a write",
-                          "tools": ["write_file"]}
-        }), vec![]),
-        ("tool_call replace chains into the next", json!({
-            "tool_call": {"action": "replace", "find": "hello", "with": "bye", "count": 2}
-        }), vec![]),
-        ("tool_call error fails closed", json!({
-            "tool_call": {"action": "error", "reason": "broken"}
-        }), vec![]),
-        ("tool_call panic fails closed", json!({
-            "tool_call": {"action": "panic", "reason": "boom"}
-        }), vec![]),
-        ("tool_call invalid replacement", json!({
-            "tool_call": {"action": "invalid"}
-        }), vec![]),
-        ("tool_result replace", json!({
-            "tool_result": {"action": "replace", "find": "hello", "with": "[REDACTED]"}
-        }), vec![]),
-        ("tool_result block", json!({
-            "tool_result": {"action": "block", "reason": "no results"}
-        }), vec![]),
-        ("tool_result error skips", json!({
-            "tool_result": {"action": "error", "reason": "flaky"}
-        }), vec![]),
-        ("context replace", json!({
-            "context": {"action": "replace", "with": " (edited)"}
-        }), vec![]),
-        ("context error skips", json!({
-            "context": {"action": "error", "reason": "nope"}
-        }), vec![]),
-        ("provider_request headers", json!({
-            "provider_request": {"action": "replace", "set_headers": {"x-pack": "1"}}
-        }), vec![]),
-        ("provider_request block", json!({
-            "provider_request": {"action": "block", "reason": "no more calls"}
-        }), vec![]),
-        ("model_response replace", json!({
-            "model_response": {"action": "replace", "find": "hello", "with": "HELLO"}
-        }), vec![]),
-        ("model_response block with notice", json!({
-            "model_response": {"action": "block", "reason": "bad reply", "notice": "replaced"}
-        }), vec![]),
-        ("output replace", json!({
-            "output": {"action": "replace", "find": "hello", "with": "[x]"}
-        }), vec![]),
-        ("output block", json!({
-            "output": {"action": "block", "reason": "not shown"}
-        }), vec![]),
-        ("mixed: replace, then allow, then block on the same seam", json!({
-            "tool_call": {"action": "replace", "find": "world", "with": "there"},
-            "tool_result": {"action": "block", "reason": "stop {tag}"}
-        }), vec![]),
-        ("stream_chunk ban", json!({
-            "stream_chunk": {"ban": "hello", "reason": "banned word"}
-        }), vec!["--stream"]),
-        ("stream_chunk holds and releases", json!({
-            "stream_chunk": {"ban": "forbidden"}
-        }), vec!["--stream"]),
+        (
+            "allow everywhere",
+            json!({
+                "context": {}, "provider_request": {}, "tool_call": {"count": 3},
+                "tool_result": {}, "model_response": {}, "output": {}
+            }),
+            vec![],
+        ),
+        (
+            "tool_call block with notice",
+            json!({
+                "tool_call": {"action": "block", "reason": "no writes", "notice": "blocked a write",
+                              "tools": ["write_file"]}
+            }),
+            vec![],
+        ),
+        (
+            "tool_call replace chains into the next",
+            json!({
+                "tool_call": {"action": "replace", "find": "hello", "with": "bye", "count": 2}
+            }),
+            vec![],
+        ),
+        (
+            "tool_call error fails closed",
+            json!({
+                "tool_call": {"action": "error", "reason": "broken"}
+            }),
+            vec![],
+        ),
+        (
+            "tool_call panic fails closed",
+            json!({
+                "tool_call": {"action": "panic", "reason": "boom"}
+            }),
+            vec![],
+        ),
+        (
+            "tool_call invalid replacement",
+            json!({
+                "tool_call": {"action": "invalid"}
+            }),
+            vec![],
+        ),
+        (
+            "tool_result replace",
+            json!({
+                "tool_result": {"action": "replace", "find": "hello", "with": "[REDACTED]"}
+            }),
+            vec![],
+        ),
+        (
+            "tool_result block",
+            json!({
+                "tool_result": {"action": "block", "reason": "no results"}
+            }),
+            vec![],
+        ),
+        (
+            "tool_result error skips",
+            json!({
+                "tool_result": {"action": "error", "reason": "flaky"}
+            }),
+            vec![],
+        ),
+        (
+            "context replace",
+            json!({
+                "context": {"action": "replace", "with": " (edited)"}
+            }),
+            vec![],
+        ),
+        (
+            "context error skips",
+            json!({
+                "context": {"action": "error", "reason": "nope"}
+            }),
+            vec![],
+        ),
+        (
+            "provider_request headers",
+            json!({
+                "provider_request": {"action": "replace", "set_headers": {"x-pack": "1"}}
+            }),
+            vec![],
+        ),
+        (
+            "provider_request block",
+            json!({
+                "provider_request": {"action": "block", "reason": "no more calls"}
+            }),
+            vec![],
+        ),
+        (
+            "model_response replace",
+            json!({
+                "model_response": {"action": "replace", "find": "hello", "with": "HELLO"}
+            }),
+            vec![],
+        ),
+        (
+            "model_response block with notice",
+            json!({
+                "model_response": {"action": "block", "reason": "bad reply", "notice": "replaced"}
+            }),
+            vec![],
+        ),
+        (
+            "output replace",
+            json!({
+                "output": {"action": "replace", "find": "hello", "with": "[x]"}
+            }),
+            vec![],
+        ),
+        (
+            "output block",
+            json!({
+                "output": {"action": "block", "reason": "not shown"}
+            }),
+            vec![],
+        ),
+        (
+            "mixed: replace, then allow, then block on the same seam",
+            json!({
+                "tool_call": {"action": "replace", "find": "world", "with": "there"},
+                "tool_result": {"action": "block", "reason": "stop {tag}"}
+            }),
+            vec![],
+        ),
+        (
+            "stream_chunk ban",
+            json!({
+                "stream_chunk": {"ban": "hello", "reason": "banned word"}
+            }),
+            vec!["--stream"],
+        ),
+        (
+            "stream_chunk holds and releases",
+            json!({
+                "stream_chunk": {"ban": "forbidden"}
+            }),
+            vec!["--stream"],
+        ),
     ];
     for (name, config, extra) in &scenarios {
         same_both_ways(name, config, &write_read_done(), extra);
@@ -245,7 +325,12 @@ fn zombies() -> usize {
         .filter_map(Result::ok)
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .filter(|stat| {
-            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            let fields: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
             fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str())
         })
         .count()
@@ -256,7 +341,10 @@ fn a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing() {
     let dir = tempfile::tempdir().unwrap();
     let v1 = std::fs::read(chimera_tests::pack_path("chimera-fixture-pack")).unwrap();
     let v2 = std::fs::read(chimera_tests::fixture_v2()).unwrap();
-    let file = format!("libchimera_fixture_pack.{}", std::env::consts::DLL_EXTENSION);
+    let file = format!(
+        "libchimera_fixture_pack.{}",
+        std::env::consts::DLL_EXTENSION
+    );
     chimera_tests::publish(dir.path(), &file, &v1);
     let manager = isolating_manager(vec![dir.path().to_owned()], 2_000);
     let config = json!({"tool_call": {"action": "block", "reason": "build {tag}"}});
@@ -268,13 +356,20 @@ fn a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing() {
     };
     let call = ToolCall::new("c", "bash", json!({"command": "true"}));
     let reload = |round: usize| {
-        let (bytes, tag) = if round % 2 == 0 { (&v2, "v2") } else { (&v1, "v1") };
+        let (bytes, tag) = if round % 2 == 0 {
+            (&v2, "v2")
+        } else {
+            (&v1, "v1")
+        };
         chimera_tests::publish(dir.path(), &file, bytes);
         let outcome = manager.reload("fixture").unwrap();
         assert!(matches!(outcome, ReloadOutcome::Reloaded(_)), "{outcome:?}");
         let chains = manager.registry().get_all();
         let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx);
-        assert_eq!(outcome.blocked.as_deref(), Some(format!("build {tag}").as_str()));
+        assert_eq!(
+            outcome.blocked.as_deref(),
+            Some(format!("build {tag}").as_str())
+        );
     };
     for round in 0..10 {
         reload(round);

@@ -93,7 +93,11 @@ pub(crate) fn serve(pack: &str, config: &str) -> Result<(), String> {
                     .map_err(abi_stable::std_types::RString::into_string);
                 send(
                     &mut out,
-                    wire::imported(&mut buf, seq, outcome.as_ref().map(|_| ()).map_err(String::as_str)),
+                    wire::imported(
+                        &mut buf,
+                        seq,
+                        outcome.as_ref().copied().map_err(String::as_str),
+                    ),
                 )?;
             }
             Ok(FromHost::Shutdown) | Err(_) => return Ok(()),
@@ -116,9 +120,7 @@ type Loaded = (
 /// Loads the sealed pack on stdin and builds `pack` from `config`.
 fn load(pack: &str, config: &str) -> Result<Loaded, String> {
     let loader = Loader::new();
-    let library = loader
-        .open_inherited_stdin()
-        .map_err(|e| e.to_string())?;
+    let library = loader.open_inherited_stdin().map_err(|e| e.to_string())?;
     let description = library.pack(Some(pack)).map_err(|e| e.to_string())?.clone();
     let instance = library
         .instantiate(pack, config)

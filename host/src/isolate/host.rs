@@ -133,7 +133,10 @@ impl From<ReadError> for Failure {
     fn from(error: ReadError) -> Self {
         match error {
             ReadError::Io(e)
-                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
             {
                 Failure::TimedOut
             }
@@ -152,15 +155,15 @@ impl From<ReadError> for Failure {
 }
 
 /// Reads with a deadline over the whole frame, not per `read`.
-struct Deadline<'s> {
+struct DeadlineRead<'s> {
     socket: &'s mut UnixStream,
     current: &'s mut Option<Duration>,
-    deadline: Instant,
+    until: Instant,
 }
 
-impl Read for Deadline<'_> {
+impl Read for DeadlineRead<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
+        let left = self.until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
         }
@@ -185,10 +188,10 @@ impl Running {
                 .map_err(Failure::Io)?;
             self.timeout = Some(within);
         }
-        let mut reader = Deadline {
+        let mut reader = DeadlineRead {
             socket: &mut self.socket,
             current: &mut self.timeout,
-            deadline: Instant::now() + within,
+            until: Instant::now() + within,
         };
         wire::read_frame(&mut reader, frame).map_err(Failure::from)
     }

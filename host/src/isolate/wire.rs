@@ -143,7 +143,7 @@ pub(crate) enum FromHost {
         seq: u64,
         seam: u32,
         indices: Vec<u32>,
-        input: OwnedInput,
+        input: Box<OwnedInput>,
     },
     /// Export the pack's state.
     Export { seq: u64 },
@@ -214,13 +214,13 @@ impl<'b> Frame<'b> {
         self.str(m.role.as_str());
         self.str(m.content.as_str());
         self.len(m.blocks.len());
-        for b in m.blocks.iter() {
+        for b in m.blocks {
             self.str(b.kind.as_str());
             self.str(b.text.as_str());
             self.str(b.data_json.as_str());
         }
         self.len(m.tool_calls.len());
-        for c in m.tool_calls.iter() {
+        for c in m.tool_calls {
             self.call_view(c);
         }
         self.str(m.tool_call_id.as_str());
@@ -231,13 +231,13 @@ impl<'b> Frame<'b> {
         self.str(m.role.as_str());
         self.str(m.content.as_str());
         self.len(m.blocks.len());
-        for b in m.blocks.iter() {
+        for b in &m.blocks {
             self.str(b.kind.as_str());
             self.str(b.text.as_str());
             self.str(b.data_json.as_str());
         }
         self.len(m.tool_calls.len());
-        for c in m.tool_calls.iter() {
+        for c in &m.tool_calls {
             self.call_value(c);
         }
         self.str(m.tool_call_id.as_str());
@@ -252,7 +252,7 @@ impl<'b> Frame<'b> {
             ROption::RSome(headers) => {
                 self.u8(1);
                 self.len(headers.len());
-                for h in headers.iter() {
+                for h in headers {
                     self.str(h.name.as_str());
                     self.str(h.value.as_str());
                 }
@@ -269,7 +269,7 @@ impl<'b> Frame<'b> {
             ROption::RSome(headers) => {
                 self.u8(1);
                 self.len(headers.len());
-                for h in headers.iter() {
+                for h in headers {
                     self.str(h.name.as_str());
                     self.str(h.value.as_str());
                 }
@@ -296,7 +296,7 @@ impl<'b> Frame<'b> {
             Some(messages) => {
                 self.u8(1);
                 self.len(messages.len());
-                for m in messages.iter() {
+                for m in messages {
                     self.message_value(m);
                 }
             }
@@ -415,7 +415,7 @@ pub(crate) fn call<'b>(
     f.u8(flags);
     if flags & has::MESSAGES != 0 {
         f.len(input.messages.len());
-        for m in input.messages.iter() {
+        for m in input.messages {
             f.message_view(m);
         }
     }
@@ -462,7 +462,7 @@ pub(crate) fn reply<'b>(
 }
 
 /// Asks for the pack's state.
-pub(crate) fn export<'b>(buf: &'b mut Vec<u8>, seq: u64) -> &'b [u8] {
+pub(crate) fn export(buf: &mut Vec<u8>, seq: u64) -> &[u8] {
     let mut f = Frame::start(buf, kind::EXPORT);
     f.u64(seq);
     f.finish()
@@ -485,11 +485,7 @@ pub(crate) fn import<'b>(buf: &'b mut Vec<u8>, seq: u64, json: &str) -> &'b [u8]
 }
 
 /// The import's outcome.
-pub(crate) fn imported<'b>(
-    buf: &'b mut Vec<u8>,
-    seq: u64,
-    outcome: Result<(), &str>,
-) -> &'b [u8] {
+pub(crate) fn imported<'b>(buf: &'b mut Vec<u8>, seq: u64, outcome: Result<(), &str>) -> &'b [u8] {
     let mut f = Frame::start(buf, kind::IMPORTED);
     f.u64(seq);
     f.opt_str(outcome.err());
@@ -735,11 +731,7 @@ pub(crate) fn decode_from_child(frame: &[u8]) -> Result<FromChild, WireError> {
         kind::REPLY => {
             let seq = d.u64()?;
             let allowed = d.u32()?;
-            let decision = if d.flag()? {
-                Some(d.decision()?)
-            } else {
-                None
-            };
+            let decision = if d.flag()? { Some(d.decision()?) } else { None };
             FromChild::Reply {
                 seq,
                 allowed,
@@ -776,10 +768,10 @@ pub(crate) fn decode_from_host(frame: &[u8]) -> Result<FromHost, WireError> {
             for _ in 0..n {
                 indices.push(d.u32()?);
             }
-            let mut input = OwnedInput {
+            let mut input = Box::new(OwnedInput {
                 session_id: d.str()?,
                 ..OwnedInput::default()
-            };
+            });
             for slot in &mut input.counters {
                 *slot = d.u64()?;
             }
@@ -1018,7 +1010,7 @@ mod tests {
                 seam,
                 indices,
                 input,
-            } => (seq, seam, indices, input),
+            } => (seq, seam, indices, *input),
             other => panic!("{other:?}"),
         }
     }
@@ -1206,8 +1198,9 @@ mod tests {
     fn every_truncation_of_a_frame_is_an_error_not_a_panic() {
         let mut buf = Vec::new();
         let input = full_input();
-        let call_frame =
-            input.with_view(Seam::PROVIDER_REQUEST, |v| call(&mut buf, 1, &[0], v).to_vec());
+        let call_frame = input.with_view(Seam::PROVIDER_REQUEST, |v| {
+            call(&mut buf, 1, &[0], v).to_vec()
+        });
         for cut in 0..call_frame.len() - 4 {
             assert!(decode_from_host(&call_frame[4..4 + cut]).is_err(), "{cut}");
         }
@@ -1222,10 +1215,7 @@ mod tests {
     #[test]
     fn hostile_frames_are_refused_with_an_error() {
         // Unknown kinds, on either side.
-        assert_eq!(
-            decode_from_child(&[200]).unwrap_err(),
-            WireError::Kind(200)
-        );
+        assert_eq!(decode_from_child(&[200]).unwrap_err(), WireError::Kind(200));
         assert_eq!(decode_from_host(&[0]).unwrap_err(), WireError::Kind(0));
         // A frame for the other direction is an unknown kind here.
         assert!(decode_from_child(&[kind::CALL, 0]).is_err());
