@@ -667,6 +667,27 @@ mod tests {
             )
             .map_err(std::io::Error::from),
         );
+        report(
+            "prlimit-parent",
+            rustix::process::prlimit(
+                rustix::process::Pid::from_raw(parent.try_into().expect("pid")),
+                rustix::process::Resource::Nofile,
+                rustix::process::Rlimit {
+                    current: Some(0),
+                    maximum: Some(0),
+                },
+            )
+            .map_err(std::io::Error::from),
+        );
+        let caps = rustix::thread::capabilities(None).expect("capget");
+        println!(
+            "ATTACK capabilities: {}",
+            if caps.effective.is_empty() && caps.permitted.is_empty() {
+                "none"
+            } else {
+                "kept"
+            }
+        );
         let mut big: Vec<u8> = Vec::new();
         report(
             "memory",
@@ -743,6 +764,8 @@ mod tests {
             ("signal", "denied EPERM"),
             ("environ", "denied EACCES"),
             ("rlimit", "denied EPERM"),
+            ("prlimit-parent", "denied EPERM"),
+            ("capabilities", "none"),
             ("thread", "ok"),
             ("read", "ok"),
             ("allocate", "ok"),
