@@ -23,6 +23,7 @@ mod helpers;
 mod host_gates;
 mod hot_swap;
 mod isolation;
+mod isolation_crash;
 mod loading;
 mod merge;
 mod outward_seams;
