@@ -10,7 +10,8 @@
 //!    [`Limits::memory_bytes`]), `RLIMIT_AS` (a backstop several times that,
 //!    see [`Limits::address_space_bytes`]), `RLIMIT_CPU`
 //!    ([`Limits::cpu_seconds`] of CPU over the child's life, then `SIGXCPU`),
-//!    `RLIMIT_FSIZE` 0 (no file grows), `RLIMIT_CORE` 0 (a crash writes no
+//!    `RLIMIT_FSIZE` 0 (no file grows; if standard error is a regular file,
+//!    it alone may grow by [`STDERR_GROWTH`]), `RLIMIT_CORE` 0 (a crash writes no
 //!    core dump), `RLIMIT_NOFILE` ([`MAX_OPEN_FILES`]), `RLIMIT_MEMLOCK` and
 //!    `RLIMIT_MSGQUEUE` 0. `RLIMIT_NPROC` is left alone: it counts every
 //!    process of the user on the machine, so any useful value would refuse
@@ -42,9 +43,10 @@
 //! Each protection the kernel cannot give becomes one warning line in the
 //! result, for the host to pass on (prefixed with the pack's name).
 //!
-//! The child's standard error should be a pipe, not a regular file:
-//! `RLIMIT_FSIZE` 0 makes any write that would grow a regular file raise
-//! `SIGXFSZ`, which ends the process.
+//! The child's standard error is best a pipe the host reads: a regular file
+//! there lifts `RLIMIT_FSIZE` to its size plus [`STDERR_GROWTH`] (past
+//! that, `SIGXFSZ` ends the child), and the host can only name a memory
+//! limit it saw the runtime's message for (see [`describe_exit`]).
 
 /// The limits of one pack host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +63,10 @@ const DEFAULT_MEMORY_BYTES: u64 = 1 << 30;
 
 /// The address-space backstop never goes below this: 8 GiB.
 const MIN_ADDRESS_SPACE_BYTES: u64 = 8 << 30;
+
+/// How much a standard error that is a regular file may still grow in the
+/// pack host: 64 MiB.
+pub(crate) const STDERR_GROWTH: u64 = 64 << 20;
 
 /// `RLIMIT_NOFILE` in the pack host: its socket, standard streams, the
 /// pack's memfd and a few files a pack may read.
@@ -190,7 +196,7 @@ fn signal_name(signal: i32) -> (String, &'static str) {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{Limits, MAX_OPEN_FILES};
+    use super::{Limits, MAX_OPEN_FILES, STDERR_GROWTH};
     use landlock::{
         Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, RestrictSelfAttr,
         Ruleset, RulesetAttr, RulesetStatus, Scope, ABI,
@@ -216,6 +222,7 @@ mod imp {
 
     fn set_limits(limits: &Limits, warnings: &mut Vec<String>) {
         let cpu = limits.cpu_seconds.max(1);
+        let fsize = max_file_size();
         let wanted = [
             (
                 Resource::Data,
@@ -232,7 +239,7 @@ mod imp {
             // The hard limit one second later: SIGXCPU first, SIGKILL if
             // the pack ignores that.
             (Resource::Cpu, "CPU time (RLIMIT_CPU)", cpu, cpu + 1),
-            (Resource::Fsize, "file size (RLIMIT_FSIZE)", 0, 0),
+            (Resource::Fsize, "file size (RLIMIT_FSIZE)", fsize, fsize),
             (Resource::Core, "core dumps (RLIMIT_CORE)", 0, 0),
             (
                 Resource::Nofile,
@@ -251,6 +258,25 @@ mod imp {
             if let Err(e) = setrlimit(resource, limit) {
                 warnings.push(format!("no limit on {what} ({e})"));
             }
+        }
+    }
+
+    /// `RLIMIT_FSIZE`: 0, unless standard error is a regular file (the
+    /// user redirected the host's `2>` to one): then that file may grow by
+    /// [`STDERR_GROWTH`] more, or the pack host's first message would end
+    /// it with `SIGXFSZ`. Landlock keeps every other file from being
+    /// opened for writing, so only an inherited one could grow at all.
+    fn max_file_size() -> u64 {
+        match rustix::fs::fstat(std::io::stderr()) {
+            Ok(stat)
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    == rustix::fs::FileType::RegularFile =>
+            {
+                u64::try_from(stat.st_size)
+                    .unwrap_or(0)
+                    .saturating_add(STDERR_GROWTH)
+            }
+            _ => 0,
         }
     }
 
@@ -624,6 +650,10 @@ mod tests {
         for w in &warnings {
             println!("WARNING {w}");
         }
+        let fsize = rustix::process::getrlimit(rustix::process::Resource::Fsize);
+        println!("ATTACK fsize: {}", fsize.maximum.unwrap_or(u64::MAX));
+        eprintln!("a message on standard error");
+        println!("ATTACK stderr: ok");
         report("write", std::fs::write(dir.join("canary"), "escaped"));
         report("mkdir", std::fs::create_dir(dir.join("made")));
         report("remove", std::fs::remove_file(dir.join("existing")));
@@ -708,7 +738,7 @@ mod tests {
         std::io::stdout().flush().expect("flush");
     }
 
-    fn run_child(dir: &Path, addr: &str) -> String {
+    fn run_child(dir: &Path, addr: &str, stderr: Stdio) -> String {
         let exe = std::env::current_exe().expect("test binary");
         let output = Command::new(exe)
             .args([
@@ -721,6 +751,7 @@ mod tests {
             .env(DIR_VAR, dir)
             .env(ADDR_VAR, addr)
             .stdin(Stdio::null())
+            .stderr(stderr)
             .output()
             .expect("run the child");
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -749,7 +780,9 @@ mod tests {
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("address").to_string();
 
-        let stdout = run_child(dir.path(), &addr);
+        let stdout = run_child(dir.path(), &addr, Stdio::piped());
+        assert_eq!(outcome(&stdout, "fsize"), "0", "no file may grow");
+        assert_eq!(outcome(&stdout, "stderr"), "ok");
 
         for (what, expected) in [
             ("write", "denied EACCES"),
@@ -796,6 +829,30 @@ mod tests {
             !stdout.contains("WARNING seccomp"),
             "seccomp warning:\n{stdout}"
         );
+    }
+
+    #[test]
+    fn a_pack_host_whose_stderr_is_a_file_may_grow_only_that_file_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("existing"), "keep me").expect("write");
+        let log = dir.path().join("stderr.log");
+        std::fs::write(&log, "before\n").expect("write");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let addr = listener.local_addr().expect("address").to_string();
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("open");
+
+        let stdout = run_child(dir.path(), &addr, Stdio::from(file));
+
+        assert_eq!(outcome(&stdout, "stderr"), "ok", "{stdout}");
+        let grown = "before\n".len() as u64 + super::STDERR_GROWTH;
+        assert_eq!(outcome(&stdout, "fsize"), grown.to_string());
+        let written = std::fs::read_to_string(&log).expect("read");
+        assert!(written.contains("a message on standard error"), "{written}");
+        assert_eq!(outcome(&stdout, "write"), "denied EACCES");
+        assert!(!dir.path().join("canary").exists());
     }
 
     #[test]
