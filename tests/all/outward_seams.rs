@@ -130,6 +130,42 @@ fn a_word_gate_never_releases_a_banned_word_and_releases_clean_text_whole() {
 }
 
 #[test]
+fn a_stream_window_judges_gathered_deltas_at_once_and_still_never_shows_a_banned_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let windowed = |ban: &str| json!({"stream_chunk": {"ban": ban, "reason": BANNED, "notice": NOTICE, "window": 64}});
+    // Twelve deltas arrive at once: after the first, they gather into
+    // windows of 64 bytes, so fewer, larger releases — and the text shown
+    // is the answer.
+    let deltas: Vec<String> = (0..12).map(|i| format!("clean part {i:02} ")).collect();
+    let pieces: Vec<&str> = deltas.iter().map(String::as_str).collect();
+    let ran = run(
+        dir.path(),
+        &windowed("forbidden"),
+        &streamed(&pieces),
+        &["--stream"],
+    );
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let shown = released(&ran);
+    assert_eq!(shown.concat(), deltas.concat());
+    assert!(shown.len() < pieces.len(), "gathered: {shown:?}");
+    // A banned word split across deltas inside one window: nothing of the
+    // window is shown (the first delta was offered on its own), the stream
+    // is retracted at what came before.
+    let ran = run(
+        dir.path(),
+        &windowed("forbidden"),
+        &streamed(&["an answer with ", "forb", "idden", " words"]),
+        &["--stream"],
+    );
+    assert_eq!(released(&ran).concat(), "an answer with ");
+    let retracts = ran.of_type("stream_retract");
+    assert_eq!(retracts.len(), 1);
+    assert_eq!(retracts[0]["released"], "an answer with ".len());
+    let end = ran.of_type("run_end").pop().expect("run_end");
+    assert_eq!(end["output"], NOTICE);
+}
+
+#[test]
 fn a_blocked_stream_stays_blocked_and_its_tool_calls_never_run() {
     let dir = tempfile::tempdir().unwrap();
     let config = json!({"stream_chunk": {"ban": "BANNED", "reason": "prohibited term"}});

@@ -488,6 +488,17 @@ fn stop_words_never_streams_a_banned_word_and_releases_clean_text_whole() {
     ];
     for (deltas, expected, blocked) in cases {
         let case = format!("{deltas:?}");
+        // At reading pace every delta is judged on its own (the gate's
+        // stream window only gathers bursts); in a burst, fewer pieces are
+        // shown, never more text.
+        let paced = cli(
+            dir.path(),
+            &pack,
+            &json!([{ "deltas": deltas, "pace_ms": 60 }]),
+            &["--stream"],
+            "go",
+        );
+        assert_eq!(released(&paced), expected, "{case} at reading pace");
         let ran = cli(
             dir.path(),
             &pack,
@@ -497,17 +508,20 @@ fn stop_words_never_streams_a_banned_word_and_releases_clean_text_whole() {
         );
         assert_eq!(ran.status(), 0, "{case}: {}", ran.stderr());
         assert!(ran.of_type("streaming_downgraded").is_empty(), "{case}");
-        assert_eq!(released(&ran), expected, "{case}");
+        let burst = released(&ran).concat();
+        assert!(expected.concat().starts_with(&burst), "{case}: {burst:?}");
         let retracts = ran.of_type("stream_retract");
         let end = run_end(&ran);
         if blocked {
             assert_eq!(retracts.len(), 1, "{case}");
             assert_eq!(retracts[0]["reason"], FORBIDDEN_IN_RESPONSE, "{case}");
+            assert_eq!(retracts[0]["released"], burst.len(), "{case}");
             assert_eq!(end["output"], BLOCKED_TERMS, "{case}");
             let reply = ran.of_type("assistant").pop().expect("assistant");
             assert_eq!(reply["finish_reason"], "vetoed", "{case}");
         } else {
             assert!(retracts.is_empty(), "{case}");
+            assert_eq!(burst, deltas.concat(), "{case}");
             assert_eq!(end["output"], deltas.concat(), "{case}");
         }
     }

@@ -17,8 +17,13 @@
 //!   judges nothing — the boundary's fixed cost per delta;
 //! * `gates_stream/one_scan`: `content-safety` (all checks) and
 //!   `stop-words` judging the whole 1 MiB once each, as plain functions;
+//! * `stream_gate/streamed_16b_window_1k`: the same gate declaring a
+//!   1 KiB stream window, so deltas gather and are judged 1 KiB at a time;
 //! * `gates_stream/streamed_16b`: both gates loaded by name with stream
-//!   scanning on, offered the same 65 536 deltas through `StreamGate`.
+//!   scanning on, offered the same 65 536 deltas through `StreamGate` with
+//!   the windows they declare (1 KiB each);
+//! * `gates_stream/streamed_16b_every_delta`: the same, every delta
+//!   offered on its own (no window).
 //!
 //! A gate that rescans the turn's whole text on every delta (as the
 //! Nexus gates do) is quadratic: about 32 768 scans of half the text on
@@ -33,7 +38,6 @@ use chimera_host::agent::StreamGate;
 use chimera_host::interception::{run_chain, ChainContext, SessionFacts, StreamChunkInterceptor};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_plugin_api::sdk::Pack;
-use chimera_tests::packs_dir;
 use criterion::{criterion_group, Criterion};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -66,22 +70,32 @@ fn one_scan(text: &[u8], ban: &[u8]) -> bool {
 
 /// The `stream_chunk` chain of the packs `specs` (name, config) load.
 fn chain_of(specs: &[(&str, &str)]) -> Vec<StreamChunkInterceptor> {
-    let manager = PluginManager::new(Arc::new(Registry::new()), vec![packs_dir().to_owned()]);
+    let manager = PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs());
     for (name, config) in specs {
         manager.load(name, config).expect("pack loads");
     }
     manager.registry().get_all().stream_chunk
 }
 
-/// Offers every delta of `deltas` to `chain` through a fresh `StreamGate`,
-/// then the final check (when `last`); the bytes released.
-fn offer_all(chain: &[StreamChunkInterceptor], deltas: &[&str], last: bool) -> usize {
+/// Offers every delta of `deltas` to `chain` through a fresh `StreamGate`
+/// (with the chain's declared window, or — `every_delta` — none), then the
+/// final check (when `last`); the bytes released.
+fn offer_all(
+    chain: &[StreamChunkInterceptor],
+    deltas: &[&str],
+    last: bool,
+    every_delta: bool,
+) -> usize {
     let facts = SessionFacts::new("bench");
     let cx = ChainContext {
         session: &facts,
         events: None,
     };
-    let mut gate = StreamGate::default();
+    let mut gate = if every_delta {
+        StreamGate::with_window(0)
+    } else {
+        StreamGate::for_chain(chain)
+    };
     let mut released = 0;
     for delta in deltas {
         let offered = gate.offer(delta, false, |f, t| run_chain(chain, f, t, &cx));
@@ -111,15 +125,21 @@ fn stream_gate(c: &mut Criterion) {
     )]);
     assert_eq!(chain.len(), 1);
     assert_eq!(
-        offer_all(&chain, &deltas, true),
+        offer_all(&chain, &deltas, true, true),
         MIB,
         "everything is released in the end"
     );
+    let windowed = chain_of(&[(
+        "fixture",
+        r#"{"stream_chunk": {"ban": "forbidden", "reason": "prohibited term", "window": 1024}}"#,
+    )]);
+    assert_eq!(windowed[0].stream_window(), 1024);
+    assert_eq!(offer_all(&windowed, &deltas, true, false), MIB);
     assert!(!one_scan(text.as_bytes(), b"forbidden"));
     // A gate that judges nothing (releases every delta whole): the
     // boundary's fixed cost per delta.
     let idle = chain_of(&[("fixture", r#"{"stream_chunk": {"no_hold": true}}"#)]);
-    assert_eq!(offer_all(&idle, &deltas, false), MIB);
+    assert_eq!(offer_all(&idle, &deltas, false, true), MIB);
 
     let mut group = c.benchmark_group("stream_gate");
     group
@@ -129,10 +149,13 @@ fn stream_gate(c: &mut Criterion) {
         b.iter(|| black_box(one_scan(black_box(text.as_bytes()), b"forbidden")));
     });
     group.bench_function("streamed_16b", |b| {
-        b.iter(|| black_box(offer_all(&chain, &deltas, true)));
+        b.iter(|| black_box(offer_all(&chain, &deltas, true, true)));
+    });
+    group.bench_function("streamed_16b_window_1k", |b| {
+        b.iter(|| black_box(offer_all(&windowed, &deltas, true, false)));
     });
     group.bench_function("boundary_only_16b", |b| {
-        b.iter(|| black_box(offer_all(&idle, &deltas, false)));
+        b.iter(|| black_box(offer_all(&idle, &deltas, false, true)));
     });
     group.finish();
 }
@@ -162,11 +185,17 @@ fn gates_stream(c: &mut Criterion) {
         )
     };
     assert_eq!(both_once(&text), (true, true), "the text is clean");
-    assert_eq!(
-        offer_all(&chain, &deltas, true),
-        MIB,
-        "a clean stream is released whole"
+    assert!(
+        chain.iter().all(|i| i.stream_window() > 0),
+        "both gates declare a window"
     );
+    for every_delta in [true, false] {
+        assert_eq!(
+            offer_all(&chain, &deltas, true, every_delta),
+            MIB,
+            "a clean stream is released whole"
+        );
+    }
 
     let mut group = c.benchmark_group("gates_stream");
     group
@@ -176,7 +205,10 @@ fn gates_stream(c: &mut Criterion) {
         b.iter(|| black_box(both_once(black_box(&text))));
     });
     group.bench_function("streamed_16b", |b| {
-        b.iter(|| black_box(offer_all(&chain, &deltas, true)));
+        b.iter(|| black_box(offer_all(&chain, &deltas, true, false)));
+    });
+    group.bench_function("streamed_16b_every_delta", |b| {
+        b.iter(|| black_box(offer_all(&chain, &deltas, true, true)));
     });
     group.finish();
 }

@@ -298,7 +298,7 @@ impl AgentSession {
                 .map(|b| b.stream_chunk.as_slice())
                 .filter(|c| !c.is_empty());
             let mut assembler = Assembler::default();
-            let mut gate = StreamGate::default();
+            let mut gate = chain.map_or_else(StreamGate::default, StreamGate::for_chain);
             let this = &*self;
             let mut on_delta = |delta| {
                 let Some(text) = assembler.push(delta) else {

@@ -19,25 +19,49 @@
 //! stream's cost is linear in its length; what an interceptor scans is its
 //! own business (the SDK documents scanning from the released boundary).
 
-use crate::interception::{ChainOutcome, Notice, StreamFacts};
+use crate::interception::health::coarse_now;
+use crate::interception::{ChainOutcome, Interceptor, Notice, StreamChunkInterceptor, StreamFacts};
 use crate::providers::{ModelResponse, StreamDelta, Usage};
 use crate::types::ToolCall;
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::time::Duration;
 
 /// One reply's `stream_chunk` state: what the loop runs between a
 /// provider's text deltas and their display. Public for hosts that drive a
 /// stream themselves: offer each delta with the chain run as the judge,
 /// publish what it releases, and offer once more with `last` at the end.
+///
+/// A gate may batch: with a *window* (the largest
+/// [`stream_window`](crate::interception::Interceptor::stream_window) of
+/// the chain), deltas that come in a burst — within [`WINDOW_LATENCY`] of
+/// the last offer — gather unreleased and unjudged until the window is
+/// full, the oldest of them has waited [`WINDOW_LATENCY`], or the stream
+/// ends; then they are offered as one delta. A delta after a quiet spell
+/// (the first one included) is offered at once, so a stream at reading
+/// pace is judged delta by delta. Nothing is released unjudged either way.
 #[derive(Default)]
 pub struct StreamGate {
     /// The reply's text so far: released, then held.
     text: String,
     /// Bytes of `text` already released.
     released: usize,
+    /// Bytes of `text` the chain has been offered.
+    offered: usize,
+    /// How many new bytes may gather before the chain is offered them.
+    window: usize,
+    /// When the oldest byte not yet offered arrived (budget clock).
+    waiting_since: Option<Duration>,
+    /// When the chain was last offered the stream (budget clock).
+    last_offer: Option<Duration>,
     /// Why the stream was blocked, and the notice that came with the block.
     blocked: Option<(String, Option<String>)>,
 }
+
+/// How long a byte waits in a gate's window at most before the chain is
+/// offered it (checked as deltas arrive), so a stream at a human pace is
+/// judged — and shown — delta by delta.
+pub const WINDOW_LATENCY: Duration = Duration::from_millis(25);
 
 /// What one offer to the gate produced.
 #[derive(Debug)]
@@ -51,8 +75,55 @@ pub struct Offered {
 }
 
 impl StreamGate {
+    /// A gate for `chain`: its window is the largest any of its
+    /// interceptors declared (0: every delta is offered).
+    #[must_use]
+    pub fn for_chain(chain: &[StreamChunkInterceptor]) -> Self {
+        StreamGate::with_window(
+            chain
+                .iter()
+                .map(Interceptor::stream_window)
+                .max()
+                .unwrap_or(0),
+        )
+    }
+
+    /// A gate that lets `window` bytes gather before offering them.
+    #[must_use]
+    pub fn with_window(window: usize) -> Self {
+        StreamGate {
+            window,
+            ..StreamGate::default()
+        }
+    }
+
+    /// True when the new bytes may wait in the window for more: the
+    /// window is not full, and they came in a burst — within
+    /// [`WINDOW_LATENCY`] of the last offer, and the oldest of them has not
+    /// waited that long yet. A delta after a quiet spell is offered at
+    /// once.
+    fn gathering(&mut self, last: bool) -> bool {
+        if last || self.window == 0 || self.text.len() - self.offered >= self.window {
+            return false;
+        }
+        let now = coarse_now();
+        let since = match self.waiting_since {
+            Some(since) => since,
+            None => match self.last_offer {
+                Some(offer) if now.saturating_sub(offer) < WINDOW_LATENCY => {
+                    self.waiting_since = Some(now);
+                    now
+                }
+                _ => return false,
+            },
+        };
+        now.saturating_sub(since) < WINDOW_LATENCY
+    }
+
     /// Offers `delta` (or, with `last`, the held text once more, holds
     /// ignored) to `judge` — the chain run over the facts and the text.
+    /// With a window, the delta may only gather (nothing is judged or
+    /// released yet).
     pub fn offer(
         &mut self,
         delta: &str,
@@ -68,14 +139,19 @@ impl StreamGate {
             return offered;
         }
         self.text.push_str(delta);
-        if self.text.len() == self.released || (delta.is_empty() && !last) {
+        if self.text.len() == self.released || (delta.is_empty() && !last) || self.gathering(last) {
             return offered;
         }
         let facts = StreamFacts {
             released: self.released,
-            delta: delta.len(),
+            delta: self.text.len() - self.offered,
             last,
         };
+        self.offered = self.text.len();
+        self.waiting_since = None;
+        if self.window > 0 {
+            self.last_offer = Some(coarse_now());
+        }
         let outcome = judge(&facts, &self.text);
         offered.notices = outcome.notices;
         if let Some(reason) = outcome.blocked {
@@ -212,6 +288,76 @@ mod tests {
         });
         assert_eq!(last.release, Some(1..3));
         assert!(gate.into_blocked().is_none());
+    }
+
+    #[test]
+    fn a_window_gathers_deltas_unreleased_and_offers_them_as_one() {
+        let mut gate = StreamGate::with_window(8);
+        let mut offers = Vec::new();
+        let mut shown = String::new();
+        for delta in ["ab", "cd", "ef", "gh", "ij", "kl"] {
+            let offered = gate.offer(delta, false, |facts, text| {
+                offers.push((facts.released, facts.delta, text.len()));
+                judged(0, None)
+            });
+            if let Some(range) = offered.release {
+                shown.push_str(&gate.text()[range]);
+            }
+        }
+        // The first delta is offered at once; the burst after it gathers
+        // until 8 bytes wait, which go to the chain as one delta; the last
+        // 2 wait. Nothing was shown before it was judged.
+        assert_eq!(offers, vec![(0, 2, 2), (2, 8, 10)]);
+        assert_eq!(shown, "abcdefghij");
+        let end = gate.offer("", true, |facts, text| {
+            offers.push((facts.released, facts.delta, text.len()));
+            judged(0, None)
+        });
+        assert_eq!(offers[2], (10, 2, 12), "the end offers what gathered");
+        assert_eq!(&gate.text()[end.release.unwrap()], "kl");
+    }
+
+    #[test]
+    fn a_window_never_shows_what_a_block_in_it_would_have_stopped() {
+        let mut gate = StreamGate::with_window(64);
+        let first = gate.offer("fine ", false, |_, _| judged(0, None));
+        assert_eq!(first.release, Some(0..5));
+        let mut released = 0;
+        for delta in ["then ", "BAD", " more"] {
+            let offered = gate.offer(delta, false, |_, text| {
+                judged(0, text.contains("BAD").then_some("no"))
+            });
+            released += offered.release.map_or(0, |r| r.len());
+        }
+        let end = gate.offer("", true, |_, text| {
+            judged(0, text.contains("BAD").then_some("no"))
+        });
+        assert_eq!(released, 0);
+        assert_eq!(end.retract, Some((5, "no".to_owned())));
+    }
+
+    #[test]
+    fn a_window_offers_text_that_waited_past_the_latency_bound() {
+        let mut gate = StreamGate::with_window(1 << 20);
+        let first = gate.offer("a ", false, |_, _| judged(0, None));
+        assert_eq!(first.release, Some(0..2));
+        let burst = gate.offer("slow ", false, |_, _| panic!("gathers"));
+        assert!(burst.release.is_none());
+        // Well past the bound, whatever the budget clock's tick: the bytes
+        // that waited are offered with the next delta, and a delta after
+        // a quiet spell is offered at once.
+        std::thread::sleep(3 * WINDOW_LATENCY);
+        let late = gate.offer("stream", false, |facts, _| {
+            assert_eq!(facts.delta, 11);
+            judged(0, None)
+        });
+        assert_eq!(late.release, Some(2..13));
+        std::thread::sleep(3 * WINDOW_LATENCY);
+        let alone = gate.offer(" on", false, |facts, _| {
+            assert_eq!(facts.delta, 3);
+            judged(0, None)
+        });
+        assert_eq!(alone.release, Some(13..16));
     }
 
     #[test]

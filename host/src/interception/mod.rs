@@ -54,7 +54,7 @@ mod bundle;
 mod chain;
 mod decision;
 mod events;
-mod health;
+pub(crate) mod health;
 mod interceptor;
 mod merge;
 mod seams;

@@ -12,6 +12,8 @@
 //! out of responses is an error that says so. `"deltas": ["say forb",
 //! "idden now"]` streams the text in exactly those pieces (with `--stream`);
 //! the content is then their concatenation unless `content` is given too.
+//! `"pace_ms": 40` waits that long before each piece after the first: a
+//! stream at that pace rather than a burst.
 
 use super::{ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage};
 use crate::types::{Arguments, Headers, Message, ToolCall, ToolSchema};
@@ -54,6 +56,8 @@ struct ScriptedResponse {
     content: Option<String>,
     #[serde(default)]
     deltas: Option<Vec<String>>,
+    #[serde(default)]
+    pace_ms: u64,
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
     #[serde(default)]
@@ -182,7 +186,7 @@ impl Provider for ScriptedModel {
     }
 
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        self.answer(call).map(|(response, _)| response)
+        self.answer(call).map(|(response, _, _)| response)
     }
 
     fn stream(
@@ -190,14 +194,34 @@ impl Provider for ScriptedModel {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        let (mut response, deltas) = self.answer(call)?;
-        let text = match deltas {
-            Some(deltas) => deltas,
-            None if response.content.is_empty() => Vec::new(),
-            None => vec![std::mem::take(&mut response.content)],
+        let (response, text, pace) = self.streamed(call)?;
+        let mut first = true;
+        let mut paced = |delta: StreamDelta| {
+            if matches!(delta, StreamDelta::Text(_)) && !std::mem::take(&mut first) {
+                std::thread::sleep(pace);
+            }
+            on_delta(delta);
         };
-        super::replay(response, text, on_delta);
+        super::replay(response, text, &mut paced);
         Ok(())
+    }
+
+    fn stream_async<'a>(
+        &'a self,
+        call: &'a ProviderCall<'a>,
+        on_delta: super::DeltaSink<'a>,
+    ) -> super::ProviderFuture<'a, ()> {
+        Box::pin(async move {
+            let (response, text, pace) = self.streamed(call)?;
+            for (i, piece) in text.into_iter().enumerate() {
+                if i > 0 && !pace.is_zero() {
+                    tokio::time::sleep(pace).await;
+                }
+                on_delta(StreamDelta::Text(piece));
+            }
+            super::replay(response, Vec::new(), on_delta);
+            Ok(())
+        })
     }
 
     fn request_headers(&self) -> Option<Headers> {
@@ -206,12 +230,28 @@ impl Provider for ScriptedModel {
 }
 
 impl ScriptedModel {
+    /// [`answer`](Self::answer) for streaming: the response, its text in
+    /// the pieces to stream (taken out of it), and the pause before each
+    /// piece after the first (`pace_ms`: a stream at that pace).
+    fn streamed(
+        &self,
+        call: &ProviderCall<'_>,
+    ) -> Result<(ModelResponse, Vec<String>, std::time::Duration), ProviderError> {
+        let (mut response, deltas, pace) = self.answer(call)?;
+        let text = match deltas {
+            Some(deltas) => deltas,
+            None if response.content.is_empty() => Vec::new(),
+            None => vec![std::mem::take(&mut response.content)],
+        };
+        Ok((response, text, std::time::Duration::from_millis(pace)))
+    }
+
     /// Records the call and takes the next response, with its scripted
-    /// deltas when it has any.
+    /// deltas when it has any, and their pace.
     fn answer(
         &self,
         call: &ProviderCall<'_>,
-    ) -> Result<(ModelResponse, Option<Vec<String>>), ProviderError> {
+    ) -> Result<(ModelResponse, Option<Vec<String>>, u64), ProviderError> {
         let request = RecordedRequest {
             model: call.model.unwrap_or(&self.model).to_owned(),
             messages: call.messages.to_vec(),
@@ -263,6 +303,7 @@ impl ScriptedModel {
                 usage: response.usage.unwrap_or_default(),
             },
             response.deltas.clone(),
+            response.pace_ms,
         ))
     }
 }

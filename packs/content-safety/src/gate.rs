@@ -119,6 +119,7 @@ impl Pack for ContentSafety {
                 ))
             });
             registrar.fail_closed("stream_chunk");
+            registrar.stream_window("stream_chunk", stream::WINDOW);
         }
         // What every registered interceptor does to content, for the
         // host's order check: in redact mode it rewrites, otherwise it

@@ -18,6 +18,13 @@ pub const LOOK_BEHIND: usize = 4096;
 /// [`LOOK_BEHIND`].
 pub const TOKENS_BEHIND: usize = 6;
 
+/// How many streamed bytes the gate takes per judgement
+/// (`Registrar::stream_window`): a judgement's fixed cost — the call, the
+/// look-behind, the scanner's start — is paid once per window instead of
+/// once per delta. The host still offers sooner when text has waited
+/// 25 ms, so a stream at reading pace is shown as it comes.
+pub const WINDOW: usize = 1024;
+
 /// The separators that end a trailing run: space, tab, LF, CR.
 fn is_separator(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')

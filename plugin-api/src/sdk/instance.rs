@@ -1,7 +1,7 @@
 //! Building a pack instance from JSON configuration, behind the ABI.
 
 use super::guard;
-use super::pack::Pack;
+use super::pack::{Pack, SeamKind};
 use super::registrar::Registrar;
 use crate::abi::{PackInstanceAbi, PackInstanceAbi_TO, PackInstanceBox, Registration};
 use abi_stable::sabi_trait::TD_Opaque;
@@ -18,17 +18,20 @@ struct Instance<P: Pack> {
 }
 
 /// The names [`Registrar::fail_closed`], [`Registrar::redacts`] and
-/// [`Registrar::judges`] collected.
+/// [`Registrar::judges`] collected, and the windows
+/// [`Registrar::stream_window`] declared.
 #[derive(Default)]
 struct Declared {
     fail_closed: Vec<String>,
     redacts: Vec<String>,
     judges: Vec<String>,
+    stream_windows: Vec<(String, usize)>,
 }
 
 /// The `PackInstance::extension` method a host asks for the failure policy:
-/// answers `{"fail_closed": [names], "redacts": [names], "judges": [names]}`
-/// (interceptor names).
+/// answers `{"fail_closed": [names], "redacts": [names], "judges": [names],
+/// "stream_windows": {name: bytes}}` (interceptor names). A host that
+/// predates a key ignores it.
 pub const FAILURE_POLICY_METHOD: &str = "failure_policy";
 
 /// Builds pack `P` from `config_json` (empty means `{}`), runs its
@@ -79,11 +82,18 @@ fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Declared), Stri
         fail_closed: std::mem::take(&mut registrar.fail_closed),
         redacts: std::mem::take(&mut registrar.redacts),
         judges: std::mem::take(&mut registrar.judges),
+        stream_windows: std::mem::take(&mut registrar.stream_windows),
     };
+    let windowed: Vec<String> = declared
+        .stream_windows
+        .iter()
+        .map(|(name, _)| name.clone())
+        .collect();
     for (what, names) in [
         ("fail_closed", &declared.fail_closed),
         ("redacts", &declared.redacts),
         ("judges", &declared.judges),
+        ("stream_window", &windowed),
     ] {
         if let Some(unknown) = names
             .iter()
@@ -93,6 +103,16 @@ fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Declared), Stri
                 "{what} names '{unknown}', which no interceptor is registered as"
             ));
         }
+    }
+    if let Some(name) = windowed.iter().find(|name| {
+        registrar
+            .entries
+            .iter()
+            .any(|(seam, n, _)| n == *name && *seam != SeamKind::StreamChunk)
+    }) {
+        return Err(format!(
+            "stream_window names '{name}', which is not a stream_chunk interceptor"
+        ));
     }
     Ok((registrar.into_registrations(), declared))
 }
@@ -135,14 +155,75 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
                 fail_closed,
                 redacts,
                 judges,
+                stream_windows,
             } = &self.declared;
+            let windows: serde_json::Map<String, serde_json::Value> = stream_windows
+                .iter()
+                .map(|(name, bytes)| (name.clone(), (*bytes).into()))
+                .collect();
             let policy = serde_json::json!({
                 "fail_closed": fail_closed,
                 "redacts": redacts,
                 "judges": judges,
+                "stream_windows": windows,
             });
             return RResult::ROk(RString::from(policy.to_string()));
         }
         RResult::RErr(RString::from(format!("unsupported: {method}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    /// A pack whose config says which name its stream window names.
+    struct Windowed {
+        names: String,
+    }
+
+    impl Pack for Windowed {
+        const NAME: &'static str = "windowed";
+        const VERSION: &'static str = "0.0.1";
+        const DESCRIPTION: &'static str = "declares a stream window";
+        const SEAMS: &'static [SeamKind] = &[SeamKind::StreamChunk, SeamKind::Output];
+        type Config = String;
+
+        fn new(names: String) -> Result<Self, PackError> {
+            Ok(Windowed { names })
+        }
+
+        fn register(self: Arc<Self>, registrar: &mut Registrar) {
+            registrar.stream_chunk("scan", |_, _| Ok(StreamDecision::Release));
+            registrar.output("answer", |_, _| Ok(Decision::Allow));
+            registrar.stream_window(&self.names, 512);
+        }
+    }
+
+    #[test]
+    fn a_stream_window_is_declared_to_the_host_and_must_name_a_stream_chunk_interceptor() {
+        let instance = instantiate::<Windowed>(r#""scan""#).expect("builds");
+        let answer = instance
+            .extension(RStr::from_str(FAILURE_POLICY_METHOD), RStr::from_str("{}"))
+            .into_result()
+            .expect("answers");
+        let policy: serde_json::Value = serde_json::from_str(answer.as_str()).unwrap();
+        assert_eq!(policy["stream_windows"], serde_json::json!({"scan": 512}));
+
+        let error = instantiate::<Windowed>(r#""answer""#)
+            .err()
+            .expect("refused");
+        assert_eq!(
+            error,
+            "windowed: stream_window names 'answer', which is not a stream_chunk interceptor"
+        );
+        let error = instantiate::<Windowed>(r#""nobody""#)
+            .err()
+            .expect("refused");
+        assert_eq!(
+            error,
+            "windowed: stream_window names 'nobody', which no interceptor is registered as"
+        );
     }
 }

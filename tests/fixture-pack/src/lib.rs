@@ -266,6 +266,9 @@ pub struct StreamGate {
     pub no_hold: bool,
     /// Declare the gate fail-closed (`Registrar::fail_closed`).
     pub fail_closed: bool,
+    /// Declare a stream window of this many bytes
+    /// (`Registrar::stream_window`; 0: none).
+    pub window: usize,
 }
 
 fn is_word(b: u8) -> bool {
@@ -492,6 +495,9 @@ impl<F: Flavor> Fixture<F> {
         if let Some(gate) = self.config.stream_chunk.clone() {
             if gate.fail_closed {
                 registrar.fail_closed("stream_chunk-0");
+            }
+            if gate.window > 0 {
+                registrar.stream_window("stream_chunk-0", gate.window);
             }
             let me = Arc::clone(self);
             registrar.stream_chunk("stream_chunk-0", move |session, segment| {
