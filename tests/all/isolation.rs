@@ -336,8 +336,32 @@ fn zombies() -> usize {
         .count()
 }
 
+/// Set in the child process the reload test measures itself in.
+const RSS_CHILD: &str = "CHIMERA_TEST_ISOLATED_RSS_CHILD";
+
 #[test]
 fn a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing() {
+    if std::env::var_os(RSS_CHILD).is_none() {
+        // Measured in a process of its own: the other tests of this binary
+        // allocate (and keep arenas) in this one.
+        let ran = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "isolation::a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env(RSS_CHILD, "1")
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&ran.stdout),
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let v1 = std::fs::read(chimera_tests::pack_path("chimera-fixture-pack")).unwrap();
     let v2 = std::fs::read(chimera_tests::fixture_v2()).unwrap();
@@ -379,6 +403,7 @@ fn a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing() {
         reload(round);
     }
     let grown = rss().saturating_sub(before);
+    println!("host RSS grew by {grown} bytes over 100 isolated reloads");
     assert!(
         grown < v1.len() as u64,
         "the host grew by {grown} bytes over 100 reloads (the pack file is {} bytes)",
@@ -387,4 +412,74 @@ fn a_hundred_hot_reloads_of_an_isolated_pack_keep_the_host_from_growing() {
     // The old children are gone, reaped.
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(zombies(), 0);
+}
+
+#[test]
+fn isolate_true_on_a_pack_entry_isolates_it_and_config_show_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("team.toml");
+    std::fs::write(
+        &file,
+        "[[packs]]\nname = \"fixture\"\nisolate = true\n[packs.config.tool_call]\naction = \"exit\"\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let config_home = home.path().display().to_string();
+    let env = [("XDG_CONFIG_HOME", config_home.as_str())];
+    let show = chimera_tests::cli::chimera(
+        dir.path(),
+        &["--config", &file, "config", "show", "--json"],
+        &env,
+        "",
+    );
+    assert_eq!(show.code(), Some(0), "{}", show.stderr());
+    let shown: Value = serde_json::from_str(&show.stdout()).unwrap();
+    assert_eq!(shown["settings"]["isolate"]["value"], json!(["fixture"]));
+    assert_eq!(shown["settings"]["isolate"]["source"], file.as_str());
+    // And the run isolates it: the pack's `exit` ends its pack host, not
+    // the run, and the call is refused saying so.
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                             "arguments": {"path": "a.txt", "content": "x"}}]},
+            {"content": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let plugins = chimera_tests::test_packs_dir().display().to_string();
+    let workspace = dir.path().display().to_string();
+    let script = script.display().to_string();
+    let ran = chimera_tests::cli::chimera(
+        dir.path(),
+        &[
+            "--config",
+            &file,
+            "run",
+            "--json",
+            "--plugins-dir",
+            &plugins,
+            "--script",
+            &script,
+            "--workspace",
+            &workspace,
+            "go",
+        ],
+        &[
+            ("XDG_CONFIG_HOME", config_home.as_str()),
+            ("CHIMERA_LOG", "warn"),
+        ],
+        "",
+    );
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr());
+    assert!(
+        ran.stdout()
+            .contains("pack 'fixture' (isolated) crashed: exited with status 3"),
+        "{}",
+        ran.stdout()
+    );
+    assert!(!dir.path().join("a.txt").exists());
 }

@@ -2,7 +2,7 @@
 
 use super::discovery::{discover, Discovery, SearchDir};
 use super::errors::{LoadError, PluginError};
-use super::loader::{Checks, Library, LibraryInfo, Loader};
+use super::loader::{Checks, Library, LibraryInfo, Loader, SealedPack};
 use super::plugin::{Plugin, PluginRegistrar};
 use super::registry::{OwnerId, Registry};
 use super::trust::{Probe, TrustSettings};
@@ -214,7 +214,8 @@ impl PluginManager {
         config_json: &str,
     ) -> Result<PackInfo, LoadError> {
         if let Some(isolation) = self.isolation_for(name) {
-            let (plugin, sha256) = self.start_isolated(path, name, config_json, &isolation)?;
+            let sealed = self.loader.seal(path, &self.trust())?;
+            let (plugin, sha256) = self.start_isolated(path, sealed, name, config_json, &isolation)?;
             self.refuse_duplicate(plugin.name())?;
             let source = PackSource::File {
                 path: path.to_owned(),
@@ -234,16 +235,17 @@ impl PluginManager {
         self.activate(Arc::new(plugin), source, config_json, false)
     }
 
-    /// Checks and seals the file at `path` (no `dlopen`) and starts pack
-    /// `name` (or the file's only pack) in a pack host of its own.
+    /// Starts pack `name` (or the file's only pack) of `sealed` (the checked
+    /// bytes of the file at `path`, never `dlopen`ed here) in a pack host of
+    /// its own.
     fn start_isolated(
         &self,
         path: &Path,
+        sealed: SealedPack,
         name: Option<&str>,
         config_json: &str,
         isolation: &Isolation,
     ) -> Result<(IsolatedPlugin, String), LoadError> {
-        let sealed = self.loader.seal(path, &self.trust())?;
         let name = match (name, sealed.packs.as_slice()) {
             (Some(name), _) => name.to_owned(),
             (None, [only]) => only.clone(),
@@ -421,12 +423,17 @@ impl PluginManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
             .ok_or_else(|| LoadError::NotReloadable(name.to_owned()))?;
-        let sealed_hash = self.loader.seal(&running.path, &self.trust())?.sha256;
-        if sealed_hash == running.sha256 {
+        let sealed = self.loader.seal(&running.path, &self.trust())?;
+        if sealed.sha256 == running.sha256 {
             return Ok(ReloadOutcome::Unchanged);
         }
-        let (plugin, sha256) =
-            self.start_isolated(&running.path, Some(name), &running.config, &isolation)?;
+        let (plugin, sha256) = self.start_isolated(
+            &running.path,
+            sealed,
+            Some(name),
+            &running.config,
+            &isolation,
+        )?;
         let plugin: Arc<dyn Plugin> = Arc::new(plugin);
         hand_over_state(name, running.plugin.as_ref(), plugin.as_ref());
         let chains = stage(plugin.as_ref())?;
