@@ -50,7 +50,7 @@
 pub mod agent;
 pub mod audit;
 pub mod interception;
-pub(crate) mod isolate;
+pub mod isolate;
 pub mod pack_test;
 pub mod plugins;
 pub mod providers;

@@ -7,9 +7,9 @@ use super::seams::{Invalid, SeamSpec};
 use super::session::SessionFacts;
 use super::InterceptDecision;
 use crate::audit::{AuditRecord, Changes};
+use crate::isolate::host::IsolatedPack;
 use chimera_plugin_api::abi::{Decision, DecisionKind, SeamInput};
 use std::panic::{self, AssertUnwindSafe};
-use crate::isolate::host::IsolatedPack;
 use std::sync::Arc;
 use std::time::Duration;
 
