@@ -103,6 +103,20 @@ fn an_isolated_pack_that_exits_costs_one_refused_call_and_one_line_naming_the_st
 }
 
 #[test]
+fn an_isolated_pack_that_eats_memory_hits_its_limit_and_costs_one_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A budget long enough for the memory limit, not the deadline, to end
+    // the call: filling 1 GiB page by page takes seconds in a small VM.
+    let ran = run_isolated(
+        dir.path(),
+        json!({"action": "allocate"}),
+        &["--call-budget-ms", "60000"],
+    );
+    assert_refused_and_run_went_on(dir.path(), &ran);
+    assert_one_line_about(&ran, "memory");
+}
+
+#[test]
 fn an_isolated_pack_that_hangs_is_cut_off_at_the_call_budget_and_the_next_turn_runs() {
     const BUDGET_MS: u64 = 100;
     let dir = tempfile::tempdir().unwrap();
@@ -196,11 +210,10 @@ fn an_isolated_pack_that_hangs_is_cut_off_at_the_call_budget_and_the_next_turn_r
     assert_eq!(ends.len(), 2, "both turns ran: {all:?}");
     assert_eq!(ends[0]["output"], "done");
     assert_eq!(ends[1]["output"], "second turn");
-    let about: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("fixture") && l.contains("killed"))
-        .collect();
+    // One line: the kill, not also an over-budget warning for the same call.
+    let about: Vec<&str> = stderr.lines().filter(|l| l.contains("fixture")).collect();
     assert_eq!(about.len(), 1, "one line about the hang:\n{stderr}");
+    assert!(about[0].contains("killed"), "{}", about[0]);
 }
 
 /// The outcome of one `escape` run: the block reason, whether the canary

@@ -340,8 +340,11 @@ struct Group<'c> {
 )]
 impl<'c> Group<'c> {
     #[inline(always)]
-    fn start(health: Option<&'c PackHealth>, first: usize) -> Self {
-        let started = health.and_then(PackHealth::budget).map(|_| coarse_now());
+    fn start(health: Option<&'c PackHealth>, first: usize, timed: bool) -> Self {
+        let started = health
+            .filter(|_| timed)
+            .and_then(PackHealth::budget)
+            .map(|_| coarse_now());
         Group {
             health,
             first,
@@ -400,7 +403,10 @@ fn run_packs<S: SeamSpec>(
             if let Some(reason) = health.and_then(PackHealth::quarantine) {
                 return Some((*next, Stop::Quarantined(reason)));
             }
-            group = Some(Group::start(health, *next));
+            // An isolated pack's host enforces the budget itself (it
+            // kills the call and says so in one line): not timed twice.
+            let timed = matches!(entry.inner.kind, Kind::Pack(..));
+            group = Some(Group::start(health, *next, timed));
         }
         let decision = match &entry.inner.kind {
             Kind::Pack(pack, _) => pack.intercept(input),

@@ -35,9 +35,87 @@ pub(crate) struct Spawner {
     pub(crate) start_timeout: Duration,
 }
 
+/// How many of a pack host's last standard-error lines are kept, and how
+/// long one line may be: enough to tell how it ended, bounded whatever
+/// it writes.
+const STDERR_LINES: usize = 8;
+const STDERR_LINE_BYTES: usize = 1024;
+
+/// A pack host's standard error: read on a thread of its own, each line
+/// logged at debug level (naming the pack) and the last
+/// [`STDERR_LINES`] kept, for the one line that says how it ended — the
+/// Rust runtime's "memory allocation of N bytes failed" before an abort
+/// is how a memory limit shows. Never copied to the host's own standard
+/// error: a crash is one line there, whatever the child printed.
+struct StderrTail {
+    lines: Arc<Mutex<std::collections::VecDeque<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StderrTail {
+    fn follow(pack: &str, stderr: Option<std::process::ChildStderr>) -> Self {
+        let lines = Arc::new(Mutex::new(std::collections::VecDeque::new()));
+        let reader = stderr.and_then(|stderr| {
+            let kept = Arc::clone(&lines);
+            let pack = pack.to_owned();
+            std::thread::Builder::new()
+                .name("chimera-pack-stderr".to_owned())
+                .spawn(move || read_stderr(&pack, stderr, &kept))
+                .ok()
+        });
+        StderrTail { lines, reader }
+    }
+
+    /// The kept lines, once the child is gone and its pipe drained.
+    fn tail(&mut self) -> String {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn read_stderr(
+    pack: &str,
+    stderr: std::process::ChildStderr,
+    kept: &Mutex<std::collections::VecDeque<String>>,
+) {
+    use std::io::BufRead;
+    let mut reader = io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // At most one bounded line in memory, however long the child's is.
+        let read = (&mut reader)
+            .take(STDERR_LINE_BYTES as u64)
+            .read_until(b'\n', &mut line);
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+        if !line.ends_with(b"\n") {
+            // The rest of an overlong line.
+            let _ = reader.skip_until(b'\n');
+        }
+        tracing::debug!(pack, "pack host: {text}");
+        let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() == STDERR_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(text);
+    }
+}
+
 /// A live pack host.
 struct Running {
     process: Child,
+    stderr: StderrTail,
     socket: UnixStream,
     /// The read timeout the socket has now.
     timeout: Option<Duration>,
@@ -61,11 +139,18 @@ impl Spawner {
             .args(["pack-host", "--pack", &spec])
             .stdin(Stdio::from(stdin))
             .stdout(Stdio::from(OwnedFd::from(child_end)))
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
+            // A pack's panic is caught and reported by the SDK; a backtrace
+            // would only be more stderr.
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
+        let mut process = process;
+        let stderr = StderrTail::follow(&self.pack, process.stderr.take());
         let mut running = Running {
             process,
+            stderr,
             socket: host_end,
             timeout: None,
         };
@@ -116,14 +201,8 @@ impl Failure {
     fn describe(self, running: &mut Running) -> String {
         match self {
             Failure::TimedOut => "did not answer in time".to_owned(),
-            Failure::Closed => {
-                let status = running.end();
-                format!("crashed: {}", status_line(status))
-            }
-            Failure::Io(error) => {
-                let status = running.end();
-                format!("crashed: {} ({error})", status_line(status))
-            }
+            Failure::Closed => format!("crashed: {}", running.ending()),
+            Failure::Io(error) => format!("crashed: {} ({error})", running.ending()),
             Failure::Wire(e) => format!("sent a malformed frame ({e})"),
         }
     }
@@ -203,6 +282,19 @@ impl Running {
         })
     }
 
+    /// Ends the child and says how it ended: `was killed by SIGSEGV
+    /// (invalid memory access)`, `exited with status 3`, `ran out of
+    /// memory (limit 1024 MiB)`, ...
+    fn ending(&mut self) -> String {
+        match self.end() {
+            Some(status) => {
+                let tail = self.stderr.tail();
+                super::sandbox::describe_exit(status, &tail, &super::sandbox::Limits::default())
+            }
+            None => "ended (no exit status)".to_owned(),
+        }
+    }
+
     /// Kills and reaps the child; its exit status.
     fn end(&mut self) -> Option<ExitStatus> {
         if let Ok(Some(status)) = self.process.try_wait() {
@@ -219,37 +311,6 @@ impl Running {
         let _ = self.process.kill();
         self.process.wait().ok()
     }
-}
-
-/// `killed by SIGSEGV`, `exited with status 3`, ...
-fn status_line(status: Option<ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Some(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => format!("exited with status {code}"),
-            (None, Some(signal)) => format!("killed by {}", signal_name(signal)),
-            (None, None) => "ended".to_owned(),
-        },
-        None => "ended (no exit status)".to_owned(),
-    }
-}
-
-fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        24 => "SIGXCPU",
-        25 => "SIGXFSZ",
-        31 => "SIGSYS",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
 }
 
 struct State {
@@ -533,5 +594,38 @@ impl Drop for IsolatedPack {
         let _ = std::thread::Builder::new()
             .name("chimera-pack-reap".to_owned())
             .spawn(reap);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What [`StderrTail`] keeps of a child running `script` in `sh`.
+    fn kept(script: &str) -> String {
+        let mut child = Command::new("sh")
+            .args(["-c", script])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let mut tail = StderrTail::follow("test", child.stderr.take());
+        child.wait().expect("sh ends");
+        tail.tail()
+    }
+
+    #[test]
+    fn a_pack_hosts_stderr_is_kept_bounded_in_lines_and_length() {
+        // 5 000 bytes without a newline, then two short lines.
+        let kept_long =
+            kept("head -c 5000 /dev/zero | tr '\\0' a >&2; echo >&2; echo one >&2; echo two >&2");
+        let lines: Vec<&str> = kept_long.lines().collect();
+        assert_eq!(lines.len(), 3, "{kept_long}");
+        assert_eq!(lines[0].len(), STDERR_LINE_BYTES);
+        assert_eq!(&lines[1..], ["one", "two"]);
+        // Twelve lines: the last eight are kept.
+        let kept_many = kept("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo line $i >&2; done");
+        let lines: Vec<&str> = kept_many.lines().collect();
+        assert_eq!(lines.len(), STDERR_LINES, "{kept_many}");
+        assert_eq!((lines[0], lines[7]), ("line 5", "line 12"));
     }
 }

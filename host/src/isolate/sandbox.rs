@@ -128,13 +128,6 @@ pub(crate) fn confine_pack_host(limits: &Limits) -> Vec<String> {
 /// error (empty if unknown): a failed allocation is told apart from a
 /// plain abort by the runtime's message there.
 #[cfg(unix)]
-#[cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "the pack host's supervisor calls it; tests call it"
-    )
-)]
 pub(crate) fn describe_exit(
     status: std::process::ExitStatus,
     stderr_tail: &str,
