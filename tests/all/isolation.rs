@@ -306,6 +306,52 @@ fn a_tool_call_past_the_budget_is_blocked_within_it_and_the_next_call_runs() {
     }
 }
 
+#[test]
+fn an_isolated_pack_that_keeps_crashing_is_quarantined_and_refused_from_then_on() {
+    let manager = isolating_manager(chimera_tests::pack_dirs(), 2_000);
+    manager.set_health(
+        HealthPolicy {
+            max_errors: 2,
+            call_budget: Some(Duration::from_secs(2)),
+            ..HealthPolicy::default()
+        },
+        None,
+    );
+    let config = json!({"tool_call": {"action": "segfault"}});
+    manager.load("fixture", &config.to_string()).unwrap();
+    let chains = manager.registry().get_all();
+    let facts = SessionFacts::new("s");
+    let cx = ChainContext {
+        session: &facts,
+        events: None,
+    };
+    let call = ToolCall::new("c1", "bash", json!({"command": "true"}));
+    let mut crashes = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let quarantined = loop {
+        assert!(Instant::now() < deadline, "never quarantined");
+        let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx);
+        let reason = outcome.blocked.expect("every call is refused");
+        if reason.contains("SIGSEGV") {
+            crashes += 1;
+        } else if reason.contains("quarantined") {
+            break reason;
+        } else {
+            // Restarting: wait for the pack host to be back.
+            assert!(reason.contains("is restarting"), "{reason}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert_eq!(crashes, 2, "quarantined after two failures: {quarantined}");
+    // Quarantine is final: later calls are refused without a crash.
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx);
+        let reason = outcome.blocked.expect("refused");
+        assert!(reason.contains("quarantined"), "{reason}");
+    }
+}
+
 /// This process's resident set, in bytes.
 fn rss() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
