@@ -395,6 +395,20 @@ impl PluginManager {
             return Ok(ReloadOutcome::Unchanged);
         }
         let plugin: Arc<dyn Plugin> = Arc::new(self.build(&library, name, &running.config)?);
+        let sha256 = library.info.sha256.clone();
+        self.swap_in(name, running, plugin, sha256)
+    }
+
+    /// The end of a reload: hands `running`'s state over to `plugin` (built
+    /// from the file's new content, `sha256`) and swaps its chains in at
+    /// the same position, in one step.
+    fn swap_in(
+        &self,
+        name: &str,
+        running: Running,
+        plugin: Arc<dyn Plugin>,
+        sha256: String,
+    ) -> Result<ReloadOutcome, LoadError> {
         hand_over_state(name, running.plugin.as_ref(), plugin.as_ref());
         let chains = stage(plugin.as_ref())?;
         let mut loaded = self.loaded();
@@ -407,7 +421,7 @@ impl PluginManager {
         plugin.description().clone_into(&mut entry.info.description);
         entry.info.source = PackSource::File {
             path: running.path,
-            sha256: library.info.sha256.clone(),
+            sha256,
         };
         entry.plugin = plugin;
         Ok(ReloadOutcome::Reloaded(entry.info.clone()))
@@ -434,23 +448,7 @@ impl PluginManager {
             &running.config,
             &isolation,
         )?;
-        let plugin: Arc<dyn Plugin> = Arc::new(plugin);
-        hand_over_state(name, running.plugin.as_ref(), plugin.as_ref());
-        let chains = stage(plugin.as_ref())?;
-        let mut loaded = self.loaded();
-        let entry = loaded
-            .iter_mut()
-            .find(|l| l.owner == running.owner)
-            .ok_or_else(|| LoadError::NotLoaded(name.to_owned()))?;
-        self.registry.replace_owner(running.owner, chains);
-        plugin.version().clone_into(&mut entry.info.version);
-        plugin.description().clone_into(&mut entry.info.description);
-        entry.info.source = PackSource::File {
-            path: running.path,
-            sha256,
-        };
-        entry.plugin = plugin;
-        Ok(ReloadOutcome::Reloaded(entry.info.clone()))
+        self.swap_in(name, running, Arc::new(plugin), sha256)
     }
 
     /// What [`PluginManager::reload`] replaces: loaded pack `name`, which
