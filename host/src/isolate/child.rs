@@ -43,9 +43,13 @@ pub(crate) fn serve(pack: &str, config: &str) -> Result<(), String> {
     // The sandbox: one-way, after loading (the loader reads the sealed
     // file and maps it) and before the first call.
     let mut hello = hello;
+    // Asked before the sandbox: it reads the CPU set and cgroup quota.
+    let spin = wire::spin_budget(wire::CHILD_SPIN);
     hello.warnings = confine_pack_host(&Limits::default());
     send(&mut out, wire::hello(&mut buf, &hello))?;
-    let mut input = BufReader::new(socket);
+    // Between calls the child polls for a while before it blocks: a call
+    // that follows soon finds it awake.
+    let mut input = BufReader::new(wire::Spinning { socket, spin });
     let mut frame = Vec::new();
     loop {
         if wire::read_frame(&mut input, &mut frame).is_err() {

@@ -238,6 +238,9 @@ struct DeadlineRead<'s> {
     socket: &'s mut UnixStream,
     current: &'s mut Option<Duration>,
     until: Instant,
+    /// Until when a read polls without blocking (a reply usually comes
+    /// sooner than a blocked read is woken).
+    spin_until: Instant,
 }
 
 impl Read for DeadlineRead<'_> {
@@ -245,6 +248,11 @@ impl Read for DeadlineRead<'_> {
         let left = self.until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
+        }
+        if Instant::now() < self.spin_until {
+            if let Some(got) = wire::poll_read(&*self.socket, buf, self.spin_until) {
+                return got;
+            }
         }
         // Only shorten the timeout (one syscall) when it would overshoot by
         // more than a millisecond: the common one-read reply sets nothing.
@@ -267,10 +275,12 @@ impl Running {
                 .map_err(Failure::Io)?;
             self.timeout = Some(within);
         }
+        let now = Instant::now();
         let mut reader = DeadlineRead {
             socket: &mut self.socket,
             current: &mut self.timeout,
-            until: Instant::now() + within,
+            until: now + within,
+            spin_until: now + wire::spin_budget(wire::HOST_SPIN).min(within),
         };
         wire::read_frame(&mut reader, frame).map_err(Failure::from)
     }
