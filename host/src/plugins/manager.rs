@@ -215,7 +215,8 @@ impl PluginManager {
     ) -> Result<PackInfo, LoadError> {
         if let Some(isolation) = self.isolation_for(name) {
             let sealed = self.loader.seal(path, &self.trust())?;
-            let (plugin, sha256) = self.start_isolated(path, sealed, name, config_json, &isolation)?;
+            let (plugin, sha256) =
+                self.start_isolated(path, sealed, name, config_json, &isolation)?;
             self.refuse_duplicate(plugin.name())?;
             let source = PackSource::File {
                 path: path.to_owned(),
@@ -717,9 +718,15 @@ fn isolated_interceptors(pack: &Arc<IsolatedPack>) -> Result<Vec<AnyInterceptor>
         .enumerate()
         .map(|(index, (seam, own))| {
             let index = u32::try_from(index).unwrap_or(u32::MAX);
-            declared(&hello.name, own, Seam(*seam), &policy, |seam, name, closed| {
-                AnyInterceptor::from_isolated(seam, name, Arc::clone(pack), index, closed)
-            })
+            declared(
+                &hello.name,
+                own,
+                Seam(*seam),
+                &policy,
+                |seam, name, closed| {
+                    AnyInterceptor::from_isolated(seam, name, Arc::clone(pack), index, closed)
+                },
+            )
         })
         .collect()
 }
