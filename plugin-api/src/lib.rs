@@ -240,8 +240,8 @@ pub mod prelude {
         Ask, Decision, Exhausted, GateDecision, GateResult, InterceptError, InterceptResult,
         Message, MessageRef, Messages, MessagesEdit, NoConfig, OutputDecision, OutputResult, Pack,
         PackError, Registrar, Request, RequestEdit, RequestRef, ResponseRef, Retry, SeamKind,
-        Segment, Session, StreamDecision, StreamResult, ToolCall, ToolCallRef, ToolResult,
-        ToolResultRef,
+        Segment, Session, StreamDecision, StreamResult, StreamRewrite, StreamRewriteResult,
+        ToolCall, ToolCallRef, ToolResult, ToolResultRef,
     };
     pub use crate::{serde, serde_json};
     pub use serde::{Deserialize, Serialize};

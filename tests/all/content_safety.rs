@@ -10,6 +10,7 @@ use chimera_host::interception::{
     run_chain, ChainContext, Interceptor, Interceptors, SessionFacts,
 };
 use chimera_host::plugins::{interceptors_of, PluginManager};
+use chimera_plugin_api::sdk::Pack;
 use chimera_tests::cli::Ran;
 use chimera_tests::tools::Fixed;
 use content_safety::ContentSafety;
@@ -118,16 +119,25 @@ fn content_safety_blocks_each_kind_of_sensitive_answer_with_its_check_names_in_r
 fn content_safety_switches_and_custom_patterns_decide_which_checks_run() {
     let manager = loaded(&json!({
         "check_pii_email": false,
-        "custom_patterns": ["project-x"],
+        "custom_patterns": ["project-x", {"pattern": r"deploy\s+key\s+omega", "name": "deploy_key"}],
         "message": "no: {checks}"
     }));
     let bundle = manager.registry().get_all();
     assert_eq!(on_output(&bundle, "bob@example.com"), (None, None, None));
+    // A custom check is named by its name (or `custom`), never by its regex.
     assert_eq!(
         on_output(&bundle, "bob@example.com on project-x"),
         (
-            Some("Content safety: custom:project-x".to_owned()),
-            Some("no: custom:project-x".to_owned()),
+            Some("Content safety: custom".to_owned()),
+            Some("no: custom".to_owned()),
+            None
+        )
+    );
+    assert_eq!(
+        on_output(&bundle, "the deploy key omega, and project-x"),
+        (
+            Some("Content safety: custom, deploy_key".to_owned()),
+            Some("no: custom, deploy_key".to_owned()),
             None
         )
     );
@@ -147,16 +157,16 @@ fn content_safety_registers_output_by_default_each_opt_in_seam_only_when_configu
     };
     assert_eq!(chains(json!({})), (1, 0, 0, 0));
     assert_eq!(chains(json!({"scan_tool_results": true})), (1, 1, 0, 0));
-    // Stream scanning follows reply scanning in block mode ...
+    // Stream scanning follows reply scanning, in either action: a stream
+    // is redacted as it is shown.
     assert_eq!(chains(json!({"scan_llm_responses": true})), (1, 0, 1, 1));
     assert_eq!(
         chains(json!({"scan_llm_responses": true, "scan_stream": false})),
         (1, 0, 1, 0)
     );
-    // ... and not in redact mode, where a stream cannot be rewritten.
     assert_eq!(
         chains(json!({"scan_llm_responses": true, "action": "redact"})),
-        (1, 0, 1, 0)
+        (1, 0, 1, 1)
     );
     assert_eq!(chains(json!({"scan_stream": true})), (1, 0, 0, 1));
 
@@ -176,6 +186,10 @@ fn content_safety_refuses_unknown_keys_other_actions_and_invalid_patterns_in_one
         (json!({"actoin": "block"}), "actoin"),
         (json!({"action": "warn"}), "warn"),
         (json!({"custom_patterns": ["(unclosed"]}), "(unclosed"),
+        (
+            json!({"custom_patterns": [{"pattern": "x", "name": "has space"}]}),
+            "has space",
+        ),
         (json!({"stream_hold_back": -1}), "-1"),
     ] {
         let error = manager
@@ -396,7 +410,7 @@ fn content_safety_blocks_a_streamed_secret_before_any_of_it_is_shown() {
 }
 
 #[test]
-fn content_safety_in_redact_mode_shows_a_streamed_reply_redacted_whole_without_blocking() {
+fn content_safety_in_redact_mode_redacts_a_streamed_reply_as_it_is_shown() {
     let dir = tempfile::tempdir().unwrap();
     let gate = [(
         "content-safety",
@@ -405,29 +419,48 @@ fn content_safety_in_redact_mode_shows_a_streamed_reply_redacted_whole_without_b
     let deltas = json!([{ "deltas": ["mail me at ", "bob@example.com", " today"] }]);
     let ran = chimera(dir.path(), &gate, &deltas, &["--stream"]);
     assert_eq!(ran.status(), 0, "{}", ran.stderr());
-    // Streaming is turned off for the run: the reply is judged whole.
-    let downgraded = ran.of_type("streaming_downgraded");
-    assert_eq!(downgraded.len(), 1, "{}", ran.stdout());
-    assert_eq!(downgraded[0]["packs"], json!(["content-safety"]));
+    // Streaming stays on: the gate has the stream hook and rewrites.
+    assert!(
+        ran.of_type("streaming_downgraded").is_empty(),
+        "{}",
+        ran.stdout()
+    );
+    assert_eq!(released(&ran), "mail me at [REDACTED] today");
     let end = ran.of_type("run_end").pop().expect("run_end");
     assert_eq!(
-        (&end["success"], &end["output"]),
-        (&json!(true), &json!("mail me at [REDACTED] today"))
+        (&end["success"], &end["output"], &end["vetoed"]),
+        (
+            &json!(true),
+            &json!("mail me at [REDACTED] today"),
+            &json!(false)
+        )
     );
     assert!(ran.of_type("stream_retract").is_empty());
     assert!(!shown(&ran).contains("bob@"), "{}", ran.stdout());
+    let rewrites: Vec<Value> = ran
+        .of_type("interceptor")
+        .into_iter()
+        .filter(|e| e["seam"] == "stream_chunk")
+        .collect();
+    assert_eq!(rewrites.len(), 1, "one match, one rewrite: {rewrites:?}");
+    assert_eq!(rewrites[0]["decision"], "replaced");
 
-    // Asked to scan the stream anyway, a redact gate blocks: the stream
-    // cannot be rewritten, and the address is never shown.
+    // Told not to scan the stream, the gate can only judge whole replies:
+    // streaming is turned off for the run, and the reply is redacted whole.
     let gate = [(
         "content-safety",
-        json!({"scan_llm_responses": true, "action": "redact", "scan_stream": true}),
+        json!({"scan_llm_responses": true, "action": "redact", "scan_stream": false}),
     )];
     let ran = chimera(dir.path(), &gate, &deltas, &["--stream"]);
-    assert_eq!(released(&ran), "mail me at ");
     assert_eq!(
-        ran.of_type("stream_retract")[0]["reason"],
-        "Content safety (llm.stream.chunk): email"
+        ran.of_type("streaming_downgraded").len(),
+        1,
+        "{}",
+        ran.stdout()
+    );
+    assert_eq!(
+        ran.of_type("run_end").pop().expect("run_end")["output"],
+        "mail me at [REDACTED] today"
     );
     assert!(!shown(&ran).contains("bob@"), "{}", ran.stdout());
 }
@@ -492,7 +525,7 @@ fn stream_through(bundle: &Interceptors, text: &str, cuts: &[usize]) -> (String,
         offer(&mut gate, &text[pair[0]..pair[1]], false);
     }
     offer(&mut gate, "", true);
-    (shown, gate.into_blocked().map(|(reason, _)| reason))
+    (shown, gate.finish().blocked.map(|block| block.reason))
 }
 
 proptest! {
@@ -503,11 +536,28 @@ proptest! {
         which in 0..STREAM_TEXTS.len(),
         cuts in proptest::collection::vec(0usize..64, 0..8),
         hold_back in prop_oneof![Just(0usize), Just(5usize)],
+        redact in any::<bool>(),
     ) {
-        let config = json!({"scan_stream": true, "stream_hold_back": hold_back}).to_string();
+        let action = if redact { "redact" } else { "block" };
+        let config = json!({"scan_stream": true, "stream_hold_back": hold_back, "action": action})
+            .to_string();
         let bundle = interceptors_of::<ContentSafety>(&config).unwrap();
         let (text, secret) = STREAM_TEXTS[which];
         let (shown, blocked) = stream_through(&bundle, text, &cuts);
+        if redact {
+            // Shown as the whole text redacted at once, however it was split.
+            let whole = ContentSafety::new(serde_json::from_str(&config).unwrap()).unwrap();
+            let expected = match whole.judge(text) {
+                content_safety::Verdict::Redacted(redacted, _) => redacted,
+                _ => text.to_owned(),
+            };
+            prop_assert_eq!(blocked, None);
+            prop_assert_eq!(&shown, &expected);
+            if let Some((value, _)) = secret {
+                prop_assert!(!shown.contains(value), "{:?}", shown);
+            }
+            return Ok(());
+        }
         match secret {
             None => {
                 prop_assert_eq!(blocked, None);

@@ -91,7 +91,8 @@ impl AgentSession {
         interceptor: &str,
         reason: &str,
     ) -> Result<(), RunResult> {
-        let refused = |why: &str| blocked_run(format!("{reason} ({why})"));
+        let refused =
+            |why: &str| blocked_run(format!("{reason} ({why})"), Some(interceptor.to_owned()));
         if self.source == CallSource::Compaction {
             return Err(refused("asked again by the summary call itself"));
         }
@@ -126,7 +127,7 @@ impl AgentSession {
         self.history = history;
         self.refresh_facts();
         let judged = self.judge_reply(bundle, received?);
-        if judged.vetoed {
+        if judged.vetoed() {
             return Err(refused(&format!(
                 "the summary was blocked: {}",
                 judged.content

@@ -220,6 +220,14 @@ pub enum AgentEvent {
         output: String,
         /// `completed`, `interceptor_blocked: <reason>`, `provider_error`, `max_steps`.
         reason: String,
+        /// True when what the run ended with is a gate's veto, not the
+        /// model's answer: a block on `stream_chunk`, `model_response`,
+        /// `output`, `context` or `provider_request` (`success` still says
+        /// whether the run completed).
+        vetoed: bool,
+        /// The vetoing interceptor (`<pack>/<name>`); absent when not vetoed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        vetoed_by: Option<String>,
         /// The tokens the provider reported and their price (USD, by the
         /// session's price table; 0 for a model it has no price for): this
         /// turn's provider calls (gate retries and compactions included),

@@ -36,7 +36,7 @@ pub use permission::{
 };
 pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
 pub use strategies::{Strategy, StrategyError, READ_ONLY_TOOLS, STRATEGY_NAMES};
-pub use stream::{Offered, StreamGate, WINDOW_LATENCY};
+pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;
 pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};
 pub use user_file::read_user_file;

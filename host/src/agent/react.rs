@@ -7,7 +7,7 @@
 
 use super::events::{AgentEvent, RunUsage};
 use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
-use super::stream::{Assembler, StreamGate};
+use super::stream::{Assembler, StreamBlock, StreamGate};
 use super::usage::CallSource;
 use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall, Usage};
@@ -21,8 +21,8 @@ use std::time::Duration;
 pub(crate) struct Received {
     response: ModelResponse,
     streamed: bool,
-    /// The `stream_chunk` seam blocked: the reason and the block's notice.
-    stream_blocked: Option<(String, Option<String>)>,
+    /// The `stream_chunk` seam blocked: the reason, the notice and who.
+    stream_blocked: Option<StreamBlock>,
     /// The model the call went to, when a `provider_request` interceptor
     /// chose another one.
     pub(crate) model: Option<String>,
@@ -36,8 +36,15 @@ pub(crate) struct Judged {
     pub(crate) content: String,
     pub(crate) tool_calls: Vec<ToolCall>,
     /// The reply is a substitute (a block on `model_response` or
-    /// `stream_chunk`): no later seam judges it again.
-    pub(crate) vetoed: bool,
+    /// `stream_chunk`) by this interceptor: no later seam judges it again.
+    pub(crate) veto: Option<String>,
+}
+
+impl Judged {
+    /// True when the reply is a gate's substitute, not the model's.
+    pub(crate) fn vetoed(&self) -> bool {
+        self.veto.is_some()
+    }
 }
 
 /// What one step of a loop came to.
@@ -54,8 +61,8 @@ pub(crate) enum Stepped {
 
 /// Why the pre-provider seams did not produce a request.
 enum Halt {
-    /// An interceptor blocked: the run ends.
-    Blocked(String),
+    /// An interceptor blocked (the reason, the interceptor): the run ends.
+    Blocked(String, Option<String>),
     /// A rate limiter asked the turn to wait.
     Paused {
         interceptor: String,
@@ -66,10 +73,10 @@ enum Halt {
     Compact { interceptor: String, reason: String },
 }
 
-/// The run a pre-provider block ends with.
-pub(crate) fn blocked_run(reason: String) -> RunResult {
+/// The run a pre-provider block by `by` ends with.
+pub(crate) fn blocked_run(reason: String, by: Option<String>) -> RunResult {
     let text = format!("Blocked by interceptor: {reason}");
-    RunResult::failed(EndReason::InterceptorBlocked { reason }, text)
+    RunResult::failed(EndReason::InterceptorBlocked { reason }, text).vetoed(by)
 }
 
 /// The longest one pause of a turn may last, whatever a pack asks for.
@@ -149,6 +156,8 @@ impl AgentSession {
             success: result.success,
             output: result.output.clone(),
             reason: result.reason.to_string(),
+            vetoed: result.vetoed_by.is_some(),
+            vetoed_by: result.vetoed_by.clone(),
             usage: RunUsage::between(used_before, self.ledger.total()),
         });
         result
@@ -201,9 +210,9 @@ impl AgentSession {
         let Judged {
             content,
             tool_calls,
-            vetoed,
+            veto,
         } = judged;
-        let finish_reason = vetoed.then_some("vetoed");
+        let finish_reason = veto.is_some().then_some("vetoed");
         self.history
             .push(Message::assistant(content.clone(), tool_calls.clone()));
         self.bus.emit(|| AgentEvent::Assistant {
@@ -227,13 +236,11 @@ impl AgentSession {
         bundle: Option<&Arc<Interceptors>>,
         judged: Judged,
     ) -> RunResult {
-        let Judged {
-            content, vetoed, ..
-        } = judged;
-        let finish_reason = vetoed.then_some("vetoed");
+        let Judged { content, veto, .. } = judged;
+        let finish_reason = veto.is_some().then_some("vetoed");
         self.history
             .push(Message::assistant(content.clone(), Vec::new()));
-        self.finish_answer(bundle.map(Arc::as_ref), content, vetoed, finish_reason)
+        self.finish_answer(bundle.map(Arc::as_ref), content, veto, finish_reason)
             .await
     }
 
@@ -315,8 +322,17 @@ impl AgentSession {
             if let (Ok(()), Some(chain)) = (&streamed, chain) {
                 self.gated_delta(&mut gate, chain, "", true);
             }
-            stream_blocked = gate.into_blocked();
-            streamed.map(|()| assembler.finish())
+            let end = gate.finish();
+            stream_blocked = end.blocked;
+            streamed.map(|()| {
+                let mut reply = assembler.finish();
+                // What the user was shown is what the reply says: a
+                // rewrite (a redaction) of the stream holds for it too.
+                if let Some(text) = end.rewritten {
+                    reply.content = text;
+                }
+                reply
+            })
         } else {
             provider.complete_async(&call).await
         };
@@ -364,21 +380,22 @@ impl AgentSession {
         tools: &ToolList,
         kwargs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Outgoing, RunResult> {
-        let blocked = blocked_run;
+        let blocked = |reason, by: Option<&str>| blocked_run(reason, by.map(str::to_owned));
         let mut pauses = 0;
         let mut compacted = false;
         loop {
             match self.outgoing(bundle, tools, kwargs).await {
                 Ok(outgoing) => return Ok(outgoing),
-                Err(Halt::Blocked(reason)) => return Err(blocked(reason)),
+                Err(Halt::Blocked(reason, by)) => return Err(blocked(reason, by.as_deref())),
                 Err(Halt::Compact {
                     interceptor,
                     reason,
                 }) => {
                     if compacted {
-                        return Err(blocked(format!(
-                            "{reason} (asked again right after a compaction)"
-                        )));
+                        return Err(blocked(
+                            format!("{reason} (asked again right after a compaction)"),
+                            Some(&interceptor),
+                        ));
                     }
                     // Boxed: the summary call is a provider call, which
                     // comes back here.
@@ -392,9 +409,12 @@ impl AgentSession {
                 }) => {
                     pauses += 1;
                     if pauses > MAX_PAUSES {
-                        return Err(blocked(format!(
-                            "{interceptor} paused the turn {MAX_PAUSES} times and asked for more: {reason}"
-                        )));
+                        return Err(blocked(
+                            format!(
+                                "{interceptor} paused the turn {MAX_PAUSES} times and asked for more: {reason}"
+                            ),
+                            Some(&interceptor),
+                        ));
                     }
                     let wait = wait.min(MAX_PAUSE);
                     self.bus.emit(|| AgentEvent::TurnPaused {
@@ -440,11 +460,11 @@ impl AgentSession {
             stream_blocked,
             ..
         } = received;
-        if let Some((reason, notice)) = stream_blocked {
+        if let Some(block) = stream_blocked {
             return Judged {
-                content: shown_for_block(reason, notice),
+                content: shown_for_block(block.reason, block.notice),
                 tool_calls: Vec::new(),
-                vetoed: true,
+                veto: Some(block.by),
             };
         }
         let Some(chain) = bundle
@@ -454,7 +474,7 @@ impl AgentSession {
             return Judged {
                 content: response.content,
                 tool_calls: response.tool_calls,
-                vetoed: false,
+                veto: None,
             };
         };
         let facts = ReplyFacts {
@@ -467,13 +487,13 @@ impl AgentSession {
             return Judged {
                 content: shown_for_block(reason, notice),
                 tool_calls: Vec::new(),
-                vetoed: true,
+                veto: Some(outcome.blocked_by.unwrap_or_default()),
             };
         }
         Judged {
             content: outcome.replaced.unwrap_or(response.content),
             tool_calls: facts.tool_calls,
-            vetoed: false,
+            veto: None,
         }
     }
 
@@ -487,19 +507,19 @@ impl AgentSession {
         &mut self,
         bundle: Option<&Interceptors>,
         content: String,
-        vetoed: bool,
+        veto: Option<String>,
         finish_reason: Option<&'static str>,
     ) -> RunResult {
         let chain = bundle
             .map(|b| b.output.clone())
-            .filter(|c| !c.is_empty() && !vetoed);
+            .filter(|c| !c.is_empty() && veto.is_none());
         let Some(chain) = chain else {
             self.bus.emit(|| AgentEvent::Assistant {
                 content: content.clone(),
                 tool_calls: Vec::new(),
                 finish_reason,
             });
-            return RunResult::completed(content);
+            return RunResult::completed(content).vetoed(veto);
         };
         let mut content = content;
         // Per asking interceptor: retries used, and its bound.
@@ -515,7 +535,8 @@ impl AgentSession {
                     tool_calls: Vec::new(),
                     finish_reason: Some("vetoed"),
                 });
-                return RunResult::failed(EndReason::OutputBlocked { reason }, shown);
+                return RunResult::failed(EndReason::OutputBlocked { reason }, shown)
+                    .vetoed(outcome.blocked_by);
             }
             if let Some(retry) = outcome.retry {
                 let (interceptor, ask) = *retry;
@@ -537,7 +558,7 @@ impl AgentSession {
                 match self.gate_retry(bundle, &content, &ask.feedback).await {
                     Ok(Judged {
                         content: retried,
-                        vetoed: false,
+                        veto: None,
                         ..
                     }) => {
                         self.replace_last_answer(&retried);
@@ -550,7 +571,7 @@ impl AgentSession {
                         return Box::pin(self.finish_answer(
                             None,
                             substitute.content,
-                            true,
+                            substitute.veto,
                             Some("vetoed"),
                         ))
                         .await;
@@ -674,7 +695,7 @@ impl AgentSession {
         };
         let context = self.run_seam(&bundle.context, &(), &self.history);
         if let Some(reason) = context.blocked {
-            return Err(Halt::Blocked(reason));
+            return Err(Halt::Blocked(reason, context.blocked_by));
         }
         if bundle.provider_request.is_empty() {
             return Ok(Outgoing {
@@ -698,7 +719,7 @@ impl AgentSession {
             .run_asking_seam(&bundle.provider_request, &(), &envelope)
             .await;
         let halt = match (request.blocked, request.pause, request.compact) {
-            (Some(reason), _, _) => Some(Halt::Blocked(reason)),
+            (Some(reason), _, _) => Some(Halt::Blocked(reason, request.blocked_by.clone())),
             (None, Some(pause), _) => {
                 let (interceptor, wait, reason) = *pause;
                 Some(Halt::Paused {

@@ -31,6 +31,13 @@ pub struct RunResult {
     /// Why the run ended, with what the failure knows (the provider error
     /// keeps its HTTP status and whether retrying could help).
     pub reason: EndReason,
+    /// The interceptor (`<pack>/<name>`) whose veto the user was shown
+    /// instead of an answer: a block on `stream_chunk`, `model_response`
+    /// or `output` that replaced the final answer, or on `context` /
+    /// `provider_request` that ended the run before the model was asked.
+    /// `None` when what the run ended with is the model's own (an answer,
+    /// perhaps redacted) or a failure no gate chose.
+    pub vetoed_by: Option<String>,
 }
 
 /// Why a run ended. Displays as the `run_end` event's `reason`:
@@ -82,6 +89,7 @@ impl RunResult {
             output,
             error: None,
             reason: EndReason::Completed,
+            vetoed_by: None,
         }
     }
 
@@ -92,7 +100,15 @@ impl RunResult {
             output: text.clone(),
             error: Some(text),
             reason,
+            vetoed_by: None,
         }
+    }
+
+    /// This result, vetoed by `interceptor` (when known).
+    #[must_use]
+    pub(crate) fn vetoed(mut self, interceptor: Option<String>) -> Self {
+        self.vetoed_by = interceptor;
+        self
     }
 }
 

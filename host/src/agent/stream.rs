@@ -10,9 +10,12 @@
 //! boundaries, no seam work). Otherwise a [`StreamGate`] offers it to the
 //! chain: the interceptors see the turn's text so far, how much of it is
 //! already released and the new delta, and answer release, hold (withhold a
-//! suffix until the next delta) or block (nothing more is published; one
-//! retract event). At the end of the stream held text gets one final check
-//! in which holds are ignored.
+//! suffix until the next delta), rewrite (a redaction of the unreleased
+//! text, held or not) or block (nothing more is published; one retract
+//! event). At the end of the stream held text gets one final check in which
+//! holds are ignored. Released text is never rewritten, so what was shown
+//! is always a prefix of the gate's text; when any interceptor rewrote the
+//! stream, that text is the reply that enters the conversation.
 //!
 //! The gate keeps the turn's text in one growing string and hands the chain
 //! a borrowed view of it, so the host's cost per delta is constant and a
@@ -54,8 +57,31 @@ pub struct StreamGate {
     waiting_since: Option<Duration>,
     /// When the chain was last offered the stream (budget clock).
     last_offer: Option<Duration>,
-    /// Why the stream was blocked, and the notice that came with the block.
-    blocked: Option<(String, Option<String>)>,
+    /// Why the stream was blocked, the notice that came with it, and who.
+    blocked: Option<StreamBlock>,
+    /// True once an interceptor rewrote the text.
+    rewritten: bool,
+}
+
+/// A `stream_chunk` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamBlock {
+    /// The block's reason.
+    pub reason: String,
+    /// The notice that came with it, shown instead of the reason.
+    pub notice: Option<String>,
+    /// The blocking interceptor (`<pack>/<name>`).
+    pub by: String,
+}
+
+/// How a gated stream ended.
+#[derive(Debug, Default)]
+pub struct StreamEnd {
+    /// The stream was blocked.
+    pub blocked: Option<StreamBlock>,
+    /// The turn's text as the interceptors rewrote it (everything shown,
+    /// then anything released by the final check), when any did.
+    pub rewritten: Option<String>,
 }
 
 /// How long a byte waits in a gate's window at most before the chain is
@@ -157,8 +183,21 @@ impl StreamGate {
         if let Some(reason) = outcome.blocked {
             let notice = offered.notices.last().map(|n| n.text.clone());
             offered.retract = Some((self.released, reason.clone()));
-            self.blocked = Some((reason, notice));
+            self.blocked = Some(StreamBlock {
+                reason,
+                notice,
+                by: outcome.blocked_by.unwrap_or_default(),
+            });
             return offered;
+        }
+        if let Some(text) = outcome.replaced {
+            // The seam keeps the released text as it is (it rebuilds the
+            // text from it); a host-built chain outcome is checked here.
+            if text.get(..self.released) == self.text.get(..self.released) {
+                self.text = text;
+                self.offered = self.text.len();
+                self.rewritten = true;
+            }
         }
         let candidate = self.text.len() - self.released;
         let held = if last { 0 } else { outcome.held.min(candidate) };
@@ -179,10 +218,13 @@ impl StreamGate {
         &self.text
     }
 
-    /// Why the stream was blocked, with the notice that came with it.
+    /// How the stream ended: blocked, or the rewritten text.
     #[must_use]
-    pub fn into_blocked(self) -> Option<(String, Option<String>)> {
-        self.blocked
+    pub fn finish(self) -> StreamEnd {
+        StreamEnd {
+            rewritten: (self.rewritten && self.blocked.is_none()).then_some(self.text),
+            blocked: self.blocked,
+        }
     }
 }
 
@@ -261,6 +303,7 @@ mod tests {
         ChainOutcome {
             replaced: None,
             blocked: blocked.map(str::to_owned),
+            blocked_by: blocked.map(|_| "gate/stream".to_owned()),
             held,
             notices: Vec::new(),
             retry: None,
@@ -287,7 +330,7 @@ mod tests {
             judged(5, None) // a hold is ignored at the end
         });
         assert_eq!(last.release, Some(1..3));
-        assert!(gate.into_blocked().is_none());
+        assert!(gate.finish().blocked.is_none());
     }
 
     #[test]
@@ -370,7 +413,8 @@ mod tests {
         assert!(later.release.is_none() && later.retract.is_none());
         let end = gate.offer("", true, |_, _| panic!("no final check after a block"));
         assert!(end.release.is_none());
-        assert_eq!(gate.into_blocked().map(|(r, _)| r).as_deref(), Some("no"));
+        let end = gate.finish();
+        assert_eq!(end.blocked.map(|b| b.reason).as_deref(), Some("no"));
     }
 
     #[test]

@@ -487,6 +487,8 @@ mod tests {
             success: true,
             output: String::new(),
             reason: "completed".to_owned(),
+            vetoed: false,
+            vetoed_by: None,
             usage: crate::agent::RunUsage::default(),
         }
     }

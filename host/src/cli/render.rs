@@ -195,8 +195,12 @@ fn remembered(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> Option<Str
             output,
             reason,
             usage,
+            vetoed_by,
+            ..
         } => {
-            let line = if *success {
+            let line = if let (true, Some(gate)) = (*success, vetoed_by) {
+                format!("{} {}", paint(ALERT, "⊘ vetoed by"), clean(gate))
+            } else if *success {
                 done_line(output, seen)
             } else {
                 failed_line(output, reason, seen)

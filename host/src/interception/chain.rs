@@ -22,6 +22,9 @@ pub struct ChainOutcome<V> {
     /// The block reason when the chain stopped (by a block, or by a failure on
     /// a fail-closed seam).
     pub blocked: Option<String>,
+    /// The interceptor whose block stopped the chain (its display name,
+    /// `<pack>/<name>`), when one did.
+    pub blocked_by: Option<String>,
     /// `stream_chunk` only: how many trailing bytes to withhold (the largest
     /// hold any interceptor answered; 0 releases everything).
     pub held: usize,
@@ -157,7 +160,9 @@ pub(crate) type AuditSink<'a> = Option<&'a dyn Fn(AuditRecord)>;
 enum Verdict<V> {
     Allow,
     Deadline(Duration, String),
-    Hold(usize),
+    /// Withhold this many trailing bytes, of the rewritten text when a
+    /// rewrite rides along (`stream_chunk`).
+    Hold(usize, Option<V>),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
     Pause(Duration, String),
@@ -190,7 +195,7 @@ enum Stop {
 enum Flow<V> {
     Continue,
     Deadline(Duration, String),
-    Hold(usize),
+    Hold(usize, Option<V>),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
     Pause(Duration, String),
@@ -246,6 +251,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
     let mut outcome = ChainOutcome {
         replaced: None,
         blocked: None,
+        blocked_by: None,
         held: 0,
         notices: Vec::new(),
         retry: None,
@@ -273,7 +279,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                                 text,
                             });
                         }
-                        let verdict = pack_verdict::<S>(decision, current);
+                        let verdict = pack_verdict::<S>(decision, lead, current);
                         if verdict.is_failure() {
                             if let Kind::Pack(_, Some(health))
                             | Kind::Isolated(_, _, Some(health)) = &chain[index].inner.kind
@@ -298,7 +304,10 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         let name = || entry.name().to_owned();
         match apply::<S>(verdict, current, &Report::new(entry, ids, &sinks)) {
             Flow::Continue => continue,
-            Flow::Hold(bytes) => {
+            Flow::Hold(bytes, rewritten) => {
+                if let Some(new) = rewritten {
+                    outcome.replaced = Some(new);
+                }
                 outcome.held = outcome.held.max(bytes);
                 continue;
             }
@@ -316,7 +325,10 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             Flow::Ask(question) => outcome.ask = Some(Box::new((index, name(), *question))),
             Flow::Pause(wait, reason) => outcome.pause = Some(Box::new((name(), wait, reason))),
             Flow::Compact(reason) => outcome.compact = Some(Box::new((name(), reason))),
-            Flow::Stop(reason) => outcome.blocked = Some(reason),
+            Flow::Stop(reason) => {
+                outcome.blocked = Some(reason);
+                outcome.blocked_by = Some(name());
+            }
         }
         // Every other flow stops the chain here.
         break;
@@ -528,17 +540,34 @@ fn deadline(decision: &Decision) -> Option<(Duration, String)> {
     Some((Duration::from_millis(wire.deadline_ms), wire.on_timeout))
 }
 
-fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<S::Value> {
+fn pack_verdict<S: SeamSpec>(
+    decision: Decision,
+    lead: &S::Lead,
+    current: &S::Value,
+) -> Verdict<S::Value> {
     if S::DEADLINES && decision.kind == DecisionKind::ALLOW {
         if let Some((within, on_timeout)) = deadline(&decision) {
             return Verdict::Deadline(within, on_timeout);
         }
     }
     if let Some(bytes) = decision.kind.held_bytes() {
-        return if S::HOLDS {
-            Verdict::Hold(bytes)
-        } else {
-            Verdict::Unknown(decision.kind)
+        if !S::HOLDS {
+            return Verdict::Unknown(decision.kind);
+        }
+        // A rewrite rides on a hold as the value's text; a notice alone
+        // (the value's extension) is no rewrite.
+        return match decision.value.into_option() {
+            Some(value) if value.text.is_some() => {
+                match S::from_abi(
+                    lead,
+                    abi_stable::std_types::RBox::into_inner(value),
+                    current,
+                ) {
+                    Ok(new) => Verdict::Hold(bytes, Some(new)),
+                    Err(invalid) => Verdict::Invalid(invalid),
+                }
+            }
+            _ => Verdict::Hold(bytes, None),
         };
     }
     if decision.kind == DecisionKind::BLOCK && S::PAUSES && asks_compaction(&decision) {
@@ -576,7 +605,11 @@ fn pack_verdict<S: SeamSpec>(decision: Decision, current: &S::Value) -> Verdict<
         DecisionKind::ERROR => Verdict::Error(decision.reason.into_string()),
         DecisionKind::REPLACE => match decision.value.into_option() {
             Some(boxed) => {
-                match S::from_abi(abi_stable::std_types::RBox::into_inner(boxed), current) {
+                match S::from_abi(
+                    lead,
+                    abi_stable::std_types::RBox::into_inner(boxed),
+                    current,
+                ) {
                     Ok(new) => Verdict::Replace(new),
                     Err(invalid) => Verdict::Invalid(invalid),
                 }
@@ -687,7 +720,13 @@ fn apply<S: SeamSpec>(
             });
             Flow::Deadline(within, on_timeout)
         }
-        Verdict::Hold(bytes) => Flow::Hold(bytes),
+        Verdict::Hold(bytes, None) => Flow::Hold(bytes, None),
+        Verdict::Hold(bytes, Some(new)) => {
+            report.shown(EventDecision::Replaced, String::new(), || {
+                Some(S::changes(current, &new))
+            });
+            Flow::Hold(bytes, Some(new))
+        }
         Verdict::Retry(ask) => {
             report.audited(EventDecision::Retry, || ask.feedback.clone());
             Flow::Retry(ask)

@@ -39,17 +39,98 @@ pub struct Config {
     pub check_credit_card: bool,
     /// Private IPv4 addresses.
     pub check_ip_internal: bool,
-    /// More checks, one regular expression each, named `custom:<regex>`.
-    pub custom_patterns: Vec<String>,
+    /// More checks, one regular expression each: a string, or a table
+    /// `{pattern, name}`. A check is named by its `name` in reasons and
+    /// notices (`custom` when it has none), never by its regex.
+    pub custom_patterns: Vec<CustomPattern>,
     /// Also gate tool results.
     pub scan_tool_results: bool,
     /// Also gate each model reply.
     pub scan_llm_responses: bool,
-    /// Also gate streamed text (default: `scan_llm_responses` in block
-    /// mode; off in redact mode, see the crate docs).
+    /// Also gate streamed text (default: `scan_llm_responses`).
     pub scan_stream: Option<bool>,
-    /// Bytes of streamed text always held back, besides the trailing word.
+    /// At least this many bytes at the end of the streamed text are held
+    /// back until the next delta (or the end): with more than the text,
+    /// nothing is shown before the final check.
     pub stream_hold_back: usize,
+}
+
+/// A custom check: its regular expression and the name a user reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomPattern {
+    /// The regular expression.
+    pub pattern: String,
+    /// The name shown in block reasons and notices (`custom` when `None`).
+    pub name: Option<String>,
+}
+
+impl CustomPattern {
+    /// The name shown for this check.
+    #[must_use]
+    pub fn shown_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("custom")
+    }
+}
+
+impl<'de> Deserialize<'de> for CustomPattern {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Bare(String),
+            Named(Named),
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Named {
+            pattern: String,
+            name: Option<String>,
+        }
+        let (pattern, name) = match Wire::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "a custom pattern is a regular expression, or a table {pattern, name}",
+            )
+        })? {
+            Wire::Bare(pattern) => (pattern, None),
+            Wire::Named(Named { pattern, name }) => (pattern, name),
+        };
+        if let Some(name) = &name {
+            check_name(name).map_err(serde::de::Error::custom)?;
+        }
+        Ok(CustomPattern { pattern, name })
+    }
+}
+
+/// The built-in checks' names, which a custom check may not take.
+pub(crate) const BUILTIN_NAMES: [&str; 8] = [
+    "email",
+    "phone",
+    "ssn",
+    "api_key",
+    "private_key",
+    "password",
+    "credit_card",
+    "ip_internal",
+];
+
+/// A custom check's name must read well in one line: 1 to 64 of
+/// `A-Z a-z 0-9 _ - .`, and not a built-in check's.
+fn check_name(name: &str) -> Result<(), String> {
+    let fits = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !fits {
+        return Err(format!(
+            "custom pattern name {name:?} must be 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'"
+        ));
+    }
+    if BUILTIN_NAMES.contains(&name) {
+        return Err(format!(
+            "custom pattern name {name:?} is a built-in check's name"
+        ));
+    }
+    Ok(())
 }
 
 /// The default notice.
@@ -79,12 +160,10 @@ impl Default for Config {
 
 impl Config {
     /// Whether streamed text is gated: `scan_stream` when given, else
-    /// `scan_llm_responses` in block mode. In redact mode a stream cannot be
-    /// redacted (the `stream_chunk` seam takes no replacement), so by
-    /// default it is left to the whole-reply seams.
+    /// `scan_llm_responses` (in either action: a stream is redacted as it
+    /// is shown).
     #[must_use]
     pub fn scans_stream(&self) -> bool {
-        self.scan_stream
-            .unwrap_or(self.scan_llm_responses && self.action == Action::Block)
+        self.scan_stream.unwrap_or(self.scan_llm_responses)
     }
 }

@@ -6,6 +6,11 @@ use crate::stream;
 use chimera_plugin_api::prelude::*;
 use std::sync::Arc;
 
+/// What a redacting stream's block notice adds when the match began in
+/// text already shown, which cannot be taken back to redact it.
+pub const ESCALATED: &str =
+    "It could not be redacted: part of it had already been shown, so the reply was stopped.";
+
 /// The content-safety gate.
 #[derive(Debug)]
 pub struct ContentSafety {
@@ -107,13 +112,19 @@ impl Pack for ContentSafety {
         }
         if self.config.scans_stream() {
             let me = Arc::clone(&self);
-            registrar.stream_chunk("stream_chunk", move |session, segment| {
+            registrar.stream_chunk_rewrite("stream_chunk", move |session, segment| {
                 Ok(stream::decide(
                     &me.scanner,
                     segment,
                     me.config.stream_hold_back,
-                    |checks| {
-                        session.notice(me.notice(checks));
+                    me.config.action,
+                    |checks, escalated| {
+                        let notice = me.notice(checks);
+                        session.notice(if escalated {
+                            format!("{notice} {ESCALATED}")
+                        } else {
+                            notice
+                        });
                         format!("Content safety (llm.stream.chunk): {checks}")
                     },
                 ))
@@ -123,7 +134,7 @@ impl Pack for ContentSafety {
         }
         // What every registered interceptor does to content, for the
         // host's order check: in redact mode it rewrites, otherwise it
-        // refuses (a stream never redacts).
+        // refuses.
         let redact = self.config.action == Action::Redact;
         for (name, on) in [
             ("output", true),
@@ -134,7 +145,7 @@ impl Pack for ContentSafety {
             if !on {
                 continue;
             }
-            if redact && name != "stream_chunk" {
+            if redact {
                 registrar.redacts(name);
             } else {
                 registrar.judges(name);

@@ -82,8 +82,8 @@ mod gate;
 pub mod scan;
 pub mod stream;
 
-pub use config::{Action, Config, DEFAULT_MESSAGE};
-pub use gate::ContentSafety;
+pub use config::{Action, Config, CustomPattern, DEFAULT_MESSAGE};
+pub use gate::{ContentSafety, ESCALATED};
 pub use scan::{Scanner, Verdict, REDACTED};
 
 chimera_plugin_api::export_packs!(ContentSafety);

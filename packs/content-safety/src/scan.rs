@@ -20,7 +20,9 @@
 use crate::config::{Action, Config};
 use chimera_plugin_api::prelude::PackError;
 use regex::bytes::RegexSet;
+use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::meta::Regex;
+use regex_automata::util::pool::Pool;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input};
 use std::ops::Range;
@@ -55,6 +57,9 @@ struct Builtin {
     pattern: &'static str,
     anchor: Anchor,
     luhn: bool,
+    /// A match may contain whitespace and is not number-shaped: a stream
+    /// holds any of its possible beginnings (see [`Scanner::pending_from`]).
+    spaced: bool,
     enabled: fn(&Config) -> bool,
 }
 
@@ -65,6 +70,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
         anchor: Anchor::Within("@"),
         luhn: false,
+        spaced: false,
         enabled: |c| c.check_pii_email,
     },
     Builtin {
@@ -72,6 +78,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"(?:\+1[-. ]?)?(?:\(\d{3}\) ?|\b\d{3}[-. ])\d{3}[-. ]\d{4}\b",
         anchor: Anchor::Number,
         luhn: false,
+        spaced: false,
         enabled: |c| c.check_pii_phone,
     },
     Builtin {
@@ -79,6 +86,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\b\d{3}-\d{2}-\d{4}\b",
         anchor: Anchor::Number,
         luhn: false,
+        spaced: false,
         enabled: |c| c.check_pii_ssn,
     },
     Builtin {
@@ -86,6 +94,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\bAKIA[0-9A-Z]{16}\b|\bsk-[A-Za-z0-9]{20,}|\bghp_[A-Za-z0-9]{36}\b|\bxox[bporas]-[A-Za-z0-9-]{10,}",
         anchor: Anchor::Starts(r"AKIA|sk-|ghp_|xox[bporas]-"),
         luhn: false,
+        spaced: false,
         enabled: |c| c.check_secrets_api_key,
     },
     Builtin {
@@ -93,6 +102,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"-----BEGIN [A-Z ]*PRIVATE KEY",
         anchor: Anchor::Starts("-----BEGIN "),
         luhn: false,
+        spaced: true,
         enabled: |c| c.check_secrets_private_key,
     },
     Builtin {
@@ -100,6 +110,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"(?i)(?:password|passwd|pwd|secret|token)\s*[:=]\s*\S+",
         anchor: Anchor::Starts("(?i)password|passwd|pwd|secret|token"),
         luhn: false,
+        spaced: true,
         enabled: |c| c.check_secrets_password,
     },
     Builtin {
@@ -107,6 +118,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
         anchor: Anchor::Number,
         luhn: true,
+        spaced: false,
         enabled: |c| c.check_credit_card,
     },
     Builtin {
@@ -114,6 +126,7 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\b(?:10\.\d{1,3}\.\d{1,3}\.\d{1,3}|172\.(?:1[6-9]|2\d|3[01])\.\d{1,3}\.\d{1,3}|192\.168\.\d{1,3}\.\d{1,3})\b",
         anchor: Anchor::Starts(r"10\.|172\.|192\.168\."),
         luhn: false,
+        spaced: false,
         enabled: |c| c.check_ip_internal,
     },
 ];
@@ -140,6 +153,98 @@ pub struct Scanner {
     number_checks: Vec<usize>,
     /// All custom patterns, and the check index of the first.
     custom: Option<(RegexSet, usize)>,
+    /// Lazy DFAs of the checks whose matches may contain whitespace (the
+    /// spaced built-ins and every custom pattern), for streams.
+    prefixes: Prefixes,
+}
+
+/// Lazy DFAs that tell where a match of some check could still begin: a
+/// position from which the check's automaton, run anchored over the text
+/// that follows, has not died by the end. A stream holds from there, so a
+/// phrase (`deploy key omega`, `password: …`) is never shown in part
+/// before it can be judged whole.
+struct Prefixes {
+    dfas: std::sync::Arc<Vec<DFA>>,
+    /// One cache per DFA, per thread that scans at a time.
+    caches: Pool<Vec<Cache>, CacheMaker>,
+}
+
+/// Makes a set of caches for [`Prefixes::dfas`].
+type CacheMaker =
+    Box<dyn Fn() -> Vec<Cache> + Send + Sync + std::panic::UnwindSafe + std::panic::RefUnwindSafe>;
+
+impl std::fmt::Debug for Prefixes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefixes")
+            .field("dfas", &self.dfas.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How far back from the end of the text a possible beginning of a match
+/// is looked for: matches longer than this are not held whole.
+pub const PREFIX_REACH: usize = 4096;
+
+impl Prefixes {
+    fn new(patterns: &[(&str, bool)]) -> Result<Prefixes, String> {
+        let mut dfas = Vec::with_capacity(patterns.len());
+        for &(pattern, unicode) in patterns {
+            let dfa = DFA::builder()
+                .syntax(syntax::Config::new().unicode(unicode).utf8(false))
+                .build(pattern)
+                .map_err(|e| one_line(&e))?;
+            dfas.push(dfa);
+        }
+        let dfas = std::sync::Arc::new(dfas);
+        let made = std::sync::Arc::clone(&dfas);
+        let maker: CacheMaker = Box::new(move || made.iter().map(DFA::create_cache).collect());
+        Ok(Prefixes {
+            dfas,
+            caches: Pool::new(maker),
+        })
+    }
+
+    /// The first position of `bytes` in `from..` (and within
+    /// [`PREFIX_REACH`] of the end) where a match of some DFA could begin
+    /// and has not ended yet: its automaton, anchored there, is still
+    /// alive after the last byte. `None` when there is none. An automaton
+    /// that gives up (a Unicode word boundary, a full cache) counts as
+    /// alive: holding is the safe side.
+    fn alive_from(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        if self.dfas.is_empty() {
+            return None;
+        }
+        let mut caches = self.caches.get();
+        let start = from.max(bytes.len().saturating_sub(PREFIX_REACH));
+        (start..bytes.len()).find(|&at| {
+            self.dfas
+                .iter()
+                .zip(caches.iter_mut())
+                .any(|(dfa, cache)| alive(dfa, cache, bytes, at))
+        })
+    }
+}
+
+/// True when `dfa`, started anchored at `at`, is not dead after the end of
+/// `bytes` (no end-of-input is fed: the text may go on).
+fn alive(dfa: &DFA, cache: &mut Cache, bytes: &[u8], at: usize) -> bool {
+    let input = Input::new(bytes).range(at..).anchored(Anchored::Yes);
+    let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
+        return true;
+    };
+    for &byte in &bytes[at..] {
+        state = match dfa.next_state(cache, state, byte) {
+            Ok(next) => next,
+            Err(_) => return true,
+        };
+        if state.is_dead() {
+            return false;
+        }
+        if state.is_quit() {
+            return true;
+        }
+    }
+    true
 }
 
 /// The enabled checks' names and patterns, in check order, as written:
@@ -155,7 +260,7 @@ pub fn patterns(config: &Config) -> Vec<(String, String)> {
             config
                 .custom_patterns
                 .iter()
-                .map(|p| (format!("custom:{p}"), p.clone())),
+                .map(|p| (p.shown_name().to_owned(), p.pattern.clone())),
         )
         .collect()
 }
@@ -225,7 +330,13 @@ impl Scanner {
             literals.push((regex, owners));
         }
         let first_custom = checks.len();
-        for pattern in &config.custom_patterns {
+        let mut spaced: Vec<(&str, bool)> = BUILTINS
+            .iter()
+            .filter(|b| b.spaced && (b.enabled)(config))
+            .map(|b| (b.pattern, false))
+            .collect();
+        for custom in &config.custom_patterns {
+            let pattern = custom.pattern.as_str();
             let regex = Regex::builder()
                 .syntax(syntax::Config::new().utf8(false))
                 .build(pattern)
@@ -239,24 +350,28 @@ impl Scanner {
                 )));
             }
             checks.push(Check {
-                name: format!("custom:{pattern}"),
+                name: custom.shown_name().to_owned(),
                 regex,
                 anchor: None,
                 luhn: false,
             });
+            spaced.push((pattern, true));
         }
         let custom = if config.custom_patterns.is_empty() {
             None
         } else {
-            let set = RegexSet::new(&config.custom_patterns)
+            let set = RegexSet::new(config.custom_patterns.iter().map(|p| &p.pattern))
                 .map_err(|e| PackError::msg(format!("custom patterns: {}", one_line(&e))))?;
             Some((set, first_custom))
         };
+        let prefixes =
+            Prefixes::new(&spaced).map_err(|e| PackError::msg(format!("custom patterns: {e}")))?;
         Ok(Scanner {
             checks,
             literals,
             number_checks,
             custom,
+            prefixes,
         })
     }
 
@@ -390,14 +505,25 @@ impl Scanner {
         all
     }
 
-    /// The names of `checks`, joined with `, `.
+    /// The names of `checks`, joined with `, ` (a name that several
+    /// custom checks share, once).
     #[must_use]
     pub fn names(&self, checks: &[usize]) -> String {
-        let names: Vec<&str> = checks
-            .iter()
-            .map(|&i| self.checks[i].name.as_str())
-            .collect();
+        let mut names: Vec<&str> = Vec::with_capacity(checks.len());
+        for &i in checks {
+            let name = self.checks[i].name.as_str();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
         names.join(", ")
+    }
+
+    /// Where, in `bytes` from `from` on, a match of a check that may
+    /// contain whitespace could still be under way (see [`Prefixes`]).
+    #[must_use]
+    pub fn pending_from(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        self.prefixes.alive_from(bytes, from)
     }
 
     /// `text` with every match of every firing check replaced by
@@ -643,8 +769,51 @@ mod tests {
                 &all,
                 "launch code 10.0.0.1, then 123-45-6789 and bob@example.com"
             ),
-            "email, ssn, ip_internal, custom:launch code"
+            "email, ssn, ip_internal, custom"
         );
+        let named = scanner(serde_json::json!({"custom_patterns": [
+            {"pattern": "launch code", "name": "launch_code"},
+            "omega",
+            {"pattern": "alpha"}
+        ]}));
+        assert_eq!(
+            fired(&named, "launch code omega alpha"),
+            "launch_code, custom"
+        );
+    }
+
+    #[test]
+    fn a_custom_name_must_be_short_plain_and_not_a_built_in_one() {
+        for (name, error) in [
+            ("", "must be 1 to 64"),
+            ("two words", "must be 1 to 64"),
+            ("email", "is a built-in check's name"),
+        ] {
+            let config = serde_json::json!({"custom_patterns": [{"pattern": "x", "name": name}]});
+            let refused = serde_json::from_value::<Config>(config)
+                .unwrap_err()
+                .to_string();
+            assert!(refused.contains(error), "{name:?}: {refused}");
+        }
+        let config = serde_json::json!({"custom_patterns": [{"pattern": "x", "nmae": "y"}]});
+        assert!(serde_json::from_value::<Config>(config).is_err());
+    }
+
+    #[test]
+    fn a_possible_beginning_of_a_spaced_match_is_found_and_prose_is_not_held() {
+        let phrase = scanner(serde_json::json!({"custom_patterns": [r"deploy\s+key\s+omega"]}));
+        let at = |text: &str| phrase.pending_from(text.as_bytes(), 0);
+        assert_eq!(at("the deploy "), Some(4));
+        assert_eq!(at("the deploy key "), Some(4));
+        assert_eq!(at("the deploy keys "), None);
+        // A trailing partial word may begin anything (`s` may be `secret`).
+        assert_eq!(at("the deploy keys"), Some(14));
+        assert_eq!(at("a plain sentence, "), None);
+        let builtins = scanner(serde_json::json!({}));
+        let at = |text: &str| builtins.pending_from(text.as_bytes(), 0);
+        assert_eq!(at("set password : "), Some(4));
+        assert_eq!(at("-----BEGIN RSA "), Some(0));
+        assert_eq!(at("passwords are long and "), None);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The `stream_chunk` handler: judging streamed text delta by delta
 //! without ever releasing a byte that a later delta turns into a match.
 
-use crate::scan::Scanner;
-use chimera_plugin_api::prelude::{Segment, StreamDecision};
+use crate::config::Action;
+use crate::scan::{replace_spans, Scanner};
+use chimera_plugin_api::prelude::{Segment, StreamRewrite};
+use std::ops::Range;
 
 /// How far before the released boundary a scan starts at most: a match
 /// ending after the boundary and starting further back is not seen.
@@ -91,71 +93,178 @@ fn window_start(full: &str, released: usize, custom: bool) -> usize {
     start
 }
 
-/// The stream verdict: `Err(checks)` to block (names in check order), or
-/// `Ok(offset)` — hold the text of `full` from `offset` on (`full.len()`:
-/// release everything).
+/// What the gate does with one segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// Release `full` up to this offset and hold the rest (`full.len()`:
+    /// release everything).
+    HoldFrom(usize),
+    /// Redact mode: the candidate (the text after the released part) with
+    /// every judged match replaced by [`REDACTED`](crate::REDACTED), held
+    /// from `hold_from` (an offset into the released text followed by the
+    /// new candidate).
+    Redact {
+        /// The redacted candidate.
+        candidate: String,
+        /// Where the hold starts in the rewritten text.
+        hold_from: usize,
+    },
+    /// Block the stream, naming the checks that fired. `escalated`: in
+    /// redact mode, a match began in text already shown, so it could not
+    /// be redacted.
+    Block {
+        /// The checks, in check order.
+        checks: String,
+        /// A redaction that had to become a block.
+        escalated: bool,
+    },
+}
+
+/// The stream verdict on `full`, of which `released` bytes are shown.
 ///
 /// Matches ending at or before the released boundary were judged on an
-/// earlier delta and are ignored. Any other match blocks, whatever the
-/// action: the seam takes no replacement, so streamed text cannot be
-/// redacted. Before the final check a match that ends exactly at the end
-/// of the text so far is not judged yet (the next delta may extend it into
-/// a different match, or into none: `4111…1111` followed by `2` is no card
-/// number); it is held instead, so what is judged does not depend on how
-/// the text was split.
+/// earlier delta and are ignored. Before the final check a match that
+/// ends exactly at the end of the text so far is not judged yet (the next
+/// delta may extend it into a different match, or into none: `4111…1111`
+/// followed by `2` is no card number); it is held instead, so what is
+/// judged does not depend on how the text was split. Any other match
+/// blocks (block mode), or is replaced by the marker (redact mode) —
+/// unless it began in released text, which cannot be taken back: then
+/// redact mode escalates to a block.
+///
+/// What is held is the release rule of the gate; ARCHITECTURE.md shows it
+/// on a worked example. From the earliest of these on:
+///
+/// * a match not judged yet (it ends at the end of the text);
+/// * the trailing run of non-whitespace (a trailing `123-4` may become an
+///   SSN, `bob@exa` an address);
+/// * a trailing run of number-shaped text (`4111 1111 ` may become a card);
+/// * a possible beginning of a match that may contain whitespace (a
+///   custom pattern, a password assignment, a PEM header), up to
+///   [`PREFIX_REACH`](crate::scan::PREFIX_REACH) bytes back;
+/// * the last `hold_back` bytes.
 pub fn judge(
     scanner: &Scanner,
     full: &str,
     released: usize,
     last: bool,
     hold_back: usize,
-) -> Result<usize, String> {
+    action: Action,
+) -> Judgement {
     let start = window_start(full, released, scanner.has_custom());
     let window = &full.as_bytes()[start..];
-    let mut fired = Vec::new();
-    let mut hold = full.len();
+    // The judged matches, as (check, span).
+    let mut found: Vec<(usize, Range<usize>)> = Vec::new();
+    // Where the text not judged yet begins.
+    let mut pending = full.len();
     for (index, span) in scanner.matches(window) {
         let (from, to) = (start + span.start, start + span.end);
         if to <= released {
             continue;
         }
         if !last && to == full.len() {
-            hold = hold.min(from);
+            pending = pending.min(from);
             continue;
         }
-        if fired.last() != Some(&index) {
-            fired.push(index);
-        }
+        found.push((index, from..to));
     }
-    if !fired.is_empty() {
-        return Err(scanner.names(&fired));
+    let straddled = found.iter().any(|(_, span)| span.start < released);
+    if !found.is_empty() && (action == Action::Block || straddled) {
+        let mut fired: Vec<usize> = found.iter().map(|(index, _)| *index).collect();
+        fired.sort_unstable();
+        fired.dedup();
+        return Judgement::Block {
+            checks: scanner.names(&fired),
+            escalated: straddled && action == Action::Redact,
+        };
     }
+    // Redact mode: a judged match reaching into what is not judged yet
+    // waits with it (redacting it now could hide the start of a longer
+    // match); the rest is replaced now.
+    let mut spans: Vec<Range<usize>> = found.into_iter().map(|(_, span)| span).collect();
+    spans.sort_unstable_by_key(|span| span.start);
+    while let Some(reaching) = spans.iter().position(|span| span.end > pending) {
+        pending = pending.min(spans[reaching].start);
+        spans.retain(|span| span.end <= pending);
+    }
+    if spans.is_empty() {
+        return Judgement::HoldFrom(hold(scanner, full, released, last, hold_back, pending));
+    }
+    let shifted = spans
+        .into_iter()
+        .map(|span| span.start - released..span.end - released)
+        .collect();
+    let candidate = replace_spans(&full[released..], shifted);
+    let grown = released + candidate.len();
+    // Everything changed lies before `pending`: it moves by the growth.
+    let pending = (pending + grown).saturating_sub(full.len());
+    let mut rewritten = String::with_capacity(grown);
+    rewritten.push_str(&full[..released]);
+    rewritten.push_str(&candidate);
+    let hold_from = hold(scanner, &rewritten, released, last, hold_back, pending);
+    Judgement::Redact {
+        candidate,
+        hold_from,
+    }
+}
+
+/// Where the hold of `full` starts (see [`judge`]): `full.len()` at the
+/// final check, else the earliest of `pending` and the holds of the
+/// unreleased text.
+fn hold(
+    scanner: &Scanner,
+    full: &str,
+    released: usize,
+    last: bool,
+    hold_back: usize,
+    pending: usize,
+) -> usize {
     if last {
-        return Ok(full.len());
+        return full.len();
     }
     let candidate = full.get(released..).unwrap_or("");
     let own = hold_from(candidate, hold_back).min(number_from(candidate));
-    Ok(hold.min(released + own))
+    let spaced = scanner
+        .pending_from(full.as_bytes(), released)
+        .unwrap_or(full.len());
+    pending.min(released + own).min(spaced)
 }
 
-/// [`judge`] on one segment, as the seam's answer (`reason` builds the
-/// block reason from the check names).
+/// [`judge`] on one segment, as the seam's answer: `block` builds the
+/// block reason (and the notice) from the check names and whether a
+/// redaction had to be escalated. On a host that cannot rewrite streamed
+/// text, a redaction is a block too.
 pub fn decide(
     scanner: &Scanner,
     segment: Segment<'_>,
     hold_back: usize,
-    reason: impl FnOnce(&str) -> String,
-) -> StreamDecision {
+    action: Action,
+    block: impl FnOnce(&str, bool) -> String,
+) -> StreamRewrite {
+    let full = segment.full();
+    let action = if segment.can_replace() {
+        action
+    } else {
+        Action::Block
+    };
     match judge(
         scanner,
-        segment.full(),
+        full,
         segment.released_offset(),
         segment.is_final(),
         hold_back,
+        action,
     ) {
-        Err(checks) => StreamDecision::Block(reason(&checks)),
-        Ok(offset) if offset >= segment.full().len() => StreamDecision::Release,
-        Ok(offset) => StreamDecision::HoldFrom(offset),
+        Judgement::Block { checks, escalated } => StreamRewrite::Block(block(&checks, escalated)),
+        Judgement::HoldFrom(offset) if offset >= full.len() => StreamRewrite::Release,
+        Judgement::HoldFrom(offset) => StreamRewrite::HoldFrom(offset),
+        Judgement::Redact {
+            candidate,
+            hold_from,
+        } => StreamRewrite::Replace {
+            candidate,
+            hold_from,
+        },
     }
 }
 
@@ -200,21 +309,60 @@ mod tests {
         assert_eq!(number_from("4111"), 0);
     }
 
-    /// Drives `judge` as the host does: each delta appended, the hold
-    /// applied, a final check with holds ignored. Returns the released text
-    /// and the block, if any.
-    fn stream(scanner: &Scanner, deltas: &[&str], hold_back: usize) -> (String, Option<String>) {
+    /// What a simulated stream came to: the text released after each
+    /// delta (the final check last), and the block, if any.
+    #[derive(Debug, PartialEq)]
+    struct Streamed {
+        released: Vec<String>,
+        blocked: Option<String>,
+    }
+
+    impl Streamed {
+        /// Everything shown, in order.
+        fn shown(&self) -> String {
+            self.released.concat()
+        }
+    }
+
+    /// Drives `judge` as the host does: each delta appended, a rewrite
+    /// applied to the unreleased text, the hold applied, a final check with
+    /// holds ignored.
+    fn stream_as(scanner: &Scanner, deltas: &[&str], hold_back: usize, action: Action) -> Streamed {
         let mut full = String::new();
         let mut released = 0;
+        let mut out = Streamed {
+            released: Vec::new(),
+            blocked: None,
+        };
         let last = deltas.len();
         for (i, delta) in deltas.iter().copied().chain([""]).enumerate() {
             full.push_str(delta);
-            match judge(scanner, &full, released, i == last, hold_back) {
-                Err(checks) => return (full[..released].to_owned(), Some(checks)),
-                Ok(offset) => released = released.max(offset.min(full.len())),
-            }
+            let offset = match judge(scanner, &full, released, i == last, hold_back, action) {
+                Judgement::Block { checks, .. } => {
+                    out.blocked = Some(checks);
+                    return out;
+                }
+                Judgement::HoldFrom(offset) => offset,
+                Judgement::Redact {
+                    candidate,
+                    hold_from,
+                } => {
+                    full.truncate(released);
+                    full.push_str(&candidate);
+                    hold_from
+                }
+            };
+            let end = released.max(offset.min(full.len()));
+            out.released.push(full[released..end].to_owned());
+            released = end;
         }
-        (full, None)
+        out
+    }
+
+    /// [`stream_as`] in block mode: (shown, block).
+    fn stream(scanner: &Scanner, deltas: &[&str], hold_back: usize) -> (String, Option<String>) {
+        let out = stream_as(scanner, deltas, hold_back, Action::Block);
+        (out.shown(), out.blocked)
     }
 
     #[test]
@@ -274,21 +422,103 @@ mod tests {
         let released = "alpha ok ";
         let full = format!("{released}more");
         assert_eq!(
-            judge(&phrase, &full, released.len(), false, 0),
-            Ok(released.len())
+            judge(&phrase, &full, released.len(), false, 0, Action::Block),
+            Judgement::HoldFrom(released.len())
         );
     }
 
     #[test]
-    fn a_phrase_spanning_whitespace_leaks_its_leading_words_unless_hold_back_covers_it() {
+    fn a_phrase_spanning_whitespace_is_held_from_its_possible_beginning() {
         let phrase = scanner(serde_json::json!({"custom_patterns": [r"launch\s+code\s+alpha"]}));
         let deltas = ["the launch ", "code ", "alpha is set"];
-        let checks = Some(r"custom:launch\s+code\s+alpha".to_owned());
+        let blocked = Some("custom".to_owned());
         assert_eq!(
             stream(&phrase, &deltas, 0),
-            ("the launch code ".to_owned(), checks.clone())
+            ("the ".to_owned(), blocked.clone())
         );
-        assert_eq!(stream(&phrase, &deltas, 64), (String::new(), checks));
+        assert_eq!(stream(&phrase, &deltas, 64), (String::new(), blocked));
+        // Redact mode replaces the whole phrase: nothing of it is shown.
+        let redacted = stream_as(&phrase, &deltas, 0, Action::Redact);
+        assert_eq!(redacted.shown(), "the [REDACTED] is set");
+        assert_eq!(redacted.blocked, None);
+        // A phrase that turns out not to be one is released on the delta
+        // that tells.
+        let out = stream_as(&phrase, &["the launch ", "pad is set"], 0, Action::Block);
+        assert_eq!(out.released, ["the ", "launch pad is ", "set"]);
+    }
+
+    #[test]
+    fn the_release_rule_on_the_worked_example() {
+        // ARCHITECTURE.md, "The stream release rule", shows this table.
+        let gate = scanner(serde_json::json!({"custom_patterns": [
+            {"pattern": r"deploy\s+key\s+omega", "name": "deploy_key"}
+        ]}));
+        let deltas = ["the deploy ", "key ", "omega now"];
+        let block = stream_as(&gate, &deltas, 0, Action::Block);
+        assert_eq!(block.released, ["the ", ""]);
+        assert_eq!(block.blocked.as_deref(), Some("deploy_key"));
+        let redact = stream_as(&gate, &deltas, 0, Action::Redact);
+        assert_eq!(redact.released, ["the ", "", "[REDACTED] ", "now"]);
+        assert_eq!(redact.blocked, None);
+        // `stream_hold_back` holds at least the last N bytes.
+        let held = stream_as(&gate, &["a clean ", "answer ", "here"], 6, Action::Block);
+        assert_eq!(held.released, ["a ", "clean a", "nswe", "r here"]);
+        let all = stream_as(&gate, &deltas, 64, Action::Block);
+        assert_eq!(all.released, ["", ""]);
+    }
+
+    #[test]
+    fn redact_mode_replaces_each_match_once_however_the_stream_is_split() {
+        let all = scanner(serde_json::json!({}));
+        let whole = "reach ops@example.org or dev@example.net today";
+        let splits: [&[&str]; 4] = [
+            &["reach ops@example.org or dev@example.net today"],
+            &["reach ops@example.org ", "or dev@example.net ", "today"],
+            &["reach ops@exa", "mple.org or dev@", "example.net today"],
+            &[
+                "reach o",
+                "ps@example.o",
+                "rg or dev@example.ne",
+                "t",
+                " today",
+            ],
+        ];
+        for deltas in splits {
+            let out = stream_as(&all, deltas, 0, Action::Redact);
+            assert_eq!(
+                out.shown(),
+                "reach [REDACTED] or [REDACTED] today",
+                "{deltas:?}"
+            );
+            assert_eq!(out.blocked, None);
+            assert!(out.released.iter().all(|r| !r.contains('@')), "{out:?}");
+        }
+        assert_eq!(
+            all.redact(whole).unwrap().0,
+            "reach [REDACTED] or [REDACTED] today"
+        );
+    }
+
+    #[test]
+    fn a_redaction_that_would_start_in_released_text_escalates_to_a_block() {
+        let all = scanner(serde_json::json!({}));
+        // `bob@` was shown already (by a gate that held less): only a
+        // block can still stop the rest.
+        let full = "mail bob@example.com ok";
+        assert_eq!(
+            judge(&all, full, 9, false, 0, Action::Redact),
+            Judgement::Block {
+                checks: "email".to_owned(),
+                escalated: true
+            }
+        );
+        assert_eq!(
+            judge(&all, full, 9, false, 0, Action::Block),
+            Judgement::Block {
+                checks: "email".to_owned(),
+                escalated: false
+            }
+        );
     }
 
     #[test]
@@ -297,9 +527,15 @@ mod tests {
         let long = format!("start{}", "x".repeat(LOOK_BEHIND));
         // Released: `start` lies more than 4096 bytes behind the boundary.
         let full = format!("{long}end ");
-        assert_eq!(judge(&phrase, &full, long.len(), false, 0), Ok(full.len()));
+        assert_eq!(
+            judge(&phrase, &full, long.len(), false, 0, Action::Block),
+            Judgement::HoldFrom(full.len())
+        );
         let short = "startxx";
         let full = format!("{short}end ");
-        assert!(judge(&phrase, &full, short.len(), false, 0).is_err());
+        assert!(matches!(
+            judge(&phrase, &full, short.len(), false, 0, Action::Block),
+            Judgement::Block { .. }
+        ));
     }
 }

@@ -217,6 +217,29 @@ impl Decision {
         Decision::with_reason(DecisionKind::hold(bytes), RString::new())
     }
 
+    /// Rewrite a `stream_chunk` candidate (the text after the released
+    /// part) to `candidate`, withholding its last `bytes` bytes. Carried in
+    /// the existing slots: `REPLACE` (nothing held) or a hold kind, with the
+    /// new candidate in the value's `text`. Only for a host whose stream
+    /// facts say `"replace":true`: an older host would read the hold and
+    /// ignore the text.
+    #[must_use]
+    pub fn hold_replacing(candidate: RString, bytes: usize) -> Decision {
+        let kind = if bytes == 0 {
+            DecisionKind::REPLACE
+        } else {
+            DecisionKind::hold(bytes)
+        };
+        Decision {
+            kind,
+            reason: RString::new(),
+            value: ROption::RSome(RBox::new(SeamValue {
+                text: ROption::RSome(candidate),
+                ..SeamValue::default()
+            })),
+        }
+    }
+
     /// This decision with a user-facing notice attached: the host shows it
     /// (a `notice` event, a line of its own in the readable transcript) and
     /// never sends it to the model. It travels as data in the value's

@@ -42,6 +42,13 @@
 //!   text so far) and `extension_json` for anything else (for a stream
 //!   chunk: `{"released":R,"delta":D,"final":B}`). Its replacement travels in
 //!   the matching slots of [`SeamValue`] (`text` for a reply or an answer).
+//! * **A new meaning for an existing answer** is announced by the host
+//!   before a pack may use it. A stream chunk's facts end with
+//!   `"replace":true` when the host takes a rewrite of the candidate: the
+//!   new candidate in the value's `text`, on `REPLACE` or on a hold kind
+//!   (rewrite, then hold). A pack must not rewrite for a host that does not
+//!   say so (it would read the hold and ignore the text); the SDK turns such
+//!   a rewrite into a block.
 //! * **A new decision kind** is a new [`DecisionKind`] constant whose payload
 //!   is the decision's `reason` string, or a range of constants when the
 //!   payload is a number on a hot path: a stream hold is

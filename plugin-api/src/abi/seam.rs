@@ -29,8 +29,11 @@ impl Seam {
     /// redacts; a block shows the notice (or the reason) instead; a retry
     /// asks the model again.
     pub const OUTPUT: Seam = Seam(5);
-    /// Every streamed text delta before it is released. No replacement: the
-    /// answers are allow, hold (see [`Decision::hold`](crate::abi::Decision::hold)) and block.
+    /// Every streamed text delta before it is released. The answers are
+    /// allow, hold (see [`Decision::hold`](crate::abi::Decision::hold)),
+    /// block, and — when the host's stream facts say `"replace":true` — a
+    /// rewrite of the unreleased candidate, held or not (see
+    /// [`Decision::hold_replacing`](crate::abi::Decision::hold_replacing)).
     pub const STREAM_CHUNK: Seam = Seam(6);
 
     /// The seams this version of the ABI defines behaviour for, in bundle order.

@@ -57,7 +57,9 @@ impl<E: std::error::Error> From<E> for InterceptError {
 pub type InterceptResult<T> = Result<Decision<T>, InterceptError>;
 
 /// What a `stream_chunk` interceptor answers for one [`Segment`](super::Segment).
-/// There is no replacement on this seam.
+/// To rewrite the text (redaction), register with
+/// [`Registrar::stream_chunk_rewrite`](super::Registrar::stream_chunk_rewrite)
+/// and answer a [`StreamRewrite`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamDecision {
     /// Release the whole candidate.
@@ -74,6 +76,53 @@ pub enum StreamDecision {
 
 /// What a `stream_chunk` closure returns.
 pub type StreamResult = Result<StreamDecision, InterceptError>;
+
+/// What a rewriting `stream_chunk` interceptor answers for one
+/// [`Segment`](super::Segment)
+/// ([`Registrar::stream_chunk_rewrite`](super::Registrar::stream_chunk_rewrite)):
+/// everything a [`StreamDecision`] can say, and a rewrite of the candidate
+/// (redaction). Marked non-exhaustive: later answers are added here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamRewrite {
+    /// Release the whole candidate.
+    Release,
+    /// Withhold from this offset of [`Segment::full`](super::Segment::full)
+    /// on, as [`StreamDecision::HoldFrom`].
+    HoldFrom(usize),
+    /// Publish `candidate` in place of the segment's candidate (the text
+    /// after [`Segment::released_offset`](super::Segment::released_offset));
+    /// later interceptors, the release and every later delta see the
+    /// rewritten text. `hold_from` is an offset into the rewritten full
+    /// text (the released text, then `candidate`): the text from there on
+    /// is withheld as with [`HoldFrom`](Self::HoldFrom); its length (or
+    /// more) holds nothing. Released text is never rewritten: a match that
+    /// began in it can only be blocked. A host that cannot rewrite streamed
+    /// text ([`Segment::can_replace`](super::Segment::can_replace) is
+    /// false) gets a block instead, so a rewrite never degrades into
+    /// releasing the original.
+    Replace {
+        /// The new candidate.
+        candidate: String,
+        /// Where the hold starts in the rewritten full text.
+        hold_from: usize,
+    },
+    /// Stop the stream, as [`StreamDecision::Block`].
+    Block(String),
+}
+
+impl From<StreamDecision> for StreamRewrite {
+    fn from(decision: StreamDecision) -> Self {
+        match decision {
+            StreamDecision::Release => StreamRewrite::Release,
+            StreamDecision::HoldFrom(offset) => StreamRewrite::HoldFrom(offset),
+            StreamDecision::Block(reason) => StreamRewrite::Block(reason),
+        }
+    }
+}
+
+/// What a rewriting `stream_chunk` closure returns.
+pub type StreamRewriteResult = Result<StreamRewrite, InterceptError>;
 
 /// What an `output` gate that can ask for a retry answers
 /// ([`Registrar::output_gate`](super::Registrar::output_gate)).

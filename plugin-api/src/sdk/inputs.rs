@@ -412,6 +412,7 @@ pub struct Segment<'a> {
     pub(crate) released: usize,
     pub(crate) delta: usize,
     pub(crate) last: bool,
+    pub(crate) replace: bool,
 }
 
 impl<'a> Segment<'a> {
@@ -443,5 +444,12 @@ impl<'a> Segment<'a> {
     #[must_use]
     pub fn is_final(&self) -> bool {
         self.last
+    }
+    /// True when the host takes a rewrite of the candidate
+    /// ([`StreamRewrite::Replace`](super::StreamRewrite::Replace)); a host
+    /// that predates rewrites turns one into a block.
+    #[must_use]
+    pub fn can_replace(&self) -> bool {
+        self.replace
     }
 }

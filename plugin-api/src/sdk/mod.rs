@@ -23,7 +23,8 @@ mod values;
 
 pub use decision::{
     Ask, Decision, Exhausted, GateDecision, GateResult, InterceptError, InterceptResult,
-    OutputDecision, OutputResult, Retry, StreamDecision, StreamResult,
+    OutputDecision, OutputResult, Retry, StreamDecision, StreamResult, StreamRewrite,
+    StreamRewriteResult,
 };
 pub use edit::{MessagesEdit, RequestEdit, HOST_SESSION_EXTENSION, HOST_TAKES_EDITS};
 pub use guard::panic_message;

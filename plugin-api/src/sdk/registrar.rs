@@ -2,7 +2,7 @@
 
 use super::decision::{
     Decision, Exhausted, GateDecision, GateResult, InterceptResult, OutputDecision, OutputResult,
-    StreamDecision, StreamResult,
+    StreamResult, StreamRewrite, StreamRewriteResult,
 };
 use super::edit::{MessagesEdit, RequestEdit};
 use super::guard;
@@ -460,6 +460,39 @@ impl Registrar {
     where
         F: Fn(Session<'_>, Segment<'_>) -> StreamResult + Send + Sync + 'static,
     {
+        self.stream_chunk_rewrite(name, move |session, segment| {
+            f(session, segment).map(StreamRewrite::from)
+        });
+    }
+
+    /// Registers on `stream_chunk` like [`stream_chunk`](Self::stream_chunk),
+    /// with one more answer: [`StreamRewrite::Replace`] publishes a rewritten
+    /// candidate (a redaction) instead of the original, holding what it
+    /// cannot judge yet. Released text is never rewritten; a match that
+    /// began in it can only be blocked. On a host that cannot rewrite
+    /// streamed text ([`Segment::can_replace`] is false) a replacement is
+    /// turned into a block, never into releasing the original.
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.stream_chunk_rewrite("mask", |_session, segment| {
+    ///     let candidate = segment.candidate();
+    ///     if !candidate.contains("hunter2") {
+    ///         return Ok(StreamRewrite::Release);
+    ///     }
+    ///     let candidate = candidate.replace("hunter2", "*******");
+    ///     // Hold nothing: `hold_from` past the end of the rewritten text.
+    ///     let hold_from = segment.released_offset() + candidate.len();
+    ///     Ok(StreamRewrite::Replace { candidate, hold_from })
+    /// });
+    /// # }
+    /// ```
+    pub fn stream_chunk_rewrite<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, Segment<'_>) -> StreamRewriteResult + Send + Sync + 'static,
+    {
+        let label = name.to_owned();
         self.push(SeamKind::StreamChunk, name, move |input| {
             let Some(segment) = segment_of(input) else {
                 return missing("stream segment");
@@ -467,11 +500,21 @@ impl Registrar {
             let notice = NoticeSlot::new(None);
             let answer = guard::catch(|| f(Session(input.session, &notice), segment));
             let decision = match answer {
-                Ok(Ok(StreamDecision::Release)) => abi::Decision::allow(),
-                Ok(Ok(StreamDecision::HoldFrom(offset))) => {
+                Ok(Ok(StreamRewrite::Release)) => abi::Decision::allow(),
+                Ok(Ok(StreamRewrite::HoldFrom(offset))) => {
                     abi::Decision::hold(held_bytes(segment, offset))
                 }
-                Ok(Ok(StreamDecision::Block(reason))) => abi::Decision::block(reason),
+                Ok(Ok(StreamRewrite::Replace {
+                    candidate,
+                    hold_from,
+                })) if segment.can_replace() => {
+                    let held = rewritten_hold(segment.released, &candidate, hold_from);
+                    abi::Decision::hold_replacing(candidate.into(), held)
+                }
+                Ok(Ok(StreamRewrite::Replace { .. })) => {
+                    abi::Decision::block(format!("{label}: this host cannot rewrite streamed text"))
+                }
+                Ok(Ok(StreamRewrite::Block(reason))) => abi::Decision::block(reason),
                 Ok(Err(error)) => abi::Decision::error(error.as_str()),
                 Err(panic) => return abi::Decision::error(panic),
             };
@@ -649,16 +692,29 @@ fn held_bytes(segment: Segment<'_>, offset: usize) -> usize {
     full.len() - from
 }
 
+/// How many trailing bytes of a rewritten candidate a hold from `offset`
+/// (into `released` bytes of released text, then `candidate`) withholds:
+/// clamped to the candidate, moved back to a character start.
+fn rewritten_hold(released: usize, candidate: &str, offset: usize) -> usize {
+    let mut from = offset.saturating_sub(released).min(candidate.len());
+    while !candidate.is_char_boundary(from) {
+        from -= 1;
+    }
+    candidate.len() - from
+}
+
 /// The segment a host hands over: the turn's text in `text`, and
-/// `{"released":R,"delta":D,"final":B}` in `extension_json`.
+/// `{"released":R,"delta":D,"final":B}` in `extension_json` (with
+/// `"replace":true` from a host that takes rewrites).
 fn segment_of<'a>(input: &SeamInput<'a>) -> Option<Segment<'a>> {
     let full = input.text.as_str();
     let facts = input.extension_json.as_str();
-    let (released, delta, last) = facts_exact(facts).or_else(|| {
+    let (released, delta, last, replace) = facts_exact(facts).or_else(|| {
         Some((
             json_uint(facts, "\"released\":")?,
             json_uint(facts, "\"delta\":")?,
             facts.contains("\"final\":true"),
+            facts.contains("\"replace\":true"),
         ))
     })?;
     (released <= full.len() && full.is_char_boundary(released) && delta <= full.len()).then_some(
@@ -667,15 +723,18 @@ fn segment_of<'a>(input: &SeamInput<'a>) -> Option<Segment<'a>> {
             released,
             delta,
             last,
+            replace,
         },
     )
 }
 
-/// The facts in exactly the layout this crate's host writes, read at
+/// The facts in exactly the layouts this crate's hosts write, read at
 /// fixed columns without searching: `{"released":R,"delta":D,"final":B}`
 /// with each number right-aligned in 20 characters and `true ` padded to
-/// the width of `false`. `None` for any other spelling.
-fn facts_exact(facts: &str) -> Option<(usize, usize, bool)> {
+/// the width of `false`, and — from a host that takes rewrites — the same
+/// with `,"replace":true` before the closing brace. `None` for any other
+/// spelling.
+fn facts_exact(facts: &str) -> Option<(usize, usize, bool, bool)> {
     fn column(bytes: &[u8]) -> Option<usize> {
         let digits = &bytes[bytes.iter().position(|&b| b != b' ')?..];
         digits.iter().try_fold(0usize, |n, &b| {
@@ -684,19 +743,27 @@ fn facts_exact(facts: &str) -> Option<(usize, usize, bool)> {
                 .flatten()
         })
     }
+    const REPLACE: &[u8] = b",\"replace\":true}";
     let bytes = facts.as_bytes();
-    if bytes.len() != 76
-        || !bytes.starts_with(b"{\"released\":")
-        || &bytes[32..41] != b",\"delta\":"
-    {
+    let (bytes, replace) = match bytes.len() {
+        76 => (bytes, false),
+        91 if bytes.ends_with(REPLACE) => (&bytes[..75], true),
+        _ => return None,
+    };
+    if !bytes.starts_with(b"{\"released\":") || &bytes[32..41] != b",\"delta\":" {
         return None;
     }
     let last = match &bytes[61..] {
-        b",\"final\":false}" => false,
-        b",\"final\":true }" => true,
+        b",\"final\":false}" | b",\"final\":false" => false,
+        b",\"final\":true }" | b",\"final\":true " => true,
         _ => return None,
     };
-    Some((column(&bytes[12..32])?, column(&bytes[41..61])?, last))
+    Some((
+        column(&bytes[12..32])?,
+        column(&bytes[41..61])?,
+        last,
+        replace,
+    ))
 }
 
 /// The unsigned integer right after `key` in a flat JSON object.
@@ -732,6 +799,7 @@ mod stream_tests {
             released,
             delta: 0,
             last: false,
+            replace: true,
         }
     }
 
@@ -742,12 +810,19 @@ mod stream_tests {
         };
         assert_eq!(
             facts_exact(&columns("12", "4", "false")),
-            Some((12, 4, false))
+            Some((12, 4, false, false))
         );
         assert_eq!(
             facts_exact(&columns("0", "16", "true ")),
-            Some((0, 16, true))
+            Some((0, 16, true, false))
         );
+        let rewriting = |last: &str| {
+            let mut facts = columns("3", "5", last);
+            facts.pop();
+            facts + r#","replace":true}"#
+        };
+        assert_eq!(facts_exact(&rewriting("true ")), Some((3, 5, true, true)));
+        assert_eq!(facts_exact(&rewriting("false")), Some((3, 5, false, true)));
         assert_eq!(facts_exact(&columns("1 2", "4", "false")), None);
         assert_eq!(facts_exact(&columns("", "4", "false")), None);
         assert_eq!(
@@ -774,5 +849,15 @@ mod stream_tests {
         assert_eq!(held_bytes(segment(full, 4), 99), 0);
         // Inside `é` (bytes 5..7): moved back to its start.
         assert_eq!(held_bytes(segment(full, 4), 6), 2);
+    }
+
+    #[test]
+    fn a_rewrites_hold_counts_in_the_rewritten_candidate() {
+        // Released "say " (4 bytes), candidate rewritten to "[X] né".
+        let candidate = "[X] né";
+        assert_eq!(rewritten_hold(4, candidate, 4 + 4), 3, "from `né`");
+        assert_eq!(rewritten_hold(4, candidate, 0), candidate.len(), "all");
+        assert_eq!(rewritten_hold(4, candidate, 99), 0, "nothing");
+        assert_eq!(rewritten_hold(4, candidate, 4 + 6), 2, "inside `é`");
     }
 }

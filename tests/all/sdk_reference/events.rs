@@ -167,6 +167,8 @@ fn samples() -> Vec<AgentEvent> {
             success: true,
             output: text("done"),
             reason: text("completed"),
+            vetoed: true,
+            vetoed_by: Some(text("content-safety/stream_chunk")),
             usage: RunUsage {
                 turn: usage,
                 session: usage,

@@ -337,7 +337,7 @@ impl AgentSession {
         bundle: Option<&Arc<Interceptors>>,
         judged: Judged,
     ) -> Result<String, RunResult> {
-        if judged.vetoed {
+        if judged.vetoed() {
             return Err(self.answer(bundle, judged).await);
         }
         let content = judged.content;

@@ -131,7 +131,9 @@ impl AgentSession {
         if let Some(acting) = replies.iter().position(|r| !r.tool_calls.is_empty()) {
             return replies.swap_remove(acting);
         }
-        let texts: Vec<usize> = (0..replies.len()).filter(|&i| !replies[i].vetoed).collect();
+        let texts: Vec<usize> = (0..replies.len())
+            .filter(|&i| !replies[i].vetoed())
+            .collect();
         let Some(&first) = texts.first() else {
             return replies.swap_remove(0);
         };

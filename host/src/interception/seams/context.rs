@@ -49,7 +49,11 @@ impl SeamAbi for ContextSeam {
         crate::audit::Differ::of(|d| d.messages(before, after))
     }
 
-    fn from_abi(value: SeamValue, current: &Vec<Message>) -> Result<Vec<Message>, Invalid> {
+    fn from_abi(
+        _lead: &Self::Lead,
+        value: SeamValue,
+        current: &Vec<Message>,
+    ) -> Result<Vec<Message>, Invalid> {
         if let Some(edit) = Edit::of(&value)? {
             return edit.apply(current, value.messages.into_option());
         }

@@ -57,7 +57,11 @@ mod sealed {
         ) -> R;
 
         /// A pack's replacement as a host value, or why it does not fit.
-        fn from_abi(value: SeamValue, current: &Self::Value) -> Result<Self::Value, Invalid>;
+        fn from_abi(
+            lead: &Self::Lead,
+            value: SeamValue,
+            current: &Self::Value,
+        ) -> Result<Self::Value, Invalid>;
 
         /// Fixes up any replacement before it is adopted (the tool call keeps its id).
         fn adopt(replacement: Self::Value, _current: &Self::Value) -> Self::Value {

@@ -48,7 +48,11 @@ impl SeamAbi for OutputSeam {
         crate::audit::Differ::text_changes(before, after)
     }
 
-    fn from_abi(value: SeamValue, _current: &String) -> Result<String, Invalid> {
+    fn from_abi(
+        _lead: &Self::Lead,
+        value: SeamValue,
+        _current: &String,
+    ) -> Result<String, Invalid> {
         let described = describe(&value);
         text_from_abi(value).ok_or(Invalid::WrongType(described))
     }

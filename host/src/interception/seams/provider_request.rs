@@ -80,7 +80,11 @@ impl SeamAbi for ProviderRequestSeam {
         crate::audit::Differ::of(|d| d.request(before, after))
     }
 
-    fn from_abi(value: SeamValue, current: &ProviderRequest) -> Result<ProviderRequest, Invalid> {
+    fn from_abi(
+        _lead: &Self::Lead,
+        value: SeamValue,
+        current: &ProviderRequest,
+    ) -> Result<ProviderRequest, Invalid> {
         if let Some(edit) = Edit::of(&value)? {
             return apply_edit(&edit, value, current);
         }

@@ -2,10 +2,12 @@
 //! released. Fail-open. The value is the turn's text so far; the facts say
 //! how much of it is already shown and how long the new delta is. Answers:
 //! allow (release the candidate), hold (withhold its last *n* bytes until
-//! the next delta), block (nothing more is published this turn). There is
-//! no replacement. Packs only: the host has no closure form of this seam.
+//! the next delta), block (nothing more is published this turn), and a
+//! rewrite of the candidate — the text after the released part — alone or
+//! with a hold (a redaction). Released text is never rewritten. Packs
+//! only: the host has no closure form of this seam.
 
-use super::{empty_input, Invalid, SeamAbi, SeamSpec};
+use super::{describe, empty_input, text_from_abi, Invalid, SeamAbi, SeamSpec};
 use crate::interception::InterceptResult;
 use abi_stable::std_types::RStr;
 use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
@@ -33,21 +35,26 @@ impl SeamSpec for StreamChunkSeam {
     const HOLDS: bool = true;
 }
 
-/// The facts' JSON in fixed columns: `{"released":R,"delta":D,"final":B}`
-/// with each number right-aligned in 20 characters (JSON whitespace before
-/// a value is allowed). The layout never moves, so a delta's facts are two
+/// The facts' JSON in fixed columns:
+/// `{"released":R,"delta":D,"final":B,"replace":true}` with each number
+/// right-aligned in 20 characters (JSON whitespace before a value is
+/// allowed); `"replace":true` tells a pack that this host takes a rewrite
+/// of the candidate. The layout never moves, so a delta's facts are two
 /// numbers written in place on the stack: no allocation, no formatting
 /// machinery, no copies of variable length. The SDK reads the columns
 /// directly; any JSON reader reads the same object.
-pub(crate) const FACTS_TEMPLATE: &[u8; 76] =
-    b"{\"released\":                    ,\"delta\":                    ,\"final\":false}";
+pub(crate) const FACTS_TEMPLATE: &[u8; FACTS_LEN] =
+    b"{\"released\":                    ,\"delta\":                    ,\"final\":false,\"replace\":true}";
+
+/// The length of the facts' JSON.
+pub(crate) const FACTS_LEN: usize = 91;
 
 /// Where the `released` and `delta` columns end, and where `final` starts.
 const RELEASED_END: usize = 32;
 const DELTA_END: usize = 61;
 const FINAL_AT: usize = 70;
 
-fn put_number(json: &mut [u8; 76], end: usize, mut n: usize) {
+fn put_number(json: &mut [u8; FACTS_LEN], end: usize, mut n: usize) {
     let mut at = end;
     loop {
         at -= 1;
@@ -64,7 +71,7 @@ fn put_number(json: &mut [u8; 76], end: usize, mut n: usize) {
 }
 
 /// [`FACTS_TEMPLATE`] filled in for `facts`.
-fn facts_json(facts: &StreamFacts) -> [u8; 76] {
+fn facts_json(facts: &StreamFacts) -> [u8; FACTS_LEN] {
     let mut json = *FACTS_TEMPLATE;
     put_number(&mut json, RELEASED_END, facts.released);
     put_number(&mut json, DELTA_END, facts.delta);
@@ -76,7 +83,7 @@ fn facts_json(facts: &StreamFacts) -> [u8; 76] {
 
 impl SeamAbi for StreamChunkSeam {
     const SEAM: abi::Seam = abi::Seam::STREAM_CHUNK;
-    const EXPECTED: &'static str = "nothing (stream_chunk has no replacement)";
+    const EXPECTED: &'static str = "Text (the new candidate)";
     type Value = String;
     type Lead = StreamFacts;
     type HostFn = HostFn;
@@ -100,10 +107,26 @@ impl SeamAbi for StreamChunkSeam {
         })
     }
 
-    fn from_abi(_value: SeamValue, _current: &String) -> Result<String, Invalid> {
-        Err(Invalid::Malformed(
-            "stream_chunk takes no replacement (answer allow, hold or block)".to_owned(),
-        ))
+    /// The rewritten text: the released part as it is, then the new
+    /// candidate.
+    fn from_abi(
+        facts: &StreamFacts,
+        value: SeamValue,
+        current: &String,
+    ) -> Result<String, Invalid> {
+        let described = describe(&value);
+        let candidate = text_from_abi(value).ok_or(Invalid::WrongType(described))?;
+        let released = current.get(..facts.released).ok_or_else(|| {
+            Invalid::Malformed("the released text is not a prefix of the stream".to_owned())
+        })?;
+        let mut text = String::with_capacity(released.len() + candidate.len());
+        text.push_str(released);
+        text.push_str(&candidate);
+        Ok(text)
+    }
+
+    fn changes(before: &String, after: &String) -> crate::audit::Changes {
+        crate::audit::Differ::text_changes(before, after)
     }
 }
 

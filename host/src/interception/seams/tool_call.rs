@@ -46,7 +46,11 @@ impl SeamAbi for ToolCallSeam {
         })
     }
 
-    fn from_abi(value: SeamValue, _current: &ToolCall) -> Result<ToolCall, Invalid> {
+    fn from_abi(
+        _lead: &Self::Lead,
+        value: SeamValue,
+        _current: &ToolCall,
+    ) -> Result<ToolCall, Invalid> {
         let described = super::describe(&value);
         match value.tool_call.into_option() {
             Some(call) => tool_call_from_abi(call).map_err(Invalid::Malformed),

@@ -50,7 +50,11 @@ impl SeamAbi for ToolResultSeam {
         crate::audit::Differ::of(|d| d.tool_result(before, after))
     }
 
-    fn from_abi(value: SeamValue, _current: &ToolResult) -> Result<ToolResult, Invalid> {
+    fn from_abi(
+        _lead: &Self::Lead,
+        value: SeamValue,
+        _current: &ToolResult,
+    ) -> Result<ToolResult, Invalid> {
         let described = super::describe(&value);
         match value.tool_result.into_option() {
             Some(result) => tool_result_from_abi(result).map_err(Invalid::Malformed),
