@@ -35,6 +35,7 @@ mod registry;
 mod sdk_reference;
 mod seams_in_the_loop;
 mod strategies;
+mod streamed_gates;
 mod text_gates;
 mod tool_gates;
 mod trust;

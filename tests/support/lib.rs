@@ -391,6 +391,13 @@ pub mod http {
         },
         /// A server-sent-event stream, one chunk per item, flushed apart.
         Stream(Vec<String>),
+        /// A server-sent-event stream, one chunk per item, each flushed
+        /// this long after the one before (a model at reading pace).
+        Paced(Vec<String>, Duration),
+        /// An OpenAI-compatible model answering with the text `deltas`:
+        /// streamed, one event per delta `pace` apart, when the request
+        /// asks for `"stream": true`; otherwise one JSON completion.
+        Model(Vec<String>, Duration),
         /// A server-sent-event stream made on the fly, never held whole:
         /// `first`, then `repeat` over and over until at least `bytes` bytes
         /// of body went out (or the client hung up).
@@ -510,6 +517,34 @@ pub mod http {
         stream.write_all(b"0\r\n\r\n")
     }
 
+    /// Sends an event-stream body of `chunks`, `pace` apart.
+    fn paced(stream: &mut TcpStream, chunks: &[String], pace: Duration) {
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        );
+        for chunk in chunks {
+            let _ = stream.write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes());
+            let _ = stream.flush();
+            std::thread::sleep(pace);
+        }
+        let _ = stream.write_all(b"0\r\n\r\n");
+    }
+
+    /// The OpenAI chat-completions stream of `deltas` (text only), as the
+    /// event-stream chunks [`Reply::Stream`] and [`Reply::Paced`] send.
+    pub fn openai_text_stream(deltas: &[&str]) -> Vec<String> {
+        let mut events: Vec<String> = deltas
+            .iter()
+            .map(|text| {
+                let chunk =
+                    serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}}]});
+                format!("data: {chunk}\n\n")
+            })
+            .collect();
+        events.push("data: [DONE]\n\n".to_owned());
+        events
+    }
+
     /// Reads one request, records it (before replying, so a client that
     /// has its answer never races the record), then replies.
     fn serve(
@@ -565,17 +600,29 @@ pub mod http {
                 }
                 let _ = stream.write_all(format!("{head}\r\n{body}").as_bytes());
             }
-            Reply::Stream(chunks) => {
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
-                );
-                for chunk in chunks {
-                    let _ =
-                        stream.write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes());
-                    let _ = stream.flush();
-                    std::thread::sleep(Duration::from_millis(5));
+            Reply::Stream(chunks) => paced(&mut stream, chunks, Duration::from_millis(5)),
+            Reply::Paced(chunks, pace) => paced(&mut stream, chunks, *pace),
+            Reply::Model(deltas, pace) => {
+                let asked: serde_json::Value =
+                    serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+                let deltas: Vec<&str> = deltas.iter().map(String::as_str).collect();
+                if asked["stream"] == true {
+                    paced(&mut stream, &openai_text_stream(&deltas), *pace);
+                } else {
+                    let whole = serde_json::json!({
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": deltas.concat()}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+                    })
+                    .to_string();
+                    let _ = stream.write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{whole}",
+                            whole.len()
+                        )
+                        .as_bytes(),
+                    );
                 }
-                let _ = stream.write_all(b"0\r\n\r\n");
             }
             Reply::Generated {
                 first,

@@ -634,10 +634,13 @@ impl AgentSession {
 
     /// True when streaming must be off for this run: a pack gates whole
     /// replies (`model_response` or `output`) but not streamed text, so what
-    /// streamed before its verdict could not be taken back. Publishes one
-    /// event and logs one line naming the packs. `--stream-policy allow`
-    /// (and a run that does not stream) keeps streaming as it is.
-    fn downgrade(&self, bundle: Option<&Interceptors>) -> bool {
+    /// streamed before its verdict could not be taken back. A pack with a
+    /// `stream_chunk` interceptor judges the stream itself and keeps it on.
+    /// Says so once — one log line naming each such pack and the seams it
+    /// gates, and one `streaming_downgraded` event — and again only when
+    /// the packs change (a hot swap). `--stream-policy allow` (and a run
+    /// that does not stream) keeps streaming as it is.
+    fn downgrade(&mut self, bundle: Option<&Interceptors>) -> bool {
         let Some(bundle) = bundle.filter(|_| self.stream) else {
             return false;
         };
@@ -650,32 +653,47 @@ impl AgentSession {
                 .collect()
         };
         let streaming_gates = packs_on(SeamName::StreamChunk);
-        let mut whole = packs_on(SeamName::ModelResponse);
-        whole.extend(packs_on(SeamName::Output));
-        let unsafe_packs: Vec<String> = whole
-            .into_iter()
-            .filter(|pack| !streaming_gates.contains(pack))
+        let on_reply = packs_on(SeamName::ModelResponse);
+        let on_output = packs_on(SeamName::Output);
+        let unsafe_packs: Vec<String> = on_reply
+            .union(&on_output)
+            .filter(|pack| !streaming_gates.contains(*pack))
+            .cloned()
             .collect();
+        let allow = self.stream_policy == StreamPolicy::Allow;
         if unsafe_packs.is_empty() {
             return false;
         }
-        if self.stream_policy == StreamPolicy::Allow {
-            tracing::warn!(
-                packs = %unsafe_packs.join(", "),
-                "streaming left on for packs that can only gate whole replies: \
-                 a model_response or output block cannot take back text already streamed"
-            );
-            return false;
+        if self.stream_said.as_ref() != Some(&unsafe_packs) {
+            let which: Vec<String> = unsafe_packs
+                .iter()
+                .map(|pack| {
+                    let seams: Vec<&str> = [
+                        (on_reply.contains(pack), "model_response"),
+                        (on_output.contains(pack), "output"),
+                    ]
+                    .into_iter()
+                    .filter_map(|(on, seam)| on.then_some(seam))
+                    .collect();
+                    format!("{pack} gates {} but not stream_chunk", seams.join(" and "))
+                })
+                .collect();
+            if allow {
+                tracing::warn!(
+                    "streaming left on: {} (a block cannot take back text already streamed)",
+                    which.join("; ")
+                );
+            } else {
+                tracing::warn!(
+                    "streaming turned off: {} (--stream-policy allow keeps it on)",
+                    which.join("; ")
+                );
+                let packs = unsafe_packs.clone();
+                self.bus.emit(|| AgentEvent::StreamingDowngraded { packs });
+            }
+            self.stream_said = Some(unsafe_packs);
         }
-        tracing::warn!(
-            packs = %unsafe_packs.join(", "),
-            "streaming disabled for this run: these packs gate model_response or output \
-             but not stream_chunk (--stream-policy allow keeps it on)"
-        );
-        self.bus.emit(|| AgentEvent::StreamingDowngraded {
-            packs: unsafe_packs,
-        });
-        true
+        !allow
     }
 
     /// Runs the two pre-provider seams. With no bundle, or both chains

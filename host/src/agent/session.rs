@@ -149,6 +149,9 @@ pub struct AgentSession {
     /// Whether the current run streams (`stream`, unless downgraded).
     pub(crate) streaming: bool,
     pub(crate) stream_policy: StreamPolicy,
+    /// The packs the session last said it turned streaming off (or left
+    /// it on) for: said once, and again only when they change.
+    pub(crate) stream_said: Option<Vec<String>>,
     /// Delegations above this session (0: a top-level session).
     pub(crate) depth: u32,
     /// Who the provider call being prepared is for.
@@ -345,6 +348,7 @@ impl AgentSession {
                 stream: false,
                 streaming: false,
                 stream_policy: StreamPolicy::Downgrade,
+                stream_said: None,
                 depth: 0,
                 source: CallSource::Agent,
                 ledger: Ledger::default(),

@@ -1,0 +1,236 @@
+//! Stream gates through the binary and a loopback model that streams
+//! server-sent events: `chimera run --provider openai --stream` against a
+//! local server, with the bundled `content-safety` (and `output-length`)
+//! loaded by name. What the user is shown is the `assistant_delta` events.
+
+use chimera_tests::cli::{chimera, Ran};
+use chimera_tests::http::{Reply, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Slower than the gate's 25 ms window latency: every delta is judged (and
+/// its release shown) on its own, as a model at reading pace is.
+const READING_PACE: Duration = Duration::from_millis(80);
+
+/// `chimera run --json --stream` against a model that streams `deltas`
+/// `pace` apart, with each `--pack` spec loaded in order. The run and what
+/// the model was asked.
+fn streamed(deltas: &[&str], pace: Duration, packs: &[String], extra: &[&str]) -> (Ran, Value) {
+    let deltas = deltas.iter().map(|d| (*d).to_owned()).collect();
+    let server = Server::start(vec![Reply::Model(deltas, pace)]);
+    let base = format!("{}/v1", server.url);
+    let mut args = vec![
+        "run",
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "m",
+        "--json",
+        "--stream",
+    ];
+    for pack in packs {
+        args.extend(["--pack", pack.as_str()]);
+    }
+    args.extend(extra);
+    args.push("go");
+    let dir = tempfile::tempdir().unwrap();
+    let ran = chimera(dir.path(), &args, &[("OPENAI_API_KEY", "test-key")], "");
+    let requests = server.requests();
+    let asked = requests.first().map_or(Value::Null, |r| r.json());
+    (ran, asked)
+}
+
+/// A `--pack` spec for `content-safety` with `config`.
+fn content_safety(config: Value) -> String {
+    format!("content-safety={config}")
+}
+
+/// The text of each `assistant_delta` event, in order.
+fn deltas_shown(ran: &Ran) -> Vec<String> {
+    ran.of_type("assistant_delta")
+        .iter()
+        .map(|e| e["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn run_end(ran: &Ran) -> Value {
+    ran.of_type("run_end").pop().expect("a run_end event")
+}
+
+#[test]
+fn a_redacting_content_safety_publishes_a_streamed_reply_with_each_match_replaced_once() {
+    let gate = [content_safety(
+        json!({"action": "redact", "scan_llm_responses": true}),
+    )];
+    let splits: [&[&str]; 3] = [
+        // Two addresses in one delta.
+        &["reach ops@example.org or dev@example.net today"],
+        // One address split across deltas.
+        &["reach ops@exa", "mple.org or dev@", "example.net today"],
+        // Matches in different deltas.
+        &["reach ops@example.org ", "or dev@example.net ", "today"],
+    ];
+    for deltas in splits {
+        for pace in [Duration::from_millis(1), READING_PACE] {
+            let case = format!("{deltas:?} every {pace:?}");
+            let (ran, asked) = streamed(deltas, pace, &gate, &[]);
+            assert_eq!(ran.status(), 0, "{case}: {}", ran.stderr());
+            assert_eq!(
+                asked["stream"], true,
+                "{case}: the model is asked to stream"
+            );
+            let shown = deltas_shown(&ran).concat();
+            assert_eq!(shown, "reach [REDACTED] or [REDACTED] today", "{case}");
+            assert!(
+                deltas_shown(&ran).iter().all(|d| !d.contains('@')),
+                "{case}: {:?}",
+                deltas_shown(&ran)
+            );
+            assert!(ran.of_type("stream_retract").is_empty(), "{case}");
+            let end = run_end(&ran);
+            assert_eq!(
+                (&end["success"], &end["vetoed"], &end["output"]),
+                (
+                    &json!(true),
+                    &json!(false),
+                    &json!("reach [REDACTED] or [REDACTED] today")
+                ),
+                "{case}"
+            );
+            assert!(
+                !ran.stdout().contains("@example"),
+                "{case}: {}",
+                ran.stdout()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stream_gate_keeps_the_model_streaming_and_a_gate_without_one_turns_it_off_in_one_line() {
+    let deltas = ["all ", "clear ", "here"];
+    for action in ["block", "redact"] {
+        let gate = [content_safety(
+            json!({"action": action, "scan_llm_responses": true}),
+        )];
+        let (ran, asked) = streamed(&deltas, Duration::from_millis(1), &gate, &[]);
+        assert_eq!(asked["stream"], true, "{action}");
+        assert!(ran.of_type("streaming_downgraded").is_empty(), "{action}");
+        assert!(
+            !ran.stderr().contains("streaming"),
+            "{action}: {}",
+            ran.stderr()
+        );
+        assert_eq!(deltas_shown(&ran).concat(), "all clear here", "{action}");
+    }
+    // `output-length` judges whole answers only: streaming goes off, and
+    // one line says which pack and which seam.
+    let packs = [
+        content_safety(json!({"scan_llm_responses": true})),
+        "output-length={\"max_chars\":1000}".to_owned(),
+    ];
+    let (ran, asked) = streamed(&deltas, Duration::from_millis(1), &packs, &[]);
+    assert_eq!(asked.get("stream"), None, "{asked}");
+    let stderr = ran.stderr();
+    let lines: Vec<&str> = stderr.lines().collect();
+    let said: Vec<&&str> = lines.iter().filter(|l| l.contains("stream")).collect();
+    assert_eq!(said.len(), 1, "{lines:?}");
+    assert!(
+        said[0].contains("output-length gates output but not stream_chunk"),
+        "{}",
+        said[0]
+    );
+    assert!(!said[0].contains("content-safety"), "{}", said[0]);
+    assert_eq!(
+        ran.of_type("streaming_downgraded")[0]["packs"],
+        json!(["output-length"])
+    );
+    assert_eq!(run_end(&ran)["output"], "all clear here");
+}
+
+#[test]
+fn the_stream_release_rule_holds_a_phrase_from_where_it_could_begin() {
+    let config = |action: &str, hold_back: usize| {
+        content_safety(json!({
+            "action": action,
+            "scan_stream": true,
+            "stream_hold_back": hold_back,
+            "custom_patterns": [{"pattern": r"deploy\s+key\s+omega", "name": "deploy_key"}]
+        }))
+    };
+    let deltas = ["the deploy ", "key ", "omega now"];
+
+    // Block: `the ` is released at once, `deploy key ` is held while it
+    // could still become the phrase, and the phrase is never shown.
+    let (ran, _) = streamed(&deltas, READING_PACE, &[config("block", 0)], &[]);
+    assert_eq!(deltas_shown(&ran), ["the "]);
+    let retract = &ran.of_type("stream_retract")[0];
+    assert_eq!(
+        (&retract["released"], &retract["reason"]),
+        (
+            &json!(4),
+            &json!("Content safety (llm.stream.chunk): deploy_key")
+        )
+    );
+    let notice = &ran.of_type("notice")[0]["text"];
+    assert_eq!(
+        notice,
+        "Content blocked: contains sensitive information (deploy_key)."
+    );
+    assert!(
+        !ran.stdout().contains(r"deploy\\s"),
+        "no regex in what a user reads"
+    );
+
+    // Redact: the phrase is replaced as a whole once it completes.
+    let (ran, _) = streamed(&deltas, READING_PACE, &[config("redact", 0)], &[]);
+    assert_eq!(deltas_shown(&ran), ["the ", "[REDACTED] ", "now"]);
+    assert!(ran.of_type("stream_retract").is_empty());
+
+    // `stream_hold_back` larger than the text: nothing before the block.
+    let (ran, _) = streamed(&deltas, READING_PACE, &[config("block", 64)], &[]);
+    assert!(deltas_shown(&ran).is_empty(), "{:?}", deltas_shown(&ran));
+    assert_eq!(ran.of_type("stream_retract")[0]["released"], 0);
+}
+
+#[test]
+fn run_end_says_when_a_gate_vetoed_the_answer_and_which() {
+    // A stream cut by a gate completes, and says it was vetoed.
+    let gate = [content_safety(json!({"scan_llm_responses": true}))];
+    let (ran, _) = streamed(&["my ssn is ", "123-45-6789"], READING_PACE, &gate, &[]);
+    let end = run_end(&ran);
+    assert_eq!(
+        (&end["success"], &end["vetoed"], &end["vetoed_by"]),
+        (
+            &json!(true),
+            &json!(true),
+            &json!("content-safety/stream_chunk")
+        )
+    );
+    assert_eq!(
+        end["output"],
+        "Content blocked: contains sensitive information (ssn)."
+    );
+    // An answer is not vetoed, and names no gate.
+    let (ran, _) = streamed(&["fine ", "answer"], READING_PACE, &gate, &[]);
+    let end = run_end(&ran);
+    assert_eq!(
+        (&end["vetoed"], end.get("vetoed_by")),
+        (&json!(false), None)
+    );
+    // The final answer blocked on `output` (streaming off for a gate that
+    // judges whole answers only): the run fails, vetoed by that gate.
+    let (ran, _) = streamed(
+        &["mail bob@example.com"],
+        READING_PACE,
+        &[content_safety(json!({}))],
+        &[],
+    );
+    let end = run_end(&ran);
+    assert_eq!(
+        (&end["success"], &end["vetoed"], &end["vetoed_by"]),
+        (&json!(false), &json!(true), &json!("content-safety/output"))
+    );
+}
