@@ -18,7 +18,7 @@
 //! | `password` | `check_secrets_password` | `password`/`passwd`/`pwd`/`secret`/`token`, then `:` or `=` and a value (any case) |
 //! | `credit_card` | `check_credit_card` | four groups of four digits (optional space or dash) that pass the Luhn check |
 //! | `ip_internal` | `check_ip_internal` | private IPv4: 10/8, 172.16/12, 192.168/16 |
-//! | `custom:<regex>` | `custom_patterns` | each regular expression given |
+//! | its `name`, else `custom` | `custom_patterns` | each regular expression given (a string, or `{pattern, name}`) |
 //!
 //! No check's regex scans the whole text: two literal prefilters (SIMD
 //! literal search for what matches start with or contain: `@`, `AKIA`,
@@ -44,28 +44,27 @@
 //!   substitute reply whose text is the notice, without tool calls;
 //!   redact → the text is redacted, the tool calls are kept.
 //! * `stream_chunk` (`scan_stream`): each delta is judged before it is
-//!   shown. The trailing run of non-whitespace of the unreleased text is
-//!   held (a trailing `123-4` may become an SSN), and so is a trailing run
-//!   of number-shaped text (`4111 1111 ` may become a card number), pulled
-//!   back further to `stream_hold_back` bytes before the end when that is
-//!   earlier. The scan starts at most 4096 bytes before the released
-//!   boundary; matches that end at or before it were judged already. A
-//!   match blocks the stream with `Content safety (llm.stream.chunk):
-//!   <checks>` — in redact mode too, since the seam cannot rewrite text —
-//!   and the reply becomes the notice. So a secret split over deltas is
-//!   never shown, not even in part, and the verdict does not depend on how
-//!   the text was split.
+//!   shown; what could still become a match is held until the next delta
+//!   (see [`stream::judge`] for the rule, and ARCHITECTURE.md, "The stream
+//!   release rule", for a worked example). The scan starts at most 4096
+//!   bytes before the released boundary; matches that end at or before it
+//!   were judged already. Block → `Content safety (llm.stream.chunk):
+//!   <checks>` and the reply becomes the notice; redact → the stream is
+//!   published with each match replaced by `[REDACTED]`, and that text is
+//!   the reply. A match that began in text already shown cannot be
+//!   redacted: redact mode then blocks, and the notice says why
+//!   ([`ESCALATED`]). So a secret split over deltas is never shown, not
+//!   even in part, and neither the verdict nor the redacted text depends
+//!   on how the text was split.
 //!
 //! Every interceptor fails closed: an error or a panic blocks.
 //!
-//! ## Streaming and redaction
+//! ## Streaming
 //!
-//! `scan_stream` defaults to `scan_llm_responses` in block mode and to off
-//! in redact mode. Without a `stream_chunk` interceptor the host turns
-//! streaming off for the run (this pack gates whole replies), so a redact
-//! configuration shows `mail me at [REDACTED] today` whole instead of
-//! blocking a stream it cannot rewrite. `scan_stream: true` in redact mode
-//! keeps streaming and blocks on a match.
+//! `scan_stream` defaults to `scan_llm_responses`, in either action.
+//! Without a `stream_chunk` interceptor (`scan_stream: false` with
+//! `scan_llm_responses: true`) the host turns streaming off for the run,
+//! since this pack then gates whole replies only.
 //!
 //! ## Configuration
 //!
@@ -73,7 +72,11 @@
 //! `Content blocked: contains sensitive information ({checks}).`), the
 //! eight `check_*` switches, `custom_patterns` (default none),
 //! `scan_tool_results`, `scan_llm_responses` (both default false),
-//! `scan_stream` (see above), `stream_hold_back` (bytes, default 0).
+//! `scan_stream` (see above), `stream_hold_back` (bytes always held at the
+//! end of a stream, default 0). A custom pattern is a regular expression,
+//! or a table `{pattern, name}`: block reasons and notices show its `name`
+//! (1 to 64 of `A-Z a-z 0-9 _ - .`, not a built-in check's), or `custom`,
+//! never the regex.
 //! Unknown keys, another action, an invalid pattern and one that matches
 //! the empty text are load errors (one line).
 

@@ -519,8 +519,10 @@ impl Scanner {
         names.join(", ")
     }
 
-    /// Where, in `bytes` from `from` on, a match of a check that may
-    /// contain whitespace could still be under way (see [`Prefixes`]).
+    /// Where, in `bytes` from `from` on (and within [`PREFIX_REACH`] of
+    /// the end), a match of a check that may contain whitespace could
+    /// still be under way: the check's automaton, started there, is alive
+    /// after the last byte. `None` when nothing could.
     #[must_use]
     pub fn pending_from(&self, bytes: &[u8], from: usize) -> Option<usize> {
         self.prefixes.alive_from(bytes, from)
