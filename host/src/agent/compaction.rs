@@ -7,7 +7,7 @@
 //! ```
 //!
 //! The system messages and the last turns (a turn runs from a user message
-//! to the next; [`DEFAULT_KEEP_TURNS`] unless the session says otherwise)
+//! to the next; [`DEFAULT_KEEP_TURNS`](super::DEFAULT_KEEP_TURNS) unless the session says otherwise)
 //! stay as they are. Everything between is summarised by one model call —
 //! source `compaction`, not streamed, no tools, through the `context` and
 //! `provider_request` seams and `model_response` like any call — and
@@ -16,15 +16,12 @@
 //! from the shorter history; a second ask for the same request blocks it.
 
 use super::events::AgentEvent;
-use super::react::blocked_run;
-use super::session::{AgentSession, RunResult};
+use super::outcome::{blocked_run, RunResult};
+use super::session::AgentSession;
 use super::usage::CallSource;
 use crate::interception::Interceptors;
 use crate::types::{Message, Role, ToolList};
 use std::fmt::Write as _;
-
-/// Turns kept whole by a compaction, by default.
-pub const DEFAULT_KEEP_TURNS: usize = 2;
 
 /// What the summary call is asked.
 const PROMPT: &str = "Summarise the conversation below for your own later use: the user's goals, \
@@ -101,7 +98,8 @@ impl AgentSession {
             .iter()
             .take_while(|m| m.role == Role::System)
             .count();
-        let Some(from) = kept_from(&self.history, system_end, self.keep_turns) else {
+        let Some(from) = kept_from(&self.history, system_end, self.config.compaction.keep_turns)
+        else {
             return Err(refused(
                 "the conversation has nothing older than its last turns to compact",
             ));

@@ -1,5 +1,5 @@
 //! The agent: a session (a conversation across turns), its `ReAct` loop and
-//! the other [`strategies`] a turn can run on the same machinery.
+//! the other strategies ([`Strategy`]) a turn can run on the same machinery.
 //!
 //! ```text
 //!  run_turn(input)
@@ -14,28 +14,34 @@
 //! ```
 
 mod compaction;
+mod config;
 pub(crate) mod drive;
 mod events;
 mod hooks;
+mod outcome;
 mod permission;
 mod react;
 mod session;
-pub mod strategies;
+mod strategies;
 mod stream;
 mod subagent;
 mod tool_step;
 mod usage;
 mod user_file;
 
-pub use compaction::DEFAULT_KEEP_TURNS;
+pub use config::{
+    Compaction, SessionConfig, Strategy, StrategyError, StreamPolicy, DEFAULT_ATTEMPTS,
+    DEFAULT_CANDIDATES, DEFAULT_KEEP_TURNS, DEFAULT_MAX_PLAN_STEPS, DEFAULT_REFLECT_EVERY,
+    READ_ONLY_TOOLS, STRATEGY_NAMES,
+};
 pub use events::{AgentEvent, EventBus, NestedEvent, RunUsage};
 pub use hooks::{Hooks, PreToolUse};
+pub use outcome::{EndReason, RunResult};
 pub use permission::{
     Answering, AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission,
     PermissionPolicy, TerminalApprover, ToolRules,
 };
-pub use session::{AgentSession, EndReason, RunResult, SessionBuilder, StreamPolicy};
-pub use strategies::{Strategy, StrategyError, READ_ONLY_TOOLS, STRATEGY_NAMES};
+pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;
 pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};

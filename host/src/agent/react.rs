@@ -5,13 +5,15 @@
 //! sessions sharing a provider across threads cannot send each other's
 //! headers, and nothing needs putting back after a call.
 
+use super::config::StreamPolicy;
 use super::events::{AgentEvent, RunUsage};
-use super::session::{AgentSession, EndReason, RunResult, StreamPolicy};
+use super::outcome::{blocked_run, EndReason, Judged, RunResult, Stepped};
+use super::session::AgentSession;
 use super::stream::{Assembler, StreamBlock, StreamGate};
 use super::usage::CallSource;
 use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
 use crate::providers::{ModelResponse, Provider, ProviderCall, Usage};
-use crate::types::{Headers, Message, ProviderRequest, Role, ToolCall, ToolList};
+use crate::types::{Headers, Message, ProviderRequest, Role, ToolList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,34 +33,6 @@ pub(crate) struct Received {
     pub(crate) headers: Option<Headers>,
 }
 
-/// A reply after the `model_response` seam.
-pub(crate) struct Judged {
-    pub(crate) content: String,
-    pub(crate) tool_calls: Vec<ToolCall>,
-    /// The reply is a substitute (a block on `model_response` or
-    /// `stream_chunk`) by this interceptor: no later seam judges it again.
-    pub(crate) veto: Option<String>,
-}
-
-impl Judged {
-    /// True when the reply is a gate's substitute, not the model's.
-    pub(crate) fn vetoed(&self) -> bool {
-        self.veto.is_some()
-    }
-}
-
-/// What one step of a loop came to.
-pub(crate) enum Stepped {
-    /// The model answered without calling tools (or the reply is a
-    /// substitute): the reply, not yet recorded.
-    Answered(Judged),
-    /// It called tools, and each call was settled.
-    Acted {
-        /// How many of the calls actually ran (not refused at the gate).
-        executed: usize,
-    },
-}
-
 /// Why the pre-provider seams did not produce a request.
 enum Halt {
     /// An interceptor blocked (the reason, the interceptor): the run ends.
@@ -71,12 +45,6 @@ enum Halt {
     },
     /// A context-window gate asked for the conversation to be compacted.
     Compact { interceptor: String, reason: String },
-}
-
-/// The run a pre-provider block by `by` ends with.
-pub(crate) fn blocked_run(reason: String, by: Option<String>) -> RunResult {
-    let text = format!("Blocked by interceptor: {reason}");
-    RunResult::failed(EndReason::InterceptorBlocked { reason }, text).vetoed(by)
 }
 
 /// The longest one pause of a turn may last, whatever a pack asks for.
@@ -137,7 +105,7 @@ impl AgentSession {
             content: input.to_owned(),
         });
         let bundle = self.effective_interceptors();
-        self.streaming = self.stream && !self.downgrade(bundle.as_deref());
+        self.streaming = self.config.stream && !self.downgrade(bundle.as_deref());
         let result = self.run_strategy(bundle.as_ref(), input).await;
         // A turn blocked before the model saw anything of it leaves nothing
         // in the conversation: its input was refused, so a later turn's
@@ -166,7 +134,7 @@ impl AgentSession {
     /// The `ReAct` loop: steps until a final answer, at most `max_steps`.
     pub(crate) async fn run_steps(&mut self, bundle: Option<&Arc<Interceptors>>) -> RunResult {
         let tools = self.tool_list.clone();
-        for _ in 0..self.max_steps {
+        for _ in 0..self.config.max_steps {
             match self.step(bundle, &tools).await {
                 Ok(Stepped::Acted { .. }) => {}
                 Ok(Stepped::Answered(judged)) => return self.answer(bundle, judged).await,
@@ -248,11 +216,11 @@ impl AgentSession {
     pub(crate) fn out_of_steps(&self) -> RunResult {
         let error = format!(
             "stopped after {} provider calls without a final answer",
-            self.max_steps
+            self.config.max_steps
         );
         RunResult::failed(
             EndReason::MaxSteps {
-                steps: self.max_steps,
+                steps: self.config.max_steps,
             },
             error,
         )
@@ -641,7 +609,7 @@ impl AgentSession {
     /// the packs change (a hot swap). `--stream-policy allow` (and a run
     /// that does not stream) keeps streaming as it is.
     fn downgrade(&mut self, bundle: Option<&Interceptors>) -> bool {
-        let Some(bundle) = bundle.filter(|_| self.stream) else {
+        let Some(bundle) = bundle.filter(|_| self.config.stream) else {
             return false;
         };
         let packs_on = |seam: SeamName| -> BTreeSet<String> {
@@ -660,7 +628,7 @@ impl AgentSession {
             .filter(|pack| !streaming_gates.contains(*pack))
             .cloned()
             .collect();
-        let allow = self.stream_policy == StreamPolicy::Allow;
+        let allow = self.config.stream_policy == StreamPolicy::Allow;
         if unsafe_packs.is_empty() {
             return false;
         }

@@ -1,10 +1,10 @@
 //! The assembled entry point: a conversation across turns.
 
+use super::config::{SessionConfig, Strategy, StreamPolicy};
 use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
-use super::strategies::Strategy;
 use super::usage::{CallSource, Ledger, PriceTable};
 use crate::audit::AuditRecord;
 use crate::interception::{
@@ -12,117 +12,11 @@ use crate::interception::{
     Interceptors, Question, SeamSpec, SessionFacts,
 };
 use crate::plugins::Registry;
-use crate::providers::{Provider, ProviderError};
+use crate::providers::Provider;
 use crate::tools::{ToolSet, Workspace};
 use crate::types::{Message, ToolList};
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// How a run (one user turn) ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunResult {
-    /// True when the model gave a final answer.
-    pub success: bool,
-    /// The final answer, or the error text on failure.
-    pub output: String,
-    /// The error text on failure.
-    pub error: Option<String>,
-    /// Why the run ended, with what the failure knows (the provider error
-    /// keeps its HTTP status and whether retrying could help).
-    pub reason: EndReason,
-    /// The interceptor (`<pack>/<name>`) whose veto the user was shown
-    /// instead of an answer: a block on `stream_chunk`, `model_response`
-    /// or `output` that replaced the final answer, or on `context` /
-    /// `provider_request` that ended the run before the model was asked.
-    /// `None` when what the run ended with is the model's own (an answer,
-    /// perhaps redacted) or a failure no gate chose.
-    pub vetoed_by: Option<String>,
-}
-
-/// Why a run ended. Displays as the `run_end` event's `reason`:
-/// `completed`, `interceptor_blocked: <reason>`, `provider_error`,
-/// `max_steps`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EndReason {
-    /// The model gave a final answer.
-    Completed,
-    /// A pre-provider seam (`context`, `provider_request`) blocked: the
-    /// provider was not called.
-    InterceptorBlocked {
-        /// The blocking interceptor's reason.
-        reason: String,
-    },
-    /// The provider call failed.
-    ProviderError(ProviderError),
-    /// The `output` seam blocked the final answer: the user was shown the
-    /// notice (or the reason) instead.
-    OutputBlocked {
-        /// The blocking interceptor's reason.
-        reason: String,
-    },
-    /// This many provider calls were made without a final answer.
-    MaxSteps {
-        /// The session's step limit.
-        steps: usize,
-    },
-}
-
-impl fmt::Display for EndReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EndReason::Completed => f.write_str("completed"),
-            EndReason::InterceptorBlocked { reason } => write!(f, "interceptor_blocked: {reason}"),
-            EndReason::ProviderError(_) => f.write_str("provider_error"),
-            EndReason::OutputBlocked { reason } => write!(f, "output_blocked: {reason}"),
-            EndReason::MaxSteps { .. } => f.write_str("max_steps"),
-        }
-    }
-}
-
-impl RunResult {
-    /// A final answer.
-    pub(crate) fn completed(output: String) -> Self {
-        RunResult {
-            success: true,
-            output,
-            error: None,
-            reason: EndReason::Completed,
-            vetoed_by: None,
-        }
-    }
-
-    /// A failure whose error text (and output) is `text`.
-    pub(crate) fn failed(reason: EndReason, text: String) -> Self {
-        RunResult {
-            success: false,
-            output: text.clone(),
-            error: Some(text),
-            reason,
-            vetoed_by: None,
-        }
-    }
-
-    /// This result, vetoed by `interceptor` (when known).
-    #[must_use]
-    pub(crate) fn vetoed(mut self, interceptor: Option<String>) -> Self {
-        self.vetoed_by = interceptor;
-        self
-    }
-}
-
-/// What to do with streaming when a pack gates whole replies
-/// (`model_response` or `output`) but not streamed text (`stream_chunk`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StreamPolicy {
-    /// Turn streaming off for the run, with one log line and one
-    /// `streaming_downgraded` event naming the packs (the default).
-    #[default]
-    Downgrade,
-    /// Keep streaming on (a whole-reply block cannot take back what streamed).
-    Allow,
-}
 
 /// An agent session: provider, tools, host chains, a registry handle, and the
 /// durable conversation. The plugin chains are merged with the host's at the
@@ -142,13 +36,11 @@ pub struct AgentSession {
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) hooks: Hooks,
     pub(crate) bus: EventBus,
-    pub(crate) max_steps: usize,
-    pub(crate) output_cap: usize,
+    /// The settings the builder chose.
+    pub(crate) config: SessionConfig,
     pub(crate) turns: u64,
-    pub(crate) stream: bool,
-    /// Whether the current run streams (`stream`, unless downgraded).
+    /// Whether the current run streams (`config.stream`, unless downgraded).
     pub(crate) streaming: bool,
-    pub(crate) stream_policy: StreamPolicy,
     /// The packs the session last said it turned streaming off (or left
     /// it on) for: said once, and again only when they change.
     pub(crate) stream_said: Option<Vec<String>>,
@@ -162,10 +54,20 @@ pub struct AgentSession {
     pub(crate) prices: Arc<PriceTable>,
     /// `prices` as the JSON packs see (rendered once).
     pub(crate) prices_json: String,
-    /// Turns a compaction keeps whole.
-    pub(crate) keep_turns: usize,
-    /// The loop each turn runs.
-    pub(crate) strategy: Strategy,
+}
+
+/// A builder setter: documented, `#[must_use]`, storing its one argument
+/// where `body` says.
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident($value:ident: $ty:ty) => |$session:ident| $body:expr) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, $value: $ty) -> Self {
+            let $session = &mut self.session;
+            $body;
+            self
+        }
+    };
 }
 
 /// Builds an [`AgentSession`].
@@ -193,111 +95,76 @@ impl SessionBuilder {
         self
     }
 
-    /// The tools offered (default: none).
-    #[must_use]
-    pub fn tools(mut self, tools: ToolSet) -> Self {
-        self.session.tools = tools;
-        self
-    }
-
-    /// Host chains, merged after the plugin chains every turn.
-    #[must_use]
-    pub fn interceptors(mut self, host: Arc<Interceptors>) -> Self {
-        self.session.host = Some(host);
-        self
-    }
-
-    /// The plugin registry to merge from at the start of every turn.
-    #[must_use]
-    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
-        self.session.registry = Some(registry);
-        self
-    }
-
-    /// The permission policy (default: none, every call allowed).
-    #[must_use]
-    pub fn permissions(mut self, policy: Arc<dyn PermissionPolicy>) -> Self {
-        self.session.permissions = Some(policy);
-        self
-    }
-
-    /// Who answers `Ask` (default: deny).
-    #[must_use]
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.session.approver = approver;
-        self
-    }
-
-    /// Lifecycle hooks.
-    #[must_use]
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.session.hooks = hooks;
-        self
-    }
-
-    /// The event bus to publish on.
-    #[must_use]
-    pub fn events(mut self, bus: EventBus) -> Self {
-        self.session.bus = bus;
-        self
-    }
-
-    /// Provider calls allowed per turn (default 25).
-    #[must_use]
-    pub fn max_steps(mut self, steps: usize) -> Self {
-        self.session.max_steps = steps;
-        self
-    }
-
-    /// Successful tool output longer than this many bytes is truncated in the
-    /// transcript (default 30 000).
-    #[must_use]
-    pub fn output_cap(mut self, bytes: usize) -> Self {
-        self.session.output_cap = bytes;
-        self
-    }
-
-    /// Stream replies: text is published (`assistant_delta`) as it arrives.
-    #[must_use]
-    pub fn stream(mut self, on: bool) -> Self {
-        self.session.stream = on;
-        self
-    }
-
-    /// What streaming does when a pack gates whole replies but not streamed
-    /// text (default: [`StreamPolicy::Downgrade`]).
-    #[must_use]
-    pub fn stream_policy(mut self, policy: StreamPolicy) -> Self {
-        self.session.stream_policy = policy;
-        self
-    }
+    setter!(
+        /// The tools offered (default: none).
+        tools(tools: ToolSet) => |session| session.tools = tools
+    );
+    setter!(
+        /// Host chains, merged after the plugin chains every turn.
+        interceptors(host: Arc<Interceptors>) => |session| session.host = Some(host)
+    );
+    setter!(
+        /// The plugin registry to merge from at the start of every turn.
+        registry(registry: Arc<Registry>) => |session| session.registry = Some(registry)
+    );
+    setter!(
+        /// The permission policy (default: none, every call allowed).
+        permissions(policy: Arc<dyn PermissionPolicy>) => |session| session.permissions = Some(policy)
+    );
+    setter!(
+        /// Who answers `Ask` (default: deny).
+        approver(approver: Arc<dyn Approver>) => |session| session.approver = approver
+    );
+    setter!(
+        /// Lifecycle hooks.
+        hooks(hooks: Hooks) => |session| session.hooks = hooks
+    );
+    setter!(
+        /// The event bus to publish on.
+        events(bus: EventBus) => |session| session.bus = bus
+    );
+    setter!(
+        /// Prices provider calls by this table (default: [`PriceTable::default`]).
+        prices(prices: Arc<PriceTable>) => |session| session.prices = prices
+    );
+    setter!(
+        /// All the settings at once ([`SessionConfig`]; the setters below
+        /// change one each).
+        config(config: SessionConfig) => |session| session.config = config
+    );
+    setter!(
+        /// Provider calls allowed per turn (default 25).
+        max_steps(steps: usize) => |session| session.config.max_steps = steps
+    );
+    setter!(
+        /// Successful tool output longer than this many bytes is truncated
+        /// in the transcript (default 30 000).
+        output_cap(bytes: usize) => |session| session.config.output_cap = bytes
+    );
+    setter!(
+        /// Stream replies: text is published (`assistant_delta`) as it arrives.
+        stream(on: bool) => |session| session.config.stream = on
+    );
+    setter!(
+        /// What streaming does when a pack gates whole replies but not
+        /// streamed text (default: [`StreamPolicy::Downgrade`]).
+        stream_policy(policy: StreamPolicy) => |session| session.config.stream_policy = policy
+    );
+    setter!(
+        /// Keeps the last `turns` turns whole when a context-window gate
+        /// asks for a compaction (default
+        /// [`DEFAULT_KEEP_TURNS`](super::DEFAULT_KEEP_TURNS); at least 1).
+        compaction_keep_turns(turns: usize) => |session| session.config.compaction.keep_turns = turns.max(1)
+    );
+    setter!(
+        /// The loop each turn runs (default: [`Strategy::React`]). Every
+        /// strategy calls the model through the same seams, settles every
+        /// tool call through the same gate, and passes its final answer
+        /// through the `output` seam.
+        strategy(strategy: Strategy) => |session| session.config.strategy = strategy
+    );
 
     /// A sub-agent's session: `depth` delegations below the top level.
-    /// Prices provider calls by this table (default: [`PriceTable::default`]).
-    #[must_use]
-    pub fn prices(mut self, prices: Arc<PriceTable>) -> Self {
-        self.session.prices = prices;
-        self
-    }
-
-    /// Keeps the last `turns` turns whole when a context-window gate asks
-    /// for a compaction (default [`DEFAULT_KEEP_TURNS`](super::DEFAULT_KEEP_TURNS); at least 1).
-    #[must_use]
-    pub fn compaction_keep_turns(mut self, turns: usize) -> Self {
-        self.session.keep_turns = turns.max(1);
-        self
-    }
-
-    /// The loop each turn runs (default: [`Strategy::React`]). Every
-    /// strategy calls the model through the same seams, settles every tool
-    /// call through the same gate, and passes its final answer through the
-    /// `output` seam.
-    #[must_use]
-    pub fn strategy(mut self, strategy: Strategy) -> Self {
-        self.session.strategy = strategy;
-        self
-    }
-
     pub(crate) fn depth(mut self, depth: u32) -> Self {
         self.session.depth = depth;
         self
@@ -342,20 +209,15 @@ impl AgentSession {
                 approver: Arc::new(DenyAll),
                 hooks: Hooks::new(),
                 bus: EventBus::new(),
-                max_steps: 25,
-                output_cap: 30_000,
+                config: SessionConfig::default(),
                 turns: 0,
-                stream: false,
                 streaming: false,
-                stream_policy: StreamPolicy::Downgrade,
                 stream_said: None,
                 depth: 0,
                 source: CallSource::Agent,
                 ledger: Ledger::default(),
                 prices: Arc::new(PriceTable::default()),
                 prices_json: String::new(),
-                keep_turns: super::compaction::DEFAULT_KEEP_TURNS,
-                strategy: Strategy::React,
             },
         }
     }
@@ -369,7 +231,7 @@ impl AgentSession {
     /// The loop each turn runs.
     #[must_use]
     pub fn strategy(&self) -> &Strategy {
-        &self.strategy
+        &self.config.strategy
     }
 
     /// The event bus.

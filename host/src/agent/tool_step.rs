@@ -257,10 +257,10 @@ impl AgentSession {
 
     /// Caps successful output at `output_cap` bytes (on a char boundary).
     fn truncate(&self, mut result: ToolResult) -> ToolResult {
-        if result.is_error() || result.output.len() <= self.output_cap {
+        if result.is_error() || result.output.len() <= self.config.output_cap {
             return result;
         }
-        let mut cut = self.output_cap;
+        let mut cut = self.config.output_cap;
         while !result.output.is_char_boundary(cut) {
             cut -= 1;
         }

@@ -13,16 +13,11 @@
 //! `tool_call` seam, the hooks and the permission policy like any call.
 
 use super::Budget;
-use crate::agent::session::{AgentSession, RunResult};
+use crate::agent::config::READ_ONLY_TOOLS;
+use crate::agent::outcome::RunResult;
+use crate::agent::session::AgentSession;
 use crate::interception::Interceptors;
 use std::sync::Arc;
-
-/// The tools of the plan phase: the ones that read or only record and
-/// change nothing outside the conversation — `read_file` (reads the
-/// workspace), `think` (a note to self) and `todo` (the session's task
-/// list). Not `bash` (a shell can write), not `delegate` (its sub-agent
-/// gets the write tools), not the writers.
-pub const READ_ONLY_TOOLS: [&str; 3] = ["read_file", "think", "todo"];
 
 /// What the plan phase asks.
 const PLAN_PROMPT: &str = "Plan first: look into the request above with the read-only tools \

@@ -11,7 +11,8 @@
 //! ```
 
 use super::Budget;
-use crate::agent::session::{AgentSession, RunResult};
+use crate::agent::outcome::RunResult;
+use crate::agent::session::AgentSession;
 use crate::interception::Interceptors;
 use std::sync::Arc;
 

@@ -8,7 +8,8 @@
 //! to reflect on — and would re-arm a plan gate for nothing.)
 
 use super::Budget;
-use crate::agent::session::{AgentSession, RunResult};
+use crate::agent::outcome::RunResult;
+use crate::agent::session::AgentSession;
 use crate::interception::Interceptors;
 use std::sync::Arc;
 

@@ -15,7 +15,8 @@
 //! whole configuration of the turn — the merged chains, the hooks, the
 //! permission policy and the approver — and gets its own `max_steps`.
 
-use crate::agent::session::{AgentSession, EndReason, RunResult};
+use crate::agent::outcome::{EndReason, RunResult};
+use crate::agent::session::AgentSession;
 use crate::interception::Interceptors;
 use std::sync::Arc;
 

@@ -14,8 +14,8 @@
 //! candidate is one, and then ends the turn like any substitute.
 
 use super::Budget;
-use crate::agent::react::Judged;
-use crate::agent::session::{AgentSession, RunResult};
+use crate::agent::outcome::{Judged, RunResult};
+use crate::agent::session::AgentSession;
 use crate::interception::Interceptors;
 use crate::providers::{Provider, ProviderCall};
 use crate::types::{Headers, Message, ToolList};
