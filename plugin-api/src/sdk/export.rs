@@ -4,7 +4,8 @@
 
 use super::guard;
 use super::instance::instantiate;
-use super::pack::{Pack, SeamKind};
+use super::pack::Pack;
+use super::seam_kind::SeamKind;
 use crate::abi::manifest::{Writer, MANIFEST_LEN};
 use crate::abi::{PackDescriptor, PackInstanceBox, PackLibrary, PackLibraryRef, ABI_REVISION};
 use abi_stable::library::{LibHeader, RootModuleResult};

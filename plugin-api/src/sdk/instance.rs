@@ -1,7 +1,8 @@
 //! Building a pack instance from JSON configuration, behind the ABI.
 
 use super::guard;
-use super::pack::{Pack, SeamKind};
+use super::pack::Pack;
+use super::seam_kind::SeamKind;
 use super::registrar::Registrar;
 use crate::abi::{PackInstanceAbi, PackInstanceAbi_TO, PackInstanceBox, Registration};
 use abi_stable::sabi_trait::TD_Opaque;

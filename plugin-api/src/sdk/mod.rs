@@ -19,6 +19,7 @@ mod inputs;
 mod instance;
 mod pack;
 mod registrar;
+mod seam_kind;
 mod values;
 
 pub use decision::{
@@ -33,6 +34,7 @@ pub use inputs::{
     SourceUsage, ToolCallRef, ToolResultRef, Usage,
 };
 pub use instance::{instantiate, FAILURE_POLICY_METHOD};
-pub use pack::{NoConfig, Pack, PackError, SeamKind};
+pub use pack::{NoConfig, Pack, PackError};
+pub use seam_kind::SeamKind;
 pub use registrar::Registrar;
 pub use values::{Block, Message, Request, ToolCall, ToolResult};

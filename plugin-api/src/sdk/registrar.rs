@@ -9,7 +9,7 @@ use super::guard;
 use super::inputs::{
     Messages, NoticeSlot, RequestRef, ResponseRef, Segment, Session, ToolCallRef, ToolResultRef,
 };
-use super::pack::SeamKind;
+use super::seam_kind::SeamKind;
 use super::values::{messages_into_abi, Message, Request, ToolCall, ToolResult};
 use crate::abi::{
     self, InterceptorAbi, InterceptorAbi_TO, InterceptorBox, Registration, SeamInput, SeamValue,
