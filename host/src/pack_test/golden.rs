@@ -120,8 +120,14 @@ impl Normaliser {
                 // The script's token counts and their price are inputs of
                 // the run, not decisions; a price-table update must not
                 // change every golden file.
+                // A veto is a decision (it stays, with the gate); its
+                // absence is the rule, and goldens written before the field
+                // existed keep matching.
                 if let Some(map) = value.as_object_mut() {
                     map.remove("usage");
+                    if map.get("vetoed") == Some(&Value::Bool(false)) {
+                        map.remove("vetoed");
+                    }
                 }
             }
             self.value(&mut value);

@@ -2,8 +2,8 @@
 
 use super::guard;
 use super::pack::Pack;
-use super::seam_kind::SeamKind;
 use super::registrar::Registrar;
+use super::seam_kind::SeamKind;
 use crate::abi::{PackInstanceAbi, PackInstanceAbi_TO, PackInstanceBox, Registration};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString, RVec};

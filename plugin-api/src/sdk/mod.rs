@@ -35,6 +35,6 @@ pub use inputs::{
 };
 pub use instance::{instantiate, FAILURE_POLICY_METHOD};
 pub use pack::{NoConfig, Pack, PackError};
-pub use seam_kind::SeamKind;
 pub use registrar::Registrar;
+pub use seam_kind::SeamKind;
 pub use values::{Block, Message, Request, ToolCall, ToolResult};

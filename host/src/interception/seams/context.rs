@@ -5,32 +5,11 @@
 
 use super::edit::Edit;
 use super::views::{messages_from_abi, with_message_views};
-use super::{empty_input, Invalid, SeamAbi, SeamSpec};
-use crate::interception::{InterceptResult, Interceptor};
+use super::{empty_input, ContextSeam, Invalid, SeamAbi, SeamShape};
 use crate::types::Message;
-use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
-
-/// Marker for the `context` seam.
-pub struct ContextSeam;
-
-type HostFn = dyn Fn(&[Message]) -> InterceptResult<Vec<Message>> + Send + Sync;
-
-impl SeamSpec for ContextSeam {
-    const NAME: &'static str = "context";
-    const FAIL_CLOSED: bool = false;
-}
+use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
 
 impl SeamAbi for ContextSeam {
-    const SEAM: abi::Seam = abi::Seam::CONTEXT;
-    const EXPECTED: &'static str = "Messages";
-    type Value = Vec<Message>;
-    type Lead = ();
-    type HostFn = HostFn;
-
-    fn call_host(f: &HostFn, _lead: &(), value: &Vec<Message>) -> InterceptResult<Vec<Message>> {
-        f(value)
-    }
-
     fn with_input<R>(
         _lead: &(),
         value: &Vec<Message>,
@@ -62,16 +41,5 @@ impl SeamAbi for ContextSeam {
             Some(messages) => messages.map_err(Invalid::Malformed),
             None => Err(Invalid::WrongType(described)),
         }
-    }
-}
-
-impl Interceptor<ContextSeam> {
-    /// A host interceptor on `context`.
-    pub fn context<F>(name: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(&[Message]) -> InterceptResult<Vec<Message>> + Send + Sync + 'static,
-    {
-        let f: Box<HostFn> = Box::new(f);
-        Interceptor::host(name, f)
     }
 }

@@ -11,25 +11,23 @@ mod tool_call;
 mod tool_result;
 mod views;
 
-pub use context::ContextSeam;
 pub(crate) use edit::{SESSION_EXTENSION, SESSION_EXTENSION_GATE_RETRY};
-pub use model_response::{ModelResponseSeam, ReplyFacts};
-pub use output::OutputSeam;
-pub use provider_request::ProviderRequestSeam;
-pub use stream_chunk::{StreamChunkSeam, StreamFacts};
-pub use tool_call::ToolCallSeam;
-pub use tool_result::{withheld as withheld_result, ToolResultSeam};
+pub use model_response::ReplyFacts;
+pub use stream_chunk::StreamFacts;
+pub use tool_result::withheld as withheld_result;
 
+use crate::interception::{InterceptResult, Interceptor};
+use crate::types::{Message, ProviderRequest, ToolCall, ToolResult};
 use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
 
 mod sealed {
     use crate::interception::InterceptResult;
     use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
 
-    /// The ABI side of a seam: how its value crosses to a pack and back.
-    /// Public only in name (this module is private), so the four seams'
-    /// implementations are the only ones and none of this is API.
-    pub trait SeamAbi {
+    /// What the seam table says of a seam: its ABI identifier, its value,
+    /// what comes before the value, and how a host closure is called.
+    /// Written by [`seams!`](super::seams), never by hand.
+    pub trait SeamShape {
         /// The ABI identifier.
         const SEAM: abi::Seam;
         /// The replacement type's name, for `replace value must be X` errors.
@@ -47,7 +45,13 @@ mod sealed {
             lead: &Self::Lead,
             value: &Self::Value,
         ) -> InterceptResult<Self::Value>;
+    }
 
+    /// The ABI side of a seam: how its value crosses to a pack and back,
+    /// written once per seam in its own file. Public only in name (this
+    /// module is private), so the seams' implementations are the only ones
+    /// and none of this is API.
+    pub trait SeamAbi: SeamShape {
         /// Lends `value` to `f` as the ABI's borrowed input.
         fn with_input<R>(
             lead: &Self::Lead,
@@ -96,20 +100,18 @@ mod sealed {
         Malformed(String),
     }
 }
-pub(crate) use sealed::{Invalid, SeamAbi};
+pub(crate) use sealed::{Invalid, SeamAbi, SeamShape};
 
-/// A seam, as generic host code names it: [`ToolCallSeam`],
-/// [`ToolResultSeam`], [`ContextSeam`], [`ProviderRequestSeam`],
-/// [`ModelResponseSeam`], [`OutputSeam`] or [`StreamChunkSeam`]. Sealed:
-/// those are the only implementations. `S::Value` is the value its chain
-/// decides on (a `ToolCall`, a `ToolResult`, the message list, the request
-/// envelope).
+/// A seam, as generic host code names it: one of the markers the seam
+/// table below defines. Sealed: those are the only implementations.
+/// `S::Value` is the value its chain decides on (a `ToolCall`, a
+/// `ToolResult`, the message list, the request envelope, a text).
 pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// The canonical name (`tool_call`).
     const NAME: &'static str;
     /// `true` when an interceptor failure blocks (only `tool_call`): the
     /// seam fails closed; the others skip the failing interceptor.
-    const FAIL_CLOSED: bool;
+    const FAIL_CLOSED: bool = false;
     /// `true` on the seam whose interceptors may answer *hold*
     /// (`stream_chunk`); elsewhere a hold is an unknown decision.
     const HOLDS: bool = false;
@@ -125,6 +127,147 @@ pub trait SeamSpec: SeamAbi + Sized + Send + Sync + 'static {
     /// `true` on the seam whose interceptors may give an allowed value a
     /// deadline (`tool_call`).
     const DEADLINES: bool = false;
+}
+
+/// The seam table: one row per seam makes its marker type, its
+/// [`SeamSpec`] (name and the answers it takes beyond allow / replace /
+/// block), its shape (ABI identifier, value, lead, host closure) and the
+/// host-closure constructor on [`Interceptor`]. How the value crosses the
+/// ABI is the seam's own file ([`SeamAbi`]). A new seam is a row here and
+/// that one impl.
+macro_rules! seams {
+    ($(
+        $(#[$doc:meta])*
+        $marker:ident {
+            name: $name:literal,
+            abi: $seam:ident,
+            expects: $expected:literal,
+            value: $value:ty,
+            lead: $lead:ty,
+            host: $ctor:ident($($arg:ty),+) => |$f:ident, $l:pat_param, $v:pat_param| $call:expr,
+            answers: [$($flag:ident),*] $(,)?
+        }
+    )*) => {$(
+        $(#[$doc])*
+        pub struct $marker;
+
+        impl SeamSpec for $marker {
+            const NAME: &'static str = $name;
+            $(const $flag: bool = true;)*
+        }
+
+        impl sealed::SeamShape for $marker {
+            const SEAM: abi::Seam = abi::Seam::$seam;
+            const EXPECTED: &'static str = $expected;
+            type Value = $value;
+            type Lead = $lead;
+            type HostFn = dyn Fn($($arg),+) -> InterceptResult<$value> + Send + Sync;
+
+            fn call_host($f: &Self::HostFn, $l: &$lead, $v: &$value) -> InterceptResult<$value> {
+                $call
+            }
+        }
+
+        impl Interceptor<$marker> {
+            #[doc = concat!(
+                "A host interceptor on `", $name, "`: a closure over what the seam ",
+                "sees, answering allow, replace or block."
+            )]
+            pub fn $ctor<F>(name: impl Into<String>, f: F) -> Self
+            where
+                F: Fn($($arg),+) -> InterceptResult<$value> + Send + Sync + 'static,
+            {
+                let f: Box<<$marker as sealed::SeamShape>::HostFn> = Box::new(f);
+                Interceptor::host(name, f)
+            }
+        }
+    )*};
+}
+
+seams! {
+    /// The `context` seam: the messages about
+    /// to be sent, before each provider call.
+    ContextSeam {
+        name: "context",
+        abi: CONTEXT,
+        expects: "Messages",
+        value: Vec<Message>,
+        lead: (),
+        host: context(&[Message]) => |f, _, messages| f(messages),
+        answers: [],
+    }
+    /// The `provider_request` seam: the request envelope, before the wire.
+    ProviderRequestSeam {
+        name: "provider_request",
+        abi: PROVIDER_REQUEST,
+        expects: "ProviderRequest",
+        value: ProviderRequest,
+        lead: (),
+        host: provider_request(&ProviderRequest) => |f, _, request| f(request),
+        answers: [ASKS, PAUSES],
+    }
+    /// The `tool_call` seam: each proposed call, before hooks and the
+    /// permission policy. Fails closed.
+    ToolCallSeam {
+        name: "tool_call",
+        abi: TOOL_CALL,
+        expects: "ToolCall",
+        value: ToolCall,
+        lead: (),
+        host: tool_call(&ToolCall) => |f, _, call| f(call),
+        answers: [FAIL_CLOSED, ASKS, DEADLINES],
+    }
+    /// The `tool_result` seam: what an executed tool returned, before
+    /// truncation and hooks. The call leads.
+    ToolResultSeam {
+        name: "tool_result",
+        abi: TOOL_RESULT,
+        expects: "ToolResult",
+        value: ToolResult,
+        lead: ToolCall,
+        host: tool_result(&ToolCall, &ToolResult) => |f, call, result| f(call, result),
+        answers: [],
+    }
+    /// The `model_response` seam: each model reply before it enters the
+    /// conversation. Its facts (tool calls, streamed) lead.
+    ModelResponseSeam {
+        name: "model_response",
+        abi: MODEL_RESPONSE,
+        expects: "Text",
+        value: String,
+        lead: ReplyFacts,
+        host: model_response(&ReplyFacts, &str) => |f, facts, text| f(facts, text),
+        answers: [],
+    }
+    /// The `output` seam: the final answer before the user sees it.
+    OutputSeam {
+        name: "output",
+        abi: OUTPUT,
+        expects: "Text",
+        value: String,
+        lead: (),
+        host: output(&str) => |f, _, answer| f(answer),
+        answers: [RETRIES],
+    }
+    /// The `stream_chunk` seam: each streamed delta before it is released.
+    /// The stream's facts lead; the value is the turn's text so far (a
+    /// replacement is the whole new text, the released part kept as it is).
+    StreamChunkSeam {
+        name: "stream_chunk",
+        abi: STREAM_CHUNK,
+        expects: "Text (the new candidate)",
+        value: String,
+        lead: StreamFacts,
+        host: stream_chunk(&StreamFacts, &str) => |f, facts, text| f(facts, text),
+        answers: [HOLDS],
+    }
+}
+
+/// A pack's text replacement (`model_response`, `output`, `stream_chunk`):
+/// the `text` slot, or which slots it filled instead.
+pub(crate) fn text_replacement(value: SeamValue) -> Result<String, Invalid> {
+    let described = describe(&value);
+    text_from_abi(value).ok_or(Invalid::WrongType(described))
 }
 
 /// Describes which slots of a pack's replacement are filled, for

@@ -5,14 +5,10 @@
 //! notice or the reason as its text — which no later seam judges again.
 
 use super::views::tool_call_view;
-use super::{describe, empty_input, text_from_abi, Invalid, SeamAbi, SeamSpec};
-use crate::interception::{InterceptResult, Interceptor};
+use super::{empty_input, text_replacement, Invalid, ModelResponseSeam, SeamAbi, SeamShape};
 use crate::types::ToolCall;
 use abi_stable::std_types::{RSlice, RStr};
-use chimera_plugin_api::abi::{self, MessageView, SeamInput, SeamValue, SessionView};
-
-/// Marker for the `model_response` seam.
-pub struct ModelResponseSeam;
+use chimera_plugin_api::abi::{MessageView, SeamInput, SeamValue, SessionView};
 
 /// What the `model_response` chain knows of a reply besides its text.
 #[derive(Debug, Clone, Default)]
@@ -23,24 +19,7 @@ pub struct ReplyFacts {
     pub streamed: bool,
 }
 
-type HostFn = dyn Fn(&ReplyFacts, &str) -> InterceptResult<String> + Send + Sync;
-
-impl SeamSpec for ModelResponseSeam {
-    const NAME: &'static str = "model_response";
-    const FAIL_CLOSED: bool = false;
-}
-
 impl SeamAbi for ModelResponseSeam {
-    const SEAM: abi::Seam = abi::Seam::MODEL_RESPONSE;
-    const EXPECTED: &'static str = "Text";
-    type Value = String;
-    type Lead = ReplyFacts;
-    type HostFn = HostFn;
-
-    fn call_host(f: &HostFn, facts: &ReplyFacts, value: &String) -> InterceptResult<String> {
-        f(facts, value)
-    }
-
     fn with_input<R>(
         facts: &ReplyFacts,
         value: &String,
@@ -78,19 +57,6 @@ impl SeamAbi for ModelResponseSeam {
         value: SeamValue,
         _current: &String,
     ) -> Result<String, Invalid> {
-        let described = describe(&value);
-        text_from_abi(value).ok_or(Invalid::WrongType(described))
-    }
-}
-
-impl Interceptor<ModelResponseSeam> {
-    /// A host interceptor on `model_response`: sees the reply's facts and
-    /// text, answers a new text (tool calls kept) or a block.
-    pub fn model_response<F>(name: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(&ReplyFacts, &str) -> InterceptResult<String> + Send + Sync + 'static,
-    {
-        let f: Box<HostFn> = Box::new(f);
-        Interceptor::host(name, f)
+        text_replacement(value)
     }
 }

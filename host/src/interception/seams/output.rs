@@ -4,33 +4,11 @@
 //! reason), never the text. A reply the `model_response` seam substituted
 //! is not judged again here.
 
-use super::{describe, empty_input, text_from_abi, Invalid, SeamAbi, SeamSpec};
-use crate::interception::{InterceptResult, Interceptor};
+use super::{empty_input, text_replacement, Invalid, OutputSeam, SeamAbi, SeamShape};
 use abi_stable::std_types::RStr;
-use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
-
-/// Marker for the `output` seam.
-pub struct OutputSeam;
-
-type HostFn = dyn Fn(&str) -> InterceptResult<String> + Send + Sync;
-
-impl SeamSpec for OutputSeam {
-    const NAME: &'static str = "output";
-    const FAIL_CLOSED: bool = false;
-    const RETRIES: bool = true;
-}
+use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
 
 impl SeamAbi for OutputSeam {
-    const SEAM: abi::Seam = abi::Seam::OUTPUT;
-    const EXPECTED: &'static str = "Text";
-    type Value = String;
-    type Lead = ();
-    type HostFn = HostFn;
-
-    fn call_host(f: &HostFn, _lead: &(), value: &String) -> InterceptResult<String> {
-        f(value)
-    }
-
     fn with_input<R>(
         _lead: &(),
         value: &String,
@@ -53,18 +31,6 @@ impl SeamAbi for OutputSeam {
         value: SeamValue,
         _current: &String,
     ) -> Result<String, Invalid> {
-        let described = describe(&value);
-        text_from_abi(value).ok_or(Invalid::WrongType(described))
-    }
-}
-
-impl Interceptor<OutputSeam> {
-    /// A host interceptor on `output`.
-    pub fn output<F>(name: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(&str) -> InterceptResult<String> + Send + Sync + 'static,
-    {
-        let f: Box<HostFn> = Box::new(f);
-        Interceptor::host(name, f)
+        text_replacement(value)
     }
 }

@@ -6,41 +6,14 @@
 
 use super::edit::{Edit, Field};
 use super::views::{messages_from_abi, with_message_views};
-use super::{empty_input, Invalid, SeamAbi, SeamSpec};
-use crate::interception::{InterceptResult, Interceptor};
+use super::{empty_input, Invalid, ProviderRequestSeam, SeamAbi, SeamShape};
 use crate::types::{Headers, ProviderRequest, ToolList, ToolSchema};
 use abi_stable::std_types::{ROption, RSlice, RStr, RVec};
 use chimera_plugin_api::abi::{
-    self, HeaderValue, HeaderView, RequestView, SeamInput, SeamValue, SessionView,
+    HeaderValue, HeaderView, RequestView, SeamInput, SeamValue, SessionView,
 };
 
-/// Marker for the `provider_request` seam.
-pub struct ProviderRequestSeam;
-
-type HostFn = dyn Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Send + Sync;
-
-impl SeamSpec for ProviderRequestSeam {
-    const NAME: &'static str = "provider_request";
-    const ASKS: bool = true;
-    const PAUSES: bool = true;
-    const FAIL_CLOSED: bool = false;
-}
-
 impl SeamAbi for ProviderRequestSeam {
-    const SEAM: abi::Seam = abi::Seam::PROVIDER_REQUEST;
-    const EXPECTED: &'static str = "ProviderRequest";
-    type Value = ProviderRequest;
-    type Lead = ();
-    type HostFn = HostFn;
-
-    fn call_host(
-        f: &HostFn,
-        _lead: &(),
-        value: &ProviderRequest,
-    ) -> InterceptResult<ProviderRequest> {
-        f(value)
-    }
-
     fn with_input<R>(
         _lead: &(),
         value: &ProviderRequest,
@@ -157,15 +130,4 @@ fn headers_from_abi(headers: RVec<HeaderValue>) -> Headers {
             .map(|h| (h.name.into_string(), h.value.into_string()))
             .collect(),
     )
-}
-
-impl Interceptor<ProviderRequestSeam> {
-    /// A host interceptor on `provider_request`.
-    pub fn provider_request<F>(name: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(&ProviderRequest) -> InterceptResult<ProviderRequest> + Send + Sync + 'static,
-    {
-        let f: Box<HostFn> = Box::new(f);
-        Interceptor::host(name, f)
-    }
 }

@@ -7,13 +7,9 @@
 //! with a hold (a redaction). Released text is never rewritten. Packs
 //! only: the host has no closure form of this seam.
 
-use super::{describe, empty_input, text_from_abi, Invalid, SeamAbi, SeamSpec};
-use crate::interception::InterceptResult;
+use super::{empty_input, text_replacement, Invalid, SeamAbi, SeamShape, StreamChunkSeam};
 use abi_stable::std_types::RStr;
-use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
-
-/// Marker for the `stream_chunk` seam.
-pub struct StreamChunkSeam;
+use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
 
 /// Where one offer stands in the turn's text.
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,15 +20,6 @@ pub struct StreamFacts {
     pub delta: usize,
     /// The final check at the end of the stream (holds are ignored).
     pub last: bool,
-}
-
-/// Never constructed: the seam has no host closures.
-type HostFn = dyn Fn(&StreamFacts, &str) -> InterceptResult<String> + Send + Sync;
-
-impl SeamSpec for StreamChunkSeam {
-    const NAME: &'static str = "stream_chunk";
-    const FAIL_CLOSED: bool = false;
-    const HOLDS: bool = true;
 }
 
 /// The facts' JSON in fixed columns:
@@ -82,16 +69,6 @@ fn facts_json(facts: &StreamFacts) -> [u8; FACTS_LEN] {
 }
 
 impl SeamAbi for StreamChunkSeam {
-    const SEAM: abi::Seam = abi::Seam::STREAM_CHUNK;
-    const EXPECTED: &'static str = "Text (the new candidate)";
-    type Value = String;
-    type Lead = StreamFacts;
-    type HostFn = HostFn;
-
-    fn call_host(f: &HostFn, facts: &StreamFacts, value: &String) -> InterceptResult<String> {
-        f(facts, value)
-    }
-
     fn with_input<R>(
         facts: &StreamFacts,
         value: &String,
@@ -114,8 +91,7 @@ impl SeamAbi for StreamChunkSeam {
         value: SeamValue,
         current: &String,
     ) -> Result<String, Invalid> {
-        let described = describe(&value);
-        let candidate = text_from_abi(value).ok_or(Invalid::WrongType(described))?;
+        let candidate = text_replacement(value)?;
         let released = current.get(..facts.released).ok_or_else(|| {
             Invalid::Malformed("the released text is not a prefix of the stream".to_owned())
         })?;

@@ -4,35 +4,12 @@
 //! denies the call (`Blocked by interceptor: <reason>`) and the run goes on.
 
 use super::views::{tool_call_from_abi, tool_call_view};
-use super::{empty_input, Invalid, SeamAbi, SeamSpec};
-use crate::interception::{InterceptResult, Interceptor};
+use super::{empty_input, Invalid, SeamAbi, SeamShape, ToolCallSeam};
 use crate::types::ToolCall;
 use abi_stable::std_types::ROption;
-use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
-
-/// Marker for the `tool_call` seam.
-pub struct ToolCallSeam;
-
-type HostFn = dyn Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync;
-
-impl SeamSpec for ToolCallSeam {
-    const NAME: &'static str = "tool_call";
-    const ASKS: bool = true;
-    const DEADLINES: bool = true;
-    const FAIL_CLOSED: bool = true;
-}
+use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
 
 impl SeamAbi for ToolCallSeam {
-    const SEAM: abi::Seam = abi::Seam::TOOL_CALL;
-    const EXPECTED: &'static str = "ToolCall";
-    type Value = ToolCall;
-    type Lead = ();
-    type HostFn = HostFn;
-
-    fn call_host(f: &HostFn, _lead: &(), value: &ToolCall) -> InterceptResult<ToolCall> {
-        f(value)
-    }
-
     fn with_input<R>(
         _lead: &(),
         value: &ToolCall,
@@ -83,16 +60,5 @@ impl SeamAbi for ToolCallSeam {
 
     fn tool_ids<'a>(_lead: &'a (), value: &'a ToolCall) -> (&'a str, &'a str) {
         (&value.name, &value.id)
-    }
-}
-
-impl Interceptor<ToolCallSeam> {
-    /// A host interceptor on `tool_call`.
-    pub fn tool_call<F>(name: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(&ToolCall) -> InterceptResult<ToolCall> + Send + Sync + 'static,
-    {
-        let f: Box<HostFn> = Box::new(f);
-        Interceptor::host(name, f)
     }
 }

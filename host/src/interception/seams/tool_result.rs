@@ -4,33 +4,12 @@
 //! a *successful* `[tool result withheld by interceptor: <reason>]`.
 
 use super::views::{tool_call_view, tool_result_from_abi, tool_result_view};
-use super::{empty_input, Invalid, SeamAbi, SeamSpec};
-use crate::interception::{InterceptResult, Interceptor};
+use super::{empty_input, Invalid, SeamAbi, SeamShape, ToolResultSeam};
 use crate::types::{ToolCall, ToolResult};
 use abi_stable::std_types::ROption;
-use chimera_plugin_api::abi::{self, SeamInput, SeamValue, SessionView};
-
-/// Marker for the `tool_result` seam.
-pub struct ToolResultSeam;
-
-type HostFn = dyn Fn(&ToolCall, &ToolResult) -> InterceptResult<ToolResult> + Send + Sync;
-
-impl SeamSpec for ToolResultSeam {
-    const NAME: &'static str = "tool_result";
-    const FAIL_CLOSED: bool = false;
-}
+use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
 
 impl SeamAbi for ToolResultSeam {
-    const SEAM: abi::Seam = abi::Seam::TOOL_RESULT;
-    const EXPECTED: &'static str = "ToolResult";
-    type Value = ToolResult;
-    type Lead = ToolCall;
-    type HostFn = HostFn;
-
-    fn call_host(f: &HostFn, call: &ToolCall, value: &ToolResult) -> InterceptResult<ToolResult> {
-        f(call, value)
-    }
-
     fn with_input<R>(
         call: &ToolCall,
         value: &ToolResult,
@@ -64,17 +43,6 @@ impl SeamAbi for ToolResultSeam {
 
     fn tool_ids<'a>(call: &'a ToolCall, _value: &'a ToolResult) -> (&'a str, &'a str) {
         (&call.name, &call.id)
-    }
-}
-
-impl Interceptor<ToolResultSeam> {
-    /// A host interceptor on `tool_result`.
-    pub fn tool_result<F>(name: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(&ToolCall, &ToolResult) -> InterceptResult<ToolResult> + Send + Sync + 'static,
-    {
-        let f: Box<HostFn> = Box::new(f);
-        Interceptor::host(name, f)
     }
 }
 
