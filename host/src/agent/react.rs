@@ -653,7 +653,7 @@ impl AgentSession {
                 );
             } else {
                 tracing::warn!(
-                    "streaming turned off: {} (--stream-policy allow keeps it on)",
+                    "streaming disabled: {} (--stream-policy allow keeps it on)",
                     which.join("; ")
                 );
                 let packs = unsafe_packs.clone();
