@@ -288,7 +288,8 @@ fn a_tool_call_past_the_budget_is_blocked_within_it_and_the_next_call_runs() {
         blocked.contains("pack 'fixture' (isolated) did not answer within 100 ms: killed"),
         "{blocked}"
     );
-    // While the child restarts, calls fail fast, and then it is back.
+    // The next call waits for the restarted child (at most the budget) and
+    // is judged by it; one that comes before it is back fails fast.
     let quick = ToolCall::new("c2", "write_file", json!({"path": "a", "content": "b"}));
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

@@ -2,7 +2,10 @@
 //! fixture` with the fixture pack's `tool_call` interceptor crashing,
 //! hanging, eating memory or trying to leave its sandbox. The host lives
 //! through each: the call is refused (the `tool_call` seam fails closed),
-//! one stderr line says what happened, and the session goes on.
+//! one stderr line says what happened, and the session goes on. The crash
+//! costs that one call: the next one waits for the restarted pack host and
+//! is judged by it; only a pack that keeps crashing backs off and is
+//! quarantined.
 
 use super::helpers::run_with_packs;
 use chimera_tests::cli::Ran;
@@ -214,6 +217,182 @@ fn an_isolated_pack_that_hangs_is_cut_off_at_the_call_budget_and_the_next_turn_r
     let about: Vec<&str> = stderr.lines().filter(|l| l.contains("fixture")).collect();
     assert_eq!(about.len(), 1, "one line about the hang:\n{stderr}");
     assert!(about[0].contains("killed"), "{}", about[0]);
+}
+
+/// `chimera run --isolate fixture` over a `think` call, then a
+/// `write_file` call, then a plain answer, with the fixture doing
+/// `action` on `think` only and a call budget of `budget_ms` (the wait for
+/// the restarted pack host is at most that long: generous, so a slow start
+/// on a loaded machine is still in time).
+fn crash_on_think_then_write(dir: &Path, action: &str, budget_ms: u64) -> Ran {
+    let workspace = dir.display().to_string();
+    let budget = budget_ms.to_string();
+    run_with_packs(
+        dir,
+        &[(
+            "fixture",
+            json!({"tool_call": {"action": action, "tools": ["think"]}}),
+        )],
+        &json!([
+            {"tool_calls": [{"id": "t1", "name": "think", "arguments": {"thought": "plan"}}]},
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                             "arguments": {"path": "out.txt", "content": "x"}}]},
+            {"content": "done"}
+        ]),
+        &[
+            "--isolate",
+            "fixture",
+            "--call-budget-ms",
+            &budget,
+            "--workspace",
+            &workspace,
+            "write it",
+        ],
+        "",
+    )
+}
+
+/// The `think` call was refused with one line about `what`, and the
+/// `write_file` call after it was judged by the restarted pack host: it
+/// was not refused (the seam fails closed, so a pack host still down
+/// would have blocked it) and the file is written.
+fn assert_only_the_crashing_call_was_refused(dir: &Path, ran: &Ran, what: &str) {
+    assert_eq!(ran.code(), Some(0), "the host lived: {}", ran.stderr());
+    let results = ran.of_type("tool_result");
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["call_id"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {}", ran.stdout()))
+            .clone()
+    };
+    let think = result("t1");
+    assert_eq!(
+        think["is_error"], true,
+        "the crashing call is refused: {think}"
+    );
+    let write = result("w1");
+    assert_eq!(
+        write["is_error"], false,
+        "the next call is judged by the restarted pack host: {write}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).ok().as_deref(),
+        Some("x"),
+        "the next call wrote the file"
+    );
+    let decisions = ran.of_type("interceptor");
+    assert!(
+        decisions.iter().all(|d| d["call_id"] != "w1"),
+        "no interceptor error for the next call: {decisions:?}"
+    );
+    let line = assert_one_line_about(ran, what);
+    assert!(
+        line.ends_with("; restarting"),
+        "the first restart after a healthy spell is immediate: {line}"
+    );
+    assert!(
+        !ran.stderr().contains("is restarting"),
+        "no call was refused for a pack host still down: {}",
+        ran.stderr()
+    );
+    let end = ran.of_type("run_end");
+    assert_eq!(end.len(), 1, "{}", ran.stdout());
+    assert_eq!(end[0]["output"], "done", "the run went on");
+}
+
+#[test]
+fn after_an_isolated_pack_segfaults_on_think_the_next_call_is_judged_by_its_restarted_host_and_writes_the_file(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = crash_on_think_then_write(dir.path(), "segfault", 60_000);
+    assert_only_the_crashing_call_was_refused(dir.path(), &ran, "SIGSEGV");
+}
+
+#[test]
+fn after_an_isolated_pack_aborts_on_think_the_next_call_is_judged_by_its_restarted_host_and_writes_the_file(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = crash_on_think_then_write(dir.path(), "abort", 60_000);
+    assert_only_the_crashing_call_was_refused(dir.path(), &ran, "SIGABRT");
+}
+
+#[test]
+fn after_an_isolated_pack_runs_out_of_memory_on_think_the_next_call_is_judged_by_its_restarted_host_and_writes_the_file(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    // Long enough for the memory limit, not the deadline, to end the call.
+    let ran = crash_on_think_then_write(dir.path(), "allocate", 60_000);
+    assert_only_the_crashing_call_was_refused(dir.path(), &ran, "memory");
+}
+
+#[test]
+fn after_an_isolated_pack_hangs_on_think_and_is_killed_the_next_call_is_judged_by_its_restarted_host_and_writes_the_file(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    // The hang costs the whole budget (the pack spins until it is killed);
+    // the budget is also the wait for the restarted pack host, which must
+    // cover a start on a loaded machine.
+    let ran = crash_on_think_then_write(dir.path(), "hang", 5_000);
+    assert_only_the_crashing_call_was_refused(dir.path(), &ran, "killed");
+}
+
+#[test]
+fn an_isolated_pack_that_crashes_on_every_call_backs_off_after_the_first_restart_and_is_quarantined(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().display().to_string();
+    let write = |id: &str| {
+        json!({"tool_calls": [{"id": id, "name": "write_file",
+                               "arguments": {"path": "out.txt", "content": "x"}}]})
+    };
+    let ran = run_with_packs(
+        dir.path(),
+        &[("fixture", json!({"tool_call": {"action": "segfault"}}))],
+        &json!([write("w1"), write("w2"), write("w3"), {"content": "done"}]),
+        &[
+            "--isolate",
+            "fixture",
+            "--call-budget-ms",
+            "60000",
+            "--quarantine-after",
+            "2",
+            "--workspace",
+            &workspace,
+            "write it",
+        ],
+        "",
+    );
+    assert_eq!(ran.code(), Some(0), "the host lived: {}", ran.stderr());
+    assert!(!dir.path().join("out.txt").exists(), "a refused write ran");
+    let results = ran.of_type("tool_result");
+    assert_eq!(results.len(), 3, "{}", ran.stdout());
+    assert!(
+        results.iter().all(|r| r["is_error"] == true),
+        "every call is refused: {results:?}"
+    );
+    let crashes: Vec<String> = ran
+        .stderr()
+        .lines()
+        .filter(|l| l.contains("SIGSEGV"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        crashes.len(),
+        2,
+        "the second call waited for the restarted pack host and crashed it too, \
+         the third met the quarantine: {}",
+        ran.stderr()
+    );
+    assert!(crashes[0].ends_with("; restarting"), "{}", crashes[0]);
+    assert!(
+        crashes[1].ends_with("; restarting in 50 ms"),
+        "a crash right after a restart backs off: {}",
+        crashes[1]
+    );
+    let last = results[2]["content"].as_str().unwrap_or_default();
+    assert!(last.contains("quarantined"), "{last}");
+    assert_eq!(ran.of_type("pack_quarantined").len(), 1, "{}", ran.stdout());
 }
 
 /// The outcome of one `escape` run: the block reason, whether the canary

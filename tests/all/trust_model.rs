@@ -1,5 +1,7 @@
 //! The trust model under attack, through the built binary: where packs are
-//! searched, names two files claim, locks kept elsewhere and their own file
+//! searched, names two files claim (within one precedence level: refused;
+//! a chosen copy over a bundled one: shadowing, said so), locks kept
+//! elsewhere and their own file
 //! policy, a plugins directory swapped while it loads, approvals that cover
 //! one call, the delegate sub-agent under its parent's policy, and hostile
 //! text and input at the command line.
@@ -113,7 +115,7 @@ fn a_cloned_repository_with_a_plugins_directory_runs_none_of_its_code() {
 }
 
 #[test]
-fn a_name_two_files_claim_is_refused_naming_both_and_never_first_wins() {
+fn a_name_two_chosen_directories_claim_is_refused_naming_both_and_never_first_wins() {
     let scene = tempfile::tempdir().unwrap();
     let first = plant(&scene.path().join("one"), "chimera-fixture-pack");
     let second = plant(&scene.path().join("two"), "chimera-fixture-pack");
@@ -167,25 +169,64 @@ fn a_name_two_files_claim_is_refused_naming_both_and_never_first_wins() {
         &[("CHIMERA_PLUGIN_PATH", two.clone())],
         "",
     ));
-    // A user directory that shadows a bundled pack is refused too.
-    let shadow = plant(&scene.path().join("mine"), "plan-gate");
+    // `packs list` still lists both, and warns of the conflict in one line
+    // per name (the file exports `fixture` and `fixture-alt`).
+    let listed = chimera(
+        scene.path(),
+        &[
+            "packs",
+            "list",
+            "--plugins-dir",
+            &one,
+            "--plugins-dir",
+            &two,
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(listed.code(), Some(0), "{}", listed.stderr());
+    let stderr = listed.stderr();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("pack 'fixture' "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("provided by two files")
+            && warnings[0].contains(&first.display().to_string())
+            && warnings[0].contains(&second.display().to_string()),
+        "{stderr}"
+    );
+    // Two chosen copies of a bundled pack: the two chosen files are named,
+    // the bundled one below them decides nothing.
+    let mine = plant(&scene.path().join("mine"), "plan-gate");
+    let ours = plant(&scene.path().join("ours"), "plan-gate");
     let run = chimera(
         scene.path(),
         &[
             "run",
             "--plugins-dir",
-            &shadow.parent().unwrap().display().to_string(),
+            &mine.parent().unwrap().display().to_string(),
             "--pack",
             "plan-gate",
             "--script",
             &script,
             "hi",
         ],
-        &[],
+        &[(
+            "CHIMERA_PLUGIN_PATH",
+            ours.parent().unwrap().display().to_string(),
+        )],
         "",
     );
-    assert_eq!(run.code(), Some(3));
-    assert!(run.error_line().contains("provided by two files"));
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    let line = run.error_line();
+    assert!(
+        line.contains("provided by two files")
+            && line.contains(&mine.display().to_string())
+            && line.contains(&ours.display().to_string()),
+        "{line}"
+    );
     // The same directory named twice is one directory, not a conflict.
     let run = chimera(
         scene.path(),
@@ -205,6 +246,130 @@ fn a_name_two_files_claim_is_refused_naming_both_and_never_first_wins() {
         "",
     );
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
+}
+
+/// The bundled copy of `plan-gate`, beside the `chimera` binary.
+fn bundled_plan_gate() -> PathBuf {
+    packs_dir().join(library_file_name("plan-gate"))
+}
+
+/// `chimera run --json --pack plan-gate` with `flags` before it and
+/// `env` set (info lines on stderr): the file it was loaded from, and the
+/// stderr lines saying what it shadows.
+fn load_plan_gate(scene: &Path, flags: &[&str], env: &[(&str, String)]) -> (String, Vec<String>) {
+    let script = script(scene, json!([{"content": "done"}]));
+    let mut args = vec!["run", "--json"];
+    args.extend_from_slice(flags);
+    args.extend(["--pack", "plan-gate", "--script", &script, "hi"]);
+    let mut env = env.to_vec();
+    env.push(("CHIMERA_LOG", "info".to_owned()));
+    let run = chimera(scene, &args, &env, "");
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let loaded = run.of_type("pack_loaded");
+    assert_eq!(loaded.len(), 1, "{}", run.stdout());
+    let path = loaded[0]["path"].as_str().unwrap_or_default().to_owned();
+    let shadowing = run
+        .stderr()
+        .lines()
+        .filter(|line| line.contains("shadowing"))
+        .map(str::to_owned)
+        .collect();
+    (path, shadowing)
+}
+
+#[test]
+fn a_pinned_copy_of_a_bundled_pack_in_a_chosen_directory_is_loaded_instead_and_says_so() {
+    let scene = tempfile::tempdir().unwrap();
+    let pinned = plant(&scene.path().join("pinned"), "plan-gate");
+    let dir = pinned.parent().unwrap().display().to_string();
+    let (path, shadowing) = load_plan_gate(scene.path(), &["--plugins-dir", &dir], &[]);
+    assert_eq!(path, pinned.display().to_string(), "the chosen copy");
+    assert_eq!(shadowing.len(), 1, "one info line: {shadowing:?}");
+    assert!(
+        shadowing[0].contains("plan-gate")
+            && shadowing[0].contains(&pinned.display().to_string())
+            && shadowing[0].contains(&format!("bundled {}", bundled_plan_gate().display())),
+        "names the pack, the chosen file and the bundled one: {}",
+        shadowing[0]
+    );
+    // The same from $CHIMERA_PLUGIN_PATH and from a configuration file.
+    let (path, _) = load_plan_gate(scene.path(), &[], &[("CHIMERA_PLUGIN_PATH", dir.clone())]);
+    assert_eq!(path, pinned.display().to_string());
+    let config = scene.path().join("pins.toml");
+    std::fs::write(&config, format!("plugins_dirs = [{dir:?}]\n")).unwrap();
+    let config = config.display().to_string();
+    let (path, _) = load_plan_gate(scene.path(), &["--config", &config], &[]);
+    assert_eq!(path, pinned.display().to_string());
+
+    // `packs list` says which copy is used and what it shadows.
+    let listed = chimera(
+        scene.path(),
+        &["packs", "list", "--plugins-dir", &dir, "--json"],
+        &[],
+        "",
+    );
+    assert_eq!(listed.code(), Some(0), "{}", listed.stderr());
+    assert_eq!(listed.stderr(), "", "shadowing is no conflict");
+    let copies: Vec<Value> = listed
+        .events()
+        .into_iter()
+        .filter(|pack| pack["name"] == "plan-gate")
+        .collect();
+    assert_eq!(copies.len(), 2, "both copies are listed: {copies:?}");
+    let bundled = bundled_plan_gate().display().to_string();
+    let chosen = &copies[0];
+    assert_eq!(chosen["path"], pinned.display().to_string());
+    assert_eq!(chosen["level"], "chosen");
+    assert_eq!(chosen["shadows"], json!([bundled]));
+    assert_eq!(chosen["shadowed_by"], Value::Null);
+    let below = &copies[1];
+    assert_eq!(below["path"], bundled);
+    assert_eq!(below["level"], "bundled");
+    assert_eq!(below["shadows"], json!([]));
+    assert_eq!(below["shadowed_by"], pinned.display().to_string());
+    let readable = chimera(
+        scene.path(),
+        &["packs", "list", "--plugins-dir", &dir],
+        &[],
+        "",
+    );
+    assert!(
+        readable
+            .stdout()
+            .lines()
+            .any(|line| line.trim_start()
+                == format!("{} (shadows bundled {bundled})", pinned.display())),
+        "{}",
+        readable.stdout()
+    );
+}
+
+#[test]
+fn the_per_user_directory_shadows_the_bundled_packs_and_a_chosen_directory_shadows_both() {
+    let scene = tempfile::tempdir().unwrap();
+    let data = scene.path().join("data");
+    let user = plant(&data.join("chimera/plugins"), "plan-gate");
+    let env = [("XDG_DATA_HOME", data.display().to_string())];
+    let (path, shadowing) = load_plan_gate(scene.path(), &[], &env);
+    assert_eq!(path, user.display().to_string(), "the per-user copy");
+    assert_eq!(shadowing.len(), 1, "{shadowing:?}");
+    assert!(
+        shadowing[0].contains(&format!("bundled {}", bundled_plan_gate().display())),
+        "{}",
+        shadowing[0]
+    );
+
+    let chosen = plant(&scene.path().join("chosen"), "plan-gate");
+    let dir = chosen.parent().unwrap().display().to_string();
+    let (path, shadowing) = load_plan_gate(scene.path(), &["--plugins-dir", &dir], &env);
+    assert_eq!(path, chosen.display().to_string(), "the chosen copy");
+    assert_eq!(shadowing.len(), 1, "{shadowing:?}");
+    assert!(
+        shadowing[0].contains(&format!("per-user {}", user.display()))
+            && shadowing[0].contains(&format!("bundled {}", bundled_plan_gate().display())),
+        "names both copies below: {}",
+        shadowing[0]
+    );
 }
 
 #[test]

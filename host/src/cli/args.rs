@@ -186,7 +186,9 @@ pub(crate) struct SearchArgs {
     /// A directory to search for packs (repeatable). Also searched:
     /// $`CHIMERA_PLUGIN_PATH` (colon-separated), the per-user data directory
     /// (~/.local/share/chimera/plugins), and the bundled packs beside the
-    /// chimera executable. Never the current directory, unless named here.
+    /// chimera executable, in that precedence: a pack here or in
+    /// $`CHIMERA_PLUGIN_PATH` is used instead of a per-user or bundled copy.
+    /// Never the current directory, unless named here.
     #[arg(long = "plugins-dir", value_name = "DIR")]
     pub(crate) plugins_dirs: Vec<PathBuf>,
 }

@@ -13,7 +13,7 @@ use chimera_host::pack_test::{
     golden_path, load_cases, Case, Harness, HarnessError, Mode, RecordedPack, Recorder, Recording,
     Report, SessionInfo, Verdict, RECORDING_FORMAT,
 };
-use chimera_host::plugins::SearchDir;
+use chimera_host::plugins::{Level, SearchDir};
 use chimera_host::providers::Provider;
 use chimera_host::types::terminal_safe;
 use std::io::Write;
@@ -63,7 +63,7 @@ pub(crate) fn test(args: PackTestArgs) -> Result<(), Failure> {
 fn search(args: &SearchArgs, isolated: bool) -> Vec<SearchDir> {
     let mut dirs = search_path(args);
     if isolated {
-        dirs.retain(|dir| dir.files.is_some() || args.plugins_dirs.contains(&dir.path));
+        dirs.retain(|dir| dir.level == Level::Bundled || args.plugins_dirs.contains(&dir.path));
     }
     dirs
 }

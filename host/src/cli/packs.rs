@@ -8,7 +8,9 @@ use super::wiring::parse_pack_spec;
 use chimera_host::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };
-use chimera_host::plugins::{discover, path_list, PluginManager, Registry};
+use chimera_host::plugins::{
+    discover, path_list, DiscoveredPack, Discovery, PluginManager, Registry,
+};
 use chimera_host::types::terminal_safe;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,8 +30,10 @@ pub(crate) fn long_version() -> &'static str {
 }
 
 /// `packs list`: every pack on the search path, from the manifests alone
-/// (no pack code runs), with its version, seams, description and file; a
-/// warning on stderr for each configured directory that does not exist.
+/// (no pack code runs), with its version, seams, description, file and
+/// precedence level, and which copies it shadows or is shadowed by; a
+/// warning on stderr for each configured directory that does not exist,
+/// and for each name two files claim within one level.
 #[allow(
     clippy::unnecessary_wraps,
     reason = "every command returns the same Result, so the dispatch is uniform"
@@ -56,10 +60,14 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
             .seams
             .as_ref()
             .map(|seams| seams.iter().map(ToString::to_string).collect());
+        let (shadows, shadowed_by) = standing(&discovery, pack);
         if json {
+            let shadows: Vec<&Path> = shadows.iter().map(|p| p.path.as_path()).collect();
             let line = serde_json::json!({
                 "name": pack.name, "version": pack.version, "path": pack.path,
                 "description": pack.description, "seams": seams,
+                "level": pack.level.to_string(), "shadows": shadows,
+                "shadowed_by": shadowed_by.map(|p| &p.path),
             });
             out.push_str(&line.to_string());
         } else {
@@ -71,6 +79,18 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
             ));
             out.push_str("\n    ");
             out.push_str(&terminal_safe(&pack.path.display().to_string()));
+            let notes = shadows
+                .into_iter()
+                .map(|copy| ("shadows", copy))
+                .chain(shadowed_by.map(|by| ("shadowed by", by)));
+            for (how, other) in notes {
+                let _ = write!(
+                    out,
+                    " ({how} {} {})",
+                    other.level,
+                    terminal_safe(&other.path.display().to_string())
+                );
+            }
         }
         out.push('\n');
     }
@@ -89,6 +109,26 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// How `pack` stands among the files claiming its name: the copies at
+/// lower levels it shadows (it is the file loaded by that name), or the
+/// file that shadows it. Neither for a name two files claim at the best
+/// level (that is a conflict, warned about).
+fn standing<'d>(
+    discovery: &'d Discovery,
+    pack: &DiscoveredPack,
+) -> (Vec<&'d DiscoveredPack>, Option<&'d DiscoveredPack>) {
+    let Ok(Some(provider)) = discovery.find(&pack.name) else {
+        return (Vec::new(), None);
+    };
+    if std::ptr::eq(provider, pack) {
+        (discovery.shadowed(&pack.name), None)
+    } else if pack.level > provider.level {
+        (Vec::new(), Some(provider))
+    } else {
+        (Vec::new(), None)
+    }
 }
 
 /// One pack, readable: name, version, `[seams]` and description, each

@@ -9,8 +9,12 @@
 //! it is named: a cloned repository's `./plugins` must not run code just
 //! because `chimera` was started inside it.
 //!
-//! Order does not decide which file wins: a name claimed by two files is
-//! refused (see `PluginManager::load`).
+//! Precedence, not order, decides which file provides a name: the
+//! directories named by flag, environment or configuration file first
+//! (`Level::Chosen`), then the per-user one (`Level::User`), then the
+//! bundled packs (`Level::Bundled`). A copy the user put in a better
+//! level shadows the one below (and says so); a name two files claim
+//! within one level is refused (see `PluginManager::load`).
 
 use super::args::SearchArgs;
 use chimera_host::plugins::platform::library_file_name;
@@ -37,14 +41,29 @@ pub(crate) const BUNDLED_PACKAGES: &[&str] = &[
     "tool-timeout",
 ];
 
-/// The directories the user chose, in order: flags, environment, the
-/// per-user data directory (when it exists).
+/// The directories the user chose, in order: flags (and the configuration
+/// file's `plugins_dirs`), environment, the per-user data directory (when
+/// it exists).
 pub(crate) fn configured_dirs(args: &SearchArgs) -> Vec<PathBuf> {
-    let mut dirs = args.plugins_dirs.clone();
+    leveled_dirs(args).into_iter().map(|dir| dir.path).collect()
+}
+
+/// [`configured_dirs`] with their precedence: every one named is
+/// `Level::Chosen`, the per-user data directory `Level::User`.
+fn leveled_dirs(args: &SearchArgs) -> Vec<SearchDir> {
+    let mut dirs: Vec<SearchDir> = args.plugins_dirs.iter().map(SearchDir::all).collect();
     if let Some(path) = std::env::var_os("CHIMERA_PLUGIN_PATH").filter(|p| !p.is_empty()) {
-        dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
+        dirs.extend(
+            std::env::split_paths(&path)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(SearchDir::all),
+        );
     }
-    dirs.extend(user_data_dir().filter(|dir| dir.is_dir()));
+    dirs.extend(
+        user_data_dir()
+            .filter(|dir| dir.is_dir())
+            .map(SearchDir::user),
+    );
     dirs
 }
 
@@ -71,12 +90,9 @@ fn absolute_env(var: &str) -> Option<PathBuf> {
 }
 
 /// The configured directories, then the executable's directory restricted
-/// to the bundled packs' files.
+/// to the bundled packs' files, each at its precedence level.
 pub(crate) fn search_path(args: &SearchArgs) -> Vec<SearchDir> {
-    let mut dirs: Vec<SearchDir> = configured_dirs(args)
-        .into_iter()
-        .map(SearchDir::all)
-        .collect();
+    let mut dirs = leveled_dirs(args);
     if let Some(exe_dir) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(PathBuf::from))
@@ -85,7 +101,7 @@ pub(crate) fn search_path(args: &SearchArgs) -> Vec<SearchDir> {
             .iter()
             .map(|p| library_file_name(p))
             .collect();
-        dirs.push(SearchDir::only(exe_dir, files));
+        dirs.push(SearchDir::bundled(exe_dir, files));
     }
     dirs
 }

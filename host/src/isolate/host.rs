@@ -1,5 +1,6 @@
 //! The host side of an isolated pack: the child process, its socket, the
-//! call deadline, crash handling and restarts with back-off.
+//! call deadline, crash handling and restarts (at once after a healthy
+//! spell, with back-off when crashes follow one another).
 
 use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
 use crate::interception::PackHealth;
@@ -9,10 +10,12 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-/// The first restart waits this long; each failure in a row doubles it.
+/// The first restart after a good answer is immediate; the second failure
+/// in a row (a crash or a failed restart) waits this long, and each one
+/// after it doubles the wait.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest wait between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -325,13 +328,31 @@ impl Running {
 
 struct State {
     child: Option<Running>,
-    /// The wait before the next restart.
+    /// The wait before the next restart: zero after a good answer, then
+    /// [`FIRST_BACKOFF`] doubling to [`MAX_BACKOFF`] (see [`State::schedule`]).
     backoff: Duration,
-    /// When the restart in progress is due (calls fail fast until then).
+    /// While the child is down: when its next start is due (a call that
+    /// cannot be answered by then fails fast).
     restart_at: Option<Instant>,
     seq: u64,
     out: Vec<u8>,
     frame: Vec<u8>,
+}
+
+impl State {
+    /// Schedules the next start of a child that is down: due after the
+    /// current back-off, which grows for the failure after this one.
+    /// Returns the wait.
+    fn schedule(&mut self) -> Duration {
+        let wait = self.backoff;
+        self.backoff = if wait.is_zero() {
+            FIRST_BACKOFF
+        } else {
+            (wait * 2).min(MAX_BACKOFF)
+        };
+        self.restart_at = Some(Instant::now() + wait);
+        wait
+    }
 }
 
 /// One pack running in its own process: every interceptor of its chains
@@ -342,6 +363,9 @@ pub(crate) struct IsolatedPack {
     health: Arc<PackHealth>,
     budget: Duration,
     state: Mutex<State>,
+    /// Signalled (with `state`) by the restart thread after each start
+    /// attempt, for the calls waiting for the child to be back.
+    restarted: Condvar,
     me: Weak<IsolatedPack>,
 }
 
@@ -370,12 +394,13 @@ impl IsolatedPack {
             budget,
             state: Mutex::new(State {
                 child: Some(running),
-                backoff: FIRST_BACKOFF,
+                backoff: Duration::ZERO,
                 restart_at: None,
                 seq: 0,
                 out: Vec::new(),
                 frame: Vec::new(),
             }),
+            restarted: Condvar::new(),
             me: me.clone(),
         }))
     }
@@ -399,16 +424,19 @@ impl IsolatedPack {
     }
 
     /// Runs interceptors `indices` (in order, on `input`) in the child as one
-    /// round trip: how many allowed, and the first other answer. Every
-    /// failure (a deadline, a crash, a malformed reply) is an error decision
-    /// after `allowed` interceptors. `Err` when nothing was called: the
-    /// child is restarting (the line says so; it is no failure of the pack).
+    /// round trip: how many allowed, and the first other answer. A call
+    /// that finds the child down waits for the restarted one (at most the
+    /// call budget, see [`Self::wait_for_child`]) and is judged by it.
+    /// Every failure (a deadline, a crash, a malformed reply) is an error
+    /// decision after `allowed` interceptors. `Err` when nothing was
+    /// called: the child was not back in time (the line says so; it is no
+    /// failure of the pack).
     pub(crate) fn call(
         &self,
         indices: &[u32],
         input: &SeamInput<'_>,
     ) -> Result<(usize, Option<Decision>), String> {
-        let mut guard = self.lock();
+        let mut guard = self.wait_for_child(self.lock());
         let state = &mut *guard;
         let Some(running) = state.child.as_mut() else {
             return Err(self.unavailable(state));
@@ -432,7 +460,7 @@ impl IsolatedPack {
                     None => allowed == indices.len(),
                 };
                 if fits {
-                    state.backoff = FIRST_BACKOFF;
+                    state.backoff = Duration::ZERO;
                     return Ok((allowed, decision));
                 }
                 Failure::Wire("a reply that does not match its call".to_owned())
@@ -443,16 +471,38 @@ impl IsolatedPack {
         Ok((0, Some(Decision::error(self.failed(state, failure)))))
     }
 
+    /// Waits, at most the call budget, while the child is down and its
+    /// next start is due within that wait; returns the lock either way
+    /// (the child is back, or it is not). A child whose next start is
+    /// further off than the budget (back-off after repeated crashes) is
+    /// not waited for: the call fails fast. The lock
+    /// is released while waiting, so the restart thread can put the new
+    /// child in place, and concurrent callers each wait the same way.
+    fn wait_for_child<'s>(&self, guard: MutexGuard<'s, State>) -> MutexGuard<'s, State> {
+        if guard.child.is_some() {
+            return guard;
+        }
+        let until = Instant::now() + self.budget;
+        self.restarted
+            .wait_timeout_while(guard, self.budget, |state| {
+                state.child.is_none() && state.restart_at.is_some_and(|at| at <= until)
+            })
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+    }
+
     /// The line for a call made while the child is down.
     fn unavailable(&self, state: &State) -> String {
-        let left = state
-            .restart_at
-            .map(|at| at.saturating_duration_since(Instant::now()))
-            .unwrap_or_default();
+        let when = match state.restart_at {
+            Some(at) if at > Instant::now() => {
+                format!("in {} ms", (at - Instant::now()).as_millis())
+            }
+            Some(_) => format!("not back within {} ms", self.budget.as_millis()),
+            None => "no restart scheduled".to_owned(),
+        };
         format!(
-            "{} is restarting; calls fail until it is back (in {} ms)",
-            self.label(),
-            left.as_millis()
+            "{} is restarting; calls fail until it is back ({when})",
+            self.label()
         )
     }
 
@@ -476,22 +526,28 @@ impl IsolatedPack {
                 line
             }
         };
-        let wait = state.backoff;
-        state.backoff = (wait * 2).min(MAX_BACKOFF);
-        state.restart_at = Some(Instant::now() + wait);
-        let line = format!(
-            "{} {what}; restarting in {} ms",
-            self.label(),
-            wait.as_millis()
-        );
+        let wait = state.schedule();
+        let line = if wait.is_zero() {
+            format!("{} {what}; restarting", self.label())
+        } else {
+            format!(
+                "{} {what}; restarting in {} ms",
+                self.label(),
+                wait.as_millis()
+            )
+        };
         tracing::warn!("{line}");
-        self.restart_after(wait);
+        if !self.restart_after(wait) {
+            state.restart_at = None;
+        }
         line
     }
 
-    /// Starts a new child after `wait`, on a thread of its own (a call never
-    /// waits for a process to start); retries with back-off.
-    fn restart_after(&self, wait: Duration) {
+    /// Starts a new child after `wait`, on a thread of its own (the call
+    /// that failed does not wait for a process to start), retrying with
+    /// back-off, and wakes the calls waiting for it after each attempt.
+    /// `false` when no thread could be started (one line says so).
+    fn restart_after(&self, wait: Duration) -> bool {
         let me = self.me.clone();
         let spawned = std::thread::Builder::new()
             .name("chimera-pack-restart".to_owned())
@@ -507,6 +563,7 @@ impl IsolatedPack {
                             let mut state = pack.lock();
                             state.child = Some(running);
                             state.restart_at = None;
+                            pack.restarted.notify_all();
                             return;
                         }
                         outcome => {
@@ -518,9 +575,10 @@ impl IsolatedPack {
                                 Err(line) => line,
                             };
                             let mut state = pack.lock();
-                            wait = state.backoff;
-                            state.backoff = (wait * 2).min(MAX_BACKOFF);
-                            state.restart_at = Some(Instant::now() + wait);
+                            wait = state.schedule();
+                            // Waiting calls look again: the next attempt
+                            // may come too late for them.
+                            pack.restarted.notify_all();
                             tracing::warn!(
                                 "{} did not restart: {line}; retrying in {} ms",
                                 pack.label(),
@@ -530,8 +588,12 @@ impl IsolatedPack {
                     }
                 }
             });
-        if let Err(error) = spawned {
-            tracing::warn!("{}: cannot schedule a restart: {error}", self.label());
+        match spawned {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::warn!("{}: cannot schedule a restart: {error}", self.label());
+                false
+            }
         }
     }
 
@@ -621,6 +683,21 @@ mod tests {
         let mut tail = StderrTail::follow("test", child.stderr.take());
         child.wait().expect("sh ends");
         tail.tail()
+    }
+
+    #[test]
+    fn the_first_restart_is_immediate_and_failures_in_a_row_back_off_doubling_to_the_cap() {
+        let mut state = State {
+            child: None,
+            backoff: Duration::ZERO,
+            restart_at: None,
+            seq: 0,
+            out: Vec::new(),
+            frame: Vec::new(),
+        };
+        let waits: Vec<u128> = (0..10).map(|_| state.schedule().as_millis()).collect();
+        assert_eq!(waits, [0, 50, 100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        assert!(state.restart_at.is_some(), "a start is scheduled");
     }
 
     #[test]

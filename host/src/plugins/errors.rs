@@ -257,15 +257,17 @@ pub enum LoadError {
         /// The directories searched, in order.
         searched: Vec<PathBuf>,
     },
-    /// Two files on the search path provide this entry point. Neither is
-    /// loaded: which one is genuine is for the user to decide.
+    /// Two files at the same precedence level of the search path (the
+    /// best one providing it) provide this entry point. Neither is loaded:
+    /// which one is genuine is for the user to decide.
     #[error("pack '{name}' is provided by two files, {} and {}; refusing to choose: remove the one you did not put there, or leave its directory off the search path", first.display(), second.display())]
     ClaimedTwice {
         /// The entry point.
         name: String,
         /// The first file on the search path that provides it.
         first: PathBuf,
-        /// Another file that provides it, later on the search path.
+        /// Another file at the same level that provides it, later on the
+        /// search path.
         second: PathBuf,
     },
     /// A pack by this name is already loaded.

@@ -94,8 +94,9 @@ struct HealthSettings {
 
 impl PluginManager {
     /// A manager feeding `registry`, finding packs by name in every pack
-    /// file of the directories of `search_path`. A name two files provide is
-    /// refused.
+    /// file of the directories of `search_path`, all at one precedence
+    /// level ([`Level::Chosen`](super::Level::Chosen)): a name two files
+    /// provide is refused.
     pub fn new(registry: Arc<Registry>, search_path: Vec<PathBuf>) -> Self {
         PluginManager::with_search_path(
             registry,
@@ -104,7 +105,9 @@ impl PluginManager {
     }
 
     /// [`PluginManager::new`] with directories that may admit only some
-    /// files (see [`SearchDir`]).
+    /// files, each at its precedence level (see [`SearchDir`]): a name is
+    /// taken from the best level that provides it, and refused when two
+    /// files provide it there.
     pub fn with_search_path(registry: Arc<Registry>, search_path: Vec<SearchDir>) -> Self {
         PluginManager {
             registry,
@@ -192,7 +195,8 @@ impl PluginManager {
     }
 
     /// Loads the pack whose entry-point name is `name` from the search path,
-    /// configured by `config_json` (empty: defaults).
+    /// configured by `config_json` (empty: defaults). When the file chosen
+    /// shadows copies at lower levels, one info line names them.
     pub fn load(&self, name: &str, config_json: &str) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(name)?;
         let discovery = self.discover();
@@ -202,7 +206,21 @@ impl PluginManager {
                 searched: self.search_path.iter().map(|d| d.path.clone()).collect(),
             });
         };
-        self.load_file(&found.path, Some(name), config_json)
+        let info = self.load_file(&found.path, Some(name), config_json)?;
+        let shadowed = discovery.shadowed(name);
+        if !shadowed.is_empty() {
+            let copies: Vec<String> = shadowed
+                .iter()
+                .map(|pack| format!("{} {}", pack.level, pack.path.display()))
+                .collect();
+            tracing::info!(
+                "pack '{name}' loaded from {} ({}), shadowing {}",
+                found.path.display(),
+                found.level,
+                copies.join(", ")
+            );
+        }
+        Ok(info)
     }
 
     /// Loads pack `name` (or the library's only pack, when `None`) from the

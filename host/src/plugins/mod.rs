@@ -28,7 +28,7 @@ mod watch;
 /// The largest pack file read (no real pack comes near it).
 pub(crate) const MAX_PACK_BYTES: u64 = 512 << 20;
 
-pub use discovery::{discover, DiscoveredPack, Discovery, SearchDir};
+pub use discovery::{discover, DiscoveredPack, Discovery, Level, SearchDir};
 pub use errors::path_list;
 pub use errors::{
     AbiMismatch, ElfPart, FileError, Incomplete, LoadError, PluginError, RegistryError,
