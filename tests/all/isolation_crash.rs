@@ -305,7 +305,7 @@ fn assert_only_the_crashing_call_was_refused(dir: &Path, ran: &Ran, what: &str) 
 fn after_an_isolated_pack_segfaults_on_think_the_next_call_is_judged_by_its_restarted_host_and_writes_the_file(
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let ran = crash_on_think_then_write(dir.path(), "segfault", 60_000);
+    let ran = crash_on_think_then_write(dir.path(), "segfault", 1000);
     assert_only_the_crashing_call_was_refused(dir.path(), &ran, "SIGSEGV");
 }
 
@@ -313,7 +313,7 @@ fn after_an_isolated_pack_segfaults_on_think_the_next_call_is_judged_by_its_rest
 fn after_an_isolated_pack_aborts_on_think_the_next_call_is_judged_by_its_restarted_host_and_writes_the_file(
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let ran = crash_on_think_then_write(dir.path(), "abort", 60_000);
+    let ran = crash_on_think_then_write(dir.path(), "abort", 1000);
     assert_only_the_crashing_call_was_refused(dir.path(), &ran, "SIGABRT");
 }
 
