@@ -171,7 +171,8 @@ enum Signal {
     /// times after the close): worth a look after a quiet wait, but never a
     /// reason to postpone a look that is already due.
     Touched,
-    /// Written, truncated, created or removed: look after a quiet wait.
+    /// Written, truncated, created, removed or renamed away: look after a
+    /// quiet wait.
     Changed,
 }
 
