@@ -1,7 +1,8 @@
 //! Hot swap through the real watcher, the real loader and real rebuilt
 //! packs: a new build takes effect on the next turn, every failure keeps the
 //! running version, bursts settle into one reload, a turn in flight finishes
-//! on the version it started with.
+//! on the version it started with; through the binary, a writer's close
+//! settles its file.
 
 use crate::harness::script;
 use chimera_host::interception::{run_chain, ChainContext, SessionFacts, ToolCallInterceptor};
@@ -10,9 +11,12 @@ use chimera_host::plugins::{
     watch, PluginManager, Registry, ReloadEvent, ReloadOutcome, WatchOptions, Watcher,
 };
 use chimera_host::types::ToolCall;
+use chimera_tests::cli::{command, lines_of, until};
 use chimera_tests::{fixture_v2, out_of_tree_dir, pack_path, publish};
-use serde_json::json;
+use serde_json::{json, Value};
+use std::io::Write;
 use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +44,7 @@ struct Live {
     _watcher: Watcher,
 }
 
-fn live(config: serde_json::Value, options: WatchOptions) -> Live {
+fn live(config: Value, options: WatchOptions) -> Live {
     let dir = tempfile::tempdir().unwrap();
     publish(dir.path(), &fixture_name(), &v1());
     let manager = Arc::new(PluginManager::new(
@@ -61,7 +65,7 @@ fn live(config: serde_json::Value, options: WatchOptions) -> Live {
     }
 }
 
-fn says_no() -> serde_json::Value {
+fn says_no() -> Value {
     json!({"tool_call": {"action": "block", "reason": "{tag} says no"}})
 }
 
@@ -141,7 +145,7 @@ fn a_rebuilt_pack_is_swapped_in_at_the_same_position_and_the_next_turn_runs_it()
     );
 }
 
-fn failure_keeps_the_old_version(config: serde_json::Value, bad: Vec<u8>, fragment: &str) {
+fn failure_keeps_the_old_version(config: Value, bad: Vec<u8>, fragment: &str) {
     let live = live(config, WatchOptions::default());
     live.publish(&bad);
     match live.next_event() {
@@ -298,6 +302,103 @@ fn a_burst_of_fifty_rewrites_gives_one_reload_per_settled_content() {
         "a reload per write, not per settled content: {events:?}"
     );
     assert_eq!(live.verdict().as_deref(), Some("v2 says no"));
+}
+
+#[test]
+fn a_pack_written_in_place_in_chunks_and_then_closed_is_reloaded_once_on_its_final_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let path = publish(&plugins, &fixture_name(), &v1());
+    let bash_turn = |n: u32| {
+        [
+            json!({"tool_calls": [{"id": format!("b{n}"), "name": "bash", "arguments": {"command": "true"}}]}),
+            json!({"content": format!("turn {n} done")}),
+        ]
+    };
+    let responses = [bash_turn(1), bash_turn(2)].concat();
+    std::fs::write(
+        dir.path().join("script.json"),
+        json!({ "responses": responses }).to_string(),
+    )
+    .unwrap();
+    let plugins_arg = plugins.display().to_string();
+    let pack = format!("fixture={}", says_no());
+    let args = [
+        "run",
+        "--watch",
+        "--turns-from-stdin",
+        "--json",
+        "--plugins-dir",
+        &plugins_arg,
+        "--pack",
+        &pack,
+        "--script",
+        "script.json",
+    ];
+    let mut child = command(dir.path(), &args, &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let events = lines_of(&mut child);
+    let blocked = |events: &[Value]| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_result")
+            .and_then(|e| e["content"].as_str().map(str::to_owned))
+    };
+    let reloads = |events: &[Value]| {
+        events
+            .iter()
+            .filter(|e| e["type"] == "pack_reloaded" || e["type"] == "pack_reload_failed")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    writeln!(stdin, "one").unwrap();
+    let first = until(&events, "run_end");
+    assert_eq!(
+        blocked(&first).as_deref(),
+        Some("Blocked by interceptor: v1 says no")
+    );
+
+    // A writer at work: the file open, in place, written in eight chunks
+    // with pauses well inside the debounce, then closed.
+    let v2 = v2();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    for chunk in v2.chunks(v2.len().div_ceil(8)) {
+        file.write_all(chunk).unwrap();
+        std::thread::sleep(WatchOptions::default().debounce / 20);
+    }
+    drop(file);
+    let seen = until(&events, "pack_reloaded");
+    assert_eq!(
+        reloads(&seen).len(),
+        1,
+        "no look at the half-written file: {seen:?}"
+    );
+    assert_eq!(seen.last().unwrap()["name"], "fixture");
+
+    writeln!(stdin, "two").unwrap();
+    let second = until(&events, "run_end");
+    assert_eq!(
+        blocked(&second).as_deref(),
+        Some("Blocked by interceptor: v2 says no"),
+        "the final content is active"
+    );
+    assert_eq!(reloads(&second), Vec::<Value>::new());
+    assert!(
+        events.recv_timeout(Duration::from_secs(1)).is_err(),
+        "one reload, then quiet"
+    );
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
 #[test]

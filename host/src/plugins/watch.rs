@@ -1,15 +1,30 @@
 //! Hot swap: watching pack files and reloading them into the live process.
 //!
 //! ```text
-//!  notify (debounced) ─▶ worker thread, per changed pack file:
+//!  notify, raw events ─▶ worker thread, per pack file:
+//!    closed by its writer (inotify IN_CLOSE_WRITE) or renamed into place?
+//!      ─▶ look at it now
+//!      (closed, renamed or looked at less than `debounce` ago: a burst of
+//!       rewrites ─▶ wait for `debounce` of quiet instead)
+//!    written, truncated, created, removed, attributes changed, no close yet?
+//!      ─▶ wait for `debounce` of quiet, each further event starting it again
+//!  looking at it:
 //!    gone?           ─▶ log it; the loaded version stays active
-//!    still growing?  ─▶ look again shortly (size and mtime must hold still)
+//!    size or mtime moved while it was read (or, after a quiet wait, during
+//!    a `settle` pause before)? ─▶ wait for quiet again
 //!    same content as loaded, or as the last failed attempt? ─▶ nothing
 //!    backing off after failures? ─▶ retry when the back-off ends
 //!    PluginManager::reload(name) for each pack loaded from the file
 //!      ─▶ Reloaded { info }                  (same position, same config, state handed over)
 //!      ─▶ Failed { name, error }             (the old chains keep running)
 //! ```
+//!
+//! A writer that keeps the file open and writes it in chunks is looked at
+//! once, on its close; a burst of complete rewrites, once it is over. Close
+//! events are inotify's: other backends (kqueue, `FSEvents`, Windows) report
+//! none, and kqueue and `FSEvents` report a rename without saying which side
+//! it is, so there every change waits for quiet, as it always did; a Windows
+//! rename into place (`To`) settles at once.
 //!
 //! Only private copies are ever mapped (see the loader), so a writer that
 //! writes in chunks or in place cannot crash the host: the worst it can do is
@@ -19,8 +34,8 @@ use super::errors::LoadError;
 use super::file_check::sha256_hex;
 use super::manager::{PluginManager, ReloadOutcome};
 use super::PackInfo;
-use notify_debouncer_full::notify::{self, EventKind, RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -31,9 +46,15 @@ use std::time::{Duration, Instant, SystemTime};
 /// Tuning of the watcher.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchOptions {
-    /// Quiet time after the last file event before a file is looked at.
+    /// Quiet time after the last event on a file that was changed but not
+    /// yet closed or renamed into place, before it is looked at (each further
+    /// event starts it again). Also the window of a burst: a close or rename
+    /// less than this after the file's last close, rename or look waits for
+    /// the same quiet; one after a quiet spell is looked at at once.
     pub debounce: Duration,
-    /// A file's size and mtime must hold still this long before it is loaded.
+    /// After a quiet wait, a file's size and mtime must hold still this long
+    /// (and while it is read) before it is loaded. A closed or renamed file
+    /// is not paused on: its size and mtime must only hold while it is read.
     pub settle: Duration,
     /// Wait after the second consecutive failure; doubles per failure.
     pub backoff: Duration,
@@ -86,14 +107,14 @@ pub struct WatchError {
 
 /// A running watch. Dropping it stops watching.
 pub struct Watcher {
-    debouncer: Option<Debouncer<RecommendedWatcher, RecommendedCache>>,
+    notify: Option<RecommendedWatcher>,
     worker: Option<JoinHandle<()>>,
 }
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        // Dropping the debouncer closes the channel, which ends the worker.
-        drop(self.debouncer.take());
+        // Dropping the notify watcher closes the channel, which ends the worker.
+        drop(self.notify.take());
         if let Some(worker) = self.worker.take() {
             let _ = worker.join();
         }
@@ -109,18 +130,17 @@ pub fn watch(
     on_event: impl Fn(ReloadEvent) + Send + 'static,
 ) -> Result<Watcher, WatchError> {
     let (sender, receiver) = mpsc::channel();
-    let mut debouncer =
-        new_debouncer(options.debounce, None, sender).map_err(|source| WatchError {
-            path: PathBuf::from("."),
-            source,
-        })?;
+    let mut notify = notify::recommended_watcher(sender).map_err(|source| WatchError {
+        path: PathBuf::from("."),
+        source,
+    })?;
     let dirs: HashSet<PathBuf> = manager
         .loaded_files()
         .into_iter()
         .filter_map(|(path, _)| path.parent().map(Path::to_owned))
         .collect();
     for dir in &dirs {
-        debouncer
+        notify
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|source| WatchError {
                 path: dir.clone(),
@@ -135,8 +155,46 @@ pub fn watch(
             source: notify::Error::io(e),
         })?;
     Ok(Watcher {
-        debouncer: Some(debouncer),
+        notify: Some(notify),
         worker: Some(worker),
+    })
+}
+
+/// What a file event says about when to look at the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    /// Its writer closed it, or it was renamed into place: its content is
+    /// complete. A rename carries the backend's tracker, which inotify's two
+    /// reports of one rename (`To`, then `Both`) share.
+    Settled { rename: Option<usize> },
+    /// Its attributes changed (a `touch`, a `chmod`, `cp -p` restoring
+    /// times after the close): worth a look after a quiet wait, but never a
+    /// reason to postpone a look that is already due.
+    Touched,
+    /// Written, truncated, created, removed or renamed away: look after a
+    /// quiet wait.
+    Changed,
+}
+
+/// The paths `event` concerns and what it says about them (nothing for
+/// opens, reads and closes after reading, the watcher's own among them).
+fn signal(event: &Event) -> Option<(Signal, &[PathBuf])> {
+    let paths = event.paths.as_slice();
+    let settled = Signal::Settled {
+        rename: event.tracker(),
+    };
+    Some(match event.kind {
+        // The writer's close; a rename's destination, which `To` names alone.
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+        | EventKind::Modify(ModifyKind::Name(RenameMode::To)) => (settled, paths),
+        EventKind::Access(_) => return None,
+        // `Both` names the source, then the destination: only the
+        // destination settles (the source is gone).
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
+            (settled, paths.get(1..).unwrap_or_default())
+        }
+        EventKind::Modify(ModifyKind::Metadata(_)) => (Signal::Touched, paths),
+        _ => (Signal::Changed, paths),
     })
 }
 
@@ -148,11 +206,29 @@ struct FileState {
     not_before: Option<Instant>,
 }
 
+/// A file waiting to be looked at.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    /// When.
+    due: Instant,
+    /// Closed or renamed into place (no settle pause), or after a quiet wait.
+    settled: bool,
+}
+
+/// The last close or rename seen on a file.
+#[derive(Debug, Clone, Copy)]
+struct LastSettle {
+    at: Instant,
+    rename: Option<usize>,
+}
+
 struct Worker {
     manager: Arc<PluginManager>,
     options: WatchOptions,
-    /// Files waiting to be looked at, and from when.
-    pending: HashMap<PathBuf, Instant>,
+    /// Files waiting to be looked at.
+    pending: HashMap<PathBuf, Pending>,
+    /// Closes and renames of the last `debounce`, per file.
+    settles: HashMap<PathBuf, LastSettle>,
     files: HashMap<PathBuf, FileState>,
 }
 
@@ -181,54 +257,125 @@ impl Worker {
             manager,
             options,
             pending: HashMap::new(),
+            settles: HashMap::new(),
             files: HashMap::new(),
         }
     }
 
-    fn run(mut self, receiver: Receiver<DebounceEventResult>, on_event: impl Fn(ReloadEvent)) {
+    fn run(mut self, receiver: Receiver<notify::Result<Event>>, on_event: impl Fn(ReloadEvent)) {
         loop {
             let wait = self
                 .pending
                 .values()
+                .map(|p| p.due)
                 .min()
                 .map_or(Duration::from_secs(3600), |due| {
                     due.saturating_duration_since(Instant::now())
                 });
             match receiver.recv_timeout(wait) {
-                Ok(Ok(events)) => {
-                    for event in events {
-                        if matches!(event.event.kind, EventKind::Access(_)) {
-                            continue;
-                        }
-                        for path in &event.event.paths {
-                            self.pending
-                                .entry(path.clone())
-                                .or_insert_with(Instant::now);
-                        }
-                    }
-                }
-                Ok(Err(errors)) => {
-                    for error in errors {
-                        tracing::warn!(%error, "file watching reported an error");
+                // With whatever else is queued already, so that the events
+                // of one change (a write and its close, a rename's two
+                // reports) are noted before the file is looked at.
+                Ok(first) => {
+                    for event in std::iter::once(first).chain(receiver.try_iter()) {
+                        self.note(event);
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
             let now = Instant::now();
-            let due: Vec<PathBuf> = self
+            let debounce = self.options.debounce;
+            self.settles
+                .retain(|_, last| now.saturating_duration_since(last.at) < debounce);
+            let due: Vec<(PathBuf, bool)> = self
                 .pending
                 .iter()
-                .filter(|(_, at)| **at <= now)
-                .map(|(path, _)| path.clone())
+                .filter(|(_, p)| p.due <= now)
+                .map(|(path, p)| (path.clone(), p.settled))
                 .collect();
-            for path in due {
+            for (path, settled) in due {
                 self.pending.remove(&path);
-                for event in self.look_at(&path) {
+                for event in self.look_at(&path, settled) {
                     on_event(event);
                 }
+                // What was queued while it was looked at is stamped when it
+                // is taken, after the look: counting the look as a settle
+                // keeps a close in that queue a burst however long the look
+                // took.
+                let now = Instant::now();
+                self.settles
+                    .entry(path)
+                    .and_modify(|last| last.at = now)
+                    .or_insert(LastSettle {
+                        at: now,
+                        rename: None,
+                    });
             }
         }
+    }
+
+    /// Records what one file event means for when its files are looked at.
+    fn note(&mut self, event: notify::Result<Event>) {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(%error, "file watching reported an error");
+                return;
+            }
+        };
+        if event.need_rescan() {
+            // The backend lost events (inotify's queue overflowed): any
+            // loaded file may have changed.
+            for (path, _) in self.manager.loaded_files() {
+                self.note_path(&path, Signal::Changed);
+            }
+        }
+        if let Some((signal, paths)) = signal(&event) {
+            for path in paths {
+                self.note_path(path, signal);
+            }
+        }
+    }
+
+    fn note_path(&mut self, path: &Path, signal: Signal) {
+        let now = Instant::now();
+        let quiet = Pending {
+            due: now + self.options.debounce,
+            settled: false,
+        };
+        let pending = match signal {
+            Signal::Settled { rename } => {
+                let last = self
+                    .settles
+                    .insert(path.to_owned(), LastSettle { at: now, rename });
+                match last {
+                    // The same rename, reported a second time.
+                    Some(last) if rename.is_some() && last.rename == rename => return,
+                    // Closed or renamed again within the debounce: a burst
+                    // of rewrites, looked at once it is over.
+                    Some(last)
+                        if now.saturating_duration_since(last.at) < self.options.debounce =>
+                    {
+                        quiet
+                    }
+                    _ => Pending {
+                        due: now,
+                        settled: true,
+                    },
+                }
+            }
+            Signal::Touched
+                if self
+                    .pending
+                    .get(path)
+                    .is_some_and(|pending| pending.due <= now) =>
+            {
+                return;
+            }
+            Signal::Touched | Signal::Changed => quiet,
+        };
+        self.pending.insert(path.to_owned(), pending);
     }
 
     /// The packs loaded from the file at `path`, and that file's loaded path.
@@ -240,10 +387,18 @@ impl Worker {
     }
 
     fn retry_later(&mut self, path: &Path, at: Instant) {
-        self.pending.insert(path.to_owned(), at);
+        self.pending.insert(
+            path.to_owned(),
+            Pending {
+                due: at,
+                settled: false,
+            },
+        );
     }
 
-    fn look_at(&mut self, path: &Path) -> Vec<ReloadEvent> {
+    /// Looks at the file at `path` and reloads what changed. `settled`: it
+    /// was closed or renamed into place, so it is read without a pause.
+    fn look_at(&mut self, path: &Path, settled: bool) -> Vec<ReloadEvent> {
         let Some((loaded_path, names)) = self.loaded_from(path) else {
             return Vec::new();
         };
@@ -254,13 +409,16 @@ impl Worker {
                 names,
             }];
         };
-        std::thread::sleep(self.options.settle);
+        if !settled {
+            std::thread::sleep(self.options.settle);
+        }
+        let hash = content_hash(&loaded_path);
         if fingerprint(&loaded_path) != Some(before) {
             let at = Instant::now() + self.options.debounce;
             self.retry_later(&loaded_path, at);
             return Vec::new();
         }
-        let Some(hash) = content_hash(&loaded_path) else {
+        let Some(hash) = hash else {
             return Vec::new();
         };
         if names
@@ -293,6 +451,12 @@ impl Worker {
                     });
                 }
             }
+        }
+        if failed.is_some() && fingerprint(&loaded_path) != Some(before) {
+            // Rewritten during the reload: the loader may have read other
+            // bytes than were hashed, so the failure is not held against
+            // this content. The rewrite's events bring the next look.
+            return events;
         }
         let state = self.files.entry(loaded_path).or_default();
         if failed.is_none() {
