@@ -49,6 +49,8 @@
 
 pub mod agent;
 pub mod audit;
+pub mod config;
+pub mod files;
 pub mod interception;
 pub mod isolate;
 pub mod pack_test;

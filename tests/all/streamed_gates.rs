@@ -38,7 +38,9 @@ fn streamed(deltas: &[&str], pace: Duration, packs: &[String], extra: &[&str]) -
     let dir = tempfile::tempdir().unwrap();
     let ran = chimera(dir.path(), &args, &[("OPENAI_API_KEY", "test-key")], "");
     let requests = server.requests();
-    let asked = requests.first().map_or(Value::Null, |r| r.json());
+    let asked = requests
+        .first()
+        .map_or(Value::Null, chimera_tests::http::Request::json);
     (ran, asked)
 }
 

@@ -394,7 +394,7 @@ pub mod http {
         /// A server-sent-event stream, one chunk per item, each flushed
         /// this long after the one before (a model at reading pace).
         Paced(Vec<String>, Duration),
-        /// An OpenAI-compatible model answering with the text `deltas`:
+        /// An `OpenAI`-compatible model answering with the text `deltas`:
         /// streamed, one event per delta `pace` apart, when the request
         /// asks for `"stream": true`; otherwise one JSON completion.
         Model(Vec<String>, Duration),
@@ -530,7 +530,7 @@ pub mod http {
         let _ = stream.write_all(b"0\r\n\r\n");
     }
 
-    /// The OpenAI chat-completions stream of `deltas` (text only), as the
+    /// The `OpenAI` chat-completions stream of `deltas` (text only), as the
     /// event-stream chunks [`Reply::Stream`] and [`Reply::Paced`] send.
     pub fn openai_text_stream(deltas: &[&str]) -> Vec<String> {
         let mut events: Vec<String> = deltas

@@ -27,8 +27,8 @@ mod stream;
 mod subagent;
 mod tool_step;
 mod usage;
-mod user_file;
 
+pub use crate::files::read_user_file;
 pub use config::{
     Compaction, SessionConfig, Strategy, StrategyError, StreamPolicy, DEFAULT_ATTEMPTS,
     DEFAULT_CANDIDATES, DEFAULT_KEEP_TURNS, DEFAULT_MAX_PLAN_STEPS, DEFAULT_REFLECT_EVERY,
@@ -45,4 +45,3 @@ pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;
 pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};
-pub use user_file::read_user_file;

@@ -323,7 +323,7 @@ impl AnswersFile {
     /// Reads and parses `path`: a regular file of at most 1 MiB (a FIFO, a
     /// directory or a larger file is refused).
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        AnswersFile::parse(&super::user_file::read_user_file(path, 1 << 20)?)
+        AnswersFile::parse(&crate::files::read_user_file(path, 1 << 20)?)
     }
 }
 

@@ -111,7 +111,7 @@ impl PriceTable {
     /// Reads [`PriceTable::overlaid`] from a regular file of at most 1 MiB
     /// (a FIFO, a directory or a larger file is refused).
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        PriceTable::overlaid(&super::user_file::read_user_file(path, MAX_PRICE_FILE)?)
+        PriceTable::overlaid(&crate::files::read_user_file(path, MAX_PRICE_FILE)?)
     }
 
     /// What `input` and `output` tokens cost on `model`.

@@ -27,7 +27,7 @@ Start with:
 #[command(
     name = "chimera",
     version,
-    long_version = super::packs::long_version(),
+    long_version = super::version::long_version(),
     about = ABOUT,
     long_about = LONG_ABOUT
 )]

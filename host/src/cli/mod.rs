@@ -4,7 +4,6 @@
 
 mod args;
 mod audit;
-mod config;
 mod demo;
 mod failure;
 mod pack_new;
@@ -13,9 +12,11 @@ mod packs;
 mod provider;
 mod render;
 mod run;
-mod search_path;
+mod settings;
+mod spec;
 mod status;
 mod tools;
+mod version;
 mod wiring;
 
 use args::{AuditCommand, Cli, Command, ConfigCommand, PackCommand, PacksCommand, ToolsCommand};
@@ -66,7 +67,7 @@ fn usage_line(text: &str) -> String {
 
 /// `chimera pack-host`: the child side of an isolated pack.
 fn pack_host(args: &args::PackHostArgs) -> Result<(), Failure> {
-    let (name, config) = wiring::parse_pack_spec(&args.pack)?;
+    let (name, config) = spec::parse_pack_spec(&args.pack)?;
     chimera_host::isolate::serve_pack_host(&name, &config).map_err(Failure::pack)
 }
 
@@ -93,11 +94,11 @@ pub(crate) fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Run(mut args) => {
-            config::apply_to_run(cli.config.as_deref(), &mut args).and_then(|()| run::run(args))
+            settings::apply_to_run(cli.config.as_deref(), &mut args).and_then(|()| run::run(args))
         }
         Command::Demo(args) => demo::demo(args),
         Command::Packs(PacksCommand::List { mut search, json }) => {
-            config::apply_to_search(cli.config.as_deref(), &mut search)
+            settings::apply_to_search(cli.config.as_deref(), &mut search)
                 .and_then(|()| packs::list(&search, json))
         }
         Command::Packs(PacksCommand::Check {
@@ -108,20 +109,22 @@ pub(crate) fn main() -> ExitCode {
             allow_insecure,
         }) => packs::check(file.as_deref(), &specs, json, allow_insecure),
         Command::Packs(PacksCommand::Lock { mut search, lock }) => {
-            config::apply_to_search(cli.config.as_deref(), &mut search)
+            settings::apply_to_search(cli.config.as_deref(), &mut search)
                 .and_then(|()| packs::lock(&search, lock.as_deref()))
         }
         Command::Packs(PacksCommand::Verify { mut search, lock }) => {
-            config::apply_to_search(cli.config.as_deref(), &mut search)
+            settings::apply_to_search(cli.config.as_deref(), &mut search)
                 .and_then(|()| packs::verify(&search, lock.as_deref()))
         }
         Command::Pack(PackCommand::New(args)) => pack_new::new(args),
         Command::Pack(PackCommand::Test(mut args)) => {
-            config::apply_to_search(cli.config.as_deref(), &mut args.search)
+            settings::apply_to_search(cli.config.as_deref(), &mut args.search)
                 .and_then(|()| pack_test::test(args))
         }
-        Command::Config(ConfigCommand::Show { json }) => config::show(cli.config.as_deref(), json),
-        Command::Config(ConfigCommand::Trust { file }) => config::trust(file.as_deref()),
+        Command::Config(ConfigCommand::Show { json }) => {
+            settings::show(cli.config.as_deref(), json)
+        }
+        Command::Config(ConfigCommand::Trust { file }) => settings::trust(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file, expect_head }) => {
             audit::verify(&file, expect_head.as_deref())
         }

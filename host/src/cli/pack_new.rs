@@ -10,8 +10,8 @@
 
 use super::args::PackNewArgs;
 use super::failure::Failure;
-use super::search_path::BUNDLED_PACKAGES;
 use chimera_host::agent::read_user_file;
+use chimera_host::config::BUNDLED_PACKAGES;
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::types::terminal_safe;
 use std::path::{Path, PathBuf};

@@ -6,8 +6,7 @@
 
 use super::args::{PackTestArgs, RunArgs, SearchArgs};
 use super::failure::Failure;
-use super::search_path::search_path;
-use super::wiring::parse_pack_spec;
+use super::spec::parse_pack_spec;
 use chimera_host::agent::{Approver, EventBus};
 use chimera_host::pack_test::{
     golden_path, load_cases, Case, Harness, HarnessError, Mode, RecordedPack, Recorder, Recording,
@@ -61,7 +60,7 @@ pub(crate) fn test(args: PackTestArgs) -> Result<(), Failure> {
 /// The usual search path; `isolated`: only the named directories and the
 /// bundled packs.
 fn search(args: &SearchArgs, isolated: bool) -> Vec<SearchDir> {
-    let mut dirs = search_path(args);
+    let mut dirs = chimera_host::config::search_path(&args.plugins_dirs);
     if isolated {
         dirs.retain(|dir| dir.level == Level::Bundled || args.plugins_dirs.contains(&dir.path));
     }

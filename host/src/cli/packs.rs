@@ -2,9 +2,9 @@
 
 use super::args::SearchArgs;
 use super::failure::Failure;
-use super::search_path::{configured_dirs, search_path};
+use super::spec::parse_pack_spec;
 use super::tools::print_stdout;
-use super::wiring::parse_pack_spec;
+use chimera_host::config::{configured_dirs, search_path};
 use chimera_host::plugins::trust::{
     pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
 };
@@ -14,20 +14,7 @@ use chimera_host::plugins::{
 use chimera_host::types::terminal_safe;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
-
-/// What `chimera --version` prints after the name: the host's version, the
-/// ABI revision, and which SDK versions this host loads packs from.
-pub(crate) fn long_version() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        format!(
-            "{}\n{}",
-            env!("CARGO_PKG_VERSION"),
-            chimera_plugin_api::compatibility::summary()
-        )
-    })
-}
+use std::sync::Arc;
 
 /// `packs list`: every pack on the search path, from the manifests alone
 /// (no pack code runs), with its version, seams, description, file and
@@ -39,7 +26,7 @@ pub(crate) fn long_version() -> &'static str {
     reason = "every command returns the same Result, so the dispatch is uniform"
 )]
 pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
-    for dir in configured_dirs(search) {
+    for dir in configured_dirs(&search.plugins_dirs) {
         if !dir.is_dir() {
             let what = if dir.exists() {
                 "is not a directory"
@@ -52,7 +39,7 @@ pub(crate) fn list(search: &SearchArgs, json: bool) -> Result<(), Failure> {
             );
         }
     }
-    let dirs = search_path(search);
+    let dirs = search_path(&search.plugins_dirs);
     let discovery = discover(&dirs);
     let mut out = String::new();
     for pack in &discovery.packs {
@@ -203,7 +190,7 @@ pub(crate) fn check(
 
 /// The directories `packs lock` / `verify` work on; at least one.
 fn lock_dirs(search: &SearchArgs) -> Result<Vec<PathBuf>, Failure> {
-    let dirs = configured_dirs(search);
+    let dirs = configured_dirs(&search.plugins_dirs);
     if dirs.is_empty() {
         return Err(Failure::usage(
             "no plugins directory to lock: give --plugins-dir DIR (or set CHIMERA_PLUGIN_PATH)",
@@ -212,35 +199,18 @@ fn lock_dirs(search: &SearchArgs) -> Result<Vec<PathBuf>, Failure> {
     Ok(dirs)
 }
 
-/// Writes `text` to `path` atomically: a new temporary file beside it
-/// (random name, created exclusively), mode 0644 set on the descriptor,
-/// then renamed into place.
+/// Writes `text` to `path` atomically; a failure is a usage error naming the file.
 pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| Failure::usage(format!("cannot write {}: {e}", path.display()));
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut temporary = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    std::io::Write::write_all(&mut temporary, text.as_bytes()).map_err(fail)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temporary
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(fail)?;
-    }
-    temporary.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    chimera_host::files::write_atomically(path, text)
+        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 pub(crate) fn lock(search: &SearchArgs, external: Option<&Path>) -> Result<(), Failure> {
     let mut written = Vec::new();
     match external {
         Some(path) => {
-            let (lock, skipped) =
-                pin_external(&search_path(search)).map_err(|e| Failure::usage(e.to_string()))?;
+            let (lock, skipped) = pin_external(&search_path(&search.plugins_dirs))
+                .map_err(|e| Failure::usage(e.to_string()))?;
             written.push((path.to_owned(), lock, skipped));
         }
         None => {
@@ -272,7 +242,7 @@ pub(crate) fn verify(search: &SearchArgs, external: Option<&Path>) -> Result<(),
         Some(path) => {
             checked.push((
                 path.display().to_string(),
-                verify_external(path, &search_path(search))
+                verify_external(path, &search_path(&search.plugins_dirs))
                     .map_err(|e| Failure::usage(e.to_string()))?,
             ));
         }

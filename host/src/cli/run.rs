@@ -3,8 +3,9 @@
 use super::args::{RunArgs, TrustArgs};
 use super::failure::Failure;
 use super::provider::{provider, require_model};
+use super::spec::parse_pack_spec;
 use super::status;
-use super::wiring::{load_packs, parse_pack_spec, Host};
+use super::wiring::{load_packs, Host};
 use chimera_host::agent::{
     AgentEvent, AgentSession, AnswersFile, ApproveAll, Approver, DenyAll, EndReason, EventBus,
     Permission, PriceTable, RunResult, Strategy, StrategyError, TerminalApprover, ToolRules,

@@ -7,32 +7,14 @@
 use super::args::SearchArgs;
 use super::failure::Failure;
 use super::render::Renderer;
-use super::search_path::search_path;
+use super::spec::parse_pack_spec;
 use chimera_host::agent::{EventBus, SessionBuilder};
+use chimera_host::config::search_path;
 use chimera_host::pack_test::{load_in_order, session_builder, PackLoadError};
 use chimera_host::plugins::{LoadError, PluginManager, Registry};
 use chimera_host::providers::Provider;
 use chimera_host::tools::Workspace;
 use std::sync::Arc;
-
-/// Splits `NAME[=JSON]`; the JSON must parse (a config error otherwise).
-pub(crate) fn parse_pack_spec(spec: &str) -> Result<(String, String), Failure> {
-    let (name, config) = match spec.split_once('=') {
-        Some((name, config)) => (name.trim(), config.trim()),
-        None => (spec.trim(), ""),
-    };
-    if name.is_empty() {
-        return Err(Failure::usage(format!(
-            "--pack '{spec}': the pack name is empty"
-        )));
-    }
-    if !config.is_empty() {
-        serde_json::from_str::<serde_json::Value>(config).map_err(|error| {
-            Failure::usage(format!("--pack {name}: the config is not JSON: {error}"))
-        })?;
-    }
-    Ok((name.to_owned(), config.to_owned()))
-}
 
 /// Loads `--pack` specs in order, publishing `pack_loaded` for each; the
 /// first failure is exit 3.
@@ -97,7 +79,7 @@ impl Host {
         let registry = Arc::new(Registry::new());
         let manager = Arc::new(PluginManager::with_search_path(
             Arc::clone(&registry),
-            search_path(search),
+            search_path(&search.plugins_dirs),
         ));
         Host {
             bus,

@@ -143,6 +143,7 @@ pub enum Judgement {
 ///   custom pattern, a password assignment, a PEM header), up to
 ///   [`PREFIX_REACH`](crate::scan::PREFIX_REACH) bytes back;
 /// * the last `hold_back` bytes.
+#[must_use]
 pub fn judge(
     scanner: &Scanner,
     full: &str,

@@ -193,7 +193,7 @@ seams! {
         expects: "Messages",
         value: Vec<Message>,
         lead: (),
-        host: context(&[Message]) => |f, _, messages| f(messages),
+        host: context(&[Message]) => |f, (), messages| f(messages),
         answers: [],
     }
     /// The `provider_request` seam: the request envelope, before the wire.
@@ -203,7 +203,7 @@ seams! {
         expects: "ProviderRequest",
         value: ProviderRequest,
         lead: (),
-        host: provider_request(&ProviderRequest) => |f, _, request| f(request),
+        host: provider_request(&ProviderRequest) => |f, (), request| f(request),
         answers: [ASKS, PAUSES],
     }
     /// The `tool_call` seam: each proposed call, before hooks and the
@@ -214,7 +214,7 @@ seams! {
         expects: "ToolCall",
         value: ToolCall,
         lead: (),
-        host: tool_call(&ToolCall) => |f, _, call| f(call),
+        host: tool_call(&ToolCall) => |f, (), call| f(call),
         answers: [FAIL_CLOSED, ASKS, DEADLINES],
     }
     /// The `tool_result` seam: what an executed tool returned, before
@@ -246,7 +246,7 @@ seams! {
         expects: "Text",
         value: String,
         lead: (),
-        host: output(&str) => |f, _, answer| f(answer),
+        host: output(&str) => |f, (), answer| f(answer),
         answers: [RETRIES],
     }
     /// The `stream_chunk` seam: each streamed delta before it is released.

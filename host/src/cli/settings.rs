@@ -1,154 +1,20 @@
-//! `chimera.toml`: the settings an operator would otherwise retype on every
-//! run — plugins directories, the packs in load order with their configs,
-//! trust and containment, the provider and model, approvals and the session.
-//!
-//! Where it is found: `--config FILE`; else `./chimera.toml` (the project
-//! directory, never its parents); else the per-user file
-//! (`$XDG_CONFIG_HOME/chimera/chimera.toml`, else
-//! `~/.config/chimera/chimera.toml`). The first found is the one used; files
-//! are not merged. Flags override the file, key by key; a list given on the
-//! command line (`--pack`, `--plugins-dir`, `--ask`, …) replaces the file's.
-//! Relative paths in the file are relative to the file's directory.
-//!
-//! A project file names code to load, so a cloned repository's
-//! `chimera.toml` must not run anything just because `chimera` was started
-//! inside it: it is used only once `chimera config trust` has pinned its
-//! SHA-256 (in the per-user `trusted.json`), and again after every change.
-//! `--config FILE` and the per-user file are the user's own choice and need
-//! no trust step.
-//!
-//! Every file is read as hostile: a regular file (never a FIFO), at most
-//! 1 MiB, UTF-8; unknown keys are errors naming the key and its line.
+//! How `chimera.toml` (found, read and trusted by `chimera_host::config`)
+//! and the command line become one set of settings: flags override the
+//! file, key by key; a list given on the command line (`--pack`,
+//! `--plugins-dir`, `--ask`, …) replaces the file's; relative paths in the
+//! file are relative to the file's directory. `config show` prints every
+//! effective value and where it came from.
 
 use super::args::{Cli, RunArgs, SearchArgs, StreamPolicyArg, TrustArgs};
 use super::failure::Failure;
-use super::search_path::{search_path, user_config_dir};
-use chimera_host::agent::read_user_file;
+use chimera_host::config::{
+    self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, ProviderSection,
+    SessionSection, StreamPolicyName, TrustSection, FILE_NAME,
+};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
-use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The file's name, in the project directory and the user config directory.
-pub(crate) const FILE_NAME: &str = "chimera.toml";
-
-/// Configuration files and the trust store are small; anything larger is
-/// refused rather than read.
-const MAX_FILE_BYTES: u64 = 1 << 20;
-
-/// The trust store's name in the user config directory.
-const TRUST_STORE: &str = "trusted.json";
-
-/// The file's contents. Every key is optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    /// Directories to search for packs, before the environment's.
-    plugins_dirs: Option<Vec<PathBuf>>,
-    /// The packs, in load order.
-    packs: Option<Vec<PackEntry>>,
-    /// Trust and containment.
-    #[serde(default)]
-    trust: TrustSection,
-    /// Which model the session talks to.
-    #[serde(default)]
-    provider: ProviderSection,
-    /// Who may run which tool, and who answers.
-    #[serde(default)]
-    approvals: ApprovalsSection,
-    /// The session itself.
-    #[serde(default)]
-    session: SessionSection,
-}
-
-/// `[[packs]]`: one pack, by entry-point name, with its config.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PackEntry {
-    name: String,
-    /// The pack's config, written as a TOML table (handed over as JSON).
-    config: Option<toml::Table>,
-    /// Run it in a sandboxed child process of its own (`--isolate NAME`).
-    isolate: Option<bool>,
-}
-
-/// `[trust]`, the trust and containment flags of `run`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TrustSection {
-    locked: Option<bool>,
-    lock: Option<PathBuf>,
-    allow_insecure_plugins_dir: Option<bool>,
-    probe: Option<bool>,
-    probe_on_reload: Option<bool>,
-    probe_timeout: Option<u64>,
-    quarantine_after: Option<u32>,
-    quarantine_window: Option<u64>,
-    call_budget_ms: Option<u64>,
-}
-
-/// `[provider]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProviderSection {
-    /// `openai`, `anthropic` or `scripted` (with `script`).
-    name: Option<String>,
-    model: Option<String>,
-    base_url: Option<String>,
-    api_key_env: Option<String>,
-    script: Option<PathBuf>,
-    headers: Option<Vec<String>>,
-    stream: Option<bool>,
-    stream_policy: Option<StreamPolicyName>,
-}
-
-/// `[approvals]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApprovalsSection {
-    ask: Option<Vec<String>>,
-    deny: Option<Vec<String>>,
-    /// `yes` approves every ask, `no` rejects every ask.
-    answer: Option<Answer>,
-    /// Answers, one JSON object per line (as `--approvals FILE`).
-    answers_file: Option<PathBuf>,
-}
-
-/// `[session]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SessionSection {
-    system: Option<String>,
-    max_steps: Option<usize>,
-    workspace: Option<PathBuf>,
-    prices: Option<PathBuf>,
-    compact_keep_turns: Option<usize>,
-    bash_sandbox: Option<bool>,
-    /// `react`, `plan-and-execute`, `reflexion`, `tree-of-thought`,
-    /// `plan-act` or `retry`.
-    strategy: Option<String>,
-    /// The strategy's settings, as a table (`{ candidates = 2 }`).
-    strategy_config: Option<toml::Table>,
-    /// The audit log every run appends to (as `--audit FILE`).
-    audit: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Answer {
-    Yes,
-    No,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum StreamPolicyName {
-    Downgrade,
-    Allow,
-}
 
 impl From<StreamPolicyName> for StreamPolicyArg {
     fn from(name: StreamPolicyName) -> Self {
@@ -159,32 +25,15 @@ impl From<StreamPolicyName> for StreamPolicyArg {
     }
 }
 
-/// How a file was found, which decides whether it must be trusted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Found {
-    /// `--config FILE`.
-    Named,
-    /// `./chimera.toml`.
-    Project,
-    /// The per-user file.
-    User,
-}
-
-/// A parsed file and where it is.
-#[derive(Debug)]
-struct Loaded {
-    path: PathBuf,
-    config: FileConfig,
-}
-
-impl Loaded {
-    /// `path` as the file means it: relative to the file's directory.
-    fn resolve(&self, path: &Path) -> PathBuf {
-        match self.path.parent() {
-            Some(dir) if path.is_relative() => dir.join(path),
-            _ => path.to_owned(),
-        }
+impl From<ConfigError> for Failure {
+    fn from(error: ConfigError) -> Self {
+        Failure::usage(error.to_string())
     }
+}
+
+/// The configuration file to use, loaded and checked.
+fn load(named: Option<&Path>) -> Result<Option<Loaded>, Failure> {
+    Ok(config::load(named)?)
 }
 
 /// Where an effective value came from.
@@ -285,104 +134,6 @@ impl Merge<'_> {
     fn record(&mut self, key: &'static str, value: Value, origin: Origin) {
         self.settings.push(Setting { key, value, origin });
     }
-}
-
-/// Reads the user-named file at `path` as configuration text.
-fn read(path: &Path) -> Result<String, Failure> {
-    read_user_file(path, MAX_FILE_BYTES)
-        .map_err(|reason| Failure::usage(format!("{}: {reason}", path.display())))
-}
-
-/// The 1-based line of byte `offset` in `text`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset)
-        .map_or(0, |before| before.matches('\n').count())
-        + 1
-}
-
-/// Parses `text` (read from `path`); an error names the line and the problem.
-fn parse(path: &Path, text: &str) -> Result<FileConfig, Failure> {
-    toml::from_str(text).map_err(|error| {
-        let line = error.span().map_or(String::new(), |span| {
-            format!(" line {}", line_of(text, span.start))
-        });
-        Failure::usage(format!(
-            "{}{line}: {}",
-            path.display(),
-            error.message().trim()
-        ))
-    })
-}
-
-/// The per-user configuration file's path.
-fn user_file() -> Option<PathBuf> {
-    user_config_dir().map(|dir| dir.join(FILE_NAME))
-}
-
-/// The file to use, if any, and how it was found.
-fn locate(named: Option<&Path>) -> Option<(PathBuf, Found)> {
-    if let Some(path) = named {
-        return Some((path.to_owned(), Found::Named));
-    }
-    let project = Path::new(FILE_NAME);
-    if project.exists() {
-        let absolute = std::path::absolute(project).unwrap_or_else(|_| project.to_owned());
-        return Some((absolute, Found::Project));
-    }
-    user_file()
-        .filter(|path| path.exists())
-        .map(|path| (path, Found::User))
-}
-
-/// The trust store: configuration file path → the SHA-256 it was trusted at.
-fn trust_store() -> Result<(PathBuf, BTreeMap<String, String>), Failure> {
-    let dir = user_config_dir().ok_or_else(|| {
-        Failure::usage("cannot find the user config directory (set HOME or XDG_CONFIG_HOME)")
-    })?;
-    let path = dir.join(TRUST_STORE);
-    if !path.exists() {
-        return Ok((path, BTreeMap::new()));
-    }
-    let text = read(&path)?;
-    let store = serde_json::from_str(&text).map_err(|e| {
-        Failure::usage(format!(
-            "{}: not a trust store ({e}); remove it and trust again",
-            path.display()
-        ))
-    })?;
-    Ok((path, store))
-}
-
-fn digest(text: &str) -> String {
-    format!("{:x}", Sha256::digest(text.as_bytes()))
-}
-
-/// Loads the configuration file `--config` names or the search finds; a
-/// project file must have been trusted at its current contents.
-fn load(named: Option<&Path>) -> Result<Option<Loaded>, Failure> {
-    let Some((path, found)) = locate(named) else {
-        return Ok(None);
-    };
-    let text = read(&path)?;
-    if found == Found::Project {
-        let (_, store) = trust_store()?;
-        let key = path.display().to_string();
-        match store.get(&key) {
-            Some(hash) if *hash == digest(&text) => {}
-            Some(_) => {
-                return Err(Failure::usage(format!(
-                    "{key} changed since it was trusted: review it, then run `chimera config trust` (or pass --config {FILE_NAME})"
-                )))
-            }
-            None => {
-                return Err(Failure::usage(format!(
-                    "{key} is not trusted yet (it names code to load): review it, then run `chimera config trust` (or pass --config {FILE_NAME})"
-                )))
-            }
-        }
-    }
-    let config = parse(&path, &text)?;
-    Ok(Some(Loaded { path, config }))
 }
 
 /// The `run` subcommand's parsed arguments, to ask which the user gave.
@@ -653,24 +404,9 @@ fn merge_session(m: &mut Merge<'_>, args: &mut RunArgs, session: &SessionSection
     args.no_bash_sandbox = !bash_sandbox;
 }
 
-/// Refuses a file that sets both ways of answering approvals.
-fn check(loaded: &Loaded) -> Result<(), Failure> {
-    let approvals = &loaded.config.approvals;
-    if approvals.answer.is_some() && approvals.answers_file.is_some() {
-        return Err(Failure::usage(format!(
-            "{}: [approvals] sets both answer and answers_file; keep one",
-            loaded.path.display()
-        )));
-    }
-    Ok(())
-}
-
 /// `run`: the command line's arguments with the configuration file applied.
 pub(crate) fn apply_to_run(named: Option<&Path>, args: &mut RunArgs) -> Result<(), Failure> {
     let loaded = load(named)?;
-    if let Some(loaded) = &loaded {
-        check(loaded)?;
-    }
     let matches = run_matches();
     let explicit = |id: &str| {
         matches
@@ -702,9 +438,6 @@ pub(crate) fn apply_to_search(
 /// and where it came from; then the search path.
 pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
     let loaded = load(named)?;
-    if let Some(loaded) = &loaded {
-        check(loaded)?;
-    }
     let Ok(Cli {
         command: super::args::Command::Run(mut args),
         ..
@@ -713,7 +446,7 @@ pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
         return Err(Failure::usage("cannot build the default run settings"));
     };
     let settings = merge(&mut args, loaded.as_ref(), &|_| false);
-    let search: Vec<String> = search_path(&args.search)
+    let search: Vec<String> = config::search_path(&args.search.plugins_dirs)
         .iter()
         .map(|dir| dir.path.display().to_string())
         .collect();
@@ -736,7 +469,7 @@ pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
         Some(file) => println!("configuration file: {file}"),
         None => println!(
             "configuration file: none (looked for ./{FILE_NAME} and {})",
-            user_file().map_or_else(
+            config::user_file().map_or_else(
                 || "the user config directory".to_owned(),
                 |p| p.display().to_string()
             )
@@ -758,24 +491,11 @@ pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
 /// `config trust [FILE]`: pins the project file (default `./chimera.toml`)
 /// at its current contents, after checking that it parses.
 pub(crate) fn trust(file: Option<&Path>) -> Result<(), Failure> {
-    let file = file.unwrap_or(Path::new(FILE_NAME));
-    let path = std::path::absolute(file)
-        .map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
-    let text = read(&path)?;
-    parse(&path, &text)?;
-    let (store_path, mut store) = trust_store()?;
-    store.insert(path.display().to_string(), digest(&text));
-    let body = serde_json::to_string_pretty(&store)
-        .map_err(|e| Failure::usage(format!("cannot write the trust store: {e}")))?;
-    if let Some(dir) = store_path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    super::packs::write_atomically(&store_path, &body)?;
+    let (path, store) = config::trust(file)?;
     println!(
         "trusted {} at its current contents (recorded in {})",
         path.display(),
-        store_path.display()
+        store.display()
     );
     Ok(())
 }
@@ -785,21 +505,7 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> Result<FileConfig, String> {
-        parse(Path::new("chimera.toml"), text).map_err(|f| f.message)
-    }
-
-    #[test]
-    fn an_unknown_key_is_refused_with_its_line() {
-        let error = parsed("packs = []\n\n[trust]\nprobe = true\nprobbe = true\n").unwrap_err();
-        assert!(error.starts_with("chimera.toml line 5: "), "{error}");
-        assert!(error.contains("probbe"), "{error}");
-        assert!(!error.contains('\n'), "{error}");
-    }
-
-    #[test]
-    fn a_wrong_type_is_refused_with_its_line() {
-        let error = parsed("[session]\nmax_steps = \"many\"\n").unwrap_err();
-        assert!(error.starts_with("chimera.toml line 2: "), "{error}");
+        config::parse(Path::new("chimera.toml"), text).map_err(|e| e.to_string())
     }
 
     fn run_args() -> RunArgs {

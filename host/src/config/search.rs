@@ -1,6 +1,7 @@
 //! The plugin search path: only directories the user chose.
 //!
-//! In order: each `--plugins-dir`, each entry of `$CHIMERA_PLUGIN_PATH`
+//! In order: each directory named (`--plugins-dir`, the configuration
+//! file's `plugins_dirs`), each entry of `$CHIMERA_PLUGIN_PATH`
 //! (colon-separated), the per-user data directory
 //! (`$XDG_DATA_HOME/chimera/plugins`, else `~/.local/share/chimera/plugins`),
 //! and the directory of the `chimera` executable — there only the bundled
@@ -11,19 +12,20 @@
 //!
 //! Precedence, not order, decides which file provides a name: the
 //! directories named by flag, environment or configuration file first
-//! (`Level::Chosen`), then the per-user one (`Level::User`), then the
-//! bundled packs (`Level::Bundled`). A copy the user put in a better
-//! level shadows the one below (and says so); a name two files claim
-//! within one level is refused (see `PluginManager::load`).
+//! ([`Level::Chosen`](crate::plugins::Level::Chosen)), then the per-user
+//! one (`Level::User`), then the bundled packs (`Level::Bundled`). A copy
+//! the user put in a better level shadows the one below (and says so); a
+//! name two files claim within one level is refused (see
+//! `PluginManager::load`).
 
-use super::args::SearchArgs;
-use chimera_host::plugins::platform::library_file_name;
-use chimera_host::plugins::SearchDir;
+use super::paths::user_data_dir;
+use crate::plugins::platform::library_file_name;
+use crate::plugins::SearchDir;
 use std::path::PathBuf;
 
 /// The packs shipped beside the `chimera` executable: the Chimera packs
 /// and the twelve guardrail gates.
-pub(crate) const BUNDLED_PACKAGES: &[&str] = &[
+pub const BUNDLED_PACKAGES: &[&str] = &[
     "plan-gate",
     "redactor",
     "delegate-spawner",
@@ -41,17 +43,21 @@ pub(crate) const BUNDLED_PACKAGES: &[&str] = &[
     "tool-timeout",
 ];
 
-/// The directories the user chose, in order: flags (and the configuration
-/// file's `plugins_dirs`), environment, the per-user data directory (when
-/// it exists).
-pub(crate) fn configured_dirs(args: &SearchArgs) -> Vec<PathBuf> {
-    leveled_dirs(args).into_iter().map(|dir| dir.path).collect()
+/// The directories the user chose, in order: `named` (flags, the
+/// configuration file's `plugins_dirs`), the environment's, the per-user
+/// data directory (when it exists).
+#[must_use]
+pub fn configured_dirs(named: &[PathBuf]) -> Vec<PathBuf> {
+    leveled_dirs(named)
+        .into_iter()
+        .map(|dir| dir.path)
+        .collect()
 }
 
 /// [`configured_dirs`] with their precedence: every one named is
 /// `Level::Chosen`, the per-user data directory `Level::User`.
-fn leveled_dirs(args: &SearchArgs) -> Vec<SearchDir> {
-    let mut dirs: Vec<SearchDir> = args.plugins_dirs.iter().map(SearchDir::all).collect();
+fn leveled_dirs(named: &[PathBuf]) -> Vec<SearchDir> {
+    let mut dirs: Vec<SearchDir> = named.iter().map(SearchDir::all).collect();
     if let Some(path) = std::env::var_os("CHIMERA_PLUGIN_PATH").filter(|p| !p.is_empty()) {
         dirs.extend(
             std::env::split_paths(&path)
@@ -67,32 +73,11 @@ fn leveled_dirs(args: &SearchArgs) -> Vec<SearchDir> {
     dirs
 }
 
-/// `$XDG_DATA_HOME/chimera/plugins`, else `$HOME/.local/share/chimera/plugins`.
-pub(crate) fn user_data_dir() -> Option<PathBuf> {
-    absolute_env("XDG_DATA_HOME")
-        .or_else(|| absolute_env("HOME").map(|home| home.join(".local/share")))
-        .map(|data| data.join("chimera").join("plugins"))
-}
-
-/// `$XDG_CONFIG_HOME/chimera`, else `$HOME/.config/chimera`: the per-user
-/// configuration file and trust store live here.
-pub(crate) fn user_config_dir() -> Option<PathBuf> {
-    absolute_env("XDG_CONFIG_HOME")
-        .or_else(|| absolute_env("HOME").map(|home| home.join(".config")))
-        .map(|config| config.join("chimera"))
-}
-
-/// The variable `var` as a path, when it is set to an absolute one.
-fn absolute_env(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-}
-
 /// The configured directories, then the executable's directory restricted
 /// to the bundled packs' files, each at its precedence level.
-pub(crate) fn search_path(args: &SearchArgs) -> Vec<SearchDir> {
-    let mut dirs = leveled_dirs(args);
+#[must_use]
+pub fn search_path(named: &[PathBuf]) -> Vec<SearchDir> {
+    let mut dirs = leveled_dirs(named);
     if let Some(exe_dir) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(PathBuf::from))

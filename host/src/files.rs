@@ -1,5 +1,6 @@
-//! Files a user names for the session (a price table, an answers file):
-//! hostile until checked. Opening never blocks (a FIFO in the path's place
+//! Files a user names (a price table, an answers file, a configuration
+//! file) and the files the host writes for them (a trust store, a lock
+//! file). What is read is hostile until checked. Opening never blocks (a FIFO in the path's place
 //! is refused, not waited on), only a regular file is read, its size is
 //! capped, and it must be UTF-8. Every failure is one line.
 
@@ -34,6 +35,27 @@ pub fn read_user_file(path: &Path, limit: u64) -> Result<String, String> {
         return Err(format!("larger than {limit} bytes"));
     }
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
+}
+
+/// Writes `text` to `path` by writing a temporary file beside it (random
+/// name, created exclusively, mode 0644 set on the descriptor) and renaming
+/// it into place, so a reader never sees half a file.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temporary = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut temporary, text.as_bytes())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    temporary.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 #[cfg(all(test, unix))]

@@ -1,0 +1,231 @@
+//! What `chimera.toml` may say, and how its text is read: a regular file
+//! (never a FIFO), at most 1 MiB, UTF-8; unknown keys and wrong types are
+//! errors naming the key's line. Every key is optional. Relative paths are
+//! resolved against the file's directory by whoever uses them
+//! ([`Loaded::resolve`](super::Loaded::resolve)).
+
+use super::ConfigError;
+use crate::files::read_user_file;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The file's name, in the project directory and the user config directory.
+pub const FILE_NAME: &str = "chimera.toml";
+
+/// Configuration files and the trust store are small; anything larger is
+/// refused rather than read.
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The file's contents.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Directories to search for packs, before the environment's.
+    pub plugins_dirs: Option<Vec<PathBuf>>,
+    /// The packs, in load order.
+    pub packs: Option<Vec<PackEntry>>,
+    /// Trust and containment.
+    #[serde(default)]
+    pub trust: TrustSection,
+    /// Which model the session talks to.
+    #[serde(default)]
+    pub provider: ProviderSection,
+    /// Who may run which tool, and who answers.
+    #[serde(default)]
+    pub approvals: ApprovalsSection,
+    /// The session itself.
+    #[serde(default)]
+    pub session: SessionSection,
+}
+
+/// `[[packs]]`: one pack, by entry-point name, with its config.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackEntry {
+    /// The entry-point name.
+    pub name: String,
+    /// The pack's config, written as a TOML table (handed over as JSON).
+    pub config: Option<toml::Table>,
+    /// Run it in a sandboxed child process of its own (`--isolate NAME`).
+    pub isolate: Option<bool>,
+}
+
+/// `[trust]`: trust and containment (the flags of the same names).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustSection {
+    /// Refuse a plugins directory without a lock file.
+    pub locked: Option<bool>,
+    /// The one lock file to consult.
+    pub lock: Option<PathBuf>,
+    /// Accept a plugins directory others may write to.
+    pub allow_insecure_plugins_dir: Option<bool>,
+    /// Run new pack content in a throw-away process first.
+    pub probe: Option<bool>,
+    /// Probe each rebuilt pack before a hot swap.
+    pub probe_on_reload: Option<bool>,
+    /// How long a probe may take, in seconds.
+    pub probe_timeout: Option<u64>,
+    /// Failures within the window that quarantine a pack.
+    pub quarantine_after: Option<u32>,
+    /// The quarantine window, in seconds.
+    pub quarantine_window: Option<u64>,
+    /// A pack call's time budget, in milliseconds.
+    pub call_budget_ms: Option<u64>,
+}
+
+/// `[provider]`: the model.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSection {
+    /// `openai`, `anthropic` or `scripted` (with `script`).
+    pub name: Option<String>,
+    /// The model name.
+    pub model: Option<String>,
+    /// The API's base URL.
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// The scripted model's script.
+    pub script: Option<PathBuf>,
+    /// Extra request headers, `"Name: value"`.
+    pub headers: Option<Vec<String>>,
+    /// Stream replies.
+    pub stream: Option<bool>,
+    /// What a pack that gates whole replies does to streaming.
+    pub stream_policy: Option<StreamPolicyName>,
+}
+
+/// `[approvals]`: who may run which tool, and who answers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsSection {
+    /// Tools to ask about before each call.
+    pub ask: Option<Vec<String>>,
+    /// Tools never to run.
+    pub deny: Option<Vec<String>>,
+    /// `yes` approves every ask, `no` rejects every ask.
+    pub answer: Option<Answer>,
+    /// Answers, one JSON object per line (as `--approvals FILE`).
+    pub answers_file: Option<PathBuf>,
+}
+
+/// `[session]`: the session itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSection {
+    /// The system prompt.
+    pub system: Option<String>,
+    /// Provider calls per turn.
+    pub max_steps: Option<usize>,
+    /// The workspace directory.
+    pub workspace: Option<PathBuf>,
+    /// A price table file.
+    pub prices: Option<PathBuf>,
+    /// Turns a compaction keeps whole.
+    pub compact_keep_turns: Option<usize>,
+    /// Confine `bash`'s writes (Landlock).
+    pub bash_sandbox: Option<bool>,
+    /// `react`, `plan-and-execute`, `reflexion`, `tree-of-thought`,
+    /// `plan-act` or `retry`.
+    pub strategy: Option<String>,
+    /// The strategy's settings, as a table (`{ candidates = 2 }`).
+    pub strategy_config: Option<toml::Table>,
+    /// The audit log every run appends to (as `--audit FILE`).
+    pub audit: Option<PathBuf>,
+}
+
+/// `[approvals] answer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// Approve every ask.
+    Yes,
+    /// Reject every ask.
+    No,
+}
+
+/// `[provider] stream_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamPolicyName {
+    /// Turn streaming off for a pack that gates whole replies only.
+    Downgrade,
+    /// Keep it on.
+    Allow,
+}
+
+impl FileConfig {
+    /// Refuses what the schema cannot: both ways of answering approvals.
+    pub fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        let approvals = &self.approvals;
+        if approvals.answer.is_some() && approvals.answers_file.is_some() {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                problem: "[approvals] sets both answer and answers_file; keep one".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Reads the user-named file at `path` as configuration text.
+pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
+    read_user_file(path, MAX_FILE_BYTES).map_err(|reason| ConfigError::Read {
+        path: path.to_owned(),
+        reason,
+    })
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map_or(0, |before| before.matches('\n').count())
+        + 1
+}
+
+/// Parses `text` (read from `path`); an error names the line and the problem.
+pub fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|error| ConfigError::Parse {
+        path: path.to_owned(),
+        line: error.span().map(|span| line_of(text, span.start)),
+        message: error.message().trim().to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<FileConfig, String> {
+        parse(Path::new("chimera.toml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_with_its_line() {
+        let error = parsed("packs = []\n\n[trust]\nprobe = true\nprobbe = true\n").unwrap_err();
+        assert!(error.starts_with("chimera.toml line 5: "), "{error}");
+        assert!(error.contains("probbe"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn a_wrong_type_is_refused_with_its_line() {
+        let error = parsed("[session]\nmax_steps = \"many\"\n").unwrap_err();
+        assert!(error.starts_with("chimera.toml line 2: "), "{error}");
+    }
+
+    #[test]
+    fn both_ways_of_answering_approvals_are_refused() {
+        let config = parse(
+            Path::new("c.toml"),
+            "[approvals]\nanswer = \"yes\"\nanswers_file = \"a.jsonl\"\n",
+        )
+        .unwrap();
+        let error = config.check(Path::new("c.toml")).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "c.toml: [approvals] sets both answer and answers_file; keep one"
+        );
+    }
+}
