@@ -56,6 +56,7 @@ pub mod isolate;
 pub mod pack_test;
 pub mod plugins;
 pub mod providers;
+pub(crate) mod runtime;
 pub mod tools;
 pub mod types;
 

@@ -15,7 +15,6 @@
 
 mod compaction;
 mod config;
-pub(crate) mod drive;
 mod events;
 mod hooks;
 mod outcome;

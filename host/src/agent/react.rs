@@ -85,7 +85,7 @@ impl AgentSession {
     /// thread of its own while the caller waits). Async code should await
     /// [`run_turn_async`](Self::run_turn_async) instead.
     pub fn run_turn(&mut self, input: &str) -> RunResult {
-        super::drive::block_on(self.run_turn_async(input))
+        crate::runtime::block_on(self.run_turn_async(input))
     }
 
     /// [`run_turn`](Self::run_turn) without blocking: model calls, retry

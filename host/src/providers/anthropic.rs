@@ -189,7 +189,7 @@ impl Provider for AnthropicProvider {
     /// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for
     /// how the blocking API is driven).
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        crate::agent::drive::block_on(self.complete_async(call))
+        crate::runtime::block_on(self.complete_async(call))
     }
 
     fn complete_async<'a>(

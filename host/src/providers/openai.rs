@@ -233,7 +233,7 @@ impl Provider for OpenAiProvider {
     /// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for
     /// how the blocking API is driven).
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        crate::agent::drive::block_on(self.complete_async(call))
+        crate::runtime::block_on(self.complete_async(call))
     }
 
     /// Blocks on [`stream_async`](Provider::stream_async); the pieces reach
@@ -243,8 +243,8 @@ impl Provider for OpenAiProvider {
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        crate::agent::drive::block_on_streaming(
-            |sink| crate::agent::drive::block_on(self.stream_async(call, sink)),
+        crate::runtime::block_on_streaming(
+            |sink| crate::runtime::block_on(self.stream_async(call, sink)),
             on_delta,
         )
     }

@@ -14,8 +14,8 @@
 //! for the length of the turn, exactly as a synchronous call promises.
 //! `async` code should call [`AgentSession::run_turn_async`] instead.
 //!
-//! [`AgentSession::run_turn`]: super::AgentSession::run_turn
-//! [`AgentSession::run_turn_async`]: super::AgentSession::run_turn_async
+//! [`AgentSession::run_turn`]: crate::agent::AgentSession::run_turn
+//! [`AgentSession::run_turn_async`]: crate::agent::AgentSession::run_turn_async
 
 use std::future::Future;
 use std::sync::OnceLock;
