@@ -1,4 +1,4 @@
-//! Anthropic's Messages API: tools, system prompt, usage. It exposes no
+//! Anthropic's Messages API: tools, system prompt, usage, streaming. It exposes no
 //! per-request header surface (its headers belong to the client), so the
 //! `provider_request` seam sees none, and headers a call carries are
 //! ignored.
@@ -9,8 +9,8 @@
 
 use super::http::{HttpSettings, RetryObserver, Transport};
 use super::{
-    content_part, replay_whole, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError,
-    ProviderFuture, Usage,
+    content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, ProviderFuture,
+    StreamDelta, Usage,
 };
 use crate::types::{Arguments, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
@@ -57,6 +57,24 @@ impl AnthropicProvider {
     pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
         self.transport.observe_retries(observer);
         self
+    }
+
+    /// POSTs `call` to the Messages endpoint, streamed or whole.
+    async fn send(
+        &self,
+        call: &ProviderCall<'_>,
+        stream: bool,
+    ) -> Result<super::http::Reply, ProviderError> {
+        let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
+        let mut headers = vec![("anthropic-version".to_owned(), API_VERSION.to_owned())];
+        if let Some(key) = &self.config.api_key {
+            headers.push(("x-api-key".to_owned(), key.clone()));
+        }
+        let mut body = self.body(call);
+        if stream {
+            body["stream"] = json!(true);
+        }
+        self.transport.post(&url, &headers, &body).await
     }
 
     fn body(&self, call: &ProviderCall<'_>) -> Value {
@@ -185,11 +203,16 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
-    /// Blocks on [`complete_async`](Provider::complete_async) (see
-    /// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for
-    /// how the blocking API is driven).
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        crate::runtime::block_on(self.complete_async(call))
+        super::block_on_complete(self, call)
+    }
+
+    fn stream(
+        &self,
+        call: &ProviderCall<'_>,
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) -> Result<(), ProviderError> {
+        super::block_on_stream(self, call, on_delta)
     }
 
     fn complete_async<'a>(
@@ -197,30 +220,124 @@ impl Provider for AnthropicProvider {
         call: &'a ProviderCall<'a>,
     ) -> ProviderFuture<'a, ModelResponse> {
         Box::pin(async move {
-            let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
-            let mut headers = vec![("anthropic-version".to_owned(), API_VERSION.to_owned())];
-            if let Some(key) = &self.config.api_key {
-                headers.push(("x-api-key".to_owned(), key.clone()));
-            }
-            let reply = self
-                .transport
-                .post(&url, &headers, &self.body(call))
-                .await?;
+            let reply = self.send(call, false).await?;
             parse_response(&reply.json().await?)
         })
     }
 
-    /// The whole reply, as a few pieces (this provider does not stream),
-    /// without blocking the executor.
+    /// The Messages API's event stream: text and tool-use blocks as they
+    /// arrive, usage from `message_start` and `message_delta`; an `error`
+    /// event fails the call with its message.
     fn stream_async<'a>(
         &'a self,
         call: &'a ProviderCall<'a>,
         on_delta: DeltaSink<'a>,
     ) -> ProviderFuture<'a, ()> {
         Box::pin(async move {
-            replay_whole(self.complete_async(call).await?, on_delta);
-            Ok(())
+            let reply = self.send(call, true).await?;
+            let mut blocks = Blocks::default();
+            reply
+                .events(|event| {
+                    let data: Value = serde_json::from_str(&event.data).map_err(|error| {
+                        ProviderError::msg(format!(
+                            "malformed response from the provider: a stream event is not JSON: {error}"
+                        ))
+                    })?;
+                    blocks.event(&data, on_delta)
+                })
+                .await
         })
+    }
+}
+
+/// What a Messages stream has said so far: which content block indexes are
+/// tool calls (and which call each is), and the usage.
+#[derive(Default)]
+struct Blocks {
+    /// Content block index → tool call index, for `tool_use` blocks.
+    calls: Vec<(u64, usize)>,
+    usage: Usage,
+}
+
+impl Blocks {
+    /// One event: `Ok(false)` at `message_stop`.
+    fn event(
+        &mut self,
+        data: &Value,
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) -> Result<bool, ProviderError> {
+        let index = data["index"].as_u64().unwrap_or(0);
+        match data["type"].as_str() {
+            Some("message_start") => {
+                let usage = &data["message"]["usage"];
+                self.usage.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0);
+                self.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
+            }
+            Some("content_block_start") => {
+                let block = &data["content_block"];
+                match block["type"].as_str() {
+                    Some("tool_use") => {
+                        let call = self.calls.len();
+                        self.calls.push((index, call));
+                        on_delta(StreamDelta::ToolCall {
+                            index: call,
+                            id: block["id"].as_str().map(str::to_owned),
+                            name: block["name"].as_str().map(str::to_owned),
+                            arguments: String::new(),
+                        });
+                    }
+                    Some("text") => {
+                        if let Some(text) = block["text"].as_str().filter(|t| !t.is_empty()) {
+                            on_delta(StreamDelta::Text(text.to_owned()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some("content_block_delta") => {
+                let delta = &data["delta"];
+                match delta["type"].as_str() {
+                    Some("text_delta") => {
+                        if let Some(text) = delta["text"].as_str().filter(|t| !t.is_empty()) {
+                            on_delta(StreamDelta::Text(text.to_owned()));
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(&(_, call)) = self.calls.iter().find(|(i, _)| *i == index) {
+                            on_delta(StreamDelta::ToolCall {
+                                index: call,
+                                id: None,
+                                name: None,
+                                arguments: delta["partial_json"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some("message_delta") => {
+                if let Some(output) = data["usage"]["output_tokens"].as_u64() {
+                    self.usage.output_tokens = output;
+                }
+            }
+            Some("message_stop") => {
+                on_delta(StreamDelta::Usage(self.usage));
+                return Ok(false);
+            }
+            Some("error") => {
+                let message = data["error"]["message"]
+                    .as_str()
+                    .unwrap_or("an error event");
+                return Err(ProviderError::msg(format!(
+                    "the provider's stream reported an error: {message}"
+                )));
+            }
+            _ => {}
+        }
+        Ok(true)
     }
 }
 
@@ -301,6 +418,67 @@ mod tests {
         assert_eq!(
             assistant[0],
             json!({"role": "assistant", "content": "sure"})
+        );
+    }
+
+    #[test]
+    fn a_messages_stream_yields_text_tool_calls_and_usage_in_order() {
+        let events = [
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 25, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}}),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "look."}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": " \"ls\"}"}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 15}}),
+            json!({"type": "message_stop"}),
+        ];
+        let mut blocks = Blocks::default();
+        let mut deltas = Vec::new();
+        let mut go_on = Vec::new();
+        for event in &events {
+            go_on.push(blocks.event(event, &mut |d| deltas.push(d)).unwrap());
+        }
+        assert_eq!(go_on.last(), Some(&false), "message_stop ends the stream");
+        assert_eq!(
+            deltas,
+            [
+                StreamDelta::Text("Let me ".into()),
+                StreamDelta::Text("look.".into()),
+                StreamDelta::ToolCall {
+                    index: 0,
+                    id: Some("toolu_1".into()),
+                    name: Some("bash".into()),
+                    arguments: String::new()
+                },
+                StreamDelta::ToolCall {
+                    index: 0,
+                    id: None,
+                    name: None,
+                    arguments: "{\"command\":".into()
+                },
+                StreamDelta::ToolCall {
+                    index: 0,
+                    id: None,
+                    name: None,
+                    arguments: " \"ls\"}".into()
+                },
+                StreamDelta::Usage(Usage {
+                    input_tokens: 25,
+                    output_tokens: 15
+                }),
+            ]
+        );
+        let error = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        assert_eq!(
+            Blocks::default()
+                .event(&error, &mut |_| {})
+                .unwrap_err()
+                .to_string(),
+            "the provider's stream reported an error: Overloaded"
         );
     }
 }

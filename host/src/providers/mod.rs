@@ -253,6 +253,31 @@ fn content_part(block: &ContentBlock) -> Value {
     part
 }
 
+/// A network provider's blocking [`Provider::complete`]: blocks on its
+/// [`complete_async`](Provider::complete_async) (see
+/// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for how
+/// the blocking API is driven).
+pub(crate) fn block_on_complete(
+    provider: &dyn Provider,
+    call: &ProviderCall<'_>,
+) -> Result<ModelResponse, ProviderError> {
+    crate::runtime::block_on(provider.complete_async(call))
+}
+
+/// A network provider's blocking [`Provider::stream`]: blocks on its
+/// [`stream_async`](Provider::stream_async); the pieces reach `on_delta` on
+/// the calling thread as they arrive.
+pub(crate) fn block_on_stream(
+    provider: &dyn Provider,
+    call: &ProviderCall<'_>,
+    on_delta: &mut dyn FnMut(StreamDelta),
+) -> Result<(), ProviderError> {
+    crate::runtime::block_on_streaming(
+        |sink| crate::runtime::block_on(provider.stream_async(call, sink)),
+        on_delta,
+    )
+}
+
 /// Streams a whole `response` as deltas: its text in one piece, then each
 /// tool call whole, then the usage.
 pub(crate) fn replay_whole(mut response: ModelResponse, on_delta: &mut dyn FnMut(StreamDelta)) {

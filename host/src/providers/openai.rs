@@ -229,24 +229,16 @@ impl Provider for OpenAiProvider {
         &self.config.model
     }
 
-    /// Blocks on [`complete_async`](Provider::complete_async) (see
-    /// [`AgentSession::run_turn`](crate::agent::AgentSession::run_turn) for
-    /// how the blocking API is driven).
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        crate::runtime::block_on(self.complete_async(call))
+        super::block_on_complete(self, call)
     }
 
-    /// Blocks on [`stream_async`](Provider::stream_async); the pieces reach
-    /// `on_delta` on the calling thread as they arrive.
     fn stream(
         &self,
         call: &ProviderCall<'_>,
         on_delta: &mut dyn FnMut(StreamDelta),
     ) -> Result<(), ProviderError> {
-        crate::runtime::block_on_streaming(
-            |sink| crate::runtime::block_on(self.stream_async(call, sink)),
-            on_delta,
-        )
+        super::block_on_stream(self, call, on_delta)
     }
 
     fn complete_async<'a>(
