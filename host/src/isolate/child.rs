@@ -8,6 +8,7 @@
 //! and then serves calls until the host hangs up or says shutdown.
 
 use super::sandbox::{confine_pack_host, Limits};
+use super::transport::{spin_budget, Spinning, CHILD_SPIN};
 use super::wire::{self, FromHost, Hello, WIRE_VERSION};
 use crate::plugins::loader::Loader;
 use abi_stable::std_types::RStr;
@@ -44,12 +45,12 @@ pub(crate) fn serve(pack: &str, config: &str) -> Result<(), String> {
     // file and maps it) and before the first call.
     let mut hello = hello;
     // Asked before the sandbox: it reads the CPU set and cgroup quota.
-    let spin = wire::spin_budget(wire::CHILD_SPIN);
+    let spin = spin_budget(CHILD_SPIN);
     hello.warnings = confine_pack_host(&Limits::default());
     send(&mut out, wire::hello(&mut buf, &hello))?;
     // Between calls the child polls for a while before it blocks: a call
     // that follows soon finds it awake.
-    let mut input = BufReader::new(wire::Spinning { socket, spin });
+    let mut input = BufReader::new(Spinning { socket, spin });
     let mut frame = Vec::new();
     loop {
         if wire::read_frame(&mut input, &mut frame).is_err() {

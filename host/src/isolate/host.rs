@@ -2,6 +2,7 @@
 //! call deadline, crash handling and restarts (at once after a healthy
 //! spell, with back-off when crashes follow one another).
 
+use super::transport::DeadlineRead;
 use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
 use crate::interception::PackHealth;
 use chimera_plugin_api::abi::{Decision, SeamInput};
@@ -236,40 +237,6 @@ impl From<ReadError> for Failure {
     }
 }
 
-/// Reads with a deadline over the whole frame, not per `read`.
-struct DeadlineRead<'s> {
-    socket: &'s mut UnixStream,
-    current: &'s mut Option<Duration>,
-    until: Instant,
-    /// Until when a read polls without blocking (a reply usually comes
-    /// sooner than a blocked read is woken).
-    spin_until: Instant,
-}
-
-impl Read for DeadlineRead<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        if Instant::now() < self.spin_until {
-            if let Some(got) = wire::poll_read(&*self.socket, buf, self.spin_until) {
-                return got;
-            }
-        }
-        // Only shorten the timeout (one syscall) when it would overshoot by
-        // more than a millisecond: the common one-read reply sets nothing.
-        if self
-            .current
-            .is_none_or(|t| t > left + Duration::from_millis(1))
-        {
-            self.socket.set_read_timeout(Some(left))?;
-            *self.current = Some(left);
-        }
-        self.socket.read(buf)
-    }
-}
-
 impl Running {
     fn read(&mut self, frame: &mut Vec<u8>, within: Duration) -> Result<(), Failure> {
         if self.timeout != Some(within) {
@@ -278,13 +245,7 @@ impl Running {
                 .map_err(Failure::Io)?;
             self.timeout = Some(within);
         }
-        let now = Instant::now();
-        let mut reader = DeadlineRead {
-            socket: &mut self.socket,
-            current: &mut self.timeout,
-            until: now + within,
-            spin_until: now + wire::spin_budget(wire::HOST_SPIN).min(within),
-        };
+        let mut reader = DeadlineRead::new(&mut self.socket, &mut self.timeout, within);
         wire::read_frame(&mut reader, frame).map_err(Failure::from)
     }
 

@@ -38,6 +38,7 @@
 pub(crate) mod child;
 pub(crate) mod host;
 pub(crate) mod sandbox;
+mod transport;
 pub(crate) mod wire;
 
 use std::path::PathBuf;

@@ -1,0 +1,349 @@
+//! The messages of the protocol: child → host `Hello` (once, first),
+//! `Reply`, `State`, `Imported` and `Failed`; host → child `Call`,
+//! `Export`, `Import` and `Shutdown`. One encoder per message, one decoder
+//! per direction; an unknown kind, or one for the other direction, is an
+//! error.
+
+use super::frame::{kind, Dec, Frame, WireError};
+use super::input::OwnedInput;
+use chimera_plugin_api::abi::{Decision, SeamInput};
+
+/// The child's first frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hello {
+    /// [`WIRE_VERSION`](super::WIRE_VERSION) as the child speaks it.
+    pub(crate) wire_version: u8,
+    /// The pack's entry-point name.
+    pub(crate) name: String,
+    /// Its declared version.
+    pub(crate) version: String,
+    /// Its one-line description.
+    pub(crate) description: String,
+    /// `(seam, name)` of each interceptor, in registration order.
+    pub(crate) registrations: Vec<(u32, String)>,
+    /// Its answer to the failure-policy extension (empty: none).
+    pub(crate) policy_json: String,
+    /// One line per sandbox feature this kernel lacks.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// A message from the child.
+#[derive(Debug)]
+pub(crate) enum FromChild {
+    /// The pack is loaded and ready.
+    Hello(Hello),
+    /// The pack could not be loaded; one line.
+    Failed(String),
+    /// The answer to call `seq`: `allowed` interceptors allowed, then
+    /// `decision` (when one answered something else).
+    Reply {
+        seq: u64,
+        allowed: u32,
+        decision: Option<Decision>,
+    },
+    /// The exported state (empty: none).
+    State { seq: u64, json: String },
+    /// The import's outcome.
+    Imported {
+        seq: u64,
+        outcome: Result<(), String>,
+    },
+}
+
+/// A message from the host.
+#[derive(Debug)]
+pub(crate) enum FromHost {
+    /// Run interceptors `indices` in order on `input`.
+    Call {
+        seq: u64,
+        seam: u32,
+        indices: Vec<u32>,
+        input: Box<OwnedInput>,
+    },
+    /// Export the pack's state.
+    Export { seq: u64 },
+    /// Import state.
+    Import { seq: u64, json: String },
+    /// Exit.
+    Shutdown,
+}
+
+/// The hello frame.
+pub(crate) fn hello<'b>(buf: &'b mut Vec<u8>, hello: &Hello) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::HELLO);
+    f.u8(hello.wire_version);
+    f.str(&hello.name);
+    f.str(&hello.version);
+    f.str(&hello.description);
+    f.len(hello.registrations.len());
+    for (seam, name) in &hello.registrations {
+        f.u32(*seam);
+        f.str(name);
+    }
+    f.str(&hello.policy_json);
+    f.len(hello.warnings.len());
+    for w in &hello.warnings {
+        f.str(w);
+    }
+    f.finish()
+}
+
+/// The frame saying the child could not start.
+pub(crate) fn failed<'b>(buf: &'b mut Vec<u8>, line: &str) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::FAILED);
+    f.str(line);
+    f.finish()
+}
+
+/// A call frame: interceptors `indices` on `input`. Only the slots `input`
+/// fills travel.
+pub(crate) fn call<'b>(
+    buf: &'b mut Vec<u8>,
+    seq: u64,
+    indices: &[u32],
+    input: &SeamInput<'_>,
+) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::CALL);
+    f.u64(seq);
+    f.u32(input.seam.0);
+    f.len(indices.len());
+    for i in indices {
+        f.u32(*i);
+    }
+    f.input(input);
+    f.finish()
+}
+
+/// A reply frame.
+pub(crate) fn reply<'b>(
+    buf: &'b mut Vec<u8>,
+    seq: u64,
+    allowed: u32,
+    decision: Option<&Decision>,
+) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::REPLY);
+    f.u64(seq);
+    f.u32(allowed);
+    f.opt(decision, Frame::decision);
+    f.finish()
+}
+
+/// Asks for the pack's state.
+pub(crate) fn export(buf: &mut Vec<u8>, seq: u64) -> &[u8] {
+    let mut f = Frame::start(buf, kind::EXPORT);
+    f.u64(seq);
+    f.finish()
+}
+
+/// The pack's state.
+pub(crate) fn state<'b>(buf: &'b mut Vec<u8>, seq: u64, json: &str) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::STATE);
+    f.u64(seq);
+    f.str(json);
+    f.finish()
+}
+
+/// Hands the pack state.
+pub(crate) fn import<'b>(buf: &'b mut Vec<u8>, seq: u64, json: &str) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::IMPORT);
+    f.u64(seq);
+    f.str(json);
+    f.finish()
+}
+
+/// The import's outcome.
+pub(crate) fn imported<'b>(buf: &'b mut Vec<u8>, seq: u64, outcome: Result<(), &str>) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::IMPORTED);
+    f.u64(seq);
+    f.opt_str(outcome.err());
+    f.finish()
+}
+
+/// Asks the child to exit.
+pub(crate) fn shutdown(buf: &mut Vec<u8>) -> &[u8] {
+    Frame::start(buf, kind::SHUTDOWN).finish()
+}
+
+/// Decodes a frame (kind and payload, without the length) from the child.
+pub(crate) fn decode_from_child(frame: &[u8]) -> Result<FromChild, WireError> {
+    let (k, mut d) = Dec::open(frame)?;
+    let message = match k {
+        kind::HELLO => FromChild::Hello(Hello {
+            wire_version: d.u8()?,
+            name: d.str()?,
+            version: d.str()?,
+            description: d.str()?,
+            registrations: d.list(8, |d| Ok((d.u32()?, d.str()?)))?,
+            policy_json: d.str()?,
+            warnings: d.list(4, Dec::str)?,
+        }),
+        kind::FAILED => FromChild::Failed(d.str()?),
+        kind::REPLY => FromChild::Reply {
+            seq: d.u64()?,
+            allowed: d.u32()?,
+            decision: d.opt(Dec::decision)?,
+        },
+        kind::STATE => FromChild::State {
+            seq: d.u64()?,
+            json: d.str()?,
+        },
+        kind::IMPORTED => FromChild::Imported {
+            seq: d.u64()?,
+            outcome: match d.opt_str()? {
+                None => Ok(()),
+                Some(error) => Err(error),
+            },
+        },
+        other => return Err(WireError::Kind(other)),
+    };
+    d.end()?;
+    Ok(message)
+}
+
+/// Decodes a frame (kind and payload, without the length) from the host.
+pub(crate) fn decode_from_host(frame: &[u8]) -> Result<FromHost, WireError> {
+    let (k, mut d) = Dec::open(frame)?;
+    let message = match k {
+        kind::CALL => FromHost::Call {
+            seq: d.u64()?,
+            seam: d.u32()?,
+            indices: d.list(4, Dec::u32)?,
+            input: d.input()?,
+        },
+        kind::EXPORT => FromHost::Export { seq: d.u64()? },
+        kind::IMPORT => FromHost::Import {
+            seq: d.u64()?,
+            json: d.str()?,
+        },
+        kind::SHUTDOWN => FromHost::Shutdown,
+        other => return Err(WireError::Kind(other)),
+    };
+    d.end()?;
+    Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isolate::wire::input::tests::full_input;
+    use crate::isolate::wire::value::tests::decisions;
+    use crate::isolate::wire::WIRE_VERSION;
+    use chimera_plugin_api::abi::Seam;
+
+    #[test]
+    fn hello_state_and_import_frames_round_trip() {
+        let sent = Hello {
+            wire_version: WIRE_VERSION,
+            name: "fixture".to_owned(),
+            version: "0.1.0".to_owned(),
+            description: "d".to_owned(),
+            registrations: vec![(2, "tool_call".to_owned()), (6, "gate".to_owned())],
+            policy_json: "{\"fail_closed\":[]}".to_owned(),
+            warnings: vec!["no landlock".to_owned()],
+        };
+        let mut buf = Vec::new();
+        let frame = hello(&mut buf, &sent).to_vec();
+        let FromChild::Hello(back) = decode_from_child(&frame[4..]).unwrap() else {
+            panic!("a hello");
+        };
+        assert_eq!(back, sent);
+        // Each frame, and the message it decodes to (compared as printed).
+        let from_child = [
+            (
+                state(&mut buf, 4, "{\"n\":1}").to_vec(),
+                FromChild::State {
+                    seq: 4,
+                    json: "{\"n\":1}".to_owned(),
+                },
+            ),
+            (
+                imported(&mut buf, 5, Err("bad")).to_vec(),
+                FromChild::Imported {
+                    seq: 5,
+                    outcome: Err("bad".to_owned()),
+                },
+            ),
+        ];
+        for (frame, expected) in from_child {
+            let back = decode_from_child(&frame[4..]).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{expected:?}"));
+        }
+        let from_host = [
+            (
+                import(&mut buf, 6, "{}").to_vec(),
+                FromHost::Import {
+                    seq: 6,
+                    json: "{}".to_owned(),
+                },
+            ),
+            (export(&mut buf, 8).to_vec(), FromHost::Export { seq: 8 }),
+            (shutdown(&mut buf).to_vec(), FromHost::Shutdown),
+        ];
+        for (frame, expected) in from_host {
+            let back = decode_from_host(&frame[4..]).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{expected:?}"));
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_frame_is_an_error_not_a_panic() {
+        let mut buf = Vec::new();
+        let input = full_input();
+        let call_frame = input.with_view(Seam::PROVIDER_REQUEST, |v| {
+            call(&mut buf, 1, &[0], v).to_vec()
+        });
+        for cut in 0..call_frame.len() - 4 {
+            assert!(decode_from_host(&call_frame[4..4 + cut]).is_err(), "{cut}");
+        }
+        for decision in decisions() {
+            let frame = reply(&mut buf, 1, 0, Some(&decision)).to_vec();
+            for cut in 0..frame.len() - 4 {
+                assert!(decode_from_child(&frame[4..4 + cut]).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_frames_are_refused_with_an_error() {
+        // Unknown kinds, on either side.
+        assert_eq!(decode_from_child(&[200]).unwrap_err(), WireError::Kind(200));
+        assert_eq!(decode_from_host(&[0]).unwrap_err(), WireError::Kind(0));
+        // A frame for the other direction is an unknown kind here.
+        assert!(decode_from_child(&[kind::CALL, 0]).is_err());
+        // Bad UTF-8 in a string.
+        let mut frame = vec![kind::FAILED];
+        frame.extend_from_slice(&2u32.to_le_bytes());
+        frame.extend_from_slice(&[0xff, 0xfe]);
+        assert_eq!(decode_from_child(&frame).unwrap_err(), WireError::Utf8);
+        // A string length far beyond the frame.
+        let mut frame = vec![kind::FAILED];
+        frame.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decode_from_child(&frame).unwrap_err(), WireError::Truncated);
+        // A huge element count allocates nothing: refused up front.
+        let mut frame = vec![kind::REPLY];
+        frame.extend_from_slice(&1u64.to_le_bytes());
+        frame.extend_from_slice(&0u32.to_le_bytes());
+        frame.push(1); // a decision
+        frame.extend_from_slice(&1u32.to_le_bytes()); // REPLACE
+        frame.extend_from_slice(&0u32.to_le_bytes()); // reason ""
+        frame.push(1); // a value
+        frame.push(1); // messages
+        frame.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decode_from_child(&frame).unwrap_err(), WireError::Truncated);
+        // A presence flag that is neither 0 nor 1.
+        let mut frame = vec![kind::IMPORTED];
+        frame.extend_from_slice(&1u64.to_le_bytes());
+        frame.push(7);
+        assert!(matches!(
+            decode_from_child(&frame).unwrap_err(),
+            WireError::Malformed(_)
+        ));
+        // Trailing bytes.
+        let mut buf = Vec::new();
+        let mut frame = reply(&mut buf, 1, 0, None)[4..].to_vec();
+        frame.push(0);
+        assert_eq!(decode_from_child(&frame).unwrap_err(), WireError::Trailing);
+        // An empty frame.
+        assert!(decode_from_child(&[]).is_err());
+    }
+}
