@@ -2,7 +2,7 @@
 //! happens. Carries the transcript events and the interceptor events.
 
 use super::usage::SourceUsage;
-use crate::audit::AuditRecord;
+use crate::interception::AuditRecord;
 use crate::interception::InterceptorEvent;
 use crate::types::ToolCall;
 use serde::Serialize;

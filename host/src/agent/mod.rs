@@ -20,6 +20,7 @@ mod hooks;
 mod outcome;
 mod permission;
 mod react;
+mod relay;
 mod session;
 mod strategies;
 mod stream;
@@ -40,6 +41,7 @@ pub use permission::{
     Answering, AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission,
     PermissionPolicy, TerminalApprover, ToolRules,
 };
+pub use relay::{Relay, Relayed, Reply};
 pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;

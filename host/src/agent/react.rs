@@ -471,7 +471,7 @@ impl AgentSession {
     /// feedback (through the pre-provider seams, marked as a gate retry) and
     /// judges the new answer from the start, until the asking interceptor's
     /// bound is used up; then its exhaustion outcome stands in for it.
-    async fn finish_answer(
+    pub(super) async fn finish_answer(
         &mut self,
         bundle: Option<&Interceptors>,
         content: String,
@@ -608,7 +608,7 @@ impl AgentSession {
     /// gates, and one `streaming_downgraded` event — and again only when
     /// the packs change (a hot swap). `--stream-policy allow` (and a run
     /// that does not stream) keeps streaming as it is.
-    fn downgrade(&mut self, bundle: Option<&Interceptors>) -> bool {
+    pub(super) fn downgrade(&mut self, bundle: Option<&Interceptors>) -> bool {
         let Some(bundle) = bundle.filter(|_| self.config.stream) else {
             return false;
         };

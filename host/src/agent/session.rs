@@ -6,7 +6,7 @@ use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
 use super::usage::{CallSource, Ledger, PriceTable};
-use crate::audit::AuditRecord;
+use crate::interception::AuditRecord;
 use crate::interception::{
     merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
     Interceptors, Question, SeamSpec, SessionFacts,

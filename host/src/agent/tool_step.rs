@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 type Deadline = (String, Duration, String);
 
 /// How a call was settled before execution.
-enum Gate {
+pub(super) enum Gate {
     /// Run the effective call (within the deadline, when one was given).
     Run(ToolCall, Option<Box<Deadline>>),
     /// Do not run it; record this (synthetic) failure.
@@ -81,7 +81,7 @@ impl AgentSession {
     }
 
     /// `tool_call` seam → `PreToolUse` hooks → permission policy.
-    async fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
+    pub(super) async fn gate(&self, call: &ToolCall, bundle: Option<&Interceptors>) -> Gate {
         let mut effective = call.clone();
         let mut deadline = None;
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
@@ -238,7 +238,7 @@ impl AgentSession {
         }
     }
 
-    fn result_seam(
+    pub(super) fn result_seam(
         &self,
         bundle: &Interceptors,
         call: &ToolCall,

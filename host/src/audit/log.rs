@@ -1,10 +1,10 @@
 //! The writer: one sealed line per decision, appended to a file opened as
 //! hostile, this turn's lines written out when the turn ends.
 
-use super::diff::Change;
 use super::line::{self, GENESIS, LINE_CAP};
 use super::verify::{tail, FILE_CAP};
 use super::AuditRecord;
+use super::Change;
 use crate::agent::{AgentEvent, EventBus};
 use crate::interception::EventDecision;
 use serde::Serialize;

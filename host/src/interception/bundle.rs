@@ -167,7 +167,7 @@ macro_rules! seams {
             pub(crate) fn from_isolated(
                 seam: SeamName,
                 name: String,
-                pack: std::sync::Arc<crate::isolate::host::IsolatedPack>,
+                pack: std::sync::Arc<dyn super::interceptor::RemotePack>,
                 index: u32,
                 fail_closed: bool,
             ) -> AnyInterceptor {

@@ -2,12 +2,11 @@
 
 use super::events::{EventDecision, InterceptorEvent};
 use super::health::{coarse_now, PackHealth};
-use super::interceptor::{Interceptor, Kind};
+use super::interceptor::{Interceptor, Kind, RemotePack};
 use super::seams::{Invalid, SeamSpec};
 use super::session::SessionFacts;
 use super::InterceptDecision;
-use crate::audit::{AuditRecord, Changes};
-use crate::isolate::host::IsolatedPack;
+use super::{AuditRecord, Changes};
 use chimera_plugin_api::abi::{Decision, DecisionKind, SeamInput};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -467,7 +466,7 @@ fn run_packs<S: SeamSpec>(
 fn run_isolated<S: SeamSpec>(
     chain: &[Interceptor<S>],
     next: &mut usize,
-    pack: &Arc<IsolatedPack>,
+    pack: &Arc<dyn RemotePack>,
     input: &SeamInput<'_>,
     allowed: Option<&dyn Fn(usize)>,
 ) -> Result<Option<Decision>, String> {

@@ -2,8 +2,7 @@
 
 use super::health::PackHealth;
 use super::seams::SeamSpec;
-use crate::isolate::host::IsolatedPack;
-use chimera_plugin_api::abi::InterceptorBox;
+use chimera_plugin_api::abi::{Decision, InterceptorBox, SeamInput};
 use std::fmt;
 use std::sync::Arc;
 
@@ -48,7 +47,7 @@ pub(crate) enum Kind<S: SeamSpec> {
     Host(Box<S::HostFn>),
     Pack(InterceptorBox, Option<Arc<PackHealth>>),
     /// Interceptor `index` of a pack running in a child process.
-    Isolated(Arc<IsolatedPack>, u32, Option<Arc<PackHealth>>),
+    Isolated(Arc<dyn RemotePack>, u32, Option<Arc<PackHealth>>),
 }
 
 impl<S: SeamSpec> Interceptor<S> {
@@ -109,7 +108,7 @@ impl<S: SeamSpec> Interceptor<S> {
     /// Interceptor `index` of isolated pack `pack`, named `name`.
     pub(crate) fn isolated(
         name: String,
-        pack: Arc<IsolatedPack>,
+        pack: Arc<dyn RemotePack>,
         index: u32,
         fail_closed: bool,
     ) -> Self {
@@ -194,4 +193,26 @@ impl<S: SeamSpec> fmt::Debug for Interceptor<S> {
             .field("pack", &self.is_pack())
             .finish()
     }
+}
+
+/// A pack whose interceptors run in another process (`--isolate`): the
+/// chain hands a run of its consecutive interceptors over in one round
+/// trip. The process side lives a floor up (the `isolate` module); this
+/// is all the chain needs of it.
+pub(crate) trait RemotePack: Send + Sync {
+    /// The pack's health, shared by all its interceptors.
+    fn health(&self) -> &Arc<PackHealth>;
+
+    /// Runs the pack's interceptors `indices`, in order, on `input`: how
+    /// many allowed, and the first decision that was not a bare allow.
+    ///
+    /// # Errors
+    ///
+    /// The line saying why nothing was called, when the pack's process
+    /// is unavailable (restarting past its budget, or quarantined).
+    fn call(
+        &self,
+        indices: &[u32],
+        input: &SeamInput<'_>,
+    ) -> Result<(usize, Option<Decision>), String>;
 }

@@ -53,10 +53,12 @@
 mod bundle;
 mod chain;
 mod decision;
+mod diff;
 mod events;
 pub(crate) mod health;
 mod interceptor;
 mod merge;
+mod record;
 mod seams;
 mod session;
 
@@ -68,10 +70,14 @@ pub use bundle::{
 pub(crate) use chain::run_chain_spent;
 pub use chain::{run_chain, ChainContext, ChainOutcome, Notice, Question, RetryAsk};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
+pub(crate) use diff::Differ;
+pub use diff::{Change, Changes, INSERT_CAP, SPAN_CAP};
 pub use events::{EventDecision, InterceptorEvent};
 pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};
+pub(crate) use interceptor::RemotePack;
 pub use interceptor::{ContentRole, Interceptor};
 pub use merge::merge_interceptors;
+pub use record::AuditRecord;
 pub use seams::{
     withheld_result, ContextSeam, ModelResponseSeam, OutputSeam, ProviderRequestSeam, ReplyFacts,
     SeamSpec, StreamChunkSeam, StreamFacts, ToolCallSeam, ToolResultSeam,

@@ -4,7 +4,7 @@
 
 use super::transport::DeadlineRead;
 use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
-use crate::interception::PackHealth;
+use crate::interception::{PackHealth, RemotePack};
 use chimera_plugin_api::abi::{Decision, SeamInput};
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
@@ -335,6 +335,20 @@ impl std::fmt::Debug for IsolatedPack {
         f.debug_struct("IsolatedPack")
             .field("pack", &self.spawner.pack)
             .finish_non_exhaustive()
+    }
+}
+
+impl RemotePack for IsolatedPack {
+    fn health(&self) -> &Arc<PackHealth> {
+        IsolatedPack::health(self)
+    }
+
+    fn call(
+        &self,
+        indices: &[u32],
+        input: &SeamInput<'_>,
+    ) -> Result<(usize, Option<Decision>), String> {
+        IsolatedPack::call(self, indices, input)
     }
 }
 

@@ -35,10 +35,9 @@
 //! is dropped (and killed after a grace period). The host process never
 //! `dlopen`s an isolated pack, so its memory does not grow with reloads.
 
-pub(crate) mod child;
 pub(crate) mod host;
 pub(crate) mod sandbox;
-mod transport;
+pub(crate) mod transport;
 pub(crate) mod wire;
 
 use std::path::PathBuf;
@@ -75,11 +74,4 @@ impl Isolation {
     pub fn covers(&self, name: Option<&str>) -> bool {
         self.all || name.is_some_and(|n| self.packs.iter().any(|p| p == n))
     }
-}
-
-/// The child side: serves pack `pack` (built from `config`) over the
-/// socket on stdout, loading the sealed pack on stdin. What `chimera
-/// pack-host` runs; an error is one line.
-pub fn serve_pack_host(pack: &str, config: &str) -> Result<(), String> {
-    child::serve(pack, config)
 }

@@ -18,6 +18,7 @@ mod errors;
 pub(crate) mod file_check;
 pub(crate) mod loader;
 mod manager;
+mod pack_host;
 pub mod platform;
 mod plugin;
 mod registry;
@@ -41,3 +42,15 @@ pub use manager::{
 pub use plugin::{Plugin, PluginRegistrar};
 pub use registry::{OwnerId, Registry};
 pub use watch::{watch, ReloadEvent, WatchError, WatchOptions, Watcher};
+
+/// The child side of an isolated pack: serves pack `pack` (built from
+/// `config`) over the socket on stdout, loading the sealed pack on stdin.
+/// What `chimera pack-host` runs; an error is one line.
+///
+/// # Errors
+///
+/// The line saying what failed: reading or loading the sealed pack,
+/// building it, confining the process, or the socket.
+pub fn serve_pack_host(pack: &str, config: &str) -> Result<(), String> {
+    pack_host::serve(pack, config)
+}

@@ -24,8 +24,8 @@ impl SeamAbi for ContextSeam {
         })
     }
 
-    fn changes(before: &Vec<Message>, after: &Vec<Message>) -> crate::audit::Changes {
-        crate::audit::Differ::of(|d| d.messages(before, after))
+    fn changes(before: &Vec<Message>, after: &Vec<Message>) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.messages(before, after))
     }
 
     fn from_abi(

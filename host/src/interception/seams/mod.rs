@@ -82,8 +82,8 @@ mod sealed {
         /// span its old position, the length removed and the text
         /// inserted, never the removed text. Nothing on seams without
         /// replacements.
-        fn changes(_before: &Self::Value, _after: &Self::Value) -> crate::audit::Changes {
-            crate::audit::Changes::default()
+        fn changes(_before: &Self::Value, _after: &Self::Value) -> crate::interception::Changes {
+            crate::interception::Changes::default()
         }
 
         /// `(tool_name, call_id)` for events; empty on non-tool seams.

@@ -48,8 +48,8 @@ impl SeamAbi for ModelResponseSeam {
         })
     }
 
-    fn changes(before: &String, after: &String) -> crate::audit::Changes {
-        crate::audit::Differ::text_changes(before, after)
+    fn changes(before: &String, after: &String) -> crate::interception::Changes {
+        crate::interception::Differ::text_changes(before, after)
     }
 
     fn from_abi(

@@ -49,8 +49,8 @@ impl SeamAbi for ProviderRequestSeam {
         })
     }
 
-    fn changes(before: &ProviderRequest, after: &ProviderRequest) -> crate::audit::Changes {
-        crate::audit::Differ::of(|d| d.request(before, after))
+    fn changes(before: &ProviderRequest, after: &ProviderRequest) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.request(before, after))
     }
 
     fn from_abi(

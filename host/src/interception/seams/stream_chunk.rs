@@ -101,8 +101,8 @@ impl SeamAbi for StreamChunkSeam {
         Ok(text)
     }
 
-    fn changes(before: &String, after: &String) -> crate::audit::Changes {
-        crate::audit::Differ::text_changes(before, after)
+    fn changes(before: &String, after: &String) -> crate::interception::Changes {
+        crate::interception::Differ::text_changes(before, after)
     }
 }
 

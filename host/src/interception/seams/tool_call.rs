@@ -54,8 +54,8 @@ impl SeamAbi for ToolCallSeam {
         replacement
     }
 
-    fn changes(before: &ToolCall, after: &ToolCall) -> crate::audit::Changes {
-        crate::audit::Differ::of(|d| d.tool_call(before, after))
+    fn changes(before: &ToolCall, after: &ToolCall) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.tool_call(before, after))
     }
 
     fn tool_ids<'a>(_lead: &'a (), value: &'a ToolCall) -> (&'a str, &'a str) {

@@ -25,8 +25,8 @@ impl SeamAbi for ToolResultSeam {
         })
     }
 
-    fn changes(before: &ToolResult, after: &ToolResult) -> crate::audit::Changes {
-        crate::audit::Differ::of(|d| d.tool_result(before, after))
+    fn changes(before: &ToolResult, after: &ToolResult) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.tool_result(before, after))
     }
 
     fn from_abi(

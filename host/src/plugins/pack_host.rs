@@ -7,9 +7,9 @@
 //! exactly the sealed bytes, builds the pack, confines itself, says hello
 //! and then serves calls until the host hangs up or says shutdown.
 
-use super::sandbox::{confine_pack_host, Limits};
-use super::transport::{spin_budget, Spinning, CHILD_SPIN};
-use super::wire::{self, FromHost, Hello, WIRE_VERSION};
+use crate::isolate::sandbox::{confine_pack_host, Limits};
+use crate::isolate::transport::{spin_budget, Spinning, CHILD_SPIN};
+use crate::isolate::wire::{self, FromHost, Hello, WIRE_VERSION};
 use crate::plugins::loader::Loader;
 use abi_stable::std_types::RStr;
 use chimera_plugin_api::abi::{Decision, DecisionKind, Registration, Seam};
