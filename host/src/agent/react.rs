@@ -9,10 +9,10 @@ use super::config::StreamPolicy;
 use super::events::{AgentEvent, RunUsage};
 use super::outcome::{blocked_run, EndReason, Judged, RunResult, Stepped};
 use super::session::AgentSession;
-use super::stream::{Assembler, StreamBlock, StreamGate};
+use super::stream::{StreamBlock, StreamGate};
 use super::usage::CallSource;
-use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
-use crate::providers::{ModelResponse, Provider, ProviderCall, Usage};
+use crate::interception::{Interceptors, OutputSeam, ReplyFacts, SeamName, StreamChunkInterceptor};
+use crate::providers::{Assembler, ModelResponse, Provider, ProviderCall, Usage};
 use crate::types::{Headers, Message, ProviderRequest, Role, ToolList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -494,7 +494,8 @@ impl AgentSession {
         let mut retries: BTreeMap<String, (u32, u32)> = BTreeMap::new();
         loop {
             let spent = |name: &str| retries.get(name).is_some_and(|(used, max)| used >= max);
-            let outcome = self.run_seam_spent(&chain, &(), &content, &spent);
+            let outcome = self.run_chain(&chain, &(), &content, &spent);
+            self.publish_notices::<OutputSeam>(&outcome);
             let notice = outcome.notices.last().map(|n| n.text.clone());
             if let Some(reason) = outcome.blocked {
                 let shown = shown_for_block(reason.clone(), notice);

@@ -292,26 +292,16 @@ impl AgentSession {
         lead: &S::Lead,
         value: &S::Value,
     ) -> ChainOutcome<S::Value> {
-        self.run_seam_spent(chain, lead, value, &|_| false)
-    }
-
-    /// [`run_seam`](Self::run_seam), answering the retries of the
-    /// interceptors `spent` names by their exhaustion outcome.
-    pub(crate) fn run_seam_spent<S: SeamSpec>(
-        &self,
-        chain: &[Interceptor<S>],
-        lead: &S::Lead,
-        value: &S::Value,
-        spent: &dyn Fn(&str) -> bool,
-    ) -> ChainOutcome<S::Value> {
-        let outcome = self.run_chain(chain, lead, value, spent);
+        let outcome = self.run_chain(chain, lead, value, &|_| false);
         self.publish_notices::<S>(&outcome);
         outcome
     }
 
     /// Runs `chain` (or what is left of it) once, its events and audit
-    /// records going to the bus when someone listens.
-    fn run_chain<S: SeamSpec>(
+    /// records going to the bus when someone listens, answering the
+    /// retries of the interceptors `spent` names by their exhaustion
+    /// outcome. Its notices are the caller's to publish.
+    pub(crate) fn run_chain<S: SeamSpec>(
         &self,
         chain: &[Interceptor<S>],
         lead: &S::Lead,
@@ -335,7 +325,7 @@ impl AgentSession {
     }
 
     /// One `notice` event per notice of `outcome`.
-    fn publish_notices<S: SeamSpec>(&self, outcome: &ChainOutcome<S::Value>) {
+    pub(crate) fn publish_notices<S: SeamSpec>(&self, outcome: &ChainOutcome<S::Value>) {
         for notice in &outcome.notices {
             self.bus.emit(|| AgentEvent::Notice {
                 seam: S::NAME,

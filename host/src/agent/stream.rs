@@ -5,7 +5,7 @@
 //!                                 └─ text ─▶ StreamGate (stream_chunk seam: release / hold / block) ─▶ assistant_delta event
 //! ```
 //!
-//! Text deltas go through [`Assembler::push`], which returns the text of the
+//! Text deltas go through `Assembler::push` (in `providers`), which returns the text of the
 //! delta. With no `stream_chunk` interceptor it is published as it is (same
 //! boundaries, no seam work). Otherwise a [`StreamGate`] offers it to the
 //! chain: the interceptors see the turn's text so far, how much of it is
@@ -24,9 +24,6 @@
 
 use crate::interception::health::coarse_now;
 use crate::interception::{ChainOutcome, Interceptor, Notice, StreamChunkInterceptor, StreamFacts};
-use crate::providers::{ModelResponse, StreamDelta, Usage};
-use crate::types::ToolCall;
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -228,71 +225,6 @@ impl StreamGate {
     }
 }
 
-#[derive(Default)]
-struct PartialCall {
-    id: Option<String>,
-    name: String,
-    arguments: String,
-}
-
-/// Builds one reply from its deltas.
-#[derive(Default)]
-pub(crate) struct Assembler {
-    content: String,
-    calls: BTreeMap<usize, PartialCall>,
-    usage: Usage,
-}
-
-impl Assembler {
-    /// Takes one delta; returns the text to show now, if any.
-    pub(crate) fn push(&mut self, delta: StreamDelta) -> Option<String> {
-        match delta {
-            StreamDelta::Text(text) => {
-                self.content.push_str(&text);
-                Some(text)
-            }
-            StreamDelta::ToolCall {
-                index,
-                id,
-                name,
-                arguments,
-            } => {
-                let call = self.calls.entry(index).or_default();
-                if id.is_some() {
-                    call.id = id;
-                }
-                if let Some(name) = name {
-                    call.name.push_str(&name);
-                }
-                call.arguments.push_str(&arguments);
-                None
-            }
-            StreamDelta::Usage(usage) => {
-                self.usage = usage;
-                None
-            }
-        }
-    }
-
-    /// The assembled reply.
-    pub(crate) fn finish(self) -> ModelResponse {
-        let tool_calls = self
-            .calls
-            .into_iter()
-            .map(|(index, call)| ToolCall {
-                id: call.id.unwrap_or_else(|| format!("call_{index}")),
-                name: call.name,
-                arguments: crate::providers::arguments_from_text(&call.arguments),
-            })
-            .collect();
-        ModelResponse {
-            content: self.content,
-            tool_calls,
-            usage: self.usage,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,16 +233,10 @@ mod tests {
     /// A chain outcome that holds `held` bytes (or blocks with `blocked`).
     fn judged(held: usize, blocked: Option<&str>) -> ChainOutcome<String> {
         ChainOutcome {
-            replaced: None,
             blocked: blocked.map(str::to_owned),
             blocked_by: blocked.map(|_| "gate/stream".to_owned()),
             held,
-            notices: Vec::new(),
-            retry: None,
-            ask: None,
-            pause: None,
-            compact: None,
-            deadline: None,
+            ..ChainOutcome::default()
         }
     }
 
@@ -415,71 +341,5 @@ mod tests {
         assert!(end.release.is_none());
         let end = gate.finish();
         assert_eq!(end.blocked.map(|b| b.reason).as_deref(), Some("no"));
-    }
-
-    #[test]
-    fn text_and_tool_calls_split_across_deltas_are_assembled() {
-        let mut assembler = Assembler::default();
-        let deltas = [
-            StreamDelta::Text("Let me ".into()),
-            StreamDelta::ToolCall {
-                index: 1,
-                id: Some("b".into()),
-                name: Some("think".into()),
-                arguments: "{\"thou".into(),
-            },
-            StreamDelta::Text("look.".into()),
-            StreamDelta::ToolCall {
-                index: 0,
-                id: Some("a".into()),
-                name: Some("bash".into()),
-                arguments: String::new(),
-            },
-            StreamDelta::ToolCall {
-                index: 0,
-                id: None,
-                name: None,
-                arguments: "{\"command\":".into(),
-            },
-            StreamDelta::ToolCall {
-                index: 1,
-                id: None,
-                name: None,
-                arguments: "ght\": \"x\"}".into(),
-            },
-            StreamDelta::ToolCall {
-                index: 0,
-                id: None,
-                name: None,
-                arguments: " \"ls\"}".into(),
-            },
-            StreamDelta::Usage(Usage {
-                input_tokens: 3,
-                output_tokens: 4,
-            }),
-        ];
-        let shown: Vec<String> = deltas
-            .into_iter()
-            .filter_map(|d| assembler.push(d))
-            .collect();
-        assert_eq!(shown, ["Let me ", "look."]);
-        let reply = assembler.finish();
-        assert_eq!(reply.content, "Let me look.");
-        assert_eq!(
-            (
-                reply.tool_calls[0].id.as_str(),
-                reply.tool_calls[0].name.as_str()
-            ),
-            ("a", "bash")
-        );
-        assert_eq!(
-            reply.tool_calls[0].arguments.parse(),
-            json!({"command": "ls"})
-        );
-        assert_eq!(
-            reply.tool_calls[1].arguments.parse(),
-            json!({"thought": "x"})
-        );
-        assert_eq!(reply.usage.output_tokens, 4);
     }
 }

@@ -50,6 +50,24 @@ pub struct ChainOutcome<V> {
     pub deadline: Option<Box<(String, Duration, String)>>,
 }
 
+/// Nothing decided: the value passes, nothing held, no notices.
+impl<V> Default for ChainOutcome<V> {
+    fn default() -> Self {
+        ChainOutcome {
+            replaced: None,
+            blocked: None,
+            blocked_by: None,
+            held: 0,
+            notices: Vec::new(),
+            retry: None,
+            ask: None,
+            pause: None,
+            compact: None,
+            deadline: None,
+        }
+    }
+}
+
 /// A question for the operator, from an interceptor's *ask* decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
@@ -156,17 +174,10 @@ pub struct ChainContext<'a> {
 /// and then nothing more than the transcript's events is built.
 pub(crate) type AuditSink<'a> = Option<&'a dyn Fn(AuditRecord)>;
 
+/// What one interceptor answered.
 enum Verdict<V> {
     Allow,
-    Deadline(Duration, String),
-    /// Withhold this many trailing bytes, of the rewritten text when a
-    /// rewrite rides along (`stream_chunk`).
-    Hold(usize, Option<V>),
-    Retry(Box<RetryAsk>),
-    Ask(Box<Question>),
-    Pause(Duration, String),
-    Compact(String),
-    Replace(V),
+    Act(Act<V>),
     Block(String),
     Error(String),
     Invalid(Invalid),
@@ -191,15 +202,25 @@ enum Stop {
     Quarantined(String),
 }
 
-enum Flow<V> {
-    Continue,
+/// An answer beyond allow and block, as the seam takes it: the chain
+/// records it and goes on (`Deadline`, `Hold`, `Replace`) or stops there.
+enum Act<V> {
     Deadline(Duration, String),
+    /// Withhold this many trailing bytes, of the rewritten text when a
+    /// rewrite rides along (`stream_chunk`).
     Hold(usize, Option<V>),
     Retry(Box<RetryAsk>),
     Ask(Box<Question>),
     Pause(Duration, String),
     Compact(String),
     Replace(V),
+}
+
+/// What the chain does after one interceptor's verdict (a failure already
+/// turned into going on or stopping, by the seam's failure policy).
+enum Flow<V> {
+    Continue,
+    Act(Act<V>),
     Stop(String),
 }
 
@@ -247,18 +268,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         Report::new(&chain[index], ids, &sinks).audited(EventDecision::Allowed, String::new);
     };
     let allowed = audit.map(|_| &allowed as &dyn Fn(usize));
-    let mut outcome = ChainOutcome {
-        replaced: None,
-        blocked: None,
-        blocked_by: None,
-        held: 0,
-        notices: Vec::new(),
-        retry: None,
-        ask: None,
-        pause: None,
-        compact: None,
-        deadline: None,
-    };
+    let mut outcome = ChainOutcome::default();
     let mut next = 0;
     while next < chain.len() {
         let current = outcome.replaced.as_ref().unwrap_or(value);
@@ -294,7 +304,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         next = index + 1;
         let entry = &chain[index];
         let verdict = match verdict {
-            Verdict::Retry(ask) if spent(entry.name()) => match ask.exhausted_block {
+            Verdict::Act(Act::Retry(ask)) if spent(entry.name()) => match ask.exhausted_block {
                 None => Verdict::Allow,
                 Some(reason) => Verdict::Block(reason),
             },
@@ -303,27 +313,31 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
         let name = || entry.name().to_owned();
         match apply::<S>(verdict, current, &Report::new(entry, ids, &sinks)) {
             Flow::Continue => continue,
-            Flow::Hold(bytes, rewritten) => {
+            Flow::Act(Act::Hold(bytes, rewritten)) => {
                 if let Some(new) = rewritten {
                     outcome.replaced = Some(new);
                 }
                 outcome.held = outcome.held.max(bytes);
                 continue;
             }
-            Flow::Deadline(within, on_timeout) => {
+            Flow::Act(Act::Deadline(within, on_timeout)) => {
                 if outcome.deadline.as_ref().is_none_or(|d| within < d.1) {
                     outcome.deadline = Some(Box::new((name(), within, on_timeout)));
                 }
                 continue;
             }
-            Flow::Replace(new) => {
+            Flow::Act(Act::Replace(new)) => {
                 outcome.replaced = Some(new);
                 continue;
             }
-            Flow::Retry(ask) => outcome.retry = Some(Box::new((name(), *ask))),
-            Flow::Ask(question) => outcome.ask = Some(Box::new((index, name(), *question))),
-            Flow::Pause(wait, reason) => outcome.pause = Some(Box::new((name(), wait, reason))),
-            Flow::Compact(reason) => outcome.compact = Some(Box::new((name(), reason))),
+            Flow::Act(Act::Retry(ask)) => outcome.retry = Some(Box::new((name(), *ask))),
+            Flow::Act(Act::Ask(question)) => {
+                outcome.ask = Some(Box::new((index, name(), *question)))
+            }
+            Flow::Act(Act::Pause(wait, reason)) => {
+                outcome.pause = Some(Box::new((name(), wait, reason)))
+            }
+            Flow::Act(Act::Compact(reason)) => outcome.compact = Some(Box::new((name(), reason))),
             Flow::Stop(reason) => {
                 outcome.blocked = Some(reason);
                 outcome.blocked_by = Some(name());
@@ -490,7 +504,7 @@ fn run_isolated<S: SeamSpec>(
 fn host_verdict<S: SeamSpec>(f: &S::HostFn, lead: &S::Lead, value: &S::Value) -> Verdict<S::Value> {
     match panic::catch_unwind(AssertUnwindSafe(|| S::call_host(f, lead, value))) {
         Ok(Ok(InterceptDecision::Allow)) => Verdict::Allow,
-        Ok(Ok(InterceptDecision::Replace(new))) => Verdict::Replace(new),
+        Ok(Ok(InterceptDecision::Replace(new))) => Verdict::Act(Act::Replace(new)),
         Ok(Ok(InterceptDecision::Block(reason))) => Verdict::Block(reason),
         Ok(Err(error)) => Verdict::Error(error.as_str().to_owned()),
         Err(payload) => Verdict::Error(format!(
@@ -546,7 +560,7 @@ fn pack_verdict<S: SeamSpec>(
 ) -> Verdict<S::Value> {
     if S::DEADLINES && decision.kind == DecisionKind::ALLOW {
         if let Some((within, on_timeout)) = deadline(&decision) {
-            return Verdict::Deadline(within, on_timeout);
+            return Verdict::Act(Act::Deadline(within, on_timeout));
         }
     }
     if let Some(bytes) = decision.kind.held_bytes() {
@@ -562,19 +576,19 @@ fn pack_verdict<S: SeamSpec>(
                     abi_stable::std_types::RBox::into_inner(value),
                     current,
                 ) {
-                    Ok(new) => Verdict::Hold(bytes, Some(new)),
+                    Ok(new) => Verdict::Act(Act::Hold(bytes, Some(new))),
                     Err(invalid) => Verdict::Invalid(invalid),
                 }
             }
-            _ => Verdict::Hold(bytes, None),
+            _ => Verdict::Act(Act::Hold(bytes, None)),
         };
     }
     if decision.kind == DecisionKind::BLOCK && S::PAUSES && asks_compaction(&decision) {
-        return Verdict::Compact(decision.reason.into_string());
+        return Verdict::Act(Act::Compact(decision.reason.into_string()));
     }
     if decision.kind == DecisionKind::RETRY && S::PAUSES {
         return match retry_after(&decision) {
-            Some(wait) => Verdict::Pause(wait, decision.reason.into_string()),
+            Some(wait) => Verdict::Act(Act::Pause(wait, decision.reason.into_string())),
             None => Verdict::Invalid(Invalid::Malformed(
                 "a retry here needs {\"retry_after_ms\":N}".to_owned(),
             )),
@@ -582,7 +596,7 @@ fn pack_verdict<S: SeamSpec>(
     }
     if decision.kind == DecisionKind::RETRY && S::RETRIES {
         return match RetryAsk::from_decision(&decision) {
-            Some(ask) => Verdict::Retry(Box::new(ask)),
+            Some(ask) => Verdict::Act(Act::Retry(Box::new(ask))),
             None => Verdict::Invalid(Invalid::Malformed(
                 "a retry needs {\"retry\":{\"max\":N,\"exhausted\":\"allow\"|\"block\"}}"
                     .to_owned(),
@@ -591,7 +605,7 @@ fn pack_verdict<S: SeamSpec>(
     }
     if decision.kind == DecisionKind::ASK && S::ASKS {
         return match Question::from_decision(&decision) {
-            Some(question) => Verdict::Ask(Box::new(question)),
+            Some(question) => Verdict::Act(Act::Ask(Box::new(question))),
             None => Verdict::Invalid(Invalid::Malformed(
                 "an ask needs {\"ask\":{\"choices\":[…],\"timeout_ms\":N,\"default\":\"allow\"|\"reject\"}}"
                     .to_owned(),
@@ -609,7 +623,7 @@ fn pack_verdict<S: SeamSpec>(
                     abi_stable::std_types::RBox::into_inner(boxed),
                     current,
                 ) {
-                    Ok(new) => Verdict::Replace(new),
+                    Ok(new) => Verdict::Act(Act::Replace(new)),
                     Err(invalid) => Verdict::Invalid(invalid),
                 }
             }
@@ -681,6 +695,26 @@ impl<'a, S: SeamSpec> Report<'a, S> {
         }
     }
 
+    /// Reports an answer beyond allow and block: a change is shown
+    /// (with what it changed), the others only audited.
+    fn act(&self, act: &Act<S::Value>, current: &S::Value) {
+        match act {
+            Act::Deadline(within, _) => self.audited(EventDecision::Allowed, || {
+                format!("within {} ms", within.as_millis())
+            }),
+            Act::Hold(_, None) => {}
+            Act::Hold(_, Some(new)) | Act::Replace(new) => {
+                self.shown(EventDecision::Replaced, String::new(), || {
+                    Some(S::changes(current, new))
+                });
+            }
+            Act::Retry(ask) => self.audited(EventDecision::Retry, || ask.feedback.clone()),
+            Act::Ask(question) => self.audited(EventDecision::Ask, || question.prompt.clone()),
+            Act::Pause(_, reason) => self.audited(EventDecision::Pause, || reason.clone()),
+            Act::Compact(reason) => self.shown(EventDecision::Blocked, reason.clone(), || None),
+        }
+    }
+
     /// A decision only the audit log records. A streamed delta's allow is
     /// not recorded (one per delta and gate).
     fn audited(&self, decision: EventDecision, reason: impl FnOnce() -> String) {
@@ -713,41 +747,13 @@ fn apply<S: SeamSpec>(
             report.audited(EventDecision::Allowed, String::new);
             Flow::Continue
         }
-        Verdict::Deadline(within, on_timeout) => {
-            report.audited(EventDecision::Allowed, || {
-                format!("within {} ms", within.as_millis())
-            });
-            Flow::Deadline(within, on_timeout)
-        }
-        Verdict::Hold(bytes, None) => Flow::Hold(bytes, None),
-        Verdict::Hold(bytes, Some(new)) => {
-            report.shown(EventDecision::Replaced, String::new(), || {
-                Some(S::changes(current, &new))
-            });
-            Flow::Hold(bytes, Some(new))
-        }
-        Verdict::Retry(ask) => {
-            report.audited(EventDecision::Retry, || ask.feedback.clone());
-            Flow::Retry(ask)
-        }
-        Verdict::Ask(question) => {
-            report.audited(EventDecision::Ask, || question.prompt.clone());
-            Flow::Ask(question)
-        }
-        Verdict::Pause(wait, reason) => {
-            report.audited(EventDecision::Pause, || reason.clone());
-            Flow::Pause(wait, reason)
-        }
-        Verdict::Compact(reason) => {
-            report.shown(EventDecision::Blocked, reason.clone(), || None);
-            Flow::Compact(reason)
-        }
-        Verdict::Replace(new) => {
-            let new = S::adopt(new, current);
-            report.shown(EventDecision::Replaced, String::new(), || {
-                Some(S::changes(current, &new))
-            });
-            Flow::Replace(new)
+        Verdict::Act(act) => {
+            let act = match act {
+                Act::Replace(new) => Act::Replace(S::adopt(new, current)),
+                other => other,
+            };
+            report.act(&act, current);
+            Flow::Act(act)
         }
         Verdict::Block(reason) => {
             report.shown(EventDecision::Blocked, reason.clone(), || None);

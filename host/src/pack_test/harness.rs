@@ -7,9 +7,7 @@ use super::setup::{load_in_order, session_builder, PackLoadError};
 use crate::agent::{read_user_file, AgentEvent, AnswersFile, EventBus};
 use crate::interception::{HealthEvent, HealthPolicy, HealthSink};
 use crate::plugins::{PluginManager, Registry, SearchDir};
-use crate::providers::{
-    ModelResponse, Provider, ProviderCall, ProviderError, ScriptedModel, StreamDelta,
-};
+use crate::providers::{Provider, ScriptedModel};
 use crate::tools::Workspace;
 use crate::types::{terminal_safe, Headers};
 use std::fmt;
@@ -272,13 +270,10 @@ impl Harness {
         if !case.headers.is_empty() {
             model = model.with_headers(Headers(case.headers.clone()));
         }
-        let provider: Arc<dyn Provider> = match &case.model {
-            Some(name) => Arc::new(Named {
-                inner: model,
-                model: name.clone(),
-            }),
-            None => Arc::new(model),
-        };
+        if let Some(name) = &case.model {
+            model = model.with_model(name.clone());
+        }
+        let provider: Arc<dyn Provider> = Arc::new(model);
         let answers = AnswersFile::parse(&case.answers)
             .map_err(|e| CaseError::new(&case.path, None, format!("answers: {e}")))?;
         let mut builder = session_builder(provider, workspace, registry, bus, case.max_steps, true)
@@ -403,36 +398,6 @@ fn write_golden(path: &Path, text: &str) -> Result<(), HarnessError> {
         .persist(path)
         .map_err(|e| error(format!("cannot write it: {}", e.error)))?;
     Ok(())
-}
-
-/// The scripted model, reporting another model name (a case recorded from
-/// a real model replays under that model's name, so packs that look at it
-/// decide as they did).
-struct Named {
-    inner: ScriptedModel,
-    model: String,
-}
-
-impl Provider for Named {
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        self.inner.complete(call)
-    }
-
-    fn stream(
-        &self,
-        call: &ProviderCall<'_>,
-        on_delta: &mut dyn FnMut(StreamDelta),
-    ) -> Result<(), ProviderError> {
-        self.inner.stream(call, on_delta)
-    }
-
-    fn request_headers(&self) -> Option<Headers> {
-        self.inner.request_headers()
-    }
 }
 
 #[cfg(all(test, unix))]

@@ -24,7 +24,7 @@ use super::case::{line_of, CaseError};
 use crate::agent::{read_user_file, AgentEvent, Approver, EventBus, OperatorAnswer};
 use crate::interception::Question;
 use crate::providers::{
-    arguments_from_text, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage,
+    Assembler, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta, Usage,
 };
 use crate::types::{Headers, Message, ToolCall, ToolSchema};
 use serde::{Deserialize, Serialize};
@@ -342,47 +342,18 @@ impl Provider for RecordingProvider {
 #[derive(Default)]
 struct StreamedReply {
     pieces: Vec<String>,
-    calls: BTreeMap<usize, (Option<String>, String, String)>,
-    usage: Usage,
+    reply: Assembler,
 }
 
 impl StreamedReply {
     fn push(&mut self, delta: &StreamDelta) {
-        match delta {
-            StreamDelta::Text(text) => self.pieces.push(text.clone()),
-            StreamDelta::ToolCall {
-                index,
-                id,
-                name,
-                arguments,
-            } => {
-                let call = self.calls.entry(*index).or_default();
-                if id.is_some() {
-                    call.0.clone_from(id);
-                }
-                call.1.push_str(name.as_deref().unwrap_or_default());
-                call.2.push_str(arguments);
-            }
-            StreamDelta::Usage(usage) => self.usage = *usage,
+        if let Some(text) = self.reply.push(delta.clone()) {
+            self.pieces.push(text);
         }
     }
 
     fn finish(self) -> (ModelResponse, Vec<String>) {
-        let tool_calls = self
-            .calls
-            .into_iter()
-            .map(|(index, (id, name, arguments))| ToolCall {
-                id: id.unwrap_or_else(|| format!("call_{index}")),
-                name,
-                arguments: arguments_from_text(&arguments),
-            })
-            .collect();
-        let response = ModelResponse {
-            content: self.pieces.concat(),
-            tool_calls,
-            usage: self.usage,
-        };
-        (response, self.pieces)
+        (self.reply.finish(), self.pieces)
     }
 }
 

@@ -7,10 +7,10 @@
 //! takes both forms; some gateways only the string); a turn of several
 //! blocks, or of one that is not plain text, is sent as blocks.
 
-use super::http::{HttpSettings, RetryObserver, Transport};
+use super::http::{HttpSettings, Reply, RetryObserver, Transport};
 use super::{
-    content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, ProviderFuture,
-    StreamDelta, Usage,
+    content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta,
+    Usage,
 };
 use crate::types::{Arguments, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
@@ -41,30 +41,11 @@ pub struct AnthropicProvider {
     transport: Transport,
 }
 
+http_provider_new!(AnthropicProvider, AnthropicConfig);
+
 impl AnthropicProvider {
-    /// A provider for `config`.
-    #[must_use]
-    pub fn new(config: AnthropicConfig) -> Self {
-        AnthropicProvider {
-            transport: Transport::new(config.http),
-            config,
-        }
-    }
-
-    /// The same provider, telling `observer` of each retry wait before it
-    /// begins (a 429 or 5xx answered, `Retry-After` honoured).
-    #[must_use]
-    pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
-        self.transport.observe_retries(observer);
-        self
-    }
-
     /// POSTs `call` to the Messages endpoint, streamed or whole.
-    async fn send(
-        &self,
-        call: &ProviderCall<'_>,
-        stream: bool,
-    ) -> Result<super::http::Reply, ProviderError> {
+    async fn send(&self, call: &ProviderCall<'_>, stream: bool) -> Result<Reply, ProviderError> {
         let url = format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'));
         let mut headers = vec![("anthropic-version".to_owned(), API_VERSION.to_owned())];
         if let Some(key) = &self.config.api_key {
@@ -199,55 +180,24 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ProviderError> {
 }
 
 impl Provider for AnthropicProvider {
-    fn model(&self) -> &str {
-        &self.config.model
-    }
+    http_provider_calls!();
+}
 
-    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        super::block_on_complete(self, call)
-    }
-
-    fn stream(
-        &self,
-        call: &ProviderCall<'_>,
-        on_delta: &mut dyn FnMut(StreamDelta),
-    ) -> Result<(), ProviderError> {
-        super::block_on_stream(self, call, on_delta)
-    }
-
-    fn complete_async<'a>(
-        &'a self,
-        call: &'a ProviderCall<'a>,
-    ) -> ProviderFuture<'a, ModelResponse> {
-        Box::pin(async move {
-            let reply = self.send(call, false).await?;
-            parse_response(&reply.json().await?)
+/// The Messages API's event stream: text and tool-use blocks as they
+/// arrive, usage from `message_start` and `message_delta`; an `error`
+/// event fails the call with its message.
+async fn stream_reply(reply: Reply, on_delta: DeltaSink<'_>) -> Result<(), ProviderError> {
+    let mut blocks = Blocks::default();
+    reply
+        .events(|event| {
+            let data: Value = serde_json::from_str(&event.data).map_err(|error| {
+                ProviderError::msg(format!(
+                    "malformed response from the provider: a stream event is not JSON: {error}"
+                ))
+            })?;
+            blocks.event(&data, on_delta)
         })
-    }
-
-    /// The Messages API's event stream: text and tool-use blocks as they
-    /// arrive, usage from `message_start` and `message_delta`; an `error`
-    /// event fails the call with its message.
-    fn stream_async<'a>(
-        &'a self,
-        call: &'a ProviderCall<'a>,
-        on_delta: DeltaSink<'a>,
-    ) -> ProviderFuture<'a, ()> {
-        Box::pin(async move {
-            let reply = self.send(call, true).await?;
-            let mut blocks = Blocks::default();
-            reply
-                .events(|event| {
-                    let data: Value = serde_json::from_str(&event.data).map_err(|error| {
-                        ProviderError::msg(format!(
-                            "malformed response from the provider: a stream event is not JSON: {error}"
-                        ))
-                    })?;
-                    blocks.event(&data, on_delta)
-                })
-                .await
-        })
-    }
+        .await
 }
 
 /// What a Messages stream has said so far: which content block indexes are

@@ -12,13 +12,89 @@
 //! nothing to put back after a call, whether it succeeded, failed or
 //! panicked. A provider without a surface ignores the call's headers.
 
+/// The calls every HTTP provider writes alike, for its `impl Provider`:
+/// the model is its config's, the blocking calls block on the async ones,
+/// a whole reply is the module's `parse_response` of the body its `send`
+/// got, and a stream is the module's `stream_reply` of the streamed one.
+macro_rules! http_provider_calls {
+    () => {
+        fn model(&self) -> &str {
+            &self.config.model
+        }
+
+        fn complete(
+            &self,
+            call: &$crate::providers::ProviderCall<'_>,
+        ) -> Result<$crate::providers::ModelResponse, $crate::providers::ProviderError> {
+            $crate::providers::block_on_complete(self, call)
+        }
+
+        fn stream(
+            &self,
+            call: &$crate::providers::ProviderCall<'_>,
+            on_delta: &mut dyn FnMut($crate::providers::StreamDelta),
+        ) -> Result<(), $crate::providers::ProviderError> {
+            $crate::providers::block_on_stream(self, call, on_delta)
+        }
+
+        fn complete_async<'a>(
+            &'a self,
+            call: &'a $crate::providers::ProviderCall<'a>,
+        ) -> $crate::providers::ProviderFuture<'a, $crate::providers::ModelResponse> {
+            Box::pin(async move {
+                let reply = self.send(call, false).await?;
+                parse_response(&reply.json().await?)
+            })
+        }
+
+        fn stream_async<'a>(
+            &'a self,
+            call: &'a $crate::providers::ProviderCall<'a>,
+            on_delta: $crate::providers::DeltaSink<'a>,
+        ) -> $crate::providers::ProviderFuture<'a, ()> {
+            Box::pin(async move {
+                let reply = self.send(call, true).await?;
+                stream_reply(reply, on_delta).await
+            })
+        }
+    };
+}
+
+/// An HTTP provider's constructors: `new` over its config's transport
+/// settings, and `with_retry_observer`.
+macro_rules! http_provider_new {
+    ($provider:ident, $config:ty) => {
+        impl $provider {
+            /// A provider for `config`.
+            #[must_use]
+            pub fn new(config: $config) -> Self {
+                $provider {
+                    transport: Transport::new(config.http),
+                    config,
+                }
+            }
+
+            /// The same provider, telling `observer` of each retry wait
+            /// before it begins (a 429 or 5xx answered, `Retry-After`
+            /// honoured).
+            #[must_use]
+            pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
+                self.transport.observe_retries(observer);
+                self
+            }
+        }
+    };
+}
+
 mod anthropic;
+mod assemble;
 mod http;
 mod openai;
 mod scripted;
 mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub(crate) use assemble::Assembler;
 pub use http::{HttpSettings, RetryObserver, RetryPolicy, RetryWait};
 pub(crate) use openai::arguments_from_text;
 pub use openai::{OpenAiConfig, OpenAiProvider};

@@ -8,10 +8,10 @@
 //! the transport adds `Authorization: Bearer` itself — so a redactor
 //! scrubbing headers never breaks authentication.
 
-use super::http::{HttpSettings, RetryObserver, Transport};
+use super::http::{HttpSettings, Reply, RetryObserver, Transport};
 use super::{
-    content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, ProviderFuture,
-    StreamDelta, Usage,
+    content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta,
+    Usage,
 };
 use crate::types::{Arguments, Headers, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
@@ -40,13 +40,11 @@ pub struct OpenAiProvider {
     transport: Transport,
 }
 
+http_provider_new!(OpenAiProvider, OpenAiConfig);
+
 impl OpenAiProvider {
     /// POSTs `call` to the chat-completions endpoint, streamed or whole.
-    async fn send(
-        &self,
-        call: &ProviderCall<'_>,
-        stream: bool,
-    ) -> Result<super::http::Reply, ProviderError> {
+    async fn send(&self, call: &ProviderCall<'_>, stream: bool) -> Result<Reply, ProviderError> {
         self.transport
             .post(
                 &self.url(),
@@ -54,23 +52,6 @@ impl OpenAiProvider {
                 &self.body(call, stream),
             )
             .await
-    }
-
-    /// A provider for `config`.
-    #[must_use]
-    pub fn new(config: OpenAiConfig) -> Self {
-        OpenAiProvider {
-            transport: Transport::new(config.http),
-            config,
-        }
-    }
-
-    /// The same provider, telling `observer` of each retry wait before it
-    /// begins (a 429 or 5xx answered, `Retry-After` honoured).
-    #[must_use]
-    pub fn with_retry_observer(mut self, observer: RetryObserver) -> Self {
-        self.transport.observe_retries(observer);
-        self
     }
 
     fn url(&self) -> String {
@@ -225,57 +206,27 @@ fn parse_response(body: &Value) -> Result<ModelResponse, ProviderError> {
 }
 
 impl Provider for OpenAiProvider {
-    fn model(&self) -> &str {
-        &self.config.model
-    }
-
-    fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError> {
-        super::block_on_complete(self, call)
-    }
-
-    fn stream(
-        &self,
-        call: &ProviderCall<'_>,
-        on_delta: &mut dyn FnMut(StreamDelta),
-    ) -> Result<(), ProviderError> {
-        super::block_on_stream(self, call, on_delta)
-    }
-
-    fn complete_async<'a>(
-        &'a self,
-        call: &'a ProviderCall<'a>,
-    ) -> ProviderFuture<'a, ModelResponse> {
-        Box::pin(async move {
-            let reply = self.send(call, false).await?;
-            parse_response(&reply.json().await?)
-        })
-    }
-
-    fn stream_async<'a>(
-        &'a self,
-        call: &'a ProviderCall<'a>,
-        on_delta: DeltaSink<'a>,
-    ) -> ProviderFuture<'a, ()> {
-        Box::pin(async move {
-            let reply = self.send(call, true).await?;
-            reply
-                .events(|event| {
-                    if event.data.trim() == "[DONE]" {
-                        return Ok(false);
-                    }
-                    let chunk = serde_json::from_str::<Value>(&event.data).map_err(|error| {
-                        malformed(&format!("a stream event is not JSON: {error}"))
-                    })?;
-                    deltas(&chunk, on_delta);
-                    Ok(true)
-                })
-                .await
-        })
-    }
+    http_provider_calls!();
 
     fn request_headers(&self) -> Option<Headers> {
         Some(self.config.headers.clone())
     }
+}
+
+/// A chat-completions event stream: each chunk's deltas as they arrive,
+/// until `[DONE]`.
+async fn stream_reply(reply: Reply, on_delta: DeltaSink<'_>) -> Result<(), ProviderError> {
+    reply
+        .events(|event| {
+            if event.data.trim() == "[DONE]" {
+                return Ok(false);
+            }
+            let chunk = serde_json::from_str::<Value>(&event.data)
+                .map_err(|error| malformed(&format!("a stream event is not JSON: {error}")))?;
+            deltas(&chunk, on_delta);
+            Ok(true)
+        })
+        .await
 }
 
 /// The deltas of one streamed chunk.

@@ -144,6 +144,15 @@ impl ScriptedModel {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Reports `model` as its model name (a case recorded from a real
+    /// model replays under that model's name, so packs that look at it
+    /// decide as they did).
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
     /// Sets the configured headers of its header surface.
     #[must_use]
     pub fn with_headers(mut self, headers: Headers) -> Self {

@@ -5,7 +5,7 @@
 
 use super::edit::Edit;
 use super::views::{messages_from_abi, with_message_views};
-use super::{empty_input, ContextSeam, Invalid, SeamAbi, SeamShape};
+use super::{empty_input, ContextSeam, Decided, Invalid, SeamAbi, SeamShape};
 use crate::types::Message;
 use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
 
@@ -24,10 +24,6 @@ impl SeamAbi for ContextSeam {
         })
     }
 
-    fn changes(before: &Vec<Message>, after: &Vec<Message>) -> crate::interception::Changes {
-        crate::interception::Differ::of(|d| d.messages(before, after))
-    }
-
     fn from_abi(
         _lead: &Self::Lead,
         value: SeamValue,
@@ -36,10 +32,23 @@ impl SeamAbi for ContextSeam {
         if let Some(edit) = Edit::of(&value)? {
             return edit.apply(current, value.messages.into_option());
         }
+        Decided::from_replacement(value, current)
+    }
+}
+
+impl Decided for Vec<Message> {
+    fn from_replacement(
+        value: SeamValue,
+        _current: &Vec<Message>,
+    ) -> Result<Vec<Message>, Invalid> {
         let described = super::describe(&value);
         match messages_from_abi(value.messages) {
             Some(messages) => messages.map_err(Invalid::Malformed),
             None => Err(Invalid::WrongType(described)),
         }
+    }
+
+    fn changes(before: &Vec<Message>, after: &Vec<Message>) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.messages(before, after))
     }
 }

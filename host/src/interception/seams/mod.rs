@@ -33,7 +33,7 @@ mod sealed {
         /// The replacement type's name, for `replace value must be X` errors.
         const EXPECTED: &'static str;
         /// The value the chain decides on.
-        type Value: Clone + Send + Sync + 'static;
+        type Value: Decided;
         /// What the chain receives before the value (the call, for `tool_result`).
         type Lead: ?Sized;
         /// The host closure type.
@@ -45,6 +45,21 @@ mod sealed {
             lead: &Self::Lead,
             value: &Self::Value,
         ) -> InterceptResult<Self::Value>;
+    }
+
+    /// What a value type brings to every seam that decides on it: how a
+    /// pack's whole replacement becomes one, and what a replacement
+    /// changed. Implemented once per type, beside the seam that owns it
+    /// (the text seams share `String`'s).
+    pub trait Decided: Clone + Send + Sync + 'static {
+        /// A pack's whole replacement as a value (`current` is the value
+        /// it replaces), or why it does not fit.
+        fn from_replacement(value: SeamValue, current: &Self) -> Result<Self, Invalid>;
+
+        /// What a replacement changed, for the audit log: per changed
+        /// span its old position, the length removed and the text
+        /// inserted, never the removed text.
+        fn changes(before: &Self, after: &Self) -> crate::interception::Changes;
     }
 
     /// The ABI side of a seam: how its value crosses to a pack and back,
@@ -60,12 +75,15 @@ mod sealed {
             f: impl FnOnce(&SeamInput<'_>) -> R,
         ) -> R;
 
-        /// A pack's replacement as a host value, or why it does not fit.
+        /// A pack's replacement as a host value, or why it does not fit:
+        /// by default the value type's own reading of a whole replacement.
         fn from_abi(
-            lead: &Self::Lead,
+            _lead: &Self::Lead,
             value: SeamValue,
             current: &Self::Value,
-        ) -> Result<Self::Value, Invalid>;
+        ) -> Result<Self::Value, Invalid> {
+            Decided::from_replacement(value, current)
+        }
 
         /// Fixes up any replacement before it is adopted (the tool call keeps its id).
         fn adopt(replacement: Self::Value, _current: &Self::Value) -> Self::Value {
@@ -78,12 +96,10 @@ mod sealed {
             Err(format!("an edit is not offered on {}", Self::SEAM))
         }
 
-        /// What a replacement changed, for the audit log: per changed
-        /// span its old position, the length removed and the text
-        /// inserted, never the removed text. Nothing on seams without
-        /// replacements.
-        fn changes(_before: &Self::Value, _after: &Self::Value) -> crate::interception::Changes {
-            crate::interception::Changes::default()
+        /// What a replacement changed, for the audit log (the value
+        /// type's [`Decided::changes`]).
+        fn changes(before: &Self::Value, after: &Self::Value) -> crate::interception::Changes {
+            Decided::changes(before, after)
         }
 
         /// `(tool_name, call_id)` for events; empty on non-tool seams.
@@ -100,7 +116,7 @@ mod sealed {
         Malformed(String),
     }
 }
-pub(crate) use sealed::{Invalid, SeamAbi, SeamShape};
+pub(crate) use sealed::{Decided, Invalid, SeamAbi, SeamShape};
 
 /// A seam, as generic host code names it: one of the markers the seam
 /// table below defines. Sealed: those are the only implementations.
@@ -263,8 +279,20 @@ seams! {
     }
 }
 
-/// A pack's text replacement (`model_response`, `output`, `stream_chunk`):
-/// the `text` slot, or which slots it filled instead.
+/// The text seams' value (`model_response`, `output`, `stream_chunk`): a
+/// replacement is the `text` slot.
+impl Decided for String {
+    fn from_replacement(value: SeamValue, _current: &String) -> Result<String, Invalid> {
+        text_replacement(value)
+    }
+
+    fn changes(before: &String, after: &String) -> crate::interception::Changes {
+        crate::interception::Differ::text_changes(before, after)
+    }
+}
+
+/// A pack's text replacement: the `text` slot, or which slots it filled
+/// instead.
 pub(crate) fn text_replacement(value: SeamValue) -> Result<String, Invalid> {
     let described = describe(&value);
     text_from_abi(value).ok_or(Invalid::WrongType(described))

@@ -5,10 +5,10 @@
 //! notice or the reason as its text — which no later seam judges again.
 
 use super::views::tool_call_view;
-use super::{empty_input, text_replacement, Invalid, ModelResponseSeam, SeamAbi, SeamShape};
+use super::{empty_input, ModelResponseSeam, SeamAbi, SeamShape};
 use crate::types::ToolCall;
 use abi_stable::std_types::{RSlice, RStr};
-use chimera_plugin_api::abi::{MessageView, SeamInput, SeamValue, SessionView};
+use chimera_plugin_api::abi::{MessageView, SeamInput, SessionView};
 
 /// What the `model_response` chain knows of a reply besides its text.
 #[derive(Debug, Clone, Default)]
@@ -46,17 +46,5 @@ impl SeamAbi for ModelResponseSeam {
             extension_json: RStr::from_str(streamed),
             ..empty_input(Self::SEAM, session)
         })
-    }
-
-    fn changes(before: &String, after: &String) -> crate::interception::Changes {
-        crate::interception::Differ::text_changes(before, after)
-    }
-
-    fn from_abi(
-        _lead: &Self::Lead,
-        value: SeamValue,
-        _current: &String,
-    ) -> Result<String, Invalid> {
-        text_replacement(value)
     }
 }

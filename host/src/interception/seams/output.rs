@@ -4,9 +4,9 @@
 //! reason), never the text. A reply the `model_response` seam substituted
 //! is not judged again here.
 
-use super::{empty_input, text_replacement, Invalid, OutputSeam, SeamAbi, SeamShape};
+use super::{empty_input, OutputSeam, SeamAbi, SeamShape};
 use abi_stable::std_types::RStr;
-use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
+use chimera_plugin_api::abi::{SeamInput, SessionView};
 
 impl SeamAbi for OutputSeam {
     fn with_input<R>(
@@ -20,17 +20,5 @@ impl SeamAbi for OutputSeam {
             extension_json: RStr::from_str("{}"),
             ..empty_input(Self::SEAM, session)
         })
-    }
-
-    fn changes(before: &String, after: &String) -> crate::interception::Changes {
-        crate::interception::Differ::text_changes(before, after)
-    }
-
-    fn from_abi(
-        _lead: &Self::Lead,
-        value: SeamValue,
-        _current: &String,
-    ) -> Result<String, Invalid> {
-        text_replacement(value)
     }
 }

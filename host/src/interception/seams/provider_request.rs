@@ -6,7 +6,7 @@
 
 use super::edit::{Edit, Field};
 use super::views::{messages_from_abi, with_message_views};
-use super::{empty_input, Invalid, ProviderRequestSeam, SeamAbi, SeamShape};
+use super::{empty_input, Decided, Invalid, ProviderRequestSeam, SeamAbi, SeamShape};
 use crate::types::{Headers, ProviderRequest, ToolList, ToolSchema};
 use abi_stable::std_types::{ROption, RSlice, RStr, RVec};
 use chimera_plugin_api::abi::{
@@ -49,10 +49,6 @@ impl SeamAbi for ProviderRequestSeam {
         })
     }
 
-    fn changes(before: &ProviderRequest, after: &ProviderRequest) -> crate::interception::Changes {
-        crate::interception::Differ::of(|d| d.request(before, after))
-    }
-
     fn from_abi(
         _lead: &Self::Lead,
         value: SeamValue,
@@ -61,6 +57,15 @@ impl SeamAbi for ProviderRequestSeam {
         if let Some(edit) = Edit::of(&value)? {
             return apply_edit(&edit, value, current);
         }
+        Decided::from_replacement(value, current)
+    }
+}
+
+impl Decided for ProviderRequest {
+    fn from_replacement(
+        value: SeamValue,
+        current: &ProviderRequest,
+    ) -> Result<ProviderRequest, Invalid> {
         let described = super::describe(&value);
         let (Some(request), Some(messages)) = (
             value.request.into_option(),
@@ -95,6 +100,10 @@ impl SeamAbi for ProviderRequestSeam {
             kwargs,
             headers,
         })
+    }
+
+    fn changes(before: &ProviderRequest, after: &ProviderRequest) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.request(before, after))
     }
 }
 

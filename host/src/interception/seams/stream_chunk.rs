@@ -100,10 +100,6 @@ impl SeamAbi for StreamChunkSeam {
         text.push_str(&candidate);
         Ok(text)
     }
-
-    fn changes(before: &String, after: &String) -> crate::interception::Changes {
-        crate::interception::Differ::text_changes(before, after)
-    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,24 @@
 //! denies the call (`Blocked by interceptor: <reason>`) and the run goes on.
 
 use super::views::{tool_call_from_abi, tool_call_view};
-use super::{empty_input, Invalid, SeamAbi, SeamShape, ToolCallSeam};
+use super::{empty_input, Decided, Invalid, SeamAbi, SeamShape, ToolCallSeam};
 use crate::types::ToolCall;
 use abi_stable::std_types::ROption;
 use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
+
+impl Decided for ToolCall {
+    fn from_replacement(value: SeamValue, _current: &ToolCall) -> Result<ToolCall, Invalid> {
+        let described = super::describe(&value);
+        match value.tool_call.into_option() {
+            Some(call) => tool_call_from_abi(call).map_err(Invalid::Malformed),
+            None => Err(Invalid::WrongType(described)),
+        }
+    }
+
+    fn changes(before: &ToolCall, after: &ToolCall) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.tool_call(before, after))
+    }
+}
 
 impl SeamAbi for ToolCallSeam {
     fn with_input<R>(
@@ -21,18 +35,6 @@ impl SeamAbi for ToolCallSeam {
             tool_call: ROption::RSome(&call),
             ..empty_input(Self::SEAM, session)
         })
-    }
-
-    fn from_abi(
-        _lead: &Self::Lead,
-        value: SeamValue,
-        _current: &ToolCall,
-    ) -> Result<ToolCall, Invalid> {
-        let described = super::describe(&value);
-        match value.tool_call.into_option() {
-            Some(call) => tool_call_from_abi(call).map_err(Invalid::Malformed),
-            None => Err(Invalid::WrongType(described)),
-        }
     }
 
     /// An edit is the call's new arguments (a JSON object); id and name stay.
@@ -52,10 +54,6 @@ impl SeamAbi for ToolCallSeam {
     fn adopt(mut replacement: ToolCall, current: &ToolCall) -> ToolCall {
         replacement.id.clone_from(&current.id);
         replacement
-    }
-
-    fn changes(before: &ToolCall, after: &ToolCall) -> crate::interception::Changes {
-        crate::interception::Differ::of(|d| d.tool_call(before, after))
     }
 
     fn tool_ids<'a>(_lead: &'a (), value: &'a ToolCall) -> (&'a str, &'a str) {

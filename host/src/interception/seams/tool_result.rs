@@ -4,10 +4,24 @@
 //! a *successful* `[tool result withheld by interceptor: <reason>]`.
 
 use super::views::{tool_call_view, tool_result_from_abi, tool_result_view};
-use super::{empty_input, Invalid, SeamAbi, SeamShape, ToolResultSeam};
+use super::{empty_input, Decided, Invalid, SeamAbi, SeamShape, ToolResultSeam};
 use crate::types::{ToolCall, ToolResult};
 use abi_stable::std_types::ROption;
 use chimera_plugin_api::abi::{SeamInput, SeamValue, SessionView};
+
+impl Decided for ToolResult {
+    fn from_replacement(value: SeamValue, _current: &ToolResult) -> Result<ToolResult, Invalid> {
+        let described = super::describe(&value);
+        match value.tool_result.into_option() {
+            Some(result) => tool_result_from_abi(result).map_err(Invalid::Malformed),
+            None => Err(Invalid::WrongType(described)),
+        }
+    }
+
+    fn changes(before: &ToolResult, after: &ToolResult) -> crate::interception::Changes {
+        crate::interception::Differ::of(|d| d.tool_result(before, after))
+    }
+}
 
 impl SeamAbi for ToolResultSeam {
     fn with_input<R>(
@@ -23,22 +37,6 @@ impl SeamAbi for ToolResultSeam {
             tool_result: ROption::RSome(&result),
             ..empty_input(Self::SEAM, session)
         })
-    }
-
-    fn changes(before: &ToolResult, after: &ToolResult) -> crate::interception::Changes {
-        crate::interception::Differ::of(|d| d.tool_result(before, after))
-    }
-
-    fn from_abi(
-        _lead: &Self::Lead,
-        value: SeamValue,
-        _current: &ToolResult,
-    ) -> Result<ToolResult, Invalid> {
-        let described = super::describe(&value);
-        match value.tool_result.into_option() {
-            Some(result) => tool_result_from_abi(result).map_err(Invalid::Malformed),
-            None => Err(Invalid::WrongType(described)),
-        }
     }
 
     fn tool_ids<'a>(call: &'a ToolCall, _value: &'a ToolResult) -> (&'a str, &'a str) {
