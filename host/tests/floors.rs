@@ -149,7 +149,7 @@ fn resolve(here: &ModPath, path: &[String], known: &BTreeSet<ModPath>) -> ModPat
     for segment in rest {
         target.push(segment.clone());
         if known.contains(&target) {
-            deepest = target.clone();
+            deepest.clone_from(&target);
         } else {
             break;
         }

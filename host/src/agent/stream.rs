@@ -228,7 +228,6 @@ impl StreamGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     /// A chain outcome that holds `held` bytes (or blocks with `blocked`).
     fn judged(held: usize, blocked: Option<&str>) -> ChainOutcome<String> {

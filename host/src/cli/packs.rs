@@ -5,11 +5,10 @@ use super::failure::Failure;
 use super::spec::parse_pack_spec;
 use super::tools::print_stdout;
 use chimera_host::config::{configured_dirs, search_path};
-use chimera_host::plugins::trust::{
-    pin_directory, pin_external, verify_directory, verify_external, TrustSettings, LOCK_FILE_NAME,
-};
+use chimera_host::plugins::trust::{TrustSettings, LOCK_FILE_NAME};
 use chimera_host::plugins::{
-    discover, path_list, DiscoveredPack, Discovery, PluginManager, Registry,
+    discover, path_list, pin_directory, pin_external, verify_directory, verify_external,
+    DiscoveredPack, Discovery, PluginManager, Registry,
 };
 use chimera_host::types::terminal_safe;
 use std::fmt::Write as _;

@@ -332,10 +332,10 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
             }
             Flow::Act(Act::Retry(ask)) => outcome.retry = Some(Box::new((name(), *ask))),
             Flow::Act(Act::Ask(question)) => {
-                outcome.ask = Some(Box::new((index, name(), *question)))
+                outcome.ask = Some(Box::new((index, name(), *question)));
             }
             Flow::Act(Act::Pause(wait, reason)) => {
-                outcome.pause = Some(Box::new((name(), wait, reason)))
+                outcome.pause = Some(Box::new((name(), wait, reason)));
             }
             Flow::Act(Act::Compact(reason)) => outcome.compact = Some(Box::new((name(), reason))),
             Flow::Stop(reason) => {

@@ -19,6 +19,7 @@ pub(crate) mod file_check;
 pub(crate) mod loader;
 mod manager;
 mod pack_host;
+mod pinning;
 pub mod platform;
 mod plugin;
 mod registry;
@@ -39,6 +40,7 @@ pub use loader::{LibraryInfo, PackDescription};
 pub use manager::{
     interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome, MAX_STREAM_WINDOW,
 };
+pub use pinning::{pin_directory, pin_external, verify_directory, verify_external, Skipped};
 pub use plugin::{Plugin, PluginRegistrar};
 pub use registry::{OwnerId, Registry};
 pub use watch::{watch, ReloadEvent, WatchError, WatchOptions, Watcher};

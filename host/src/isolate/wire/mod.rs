@@ -31,6 +31,8 @@
 mod frame;
 mod input;
 mod message;
+#[cfg(test)]
+mod tests;
 mod value;
 
 pub(crate) use frame::{read_frame, write_frame, ReadError, WIRE_VERSION};

@@ -18,9 +18,9 @@ mod pin;
 mod policy;
 mod probe;
 
+pub(crate) use lock::compare;
 pub use lock::{
-    pin_directory, pin_external, verify_directory, verify_external, LockEntry, LockError, LockFile,
-    LockMismatch, LockScope, Skipped, SyntaxProblem, LOCK_FILE_NAME,
+    LockEntry, LockError, LockFile, LockMismatch, LockScope, SyntaxProblem, LOCK_FILE_NAME,
 };
 pub(crate) use pin::{check_pin, Pin};
 pub use pin::{LockLocation, PinError};
