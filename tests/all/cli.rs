@@ -1,5 +1,8 @@
 //! The `chimera` binary's outward contract, through the built
 //! executable: the JSONL transcript, exit statuses, one-line errors.
+//!
+//! One file for the binary's outward contract, so the whole contract reads
+//! in one place; each test is an independent run of the binary.
 
 use chimera_tests::cli::{command, lines_of, until, Ran};
 use chimera_tests::{pack_path, packs_dir, test_packs_dir};

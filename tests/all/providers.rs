@@ -3,6 +3,9 @@
 //! sessions sharing one provider across threads, streaming, retries,
 //! one-line errors, body and line limits, refused redirects and masked
 //! credentials — through the library and through the binary.
+//!
+//! One file for the providers' wire behaviour, which shares the loopback
+//! server; each test starts its own.
 
 use chimera_host::agent::{AgentEvent, AgentSession, EndReason, EventBus};
 use chimera_host::interception::{InterceptDecision, Interceptor, Interceptors};

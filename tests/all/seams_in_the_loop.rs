@@ -1,5 +1,8 @@
 //! Seam mechanics and placement through real runs of the agent loop, with
 //! host closures.
+//!
+//! One file for the seam mechanics, so each seam's placement rules read
+//! together; each test is an independent session.
 
 use crate::harness::{script, Harness};
 use chimera_host::agent::{Approver, Permission, PermissionPolicy, ToolRules};

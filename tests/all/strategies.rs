@@ -2,6 +2,9 @@
 //! holds in each of the other loops, through the real loop with the
 //! fixture pack loaded from its built library (and, at the end, through
 //! the `chimera` binary).
+//!
+//! Long by design: it is the strategies × seams matrix, one test per cell,
+//! so a missing cell shows.
 
 use crate::helpers::{manager, run_with_packs};
 use chimera_host::agent::{

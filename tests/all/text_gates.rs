@@ -2,6 +2,9 @@
 //! `json-schema`, `output-length` — as built packs: loaded by the plugin
 //! manager into a scripted session, and through the binary with the
 //! scripted model (streamed replies with `"deltas"`).
+//!
+//! One file for the five text gates, which share their scripted replies and
+//! checks; each test is an independent session or run.
 
 use crate::harness::{script, Harness, Run};
 use crate::helpers::manager;

@@ -5,6 +5,9 @@
 //! policy, a plugins directory swapped while it loads, approvals that cover
 //! one call, the delegate sub-agent under its parent's policy, and hostile
 //! text and input at the command line.
+//!
+//! One file for the trust model so every attack on it reads together; each
+//! test builds its own directories and shares no state.
 
 use chimera_host::plugins::platform::library_file_name;
 use chimera_tests::cli::Ran;

@@ -41,6 +41,9 @@
 //! reports each side's absolute time; a table at the end gives the medians
 //! and the figure that matters, the ratio **pack / closure** (absolute times
 //! drift on a shared machine, the ratio is measured side by side).
+//!
+//! Long by design: each pack's closure twin sits beside its benchmark, so a
+//! reader can check the two policies are the same.
 
 #![allow(
     clippy::cast_precision_loss,

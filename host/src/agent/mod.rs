@@ -13,6 +13,7 @@
 //!        → transcript → PostToolUse → event
 //! ```
 
+mod answer;
 mod compaction;
 mod config;
 mod events;

@@ -132,3 +132,8 @@ pub(crate) fn blocked_run(reason: String, by: Option<String>) -> RunResult {
     let text = format!("Blocked by interceptor: {reason}");
     RunResult::failed(EndReason::InterceptorBlocked { reason }, text).vetoed(by)
 }
+
+/// What a block shows the user: the notice that came with it, else the reason.
+pub(super) fn shown_for_block(reason: String, notice: Option<String>) -> String {
+    notice.unwrap_or(reason)
+}

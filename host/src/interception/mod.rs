@@ -61,6 +61,7 @@ mod merge;
 mod record;
 mod seams;
 mod session;
+mod verdict;
 
 pub use bundle::{
     AnyInterceptor, ContextInterceptor, Interceptors, ModelResponseInterceptor, OutputInterceptor,
@@ -68,7 +69,7 @@ pub use bundle::{
     ToolResultInterceptor, UnknownSeam, SEAM_NAMES,
 };
 pub(crate) use chain::run_chain_spent;
-pub use chain::{run_chain, ChainContext, ChainOutcome, Notice, Question, RetryAsk};
+pub use chain::{run_chain, ChainContext, ChainOutcome, Notice};
 pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub(crate) use diff::Differ;
 pub use diff::{Change, Changes, INSERT_CAP, SPAN_CAP};
@@ -83,3 +84,4 @@ pub use seams::{
     SeamSpec, StreamChunkSeam, StreamFacts, ToolCallSeam, ToolResultSeam,
 };
 pub use session::SessionFacts;
+pub use verdict::{Question, RetryAsk};

@@ -20,6 +20,7 @@ mod instance;
 mod pack;
 mod registrar;
 mod seam_kind;
+mod segment;
 mod values;
 
 pub use decision::{
