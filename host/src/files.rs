@@ -9,6 +9,12 @@ use std::path::Path;
 
 /// The text of the regular file at `path`, at most `limit` bytes; the
 /// error is the reason, for the caller to put after the path.
+///
+/// # Errors
+///
+/// `cannot read it: …` when the file cannot be opened or read,
+/// `not a regular file` (a directory, a FIFO, …), `larger than LIMIT bytes`, or
+/// `not UTF-8 text`.
 pub fn read_user_file(path: &Path, limit: u64) -> Result<String, String> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -40,6 +46,11 @@ pub fn read_user_file(path: &Path, limit: u64) -> Result<String, String> {
 /// Writes `text` to `path` by writing a temporary file beside it (random
 /// name, created exclusively, mode 0644 set on the descriptor) and renaming
 /// it into place, so a reader never sees half a file.
+///
+/// # Errors
+///
+/// The I/O error when the temporary file cannot be created, written or given
+/// its mode, or cannot be renamed over `path`; `path` is then as it was.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,

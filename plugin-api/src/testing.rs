@@ -57,6 +57,12 @@ pub fn run_cases(dir: impl AsRef<Path>) {
 
 /// [`run_cases`] without the panic: `chimera pack test`'s report, as `Ok`
 /// when every case passed and as `Err` otherwise.
+///
+/// # Errors
+///
+/// `chimera pack test`'s report, headed by what failed, when a case fails; one
+/// line when `chimera` cannot be found or run, the test was not run by
+/// `cargo test`, or the pack's library does not build.
 pub fn try_run_cases(dir: &Path) -> Result<String, String> {
     let chimera = chimera()?;
     let plugins = plugins_dir()?;

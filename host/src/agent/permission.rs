@@ -301,6 +301,11 @@ enum AnswerKind {
 
 impl AnswersFile {
     /// Parses answers-file text; an error names the line.
+    ///
+    /// # Errors
+    ///
+    /// `line N: …` for the first non-blank line that is not an answer object
+    /// (`allow`, `reject`, or `edit` with its `payload`).
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut answers = VecDeque::new();
         for (index, line) in text.lines().enumerate() {
@@ -322,6 +327,11 @@ impl AnswersFile {
 
     /// Reads and parses `path`: a regular file of at most 1 MiB (a FIFO, a
     /// directory or a larger file is refused).
+    ///
+    /// # Errors
+    ///
+    /// The reason the file cannot be used (unreadable, not a regular file, over
+    /// 1 MiB, not UTF-8), or [`AnswersFile::parse`]'s line for its text.
     pub fn from_file(path: &Path) -> Result<Self, String> {
         AnswersFile::parse(&crate::files::read_user_file(path, 1 << 20)?)
     }

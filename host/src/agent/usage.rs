@@ -92,6 +92,12 @@ impl PriceTable {
     /// The built-in table overlaid with `json`: `{"MODEL": {"input": USD,
     /// "output": USD}, ...}` per million tokens. Negative or non-finite
     /// prices are refused.
+    ///
+    /// # Errors
+    ///
+    /// `not a price table: …` when `json` is not an object of that shape;
+    /// `MODEL: prices must be finite and not negative` for the first model
+    /// priced otherwise.
     pub fn overlaid(json: &str) -> Result<Self, String> {
         let overrides: BTreeMap<String, Price> =
             serde_json::from_str(json).map_err(|e| format!("not a price table: {e}"))?;
@@ -110,6 +116,11 @@ impl PriceTable {
 
     /// Reads [`PriceTable::overlaid`] from a regular file of at most 1 MiB
     /// (a FIFO, a directory or a larger file is refused).
+    ///
+    /// # Errors
+    ///
+    /// The reason the file cannot be used (unreadable, not a regular file, over
+    /// 1 MiB, not UTF-8), or [`PriceTable::overlaid`]'s error for its text.
     pub fn from_file(path: &Path) -> Result<Self, String> {
         PriceTable::overlaid(&crate::files::read_user_file(path, MAX_PRICE_FILE)?)
     }

@@ -130,6 +130,12 @@ impl AuditLog {
     /// anything else that is not a regular file (never waited on), a file
     /// over the size cap, one another process is writing, and one whose
     /// last line does not check (appending would hide the damage).
+    ///
+    /// # Errors
+    ///
+    /// `AuditError::Open` when the file cannot be opened, created or locked, is
+    /// not a regular file, or is over the size cap; `AuditError::BrokenTail`
+    /// when its last line cannot be read, is incomplete or does not check.
     pub fn open(path: &Path) -> Result<AuditLog, AuditError> {
         let mut file = open_for_append(path).map_err(AuditError::Open)?;
         let len = file
@@ -183,6 +189,11 @@ impl AuditLog {
 
     /// Writes out what is pending; reports the first write failure of the
     /// run, else where the log now ends.
+    ///
+    /// # Errors
+    ///
+    /// `AuditError::Write` with the first write failure of the run; the lines
+    /// of that turn and after it are not in the log.
     pub fn finish(&self) -> Result<Head, AuditError> {
         let mut writer = self.lock();
         writer.flush();

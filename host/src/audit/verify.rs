@@ -46,6 +46,14 @@ pub enum VerifyError {
 
 /// Verifies the log at `path`; with `expect_head`, also that a line with
 /// that hash is still in it.
+///
+/// # Errors
+///
+/// `VerifyError::File` when the file cannot be opened or read, or is not a
+/// regular file; `VerifyError::TooLarge` over [`FILE_CAP`];
+/// `VerifyError::Broken` for the first line that is too long, cut off, or does
+/// not check or follow the one before it; `VerifyError::HeadMissing` when no
+/// line has `expect_head`.
 pub fn verify_file(path: &Path, expect_head: Option<&str>) -> Result<Verified, VerifyError> {
     let file = open(path)?;
     let mut reader = BufReader::new(file);

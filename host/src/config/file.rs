@@ -157,6 +157,11 @@ pub enum StreamPolicyName {
 
 impl FileConfig {
     /// Refuses what the schema cannot: both ways of answering approvals.
+    ///
+    /// # Errors
+    ///
+    /// `ConfigError::Invalid` when `[approvals]` sets both `answer` and
+    /// `answers_file`.
     pub fn check(&self, path: &Path) -> Result<(), ConfigError> {
         let approvals = &self.approvals;
         if approvals.answer.is_some() && approvals.answers_file.is_some() {
@@ -185,6 +190,11 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// Parses `text` (read from `path`); an error names the line and the problem.
+///
+/// # Errors
+///
+/// `ConfigError::Parse` when `text` is not TOML or does not fit the
+/// configuration schema (an unknown key, a value of the wrong type).
 pub fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
     toml::from_str(text).map_err(|error| ConfigError::Parse {
         path: path.to_owned(),

@@ -12,6 +12,10 @@ pub struct PackSpec {
 
 /// Splits `NAME[=JSON]`; the JSON must parse. The error is one line naming
 /// the pack.
+///
+/// # Errors
+///
+/// One line when the name is empty, or when the text after `=` is not JSON.
 pub fn parse_pack_spec(spec: &str) -> Result<PackSpec, String> {
     let (name, config) = match spec.split_once('=') {
         Some((name, config)) => (name.trim(), config.trim()),

@@ -99,6 +99,15 @@ fn digest(text: &str) -> String {
 /// Loads the configuration file `named` (`--config`) or the search finds,
 /// checked ([`FileConfig::check`]); a project file must have been trusted
 /// at its current contents. `None` when there is no file.
+///
+/// # Errors
+///
+/// `ConfigError::Read` when the file cannot be read (not a regular file, too
+/// large, not UTF-8); `ConfigError::Untrusted` or `ConfigError::Changed` for a
+/// project file never trusted, or changed since; `ConfigError::NoUserDir` or
+/// `ConfigError::TrustStore` when the trust store cannot be found or read.
+/// `ConfigError::Parse` and `ConfigError::Invalid` as [`parse`] and
+/// [`FileConfig::check`] refuse it.
 pub fn load(named: Option<&Path>) -> Result<Option<Loaded>, ConfigError> {
     let Some((path, found)) = locate(named) else {
         return Ok(None);
@@ -120,6 +129,13 @@ pub fn load(named: Option<&Path>) -> Result<Option<Loaded>, ConfigError> {
 /// Pins the project file `file` (default `./chimera.toml`) at its current
 /// contents, after checking that it parses. Returns the file's absolute
 /// path and the trust store's.
+///
+/// # Errors
+///
+/// `ConfigError::Read` or `ConfigError::Parse` when the file cannot be read or
+/// does not parse; `ConfigError::NoUserDir` or `ConfigError::TrustStore` when
+/// the trust store cannot be found or read; `ConfigError::Write` when it cannot
+/// be written.
 pub fn trust(file: Option<&Path>) -> Result<(PathBuf, PathBuf), ConfigError> {
     let file = file.unwrap_or(Path::new(FILE_NAME));
     let path = std::path::absolute(file).map_err(|e| ConfigError::Read {

@@ -261,6 +261,10 @@ fn quoted_names() -> String {
 
 impl SeamName {
     /// Parses a seam name; anything outside the closed set is an error.
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownSeam`] when `name` is none of the seam names.
     pub fn parse(name: &str) -> Result<SeamName, UnknownSeam> {
         SeamName::ALL
             .into_iter()

@@ -60,6 +60,11 @@ impl Isolation {
     /// Isolation of `packs` (and of every file-loaded pack when `all`),
     /// with pack hosts re-executing the running binary (which must be
     /// `chimera`).
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when the running binary's path cannot be found
+    /// ([`std::env::current_exe`]).
     pub fn current_exe(packs: Vec<String>, all: bool) -> std::io::Result<Self> {
         Ok(Isolation {
             packs,

@@ -244,6 +244,12 @@ fn to_json(value: &toml::Value) -> Option<Value> {
 
 impl Case {
     /// Reads and checks the case file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// A `CaseError` naming the file when it cannot be read (not a regular
+    /// file, over [`MAX_CASE_BYTES`], not UTF-8), or [`Case::parse`]'s error
+    /// for its text.
     pub fn from_file(path: &Path) -> Result<Case, CaseError> {
         let text = read_user_file(path, MAX_CASE_BYTES)
             .map_err(|reason| CaseError::new(path, None, reason))?;
@@ -252,6 +258,14 @@ impl Case {
 
     /// Checks case `text`, read from `path` (which names the case and
     /// anchors its relative directories).
+    ///
+    /// # Errors
+    ///
+    /// A `CaseError` naming the line, when `text` is not TOML of the case
+    /// format or breaks one of its rules: an empty `prompts`, a pack without a
+    /// name, a value given both as TOML and as `_json` text, `_json` text that
+    /// is not JSON, `max_steps` of 0, a `payload` on an answer other than
+    /// `edit`.
     pub fn parse(path: &Path, text: &str) -> Result<Case, CaseError> {
         let checker = Checker { path, text };
         let raw: RawCase = toml::from_str(text).map_err(|error| {
@@ -414,6 +428,11 @@ fn case_name(path: &Path) -> String {
 
 /// The case files `path` names: the file itself, or every `*.toml` file in
 /// the directory, sorted (not recursing).
+///
+/// # Errors
+///
+/// A `CaseError` naming `path` when it cannot be read or listed, is neither a
+/// file nor a directory, or is a directory without a `*.toml` file.
 pub fn case_files(path: &Path) -> Result<Vec<PathBuf>, CaseError> {
     let metadata = std::fs::metadata(path).map_err(|error| {
         CaseError::new(
@@ -451,6 +470,10 @@ pub fn case_files(path: &Path) -> Result<Vec<PathBuf>, CaseError> {
 
 /// Every case `path` names, each read and checked; the first bad file
 /// stops (nothing runs with a broken case among them).
+///
+/// # Errors
+///
+/// [`case_files`]'s error, or the first file's [`Case::from_file`] error.
 pub fn load_cases(path: &Path) -> Result<Vec<Case>, CaseError> {
     case_files(path)?
         .iter()

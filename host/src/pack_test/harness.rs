@@ -208,6 +208,13 @@ impl Harness {
 
     /// Runs `case` in a scratch workspace, with a fresh registry and fresh
     /// pack instances, and returns its golden text.
+    ///
+    /// # Errors
+    ///
+    /// `HarnessError::Workspace` when the scratch workspace cannot be made;
+    /// `HarnessError::Pack` when a pack the case names does not load;
+    /// `HarnessError::Case` when the case's responses or answers are not a
+    /// script or an answers file.
     pub fn run(&self, case: &Case) -> Result<String, HarnessError> {
         let scratch = tempfile::Builder::new()
             .prefix("chimera-case-")
@@ -296,6 +303,11 @@ impl Harness {
     }
 
     /// Runs `case` and judges it against its golden file (or rewrites it).
+    ///
+    /// # Errors
+    ///
+    /// [`Harness::run`]'s errors; `HarnessError::Golden` when the golden file
+    /// exists but cannot be read, or (blessing) cannot be written.
     pub fn check(&self, case: &Case, mode: Mode) -> Result<Outcome, HarnessError> {
         let actual = self.run(case)?;
         let path = golden_path(&case.path);
@@ -331,6 +343,12 @@ impl Harness {
 
     /// Reads every case `path` names (a case file or a directory of them;
     /// all are checked before any runs), runs each and judges it.
+    ///
+    /// # Errors
+    ///
+    /// `HarnessError::Case` when a case file cannot be found, read or checked,
+    /// before any case runs; then the first [`Harness::check`] error, which
+    /// stops the run.
     pub fn check_path(&self, path: &Path, mode: Mode) -> Result<Report, HarnessError> {
         let cases = super::case::load_cases(path)?;
         let mut report = Report::default();

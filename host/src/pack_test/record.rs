@@ -175,6 +175,12 @@ impl Recorder {
     /// Creates (or truncates) `path`, readable by its owner only, and
     /// writes the session line. A FIFO or anything but a regular file in
     /// its place is refused, never waited on.
+    ///
+    /// # Errors
+    ///
+    /// `cannot write it: …` when `path` cannot be opened for writing,
+    /// `not a regular file` when something else is in its place, or why the
+    /// session line cannot be written.
     pub fn create(path: &Path, info: &SessionInfo) -> Result<Arc<Recorder>, String> {
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
@@ -474,6 +480,12 @@ pub struct Recording {
 impl Recording {
     /// Reads the recording at `path`: a regular file of at most
     /// [`MAX_RECORDING_BYTES`], UTF-8 JSON lines this format knows.
+    ///
+    /// # Errors
+    ///
+    /// A `CaseError` naming the file when it cannot be read (not a regular
+    /// file, over [`MAX_RECORDING_BYTES`], not UTF-8), or
+    /// [`Recording::parse`]'s error for its text.
     pub fn from_file(path: &Path) -> Result<Recording, CaseError> {
         let text = read_user_file(path, MAX_RECORDING_BYTES)
             .map_err(|reason| CaseError::new(path, None, reason))?;
@@ -481,6 +493,11 @@ impl Recording {
     }
 
     /// Parses recording `text` (read from `path`, for errors).
+    ///
+    /// # Errors
+    ///
+    /// A `CaseError` naming the first line that is not one of this format's; or
+    /// naming the file when it has no session line or no user turn.
     pub fn parse(path: &Path, text: &str) -> Result<Recording, CaseError> {
         let mut reading = Reading::default();
         let mut offset = 0;

@@ -36,6 +36,11 @@ pub fn loaded_event(info: &PackInfo) -> AgentEvent {
 /// Loads `(name, config JSON)` pairs in order (load order is chain order),
 /// publishing `pack_loaded` for each and logging the order warnings (a ban
 /// check before a redactor on the same seam); the first failure stops.
+///
+/// # Errors
+///
+/// [`PackLoadError`] for the first pack that does not load: the name asked for
+/// and the [`LoadError`]. The packs before it stay loaded.
 pub fn load_in_order(
     manager: &PluginManager,
     packs: &[(String, String)],

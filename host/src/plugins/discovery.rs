@@ -172,6 +172,11 @@ impl Discovery {
     /// earlier on the path must not shadow the real pack, and a later one
     /// must not be silently ignored either. A copy at a lower level is
     /// shadowed ([`Discovery::shadowed`]).
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::ClaimedTwice` when two files at the best level provide
+    /// `name`.
     pub fn find(&self, name: &str) -> Result<Option<&DiscoveredPack>, LoadError> {
         match self.best_claimants(name).as_slice() {
             [] => Ok(None),

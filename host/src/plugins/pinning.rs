@@ -33,6 +33,12 @@ impl fmt::Display for Skipped {
 /// The pack files of `dir`, pinned: file name, SHA-256 of the content and
 /// the entry points its manifest lists. No pack code runs. Files that are
 /// not packs, or that fail the file policy, are left out (and returned).
+///
+/// # Errors
+///
+/// `LockError::Policy` when `dir` fails the directory policy; `LockError::Read`
+/// when it cannot be listed. A file that cannot be pinned is skipped, not an
+/// error.
 pub fn pin_directory(dir: &Path) -> Result<(LockFile, Vec<Skipped>), LockError> {
     pin(&[SearchDir::all(dir)], LockScope::Directory)
 }
@@ -40,6 +46,11 @@ pub fn pin_directory(dir: &Path) -> Result<(LockFile, Vec<Skipped>), LockError> 
 /// Every pack file of `dirs` (as each admits), pinned by absolute path for a
 /// lock kept outside them (`chimera packs lock --lock FILE`). Directories
 /// that do not exist are skipped.
+///
+/// # Errors
+///
+/// `LockError::Policy` when one of the directories fails the directory policy;
+/// `LockError::Read` when one cannot be listed.
 pub fn pin_external(dirs: &[SearchDir]) -> Result<(LockFile, Vec<Skipped>), LockError> {
     let existing: Vec<SearchDir> = dirs.iter().filter(|d| d.path.is_dir()).cloned().collect();
     pin(&existing, LockScope::External)
@@ -96,6 +107,11 @@ fn pin_file(dir: &TrustedDir, name: &Path) -> Result<(String, Vec<String>), File
 }
 
 /// What is wrong in `dir` against its lock file.
+///
+/// # Errors
+///
+/// [`LockFile::read`]'s errors for the lock file, then [`pin_directory`]'s for
+/// `dir`. A directory without a lock is a `LockMismatch::NoLock`, not an error.
 pub fn verify_directory(dir: &Path) -> Result<Vec<LockMismatch>, LockError> {
     let Some(lock) = LockFile::read(dir)? else {
         return Ok(vec![LockMismatch::NoLock {
@@ -107,6 +123,11 @@ pub fn verify_directory(dir: &Path) -> Result<Vec<LockMismatch>, LockError> {
 }
 
 /// What is wrong in `dirs` against the lock kept at `lock_path`.
+///
+/// # Errors
+///
+/// [`LockFile::read_external`]'s errors for the lock (which must exist), then
+/// [`pin_external`]'s for `dirs`.
 pub fn verify_external(
     lock_path: &Path,
     dirs: &[SearchDir],

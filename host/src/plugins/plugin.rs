@@ -25,10 +25,21 @@ pub trait Plugin: Send + Sync {
     /// Registers the plugin's interceptors. Registration is staged: if this
     /// returns an error (or panics), nothing it registered ever reaches the
     /// registry.
+    ///
+    /// # Errors
+    ///
+    /// The plugin's own [`PluginError`] when it refuses to activate, or a
+    /// registration it passes on refused (`PluginError::Registry`); the load
+    /// then fails with `LoadError::Activation`.
     fn activate(&self, registrar: &mut PluginRegistrar) -> Result<(), PluginError>;
 
     /// Called on unload, before the manager withdraws every chain the plugin
     /// still owns (whatever this does or returns).
+    ///
+    /// # Errors
+    ///
+    /// The plugin's own [`PluginError`] when it cannot wind down; the unload
+    /// goes on, and reports it as `LoadError::Deactivation`.
     fn deactivate(&self) -> Result<(), PluginError> {
         Ok(())
     }
@@ -39,6 +50,11 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Adopts state exported by the previous version.
+    ///
+    /// # Errors
+    ///
+    /// The plugin's own [`PluginError`] when it cannot adopt `state`; the
+    /// reload goes on, and the new version starts fresh.
     fn import_state(&self, state: &str) -> Result<(), PluginError> {
         let _ = state;
         Ok(())
@@ -57,6 +73,12 @@ impl PluginRegistrar {
     }
 
     /// Registers `interceptor` on `seam`; the seam name is validated.
+    ///
+    /// # Errors
+    ///
+    /// `RegistryError::UnknownSeam` when `seam` is not a seam name;
+    /// `RegistryError::SeamMismatch` when `interceptor` was built for another
+    /// seam.
     pub fn register(
         &mut self,
         seam: &str,

@@ -71,6 +71,12 @@ impl Registry {
 
     /// Appends an owner-less interceptor (never withdrawn by an unload).
     /// Duplicates are allowed; registration order is preserved.
+    ///
+    /// # Errors
+    ///
+    /// `RegistryError::UnknownSeam` when `seam` is not a seam name;
+    /// `RegistryError::SeamMismatch` when `interceptor` was built for another
+    /// seam.
     pub fn register(
         &self,
         seam: &str,
@@ -117,6 +123,10 @@ impl Registry {
 
     /// Removes the first registration equal to `interceptor` on `seam`;
     /// absent is a silent no-op.
+    ///
+    /// # Errors
+    ///
+    /// `RegistryError::UnknownSeam` when `seam` is not a seam name.
     pub fn unregister(
         &self,
         seam: &str,
@@ -153,6 +163,10 @@ impl Registry {
     }
 
     /// A copy of one seam's chain, in registration order.
+    ///
+    /// # Errors
+    ///
+    /// `RegistryError::UnknownSeam` when `seam` is not a seam name.
     pub fn get(&self, seam: &str) -> Result<Vec<AnyInterceptor>, RegistryError> {
         let seam = SeamName::parse(seam)?;
         Ok(self

@@ -124,6 +124,11 @@ impl Drop for Watcher {
 /// Watches the directories of every pack `manager` loaded from a file and
 /// reloads a pack when its file changes. `on_event` runs on the watcher's
 /// thread.
+///
+/// # Errors
+///
+/// [`WatchError`] when the file-system watcher cannot be made, a loaded pack's
+/// directory cannot be watched, or the watcher's thread cannot be started.
 pub fn watch(
     manager: Arc<PluginManager>,
     options: WatchOptions,

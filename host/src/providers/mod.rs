@@ -273,11 +273,22 @@ pub trait Provider: Send + Sync {
     fn model(&self) -> &str;
 
     /// One completion.
+    ///
+    /// # Errors
+    ///
+    /// A [`ProviderError`] when no reply comes: the request fails or times out,
+    /// the provider answers with an error status, or its reply cannot be read.
+    /// [`ProviderError::retryable`] says whether a later attempt may succeed.
     fn complete(&self, call: &ProviderCall<'_>) -> Result<ModelResponse, ProviderError>;
 
     /// One completion, streamed: `on_delta` receives the pieces as they
     /// arrive. Providers that cannot stream answer with the whole reply as a
     /// few pieces (the default).
+    ///
+    /// # Errors
+    ///
+    /// As [`Provider::complete`], also when the stream breaks off after some
+    /// pieces have reached `on_delta`.
     fn stream(
         &self,
         call: &ProviderCall<'_>,

@@ -107,11 +107,21 @@ struct State {
 
 impl ScriptedModel {
     /// Parses a script from JSON text.
+    ///
+    /// # Errors
+    ///
+    /// `ScriptError::Malformed`, with the line and column, when `text` is not a
+    /// script.
     pub fn from_json(text: &str) -> Result<Self, ScriptError> {
         Self::parse(text, None)
     }
 
     /// Reads and parses a script file.
+    ///
+    /// # Errors
+    ///
+    /// `ScriptError::Read` when the file cannot be read;
+    /// `ScriptError::Malformed` when its text is not a script.
     pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
             path: path.to_owned(),
@@ -169,6 +179,10 @@ impl ScriptedModel {
     }
 
     /// Also appends each request to `path`, one JSON object per line.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when `path` cannot be opened for appending (or created).
     pub fn record_to(self, path: &Path) -> std::io::Result<Self> {
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -92,6 +92,11 @@ fn plain(schema: &mut Schema) {
 
 /// Parses a call's arguments into `A`. On failure, one line naming the
 /// argument at fault and what it should be (see the module docs).
+///
+/// # Errors
+///
+/// `ToolError::InvalidArguments` when `arguments` is not a JSON object or does
+/// not fit `A`, naming the argument at fault when there is one.
 pub fn parse_args<A: DeserializeOwned + JsonSchema>(arguments: &Value) -> Result<A, ToolError> {
     let arguments = without_nulls(arguments);
     // Serde would also take a struct as an array of its fields, in order:

@@ -10,6 +10,12 @@ pub trait SubAgent: Send + Sync {
     /// The sub-agent's final answer, or `Err((output, error))`. `cx` is the
     /// delegating call's context: its id, and what the calling session
     /// handed down with it (see [`ToolContext::extensions`]).
+    ///
+    /// # Errors
+    ///
+    /// `(output, error)` when the sub-agent does not finish: what it had
+    /// written so far, and the line saying why. The `delegate` call fails with
+    /// them as `ToolError::Failed`.
     fn run(&self, task: &str, cx: &ToolContext<'_>) -> Result<String, (String, String)>;
 }
 

@@ -102,6 +102,12 @@ pub trait Tool: Send + Sync {
     /// model is offered.
     fn parameters(&self) -> Value;
     /// Runs the tool: its output text, or why it failed.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolError`] whose line tells the model what went wrong and what to
+    /// do instead: arguments that do not fit, a refused path, a file operation
+    /// or command that failed, a timeout.
     fn execute(&self, arguments: &Value, cx: &ToolContext<'_>) -> Result<String, ToolError>;
 
     /// True when the tool itself stops by [`ToolContext::deadline`] (or
@@ -145,6 +151,11 @@ pub trait TypedTool: Send + Sync {
     /// default it is offered as generated.
     fn adjust_parameters(&self, _parameters: &mut Value) {}
     /// Runs the tool on parsed arguments.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tool::execute`]; the arguments already fit `Args`, so
+    /// `ToolError::InvalidArguments` is left for the tool's own rules.
     fn run(&self, arguments: Self::Args, cx: &ToolContext<'_>) -> Result<String, ToolError>;
     /// See [`Tool::stops_by_deadline`].
     fn stops_by_deadline(&self) -> bool {

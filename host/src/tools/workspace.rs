@@ -136,6 +136,11 @@ enum Place {
 impl Workspace {
     /// A workspace rooted at `root` (which must exist); the root is
     /// canonicalised and opened.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when `root` does not exist or cannot be canonicalised or
+    /// opened; one of kind `InvalidInput` when it is not a directory.
     pub fn new(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = root.as_ref().canonicalize()?;
         if !root.is_dir() {

@@ -11,6 +11,10 @@ pub struct Arguments(Box<RawValue>);
 
 impl Arguments {
     /// Arguments from JSON text; refuses text that is not valid JSON.
+    ///
+    /// # Errors
+    ///
+    /// The [`serde_json::Error`] when `text` is not valid JSON.
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
         RawValue::from_string(text.to_owned()).map(Arguments)
     }

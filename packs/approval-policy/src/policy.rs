@@ -36,6 +36,12 @@ impl ApprovalPolicy {
     /// The payload a provider request is matched against: the tool names
     /// from `tools_json`, `temperature` and `max_tokens` from `kwargs_json`
     /// when they are there.
+    ///
+    /// # Errors
+    ///
+    /// The [`serde_json::Error`] when `tools_json` is neither blank nor a JSON
+    /// array of objects with a `name`. A `kwargs_json` that does not parse is
+    /// ignored.
     pub fn request_payload(
         model: &str,
         tools_json: &str,

@@ -292,6 +292,11 @@ fn is_space(b: u8) -> bool {
 
 impl Scanner {
     /// Compiles the enabled checks. An invalid custom pattern is an error.
+    ///
+    /// # Errors
+    ///
+    /// A `PackError`, naming the pattern, when a custom pattern is not a valid
+    /// regular expression or matches the empty text.
     pub fn new(config: &Config) -> Result<Scanner, PackError> {
         let mut checks = Vec::new();
         // (anchor literals, their checks) for `Starts`, then `Within`.

@@ -62,6 +62,10 @@ impl DelegateSpawner {
     }
 
     /// The rewritten call, or `None` for calls that do not match.
+    ///
+    /// # Errors
+    ///
+    /// An [`InterceptError`] when a matching call's arguments are not JSON.
     pub fn rewrite(&self, call: ToolCallRef<'_>) -> Result<Option<ToolCall>, InterceptError> {
         if !self.matches(call.name()) {
             return Ok(None);

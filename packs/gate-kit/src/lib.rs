@@ -48,6 +48,11 @@ pub fn expand_home(path: &str) -> PathBuf {
 /// a FIFO or a device, which could stall or flood the load), at most
 /// [`MAX_CONFIG_FILE_BYTES`], UTF-8. Every failure is one line:
 /// `<key>: cannot read <path>: <why>`.
+///
+/// # Errors
+///
+/// A `PackError`, that line, when the file is missing or unreadable, not a
+/// regular file, over [`MAX_CONFIG_FILE_BYTES`], or not UTF-8.
 pub fn read_config_file(key: &str, path: &str) -> Result<String, PackError> {
     let full = expand_home(path);
     let fail = |why: &dyn std::fmt::Display| {
@@ -204,6 +209,11 @@ pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
 
 /// Deserializes a list of strings that may also be given as one string
 /// (`"words": "forbidden"` is `["forbidden"]`).
+///
+/// # Errors
+///
+/// The deserializer's error when the value is neither a string nor a list of
+/// strings.
 pub fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]

@@ -62,6 +62,11 @@ fn parse_schema(key: &str, text: &str) -> Result<Value, PackError> {
 
 impl JsonSchema {
     /// The JSON text of `answer` when it is valid, else the error.
+    ///
+    /// # Errors
+    ///
+    /// `invalid JSON: …` when the JSON text taken from `answer` does not parse;
+    /// else every way it breaks the schema, joined by `; `.
     pub fn validate<'a>(&self, answer: &'a str) -> Result<&'a str, String> {
         let text = extract(answer);
         let instance: Value =

@@ -57,6 +57,11 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// A limiter reading the time from `clock`.
+    ///
+    /// # Errors
+    ///
+    /// A `PackError` when `requests_per_minute` or `queue.max_pending` is 0,
+    /// or `window_seconds` is not a positive number of seconds.
     pub fn with_clock(config: Config, clock: impl Clock) -> Result<Self, PackError> {
         config.validate()?;
         let window = Window::new(

@@ -131,6 +131,14 @@ pub(crate) const LEGACY_MESSAGE: &str = "Token budget exhausted for this session
 
 impl Config {
     /// The ceilings this configuration defines, checked.
+    ///
+    /// # Errors
+    ///
+    /// A `PackError` when `estimate_factor` is not above 0, a price is negative
+    /// or not finite, `message` is set without `max_tokens`, or a ceiling is
+    /// wrong (`ceilings[N]: …`: an unknown dimension, `source_plugin` without
+    /// `match`, a dollar limit that is negative or not finite, a window that
+    /// contradicts it).
     pub fn ceilings(&self) -> Result<Vec<Ceiling>, PackError> {
         if !(self.estimate_factor.is_finite() && self.estimate_factor > 0.0) {
             return Err(PackError::msg("estimate_factor must be a number above 0"));

@@ -60,6 +60,11 @@ impl ToolFilter {
     /// schema exactly as it was; `None` when every schema is kept (or there
     /// are none). A schema without a name is kept only when there is no
     /// include list.
+    ///
+    /// # Errors
+    ///
+    /// The [`serde_json::Error`] when `tools_json` is neither blank nor a JSON
+    /// array; it is not read when every schema is kept.
     pub fn filtered(&self, tools_json: &str) -> Result<Option<String>, serde_json::Error> {
         if matches!(self.keep, Keep::All) || tools_json.trim().is_empty() {
             return Ok(None);

@@ -4,6 +4,12 @@ use std::time::Duration;
 
 /// Parses a Go-style duration: one or more `<number><unit>` with units
 /// `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h`; numbers may have a fraction.
+///
+/// # Errors
+///
+/// One line (`` `TEXT` is not a duration (e.g. 50ms, 1.5s, 2m, 1h30m) ``) when
+/// `text` is empty, a number lacks its unit, a unit is not one of these, or the
+/// total is out of range.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let malformed = || format!("`{text}` is not a duration (e.g. 50ms, 1.5s, 2m, 1h30m)");
     let mut rest = text.trim();

@@ -150,6 +150,11 @@ impl<'a> ToolCallRef<'a> {
         self.0.arguments_json.as_str()
     }
     /// The arguments parsed as JSON.
+    ///
+    /// # Errors
+    ///
+    /// The [`serde_json::Error`] when the arguments the model sent are not
+    /// valid JSON.
     pub fn arguments(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::from_str(self.arguments_json())
     }

@@ -42,6 +42,12 @@ pub const FAILURE_POLICY_METHOD: &str = "failure_policy";
 /// library; the loader reaches the same function through the root module.
 /// Every failure — bad JSON, a constructor error, a panic, an undeclared
 /// seam — is one line, prefixed with the pack's name.
+///
+/// # Errors
+///
+/// That line, when `config_json` is not JSON for `P::Config`, [`Pack::new`]
+/// refuses it or panics, or a registration uses a seam `P::SEAMS` does not
+/// declare.
 pub fn instantiate<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
     guard::catch(|| build::<P>(config_json))
         .unwrap_or_else(|panic| Err(format!("constructor {panic}")))

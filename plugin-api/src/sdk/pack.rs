@@ -58,6 +58,11 @@ pub trait Pack: Sized + Send + Sync + 'static {
     type Config: DeserializeOwned;
 
     /// Builds the pack. An `Err` refuses the load with one line.
+    ///
+    /// # Errors
+    ///
+    /// The [`PackError`] the pack refuses its configuration with; the host
+    /// refuses the load with that line, prefixed with the pack's name.
     fn new(config: Self::Config) -> Result<Self, PackError>;
 
     /// Registers the pack's interceptors, in the order they run within a seam.
@@ -69,6 +74,11 @@ pub trait Pack: Sized + Send + Sync + 'static {
     }
 
     /// Adopts state exported by an earlier build. The default ignores it.
+    ///
+    /// # Errors
+    ///
+    /// A [`PackError`] when the pack cannot adopt `state`; the host logs it,
+    /// and the new build starts fresh.
     fn import_state(&self, state: serde_json::Value) -> Result<(), PackError> {
         let _ = state;
         Ok(())

@@ -191,6 +191,13 @@ impl PluginManager {
     /// Loads the pack whose entry-point name is `name` from the search path,
     /// configured by `config_json` (empty: defaults). When the file chosen
     /// shadows copies at lower levels, one info line names them.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::AlreadyLoaded` when a pack by that name is loaded;
+    /// `LoadError::ClaimedTwice` when two files at the best level provide it;
+    /// `LoadError::UnknownName` when none on the search path does; else
+    /// [`PluginManager::load_file`]'s errors.
     pub fn load(&self, name: &str, config_json: &str) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(name)?;
         let discovery = self.discover();
@@ -219,6 +226,16 @@ impl PluginManager {
 
     /// Loads pack `name` (or the library's only pack, when `None`) from the
     /// file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::File` when the file fails its checks (trust policy, lock,
+    /// format, completeness, probe) or does not provide the pack (or, unnamed,
+    /// provides more than one); `LoadError::AlreadyLoaded` when a pack by that
+    /// name is loaded; `LoadError::Instantiate` when the pack refuses
+    /// `config_json`, or its constructor or pack host fails;
+    /// `LoadError::Activation` when activation fails (the registry is left as
+    /// it was).
     pub fn load_file(
         &self,
         path: &Path,
@@ -323,6 +340,13 @@ impl PluginManager {
     }
 
     /// Loads SDK pack `P` in-process (linked into the host, no library file).
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::AlreadyLoaded` when a pack named `P::NAME` is loaded;
+    /// `LoadError::Instantiate` when `P` refuses `config_json`, or its
+    /// constructor fails or panics; `LoadError::Activation` when activation
+    /// fails.
     pub fn load_pack<P: Pack>(&self, config_json: &str) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(P::NAME)?;
         let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
@@ -337,6 +361,12 @@ impl PluginManager {
     }
 
     /// Loads an in-process plugin.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::AlreadyLoaded` when a pack or plugin by its name is loaded;
+    /// `LoadError::Activation` when its `activate` fails or panics (nothing it
+    /// registered is kept).
     pub fn load_plugin(&self, plugin: Arc<dyn Plugin>) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(plugin.name())?;
         self.activate(plugin, PackSource::InProcess, "", false)
@@ -410,6 +440,12 @@ impl PluginManager {
     /// Unloads `name`: calls its `deactivate`, then withdraws every chain it
     /// still owns — even when `deactivate` fails or panics, in which case the
     /// failure is returned after the withdrawal.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::NotLoaded` when no pack by that name is loaded;
+    /// `LoadError::Deactivation` when its `deactivate` fails or panics (it is
+    /// unloaded all the same).
     pub fn unload(&self, name: &str) -> Result<(), LoadError> {
         let entry = {
             let mut loaded = self.loaded();
@@ -429,6 +465,11 @@ impl PluginManager {
 
     /// Opens the library at `path` and reports what it provides, without
     /// instantiating or activating anything.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::File` when the file fails its checks (trust policy, lock,
+    /// format, completeness, manifest) or the dynamic loader refuses it.
     pub fn inspect_file(&self, path: &Path) -> Result<LibraryInfo, LoadError> {
         self.check_file(path, &[])
     }
@@ -436,6 +477,12 @@ impl PluginManager {
     /// Opens the library at `path` (with this manager's trust settings, but
     /// never a probe) and builds each of `packs` (name, config) without
     /// activating it: a load test. Returns what the library provides.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::File` when the file fails its checks or does not provide one
+    /// of `packs`; `LoadError::Instantiate` when one of them refuses its
+    /// configuration or fails to build.
     pub fn check_file(
         &self,
         path: &Path,
@@ -447,6 +494,13 @@ impl PluginManager {
 
     /// The probe's side of [`PluginManager::check_file`]: the same load test
     /// on the sealed pack this process was handed on its standard input.
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::File` when standard input cannot be read as a pack library
+    /// this platform loads, or the library lacks one of `packs`;
+    /// `LoadError::Instantiate` when one of them refuses its configuration or
+    /// fails to build.
     pub fn check_inherited_stdin(&self, packs: &[(&str, &str)]) -> Result<LibraryInfo, LoadError> {
         let library = self.loader.open_inherited_stdin()?;
         build_each(&library, packs)

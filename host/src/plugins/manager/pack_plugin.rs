@@ -221,6 +221,12 @@ fn parse_policy(json: &str) -> DeclaredPolicy {
 
 /// Pack `P`'s interceptors as a bundle, for a host that links the pack crate
 /// and hands the chains to a session itself (no registry, no library file).
+///
+/// # Errors
+///
+/// `LoadError::Instantiate` when `P` refuses `config_json`, its constructor
+/// fails or panics, or it registers on a seam it does not declare;
+/// `LoadError::Activation` when it registers on a seam this host does not run.
 pub fn interceptors_of<P: Pack>(config_json: &str) -> Result<Interceptors, LoadError> {
     let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
     let health = Arc::new(PackHealth::new(P::NAME, HealthPolicy::default(), None));

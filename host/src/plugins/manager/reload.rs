@@ -30,6 +30,14 @@ impl PluginManager {
     /// Any failure leaves the running version exactly as it was. A turn
     /// already in flight keeps the chains it started with (the old code
     /// stays mapped).
+    ///
+    /// # Errors
+    ///
+    /// `LoadError::NotLoaded` when no pack by that name is loaded;
+    /// `LoadError::NotReloadable` when it was not loaded from a file (or runs
+    /// isolated, and isolation is now off); else what loading the file again
+    /// fails with (`LoadError::File`, `LoadError::Instantiate`,
+    /// `LoadError::Activation`).
     pub fn reload(&self, name: &str) -> Result<ReloadOutcome, LoadError> {
         let running = self.running_from_file(name)?;
         if running.isolated {

@@ -256,11 +256,23 @@ impl RawEntry {
 impl LockFile {
     /// Parses the text of a `chimera.lock` in a plugins directory. Every
     /// problem names its line.
+    ///
+    /// # Errors
+    ///
+    /// `LockError::Syntax`, naming the line, when `text` is not TOML of the
+    /// lock file's tables and keys (or is the old one-line format), or an entry
+    /// is wrong: a file that is not a bare name, a hash that is not 64 hex
+    /// digits, an empty entry point, a file pinned twice.
     pub fn parse(text: &str) -> Result<LockFile, LockError> {
         LockFile::parse_scoped(text, LockScope::Directory)
     }
 
     /// Parses lock-file text whose entries are named as `scope` says.
+    ///
+    /// # Errors
+    ///
+    /// `LockError::Syntax`, naming the line, as for [`LockFile::parse`], but
+    /// with each file named as `scope` says (a bare name, or an absolute path).
     pub fn parse_scoped(text: &str, scope: LockScope) -> Result<LockFile, LockError> {
         let syntax = |problem, span| LockError::Syntax {
             file: PathBuf::from(LOCK_FILE_NAME),
@@ -290,6 +302,12 @@ impl LockFile {
     }
 
     /// Reads `dir/chimera.lock`; `Ok(None)` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// `LockError::Policy` when `dir` or the lock file fails the trust policy;
+    /// `LockError::Read` or `LockError::TooLarge` when the file cannot be read
+    /// or is over the size limit; `LockError::Syntax` when it does not parse.
     pub fn read(dir: &Path) -> Result<Option<LockFile>, LockError> {
         let trusted = TrustedDir::open(dir, DirectoryRole::Plugins, false)?;
         LockFile::read_in(&trusted)
@@ -305,6 +323,14 @@ impl LockFile {
     /// Reads a lock kept outside the plugins directories (`--lock FILE`):
     /// its directory passes the directory policy, the file the lock-file
     /// policy, and it must exist.
+    ///
+    /// # Errors
+    ///
+    /// `LockError::NoFileName` when `path` names no file; `LockError::Policy`
+    /// when its directory or the file fails the trust policy;
+    /// `LockError::Missing` when it does not exist; `LockError::Read`,
+    /// `LockError::TooLarge` or `LockError::Syntax` when it cannot be read, is
+    /// over the size limit or does not parse.
     pub fn read_external(path: &Path) -> Result<LockFile, LockError> {
         let name = path.file_name().ok_or_else(|| LockError::NoFileName {
             path: path.to_owned(),

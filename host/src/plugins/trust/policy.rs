@@ -431,6 +431,12 @@ fn owner_and_mode(
 }
 
 /// Checks `file` (found in `dir`) the way a load does, without reading it.
+///
+/// # Errors
+///
+/// A [`PolicyError`] when `dir` or `file` fails the policy (write permissions,
+/// owner, a symlink out of `dir`, not a regular file); of kind
+/// `PolicyErrorKind::Missing` when nothing is there.
 pub fn check_location(dir: &Path, file: &Path) -> Result<(), PolicyError> {
     let trusted = TrustedDir::open(dir, DirectoryRole::Plugins, false)?;
     let missing = || PolicyError::new(Subject::PackFile, file, PolicyErrorKind::Missing);

@@ -18,6 +18,11 @@ pub struct Probe {
 
 impl Probe {
     /// A probe that re-executes the running binary (which must be `chimera`).
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when the running binary's path cannot be found
+    /// ([`std::env::current_exe`]).
     pub fn current_exe(timeout: Duration) -> std::io::Result<Self> {
         Ok(Probe {
             program: std::env::current_exe()?,
