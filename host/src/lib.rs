@@ -51,6 +51,7 @@ pub mod agent;
 pub mod audit;
 pub mod config;
 pub mod files;
+pub mod gateway;
 pub mod interception;
 pub mod isolate;
 pub mod pack_test;

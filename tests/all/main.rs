@@ -18,6 +18,7 @@ mod cli;
 mod cli_papercuts;
 mod config_file;
 mod content_safety;
+mod gateway;
 mod harness;
 mod helpers;
 mod host_gates;

@@ -66,9 +66,47 @@ pub(crate) enum Command {
     /// The built-in tools.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// Serve the packs as a guardrail gateway for OpenAI-compatible clients.
+    Serve(ServeArgs),
     /// The child process of an isolated pack (started by chimera itself).
     #[command(name = "pack-host", hide = true)]
     PackHost(PackHostArgs),
+}
+
+/// `chimera serve`: the packs judge every request and reply that passes
+/// between a client and the upstream.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on (port 0: any free port; the address taken
+    /// is printed as `listening on http://ADDR`).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// The upstream's base URL, up to and including `/v1` (chat
+    /// completions below it).
+    #[arg(long, value_name = "URL")]
+    pub(crate) upstream: String,
+    /// The environment variable holding the gateway's key for the upstream
+    /// (clients' keys never go upstream).
+    #[arg(long = "upstream-key-env", value_name = "VAR")]
+    pub(crate) upstream_key_env: Option<String>,
+    /// A model clients may ask for (repeatable; passed upstream as it is).
+    #[arg(long = "model", value_name = "NAME", required = true)]
+    pub(crate) models: Vec<String>,
+    /// A pack to load, in load order (repeatable), with its JSON config.
+    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
+    pub(crate) packs: Vec<String>,
+    /// The SHA-256 (hex) of a client key to accept (repeatable); with none,
+    /// no key is asked for. `chimera serve --hash-key` prints one.
+    #[arg(long = "client-key-sha256", value_name = "HEX")]
+    pub(crate) client_key_hashes: Vec<String>,
+    /// The largest request body taken, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_BODY_CAP)]
+    pub(crate) body_cap: usize,
+    /// The most requests relayed at once (more are answered 429).
+    #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::DEFAULT_CONCURRENCY)]
+    pub(crate) concurrency: usize,
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
 }
 
 /// `chimera pack-host`: serves one isolated pack over the socket on stdout,

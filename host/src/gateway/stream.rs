@@ -1,0 +1,171 @@
+//! A streamed reply: the relay runs inside the response body, so the
+//! upstream is read only as fast as the client reads (a slow client holds
+//! back the upstream through TCP, never memory), and only text the
+//! `stream_chunk` seam released is ever sent.
+//!
+//! The status is chosen before the first byte: the relay is driven until
+//! it releases its first text or ends, so a request a gate blocks before
+//! the upstream is asked is still a 403 error object, not a stream.
+
+use super::{closing, refused, Gateway, Head, Released};
+use crate::agent::{Relayed, Reply};
+use crate::providers::Provider;
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::sync::OwnedSemaphorePermit;
+
+type Relaying = Pin<Box<dyn Future<Output = Relayed> + Send>>;
+
+/// Relays `request` streamed, answering with the chunk stream (or, when
+/// the relay ends before any text is released, what it ended with).
+pub(super) async fn respond(
+    gateway: &Gateway,
+    provider: &Arc<dyn Provider>,
+    request: super::ChatRequest,
+    head: Head,
+    slot: OwnedSemaphorePermit,
+) -> Response {
+    let released = Released::default();
+    let mut session = gateway.session(provider, released.bus());
+    let include_usage = request.include_usage;
+    let relay = request.relay;
+    let mut relaying: Relaying = Box::pin(async move { session.relay(relay).await });
+    // Drive it until there is text to send or it is over.
+    let first = std::future::poll_fn(|cx| match relaying.as_mut().poll(cx) {
+        Poll::Ready(ended) => Poll::Ready(Some(ended)),
+        Poll::Pending if released.is_empty() => Poll::Pending,
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await;
+    let (ended, relaying) = match first {
+        Some(Relayed::Reply(reply)) => (Some(reply), None),
+        Some(other) => return refused(other),
+        None => (None, Some(relaying)),
+    };
+    let body = Chunks {
+        head,
+        released,
+        relaying,
+        ended,
+        sent: String::new(),
+        started: false,
+        include_usage,
+        done: false,
+        _slot: slot,
+    };
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// The body of a streamed reply: released text as chunks while the relay
+/// runs, then the closing chunks of the judged reply (or an error chunk).
+struct Chunks {
+    head: Head,
+    released: Released,
+    /// The relay, until it ends.
+    relaying: Option<Relaying>,
+    /// The judged reply, once the relay ended with one.
+    ended: Option<Reply>,
+    /// The text sent so far.
+    sent: String,
+    /// The role chunk went out.
+    started: bool,
+    include_usage: bool,
+    done: bool,
+    /// The request's concurrency slot, held until the stream ends.
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Chunks {
+    /// The next text chunk, if the relay released text.
+    fn released_chunk(&mut self) -> Option<Bytes> {
+        let mut out = String::new();
+        if !self.started {
+            self.started = true;
+            out.push_str(&super::openai::chunk(
+                &self.head.chunk_head(),
+                &json!({"role": "assistant", "content": ""}),
+                None,
+            ));
+        }
+        while let Some(text) = self.released.pop() {
+            out.push_str(&super::openai::chunk(
+                &self.head.chunk_head(),
+                &json!({"content": text}),
+                None,
+            ));
+            self.sent.push_str(&text);
+        }
+        (!out.is_empty()).then(|| Bytes::from(out))
+    }
+}
+
+impl futures_core::Stream for Chunks {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if !this.released.is_empty() || !this.started {
+            if let Some(chunk) = this.released_chunk() {
+                return Poll::Ready(Some(Ok(chunk)));
+            }
+        }
+        if let Some(relaying) = this.relaying.as_mut() {
+            match relaying.as_mut().poll(cx) {
+                Poll::Pending => {
+                    return match this.released_chunk() {
+                        Some(chunk) => Poll::Ready(Some(Ok(chunk))),
+                        None => Poll::Pending,
+                    };
+                }
+                Poll::Ready(Relayed::Reply(reply)) => {
+                    this.relaying = None;
+                    this.ended = Some(reply);
+                    if let Some(chunk) = this.released_chunk() {
+                        return Poll::Ready(Some(Ok(chunk)));
+                    }
+                }
+                Poll::Ready(other) => {
+                    this.relaying = None;
+                    this.done = true;
+                    let line = match other {
+                        Relayed::Failed(failure) => {
+                            format!("the upstream failed: {}", failure.message())
+                        }
+                        Relayed::Blocked { reason, .. } => format!("blocked by policy: {reason}"),
+                        Relayed::Reply(_) => String::new(),
+                    };
+                    return Poll::Ready(Some(Ok(Bytes::from(super::openai::stream_error(&line)))));
+                }
+            }
+        }
+        this.done = true;
+        let reply = this.ended.take().unwrap_or_default();
+        Poll::Ready(Some(Ok(closing(
+            &this.head,
+            &reply,
+            &this.sent,
+            this.include_usage,
+        ))))
+    }
+}
