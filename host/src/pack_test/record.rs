@@ -19,6 +19,9 @@
 //! anything naming a key, token, secret, password or auth) are left out of
 //! every line. What the user typed and the model said is recorded as it
 //! was: treat a recording like the conversation it holds.
+//!
+//! Long with its tests: the code is its first 697 lines, and the last 175
+//! are the tests that pin it, kept beside it.
 
 use super::case::{line_of, CaseError};
 use crate::agent::{read_user_file, AgentEvent, Approver, EventBus, OperatorAnswer};

@@ -11,6 +11,9 @@
 //! is staged in a fresh file created exclusively (`O_EXCL`, no symlink
 //! followed) under a random name beside it, given the old file's mode on
 //! its descriptor, and renamed over the name; a deletion unlinks the name.
+//!
+//! Long with its tests: the code is its first 506 lines, and the last 287
+//! are the tests that pin it, kept beside it.
 
 use super::workspace::{read_text, Access, Entry};
 use super::{ToolContext, ToolError, TypedTool, Workspace};

@@ -46,6 +46,9 @@
 //! cgroup, the gap is a process that moves itself to another cgroup, which
 //! takes write access to the cgroup filesystem: only with the sandbox off,
 //! and as root or within a delegated subtree.
+//!
+//! Long with its tests: the code is its first 564 lines, and the last 158
+//! are the tests that pin it, kept beside it.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
