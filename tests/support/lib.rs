@@ -264,6 +264,8 @@ pub mod slow_http;
 
 pub mod cli;
 
+pub mod python;
+
 /// The stateful example pack (`examples/stateful-pack`, entry point
 /// `call-quota`), built once per test run beside the other packs.
 pub fn stateful_pack_path() -> PathBuf {

@@ -81,17 +81,29 @@ pub(crate) struct ServeArgs {
     /// is printed as `listening on http://ADDR`).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
     pub(crate) listen: std::net::SocketAddr,
-    /// The upstream's base URL, up to and including `/v1` (chat
-    /// completions below it).
+    /// The chat-completions upstream's base URL, up to and including
+    /// `/v1` (`POST /v1/chat/completions` goes there).
     #[arg(long, value_name = "URL")]
-    pub(crate) upstream: String,
-    /// The environment variable holding the gateway's key for the upstream
-    /// (clients' keys never go upstream).
+    pub(crate) upstream: Option<String>,
+    /// The environment variable holding the gateway's key for that
+    /// upstream (clients' keys never go upstream).
     #[arg(long = "upstream-key-env", value_name = "VAR")]
     pub(crate) upstream_key_env: Option<String>,
-    /// A model clients may ask for (repeatable; passed upstream as it is).
-    #[arg(long = "model", value_name = "NAME", required = true)]
+    /// A model clients may ask that upstream for (repeatable; passed on
+    /// as it is).
+    #[arg(long = "model", value_name = "NAME")]
     pub(crate) models: Vec<String>,
+    /// The Messages upstream's base URL, without `/v1` (`POST
+    /// /v1/messages` goes there).
+    #[arg(long = "anthropic-upstream", value_name = "URL")]
+    pub(crate) anthropic_upstream: Option<String>,
+    /// The environment variable holding the gateway's key for the
+    /// Messages upstream.
+    #[arg(long = "anthropic-key-env", value_name = "VAR")]
+    pub(crate) anthropic_key_env: Option<String>,
+    /// A model clients may ask the Messages upstream for (repeatable).
+    #[arg(long = "anthropic-model", value_name = "NAME")]
+    pub(crate) anthropic_models: Vec<String>,
     /// A pack to load, in load order (repeatable), with its JSON config.
     #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
     pub(crate) packs: Vec<String>,

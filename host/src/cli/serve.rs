@@ -6,7 +6,7 @@ use super::failure::Failure;
 use super::wiring::load_packs;
 use chimera_host::agent::EventBus;
 use chimera_host::config::search_path;
-use chimera_host::gateway::{Gateway, GatewayConfig};
+use chimera_host::gateway::{Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::tools::Workspace;
 use std::io::Write as _;
@@ -14,12 +14,24 @@ use std::sync::Arc;
 
 /// Runs `chimera serve`.
 pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
-    let upstream_key = match &args.upstream_key_env {
-        Some(var) => Some(std::env::var(var).map_err(|_| {
-            Failure::usage(format!("--upstream-key-env {var}: the variable is not set"))
-        })?),
-        None => None,
-    };
+    let openai = upstream(
+        "--upstream",
+        args.upstream.as_deref(),
+        args.upstream_key_env.as_deref(),
+        &args.models,
+    )?;
+    let anthropic = upstream(
+        "--anthropic-upstream",
+        args.anthropic_upstream.as_deref(),
+        args.anthropic_key_env.as_deref(),
+        &args.anthropic_models,
+    )?;
+    if openai.is_none() && anthropic.is_none() {
+        return Err(Failure::usage(
+            "serve needs an upstream: --upstream URL --model NAME (chat completions) \
+             and/or --anthropic-upstream URL --anthropic-model NAME (messages)",
+        ));
+    }
     for hash in &args.client_key_hashes {
         if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Failure::usage(format!(
@@ -39,7 +51,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let workspace = Workspace::new(root.path())
         .map_err(|e| Failure::run_failed(format!("cannot open the gateway's workspace: {e}")))?;
     let config = GatewayConfig {
-        upstream_key,
+        openai,
+        anthropic,
         client_key_hashes: args
             .client_key_hashes
             .iter()
@@ -47,7 +60,6 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .collect(),
         body_cap: args.body_cap,
         concurrency: args.concurrency,
-        ..GatewayConfig::new(args.upstream.clone(), args.models.clone())
     };
     let gateway = Arc::new(Gateway::new(&config, registry, workspace));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -73,6 +85,42 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     drop(manager);
     drop(root);
     Ok(())
+}
+
+/// The upstream `flag` names, with its key read from `key_env` and its
+/// `models`: `None` when the flag is not given; a usage error when models
+/// come without it, it comes without models, or the key's variable is unset.
+fn upstream(
+    flag: &str,
+    base_url: Option<&str>,
+    key_env: Option<&str>,
+    models: &[String],
+) -> Result<Option<Upstream>, Failure> {
+    let Some(base_url) = base_url else {
+        if models.is_empty() && key_env.is_none() {
+            return Ok(None);
+        }
+        return Err(Failure::usage(format!(
+            "models or a key were given for {flag}, but not {flag} URL itself"
+        )));
+    };
+    if models.is_empty() {
+        return Err(Failure::usage(format!(
+            "{flag} {base_url}: name the models it serves (--model / --anthropic-model NAME)"
+        )));
+    }
+    let key =
+        match key_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                Failure::usage(format!("{flag}: the key variable {var} is not set"))
+            })?),
+            None => None,
+        };
+    Ok(Some(Upstream {
+        base_url: base_url.to_owned(),
+        key,
+        models: models.to_vec(),
+    }))
 }
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM.

@@ -1,13 +1,15 @@
-//! `chimera serve`: the packs as a guardrail gateway in front of an
-//! `OpenAI`-compatible upstream, for clients that run their own agent.
+//! `chimera serve`: the packs as a guardrail gateway for clients that run
+//! their own agent, speaking the `OpenAI` chat-completions wire and the
+//! Anthropic Messages wire to them, and the same wire to the upstream.
 //!
 //! ```text
-//!  client ──POST /v1/chat/completions──▶ key check ─▶ body cap ─▶ read (400 on bad input)
-//!         ─▶ model (404 unless served) ─▶ concurrency slot (429 when full)
+//!  client ──POST /v1/chat/completions | /v1/messages──▶ key check ─▶ body cap
+//!         ─▶ read (400 on bad input) ─▶ model (404 unless served on that wire)
+//!         ─▶ concurrency slot (429 when full)
 //!         ─▶ AgentSession::relay: tool_result ─▶ context ─▶ provider_request ─▶ upstream
 //!            ─▶ stream_chunk (each delta; only judged text is sent) ─▶ model_response
 //!            ─▶ tool_call (each proposed call) ─▶ output (gate retries re-ask upstream)
-//!  client ◀── chat.completion | chunk stream | error object ◀──
+//!  client ◀── reply | event stream | error object, in the client's wire ◀──
 //! ```
 //!
 //! Each request is relayed by a session of its own on the shared registry,
@@ -19,36 +21,43 @@
 //!
 //! # Status codes
 //!
-//! | status | when | `error.type` / `code` |
-//! |---|---|---|
-//! | 400 | the body is not a chat-completions request (the line names the field) | `invalid_request_error` |
-//! | 401 | client keys are configured and the bearer key is not one of them | `authentication_error` / `invalid_api_key` |
-//! | 403 | a gate blocked the request before the upstream was asked | `permission_error` / `blocked_by_policy` |
-//! | 404 | the model is not one the gateway serves | `invalid_request_error` / `model_not_found` |
-//! | 413 | the body is over the cap | `invalid_request_error` / `body_too_large` |
-//! | 429 | every request slot is taken (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` |
-//! | 502 | the upstream failed (after its retries) | `upstream_error` / `upstream_failed` |
+//! | status | when | chat completions `error.type` / `code` | messages `error.type` |
+//! |---|---|---|---|
+//! | 400 | the body is not a request of the wire (the line names the field) | `invalid_request_error` | `invalid_request_error` |
+//! | 401 | client keys are configured and the key is not one of them | `authentication_error` / `invalid_api_key` | `authentication_error` |
+//! | 403 | a gate blocked the request before the upstream was asked | `permission_error` / `blocked_by_policy` | `permission_error` |
+//! | 404 | the model is not one the gateway serves on that wire | `invalid_request_error` / `model_not_found` | `invalid_request_error` |
+//! | 413 | the body is over the cap | `invalid_request_error` / `body_too_large` | `request_too_large` |
+//! | 429 | every request slot is taken (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` | `rate_limit_error` |
+//! | 502 | the upstream failed (after its retries) | `upstream_error` / `upstream_failed` | `api_error` |
 //!
-//! A reply a gate vetoed is a 200 whose text is the gate's notice and whose
-//! `finish_reason` is `content_filter`; a refused tool call is dropped from
-//! `tool_calls` and its refusal line joins the text. A stream whose
-//! upstream dies ends with an `error` chunk and no `[DONE]`.
+//! A reply a gate vetoed is a 200 whose text is the gate's notice, ending
+//! with `finish_reason: content_filter` (chat completions) or
+//! `stop_reason: refusal` (messages); a refused tool call is dropped and
+//! its refusal line joins the text. A stream whose upstream dies ends with
+//! an error event (a chunk carrying `error`; an `error` event) and no end
+//! marker.
 
+mod anthropic;
 mod openai;
 mod stream;
+mod wire;
 
-use crate::agent::{AgentEvent, AgentSession, EventBus, Relayed, Reply};
+use crate::agent::{AgentEvent, AgentSession, EventBus, Relayed};
 use crate::plugins::Registry;
-use crate::providers::{HttpSettings, OpenAiConfig, OpenAiProvider, Provider};
+use crate::providers::{
+    AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
+};
 use crate::tools::Workspace;
 use crate::types::Headers;
-use axum::body::{Body, Bytes};
+use anthropic::Anthropic;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use openai::{ChatRequest, ChunkHead};
+use openai::OpenAi;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -57,6 +66,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::Semaphore;
+use wire::{Head, Kind, Refusal, Wire};
 
 /// The largest request body taken by default (4 MiB).
 pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
@@ -64,17 +74,28 @@ pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
 /// The most requests relayed at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 256;
 
+/// An upstream of one wire: where it is, the gateway's key for it, and
+/// the models clients may ask it for.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// Its base URL: up to and including `/v1` for chat completions
+    /// (`https://api.openai.com/v1`); the bare host for Messages
+    /// (`https://api.anthropic.com`).
+    pub base_url: String,
+    /// The gateway's own key for it; a client's key never goes upstream,
+    /// nor into a pack.
+    pub key: Option<String>,
+    /// The model names clients may ask for (each passed upstream as it is).
+    pub models: Vec<String>,
+}
+
 /// What a gateway serves, and where it sends the traffic.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    /// The upstream's base URL (`https://api.openai.com/v1`), chat
-    /// completions below it.
-    pub upstream: String,
-    /// The gateway's own key for the upstream; a client's key never goes
-    /// upstream, nor into a pack.
-    pub upstream_key: Option<String>,
-    /// The model names clients may ask for (each passed upstream as it is).
-    pub models: Vec<String>,
+    /// The chat-completions upstream (`POST /v1/chat/completions`).
+    pub openai: Option<Upstream>,
+    /// The Messages upstream (`POST /v1/messages`).
+    pub anthropic: Option<Upstream>,
     /// SHA-256 (hex) of each accepted client key; empty: no key asked for.
     pub client_key_hashes: Vec<String>,
     /// The largest request body taken, in bytes.
@@ -83,15 +104,12 @@ pub struct GatewayConfig {
     pub concurrency: usize,
 }
 
-impl GatewayConfig {
-    /// A gateway in front of `upstream` serving `models`, no client keys,
-    /// the default caps.
-    #[must_use]
-    pub fn new(upstream: impl Into<String>, models: Vec<String>) -> Self {
+impl Default for GatewayConfig {
+    /// No upstream, no client keys, the default caps.
+    fn default() -> Self {
         GatewayConfig {
-            upstream: upstream.into(),
-            upstream_key: None,
-            models,
+            openai: None,
+            anthropic: None,
             client_key_hashes: Vec::new(),
             body_cap: DEFAULT_BODY_CAP,
             concurrency: DEFAULT_CONCURRENCY,
@@ -111,9 +129,13 @@ pub fn key_hash(key: &str) -> String {
         })
 }
 
+/// The models of one wire, each with its provider.
+type Served = BTreeMap<String, Arc<dyn Provider>>;
+
 /// A running gateway's shared state.
 pub struct Gateway {
-    providers: BTreeMap<String, Arc<dyn Provider>>,
+    openai: Served,
+    anthropic: Served,
     registry: Arc<Registry>,
     workspace: Workspace,
     client_keys: BTreeSet<String>,
@@ -127,22 +149,40 @@ impl Gateway {
     /// tools, but a session is rooted somewhere).
     #[must_use]
     pub fn new(config: &GatewayConfig, registry: Arc<Registry>, workspace: Workspace) -> Self {
-        let providers = config
-            .models
-            .iter()
-            .map(|model| {
-                let provider: Arc<dyn Provider> = Arc::new(OpenAiProvider::new(OpenAiConfig {
-                    base_url: config.upstream.clone(),
-                    model: model.clone(),
-                    api_key: config.upstream_key.clone(),
-                    headers: Headers::default(),
-                    http: HttpSettings::default(),
-                }));
-                (model.clone(), provider)
-            })
-            .collect();
+        let served = |upstream: &Option<Upstream>,
+                      make: &dyn Fn(&Upstream, &str) -> Arc<dyn Provider>|
+         -> Served {
+            upstream
+                .iter()
+                .flat_map(|upstream| {
+                    upstream
+                        .models
+                        .iter()
+                        .map(|model| (model.clone(), make(upstream, model)))
+                })
+                .collect()
+        };
+        let openai = served(&config.openai, &|upstream, model| {
+            Arc::new(OpenAiProvider::new(OpenAiConfig {
+                base_url: upstream.base_url.clone(),
+                model: model.to_owned(),
+                api_key: upstream.key.clone(),
+                headers: Headers::default(),
+                http: HttpSettings::default(),
+            }))
+        });
+        let anthropic = served(&config.anthropic, &|upstream, model| {
+            Arc::new(AnthropicProvider::new(AnthropicConfig {
+                base_url: upstream.base_url.clone(),
+                model: model.to_owned(),
+                api_key: upstream.key.clone(),
+                max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+                http: HttpSettings::default(),
+            }))
+        });
         Gateway {
-            providers,
+            openai,
+            anthropic,
             registry,
             workspace,
             client_keys: config.client_key_hashes.iter().cloned().collect(),
@@ -151,11 +191,12 @@ impl Gateway {
         }
     }
 
-    /// The routes: `POST /v1/chat/completions`, `GET /v1/models`,
-    /// `GET /healthz`, `GET /readyz`.
+    /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`,
+    /// `GET /v1/models`, `GET /healthz`, `GET /readyz`.
     pub fn router(self: Arc<Self>) -> Router {
         Router::new()
-            .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/chat/completions", post(relay::<OpenAi>))
+            .route("/v1/messages", post(relay::<Anthropic>))
             .route("/v1/models", get(models))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ready" }))
@@ -178,6 +219,14 @@ impl Gateway {
             .await
     }
 
+    /// The models wire `W` serves.
+    fn served<W: Wire>(&self) -> &Served {
+        match W::KIND {
+            Kind::OpenAi => &self.openai,
+            Kind::Anthropic => &self.anthropic,
+        }
+    }
+
     /// A session relaying one request on `provider`, publishing on `bus`.
     fn session(&self, provider: &Arc<dyn Provider>, bus: EventBus) -> AgentSession {
         AgentSession::builder(Arc::clone(provider), self.workspace.clone())
@@ -186,32 +235,31 @@ impl Gateway {
             .build()
     }
 
-    /// The 401 when client keys are configured and the request's bearer
-    /// key is not one of them.
-    fn refuse_key(&self, headers: &HeaderMap) -> Option<Response> {
+    /// `false` when client keys are configured and the request's key
+    /// (`Authorization: Bearer`, or `x-api-key`) is not one of them.
+    fn accepts_key(&self, headers: &HeaderMap) -> bool {
         if self.client_keys.is_empty() {
-            return None;
+            return true;
         }
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
-        match presented {
-            Some(key) if self.client_keys.contains(&key_hash(key.trim())) => None,
-            _ => Some(error(
-                StatusCode::UNAUTHORIZED,
-                "the API key is missing or not accepted by this gateway",
-                "authentication_error",
-                Some("invalid_api_key"),
-            )),
-        }
+        presented.is_some_and(|key| self.client_keys.contains(&key_hash(key.trim())))
     }
 }
 
-/// An error response in the `OpenAI` wire's shape.
-fn error(status: StatusCode, message: &str, kind: &str, code: Option<&str>) -> Response {
-    json_response(status, &openai::error_body(message, kind, code))
+/// `refusal` saying `message`, in wire `W`'s shape (a 429 with
+/// `Retry-After: 1`).
+fn refuse<W: Wire>(refusal: Refusal, message: &str) -> Response {
+    let mut response = json_response(refusal.status(), &W::error(refusal, message));
+    if refusal == Refusal::Busy {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
@@ -227,135 +275,109 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 }
 
 /// The response for a relay that ended without a reply.
-fn refused(relayed: Relayed) -> Response {
+fn refused<W: Wire>(relayed: Relayed) -> Response {
     match relayed {
         Relayed::Blocked { reason, by } => {
             let by = by.map(|by| format!(" ({by})")).unwrap_or_default();
-            error(
-                StatusCode::FORBIDDEN,
+            refuse::<W>(
+                Refusal::Blocked,
                 &format!("blocked by policy{by}: {reason}"),
-                "permission_error",
-                Some("blocked_by_policy"),
             )
         }
-        Relayed::Failed(failure) => error(
-            StatusCode::BAD_GATEWAY,
+        Relayed::Failed(failure) => refuse::<W>(
+            Refusal::Upstream,
             &format!("the upstream failed: {}", failure.message()),
-            "upstream_error",
-            Some("upstream_failed"),
         ),
-        Relayed::Reply(_) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal error: a reply was taken for a refusal",
-            "server_error",
-            None,
-        ),
+        Relayed::Reply(reply) => {
+            json_response(StatusCode::OK, &W::reply(&reply, &new_head::<W>("")))
+        }
     }
 }
 
+/// `GET /v1/models`: every model served, on either wire.
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    if let Some(response) = gateway.refuse_key(&headers) {
-        return response;
+    if !gateway.accepts_key(&headers) {
+        return refuse::<OpenAi>(Refusal::BadKey, BAD_KEY);
     }
     let data: Vec<Value> = gateway
-        .providers
+        .openai
         .keys()
-        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "chimera"}))
+        .chain(gateway.anthropic.keys())
+        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "chimera", "type": "model", "display_name": id}))
         .collect();
-    json_response(StatusCode::OK, &json!({"object": "list", "data": data}))
+    json_response(
+        StatusCode::OK,
+        &json!({"object": "list", "data": data, "has_more": false}),
+    )
 }
 
-async fn chat_completions(
+const BAD_KEY: &str = "the API key is missing or not accepted by this gateway";
+
+/// A fresh reply head for `model`.
+fn new_head<W: Wire>(model: &str) -> Head {
+    Head {
+        id: format!("{}{:016x}", W::ID_PREFIX, fastrand::u64(..)),
+        model: model.to_owned(),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    }
+}
+
+/// `POST` of wire `W`: key, body cap, read, model, slot, then the relay.
+async fn relay<W: Wire>(
     State(gateway): State<Arc<Gateway>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Some(response) = gateway.refuse_key(&headers) {
-        return response;
+    if !gateway.accepts_key(&headers) {
+        return refuse::<W>(Refusal::BadKey, BAD_KEY);
     }
     let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
-        return error(
-            StatusCode::PAYLOAD_TOO_LARGE,
+        return refuse::<W>(
+            Refusal::TooLarge,
             &format!(
                 "the request body is over this gateway's cap of {} bytes (or broke off)",
                 gateway.body_cap
             ),
-            "invalid_request_error",
-            Some("body_too_large"),
         );
     };
-    let request = match openai::parse_request(&body) {
+    let request = match W::parse(&body) {
         Ok(request) => request,
-        Err(line) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &line,
-                "invalid_request_error",
-                None,
-            )
-        }
+        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
     };
-    let Some(provider) = gateway.providers.get(&request.model).cloned() else {
-        let served: Vec<&str> = gateway.providers.keys().map(String::as_str).collect();
-        return error(
-            StatusCode::NOT_FOUND,
+    let Some(provider) = gateway.served::<W>().get(&request.model).cloned() else {
+        let served: Vec<&str> = gateway.served::<W>().keys().map(String::as_str).collect();
+        return refuse::<W>(
+            Refusal::UnknownModel,
             &format!(
-                "the model '{}' is not served here (served: {})",
-                crate::types::one_line(&request.model),
-                served.join(", ")
+                "the model '{}' is not served here on {} (served: {})",
+                wire::one_word(&request.model),
+                W::NAME,
+                if served.is_empty() {
+                    "none".to_owned()
+                } else {
+                    served.join(", ")
+                }
             ),
-            "invalid_request_error",
-            Some("model_not_found"),
         );
     };
     let Ok(slot) = Arc::clone(&gateway.slots).try_acquire_owned() else {
-        let mut response = error(
-            StatusCode::TOO_MANY_REQUESTS,
+        return refuse::<W>(
+            Refusal::Busy,
             "the gateway is at its concurrency limit; retry shortly",
-            "rate_limit_error",
-            Some("gateway_busy"),
         );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
     };
-    let head = Head {
-        id: format!("chatcmpl-{:016x}", fastrand::u64(..)),
-        model: request.model.clone(),
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    };
+    let head = new_head::<W>(&request.model);
     if request.relay.stream {
-        stream::respond(&gateway, &provider, request, head, slot).await
+        stream::respond::<W>(&gateway, &provider, request, head, slot).await
     } else {
         let mut session = gateway.session(&provider, EventBus::new());
         let relayed = session.relay(request.relay).await;
         drop(slot);
         match relayed {
-            Relayed::Reply(reply) => json_response(
-                StatusCode::OK,
-                &openai::completion(&reply, &head.model, &head.id, head.created),
-            ),
-            other => refused(other),
-        }
-    }
-}
-
-/// What every chunk of one reply repeats, owned.
-struct Head {
-    id: String,
-    model: String,
-    created: u64,
-}
-
-impl Head {
-    fn chunk_head(&self) -> ChunkHead<'_> {
-        ChunkHead {
-            id: &self.id,
-            model: &self.model,
-            created: self.created,
+            Relayed::Reply(reply) => json_response(StatusCode::OK, &W::reply(&reply, &head)),
+            other => refused::<W>(other),
         }
     }
 }
@@ -396,14 +418,4 @@ impl Released {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .is_empty()
     }
-}
-
-/// A judged reply's chunks after what was streamed.
-fn closing(head: &Head, reply: &Reply, sent: &str, include_usage: bool) -> Bytes {
-    Bytes::from(openai::closing_chunks(
-        &head.chunk_head(),
-        reply,
-        sent,
-        include_usage,
-    ))
 }

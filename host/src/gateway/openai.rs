@@ -4,27 +4,61 @@
 //! reply written back as a `chat.completion`, a stream of
 //! `chat.completion.chunk`s, or an `error` object.
 
+use super::wire::{one_word, shown_text, unsent, Head, Kind, Parsed, Refusal, Wire};
 use crate::agent::{Relay, Reply};
 use crate::types::{Arguments, Message, Role, ToolCall, ToolList, ToolSchema};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-/// A chat-completions request, read.
-#[derive(Debug)]
-pub(super) struct ChatRequest {
-    /// The model the client asked for.
-    pub(super) model: String,
-    /// What to relay.
-    pub(super) relay: Relay,
-    /// `stream_options.include_usage`: a last chunk carries the usage.
-    pub(super) include_usage: bool,
+/// The chat-completions wire (`POST /v1/chat/completions`).
+pub(super) struct OpenAi;
+
+impl Wire for OpenAi {
+    const KIND: Kind = Kind::OpenAi;
+    const NAME: &'static str = "chat completions";
+    const ID_PREFIX: &'static str = "chatcmpl-";
+
+    fn parse(body: &[u8]) -> Result<Parsed, String> {
+        parse_request(body)
+    }
+
+    fn reply(reply: &Reply, head: &Head) -> Value {
+        completion(reply, head)
+    }
+
+    fn error(refusal: Refusal, message: &str) -> Value {
+        let (kind, code) = match refusal {
+            Refusal::BadRequest => ("invalid_request_error", None),
+            Refusal::BadKey => ("authentication_error", Some("invalid_api_key")),
+            Refusal::Blocked => ("permission_error", Some("blocked_by_policy")),
+            Refusal::UnknownModel => ("invalid_request_error", Some("model_not_found")),
+            Refusal::TooLarge => ("invalid_request_error", Some("body_too_large")),
+            Refusal::Busy => ("rate_limit_error", Some("gateway_busy")),
+            Refusal::Upstream => ("upstream_error", Some("upstream_failed")),
+        };
+        error_body(message, kind, code)
+    }
+
+    fn stream_start(head: &Head) -> String {
+        chunk(head, &json!({"role": "assistant", "content": ""}), None)
+    }
+
+    fn stream_text(head: &Head, text: &str) -> String {
+        chunk(head, &json!({"content": text}), None)
+    }
+
+    fn stream_end(head: &Head, reply: &Reply, sent: &str, include_usage: bool) -> String {
+        closing_chunks(head, reply, sent, include_usage)
+    }
+
+    fn stream_error(message: &str) -> String {
+        let body = error_body(message, "upstream_error", Some("upstream_failed"));
+        format!("data: {body}\n\n")
+    }
 }
 
-/// Why a request body was refused: the line the client reads (400).
-pub(super) type BadRequest = String;
-
 /// Reads a chat-completions request body.
-pub(super) fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+fn parse_request(body: &[u8]) -> Result<Parsed, String> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| format!("the request body is not JSON: {error}"))?;
     let Value::Object(mut body) = value else {
@@ -67,7 +101,7 @@ pub(super) fn parse_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     let include_usage = body
         .remove("stream_options")
         .is_some_and(|options| options["include_usage"] == json!(true));
-    Ok(ChatRequest {
+    Ok(Parsed {
         model,
         include_usage,
         relay: Relay {
@@ -177,11 +211,6 @@ fn tool_of(value: &Value) -> Result<ToolSchema, String> {
     })
 }
 
-/// A client's word, cut short and made printable for an error line.
-fn one_word(text: &str) -> String {
-    crate::types::one_line(&text.chars().take(40).collect::<String>())
-}
-
 /// The calls of a reply in the wire's shape.
 fn calls_json(calls: &[ToolCall]) -> Vec<Value> {
     calls
@@ -196,21 +225,8 @@ fn calls_json(calls: &[ToolCall]) -> Vec<Value> {
         .collect()
 }
 
-/// The text the client reads: the reply's, then one line per refused call
-/// (the model proposed it; a gate refused it).
-pub(super) fn shown_text(reply: &Reply) -> String {
-    let mut text = reply.content.clone();
-    for (_, line) in &reply.refused {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(line);
-    }
-    text
-}
-
 /// Why the reply ended, in the wire's words.
-pub(super) fn finish_reason(reply: &Reply) -> &'static str {
+fn finish_reason(reply: &Reply) -> &'static str {
     if reply.vetoed_by.is_some() {
         "content_filter"
     } else if reply.tool_calls.is_empty() {
@@ -230,7 +246,7 @@ fn usage_json(reply: &Reply) -> Value {
 }
 
 /// A whole reply as a `chat.completion`.
-pub(super) fn completion(reply: &Reply, model: &str, id: &str, created: u64) -> Value {
+fn completion(reply: &Reply, head: &Head) -> Value {
     let text = shown_text(reply);
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
@@ -246,10 +262,10 @@ pub(super) fn completion(reply: &Reply, model: &str, id: &str, created: u64) -> 
         message.insert("tool_calls".into(), json!(calls_json(&reply.tool_calls)));
     }
     json!({
-        "id": id,
+        "id": head.id,
         "object": "chat.completion",
-        "created": created,
-        "model": model,
+        "created": head.created,
+        "model": head.model,
         "choices": [{
             "index": 0,
             "message": message,
@@ -261,7 +277,7 @@ pub(super) fn completion(reply: &Reply, model: &str, id: &str, created: u64) -> 
 }
 
 /// One `chat.completion.chunk` as an SSE event.
-pub(super) fn chunk(head: &ChunkHead<'_>, delta: &Value, finish_reason: Option<&str>) -> String {
+fn chunk(head: &Head, delta: &Value, finish_reason: Option<&str>) -> String {
     let body = json!({
         "id": head.id,
         "object": "chat.completion.chunk",
@@ -272,31 +288,12 @@ pub(super) fn chunk(head: &ChunkHead<'_>, delta: &Value, finish_reason: Option<&
     format!("data: {body}\n\n")
 }
 
-/// What every chunk of one stream repeats.
-pub(super) struct ChunkHead<'a> {
-    pub(super) id: &'a str,
-    pub(super) model: &'a str,
-    pub(super) created: u64,
-}
-
 /// The chunks that close a stream once the reply is judged: the tool calls
 /// (each whole), any text not yet sent (a gate's notice, refusal lines),
 /// the finish reason, the usage when asked for, and `[DONE]`.
-pub(super) fn closing_chunks(
-    head: &ChunkHead<'_>,
-    reply: &Reply,
-    sent: &str,
-    include_usage: bool,
-) -> String {
+fn closing_chunks(head: &Head, reply: &Reply, sent: &str, include_usage: bool) -> String {
     let mut out = String::new();
-    let text = shown_text(reply);
-    let unsent = match text.strip_prefix(sent) {
-        Some(rest) => rest.to_owned(),
-        // A gate replaced what was streamed (a veto's notice): the notice
-        // follows what the client already has, on a line of its own.
-        None if sent.is_empty() => text,
-        None => format!("\n{text}"),
-    };
+    let unsent = unsent(reply, sent);
     if !unsent.is_empty() {
         out.push_str(&chunk(head, &json!({"content": unsent}), None));
     }
@@ -322,15 +319,8 @@ pub(super) fn closing_chunks(
 }
 
 /// An error object: `{"error": {"message", "type", "param", "code"}}`.
-pub(super) fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
+fn error_body(message: &str, kind: &str, code: Option<&str>) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
-}
-
-/// An error in the middle of a stream, as an SSE event (the SDKs raise on
-/// a chunk that carries `error`); the stream ends after it.
-pub(super) fn stream_error(message: &str) -> String {
-    let body = error_body(message, "upstream_error", Some("upstream_failed"));
-    format!("data: {body}\n\n")
 }
 
 #[cfg(test)]
@@ -389,7 +379,12 @@ mod tests {
             )],
             ..Reply::default()
         };
-        let body = completion(&reply, "m", "chatcmpl-1", 7);
+        let head = Head {
+            id: "chatcmpl-1".to_owned(),
+            model: "m".to_owned(),
+            created: 7,
+        };
+        let body = completion(&reply, &head);
         let choice = &body["choices"][0];
         assert_eq!(choice["finish_reason"], "tool_calls");
         assert_eq!(
@@ -402,9 +397,9 @@ mod tests {
 
     #[test]
     fn a_stream_closes_with_what_was_not_sent_then_done() {
-        let head = ChunkHead {
-            id: "x",
-            model: "m",
+        let head = Head {
+            id: "x".to_owned(),
+            model: "m".to_owned(),
             created: 1,
         };
         let reply = Reply {

@@ -7,15 +7,16 @@
 //! it releases its first text or ends, so a request a gate blocks before
 //! the upstream is asked is still a 403 error object, not a stream.
 
-use super::{closing, refused, Gateway, Head, Released};
+use super::wire::{Head, Parsed, Wire};
+use super::{refused, Gateway, Released};
 use crate::agent::{Relayed, Reply};
 use crate::providers::Provider;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use std::convert::Infallible;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -23,12 +24,12 @@ use tokio::sync::OwnedSemaphorePermit;
 
 type Relaying = Pin<Box<dyn Future<Output = Relayed> + Send>>;
 
-/// Relays `request` streamed, answering with the chunk stream (or, when
-/// the relay ends before any text is released, what it ended with).
-pub(super) async fn respond(
+/// Relays `request` streamed, answering with wire `W`'s event stream (or,
+/// when the relay ends before any text is released, what it ended with).
+pub(super) async fn respond<W: Wire>(
     gateway: &Gateway,
     provider: &Arc<dyn Provider>,
-    request: super::ChatRequest,
+    request: Parsed,
     head: Head,
     slot: OwnedSemaphorePermit,
 ) -> Response {
@@ -46,10 +47,10 @@ pub(super) async fn respond(
     .await;
     let (ended, relaying) = match first {
         Some(Relayed::Reply(reply)) => (Some(reply), None),
-        Some(other) => return refused(other),
+        Some(other) => return refused::<W>(other),
         None => (None, Some(relaying)),
     };
-    let body = Chunks {
+    let body = Events::<W> {
         head,
         released,
         relaying,
@@ -59,6 +60,7 @@ pub(super) async fn respond(
         include_usage,
         done: false,
         _slot: slot,
+        _wire: PhantomData,
     };
     (
         StatusCode::OK,
@@ -74,9 +76,9 @@ pub(super) async fn respond(
         .into_response()
 }
 
-/// The body of a streamed reply: released text as chunks while the relay
-/// runs, then the closing chunks of the judged reply (or an error chunk).
-struct Chunks {
+/// The body of a streamed reply: released text as events while the relay
+/// runs, then the closing events of the judged reply (or an error event).
+struct Events<W> {
     head: Head,
     released: Released,
     /// The relay, until it ends.
@@ -85,39 +87,32 @@ struct Chunks {
     ended: Option<Reply>,
     /// The text sent so far.
     sent: String,
-    /// The role chunk went out.
+    /// The opening events went out.
     started: bool,
     include_usage: bool,
     done: bool,
     /// The request's concurrency slot, held until the stream ends.
     _slot: OwnedSemaphorePermit,
+    _wire: PhantomData<fn() -> W>,
 }
 
-impl Chunks {
-    /// The next text chunk, if the relay released text.
-    fn released_chunk(&mut self) -> Option<Bytes> {
+impl<W: Wire> Events<W> {
+    /// The opening events (once) and every released text not yet sent.
+    fn released_events(&mut self) -> Option<Bytes> {
         let mut out = String::new();
         if !self.started {
             self.started = true;
-            out.push_str(&super::openai::chunk(
-                &self.head.chunk_head(),
-                &json!({"role": "assistant", "content": ""}),
-                None,
-            ));
+            out.push_str(&W::stream_start(&self.head));
         }
         while let Some(text) = self.released.pop() {
-            out.push_str(&super::openai::chunk(
-                &self.head.chunk_head(),
-                &json!({"content": text}),
-                None,
-            ));
+            out.push_str(&W::stream_text(&self.head, &text));
             self.sent.push_str(&text);
         }
         (!out.is_empty()).then(|| Bytes::from(out))
     }
 }
 
-impl futures_core::Stream for Chunks {
+impl<W: Wire> futures_core::Stream for Events<W> {
     type Item = Result<Bytes, Infallible>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -125,24 +120,22 @@ impl futures_core::Stream for Chunks {
         if this.done {
             return Poll::Ready(None);
         }
-        if !this.released.is_empty() || !this.started {
-            if let Some(chunk) = this.released_chunk() {
-                return Poll::Ready(Some(Ok(chunk)));
-            }
+        if let Some(events) = this.released_events() {
+            return Poll::Ready(Some(Ok(events)));
         }
         if let Some(relaying) = this.relaying.as_mut() {
             match relaying.as_mut().poll(cx) {
                 Poll::Pending => {
-                    return match this.released_chunk() {
-                        Some(chunk) => Poll::Ready(Some(Ok(chunk))),
+                    return match this.released_events() {
+                        Some(events) => Poll::Ready(Some(Ok(events))),
                         None => Poll::Pending,
                     };
                 }
                 Poll::Ready(Relayed::Reply(reply)) => {
                     this.relaying = None;
                     this.ended = Some(reply);
-                    if let Some(chunk) = this.released_chunk() {
-                        return Poll::Ready(Some(Ok(chunk)));
+                    if let Some(events) = this.released_events() {
+                        return Poll::Ready(Some(Ok(events)));
                     }
                 }
                 Poll::Ready(other) => {
@@ -155,17 +148,17 @@ impl futures_core::Stream for Chunks {
                         Relayed::Blocked { reason, .. } => format!("blocked by policy: {reason}"),
                         Relayed::Reply(_) => String::new(),
                     };
-                    return Poll::Ready(Some(Ok(Bytes::from(super::openai::stream_error(&line)))));
+                    return Poll::Ready(Some(Ok(Bytes::from(W::stream_error(&line)))));
                 }
             }
         }
         this.done = true;
         let reply = this.ended.take().unwrap_or_default();
-        Poll::Ready(Some(Ok(closing(
+        Poll::Ready(Some(Ok(Bytes::from(W::stream_end(
             &this.head,
             &reply,
             &this.sent,
             this.include_usage,
-        ))))
+        )))))
     }
 }
