@@ -117,8 +117,18 @@ pub(crate) struct ServeArgs {
     /// The most requests relayed at once (more are answered 429).
     #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::DEFAULT_CONCURRENCY)]
     pub(crate) concurrency: usize,
+    /// Watch the loaded packs' files and hot-swap rebuilt ones; requests
+    /// in flight finish on the version they started with.
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// Run pack NAME in a sandboxed child process (repeatable);
+    /// `CHIMERA_ISOLATE=all` isolates every pack.
+    #[arg(long = "isolate", value_name = "NAME")]
+    pub(crate) isolate: Vec<String>,
     #[command(flatten)]
     pub(crate) search: SearchArgs,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 /// `chimera pack-host`: serves one isolated pack over the socket on stdout,

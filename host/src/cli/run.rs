@@ -142,20 +142,24 @@ pub(crate) fn configure_trust(
 
 /// `--isolate NAME` (each a pack `--pack` loads) and `CHIMERA_ISOLATE`
 /// (`all`, or comma-separated names): which packs run in a child process.
-fn configure_isolation(manager: &PluginManager, args: &RunArgs) -> Result<(), Failure> {
-    let loaded: Vec<String> = args
-        .packs
+pub(crate) fn configure_isolation(
+    manager: &PluginManager,
+    packs: &[String],
+    isolate: &[String],
+    probe_timeout: u64,
+) -> Result<(), Failure> {
+    let loaded: Vec<String> = packs
         .iter()
         .filter_map(|spec| parse_pack_spec(spec).ok().map(|(name, _)| name))
         .collect();
-    if let Some(name) = args.isolate.iter().find(|n| !loaded.contains(n)) {
+    if let Some(name) = isolate.iter().find(|n| !loaded.contains(n)) {
         return Err(Failure::usage(format!(
             "--isolate {name}: no pack of that name is loaded (add --pack {name})"
         )));
     }
     let from_env = std::env::var("CHIMERA_ISOLATE").unwrap_or_default();
     let all = from_env.trim() == "all";
-    let mut names = args.isolate.clone();
+    let mut names = isolate.to_vec();
     if !all {
         names.extend(
             from_env
@@ -173,23 +177,20 @@ fn configure_isolation(manager: &PluginManager, args: &RunArgs) -> Result<(), Fa
             "cannot locate the chimera executable for isolated packs: {e}"
         ))
     })?;
-    isolation.start_timeout = Duration::from_secs(args.trust.probe_timeout.max(1));
+    isolation.start_timeout = Duration::from_secs(probe_timeout.max(1));
     manager.set_isolation(Some(isolation));
     Ok(())
 }
 
-/// Hot-swaps rebuilt pack files of `host` into the live session.
-fn watcher(host: &Host) -> Result<Watcher, Failure> {
-    let events = host.bus.clone();
-    watch(
-        Arc::clone(&host.manager),
-        WatchOptions::default(),
-        move |event| {
-            if let Some(event) = reload_event(event) {
-                events.publish(event);
-            }
-        },
-    )
+/// Hot-swaps rebuilt pack files of `manager`'s packs into the live
+/// sessions, publishing each reload (or failed reload) on `bus`.
+pub(crate) fn watcher(manager: &Arc<PluginManager>, bus: &EventBus) -> Result<Watcher, Failure> {
+    let events = bus.clone();
+    watch(Arc::clone(manager), WatchOptions::default(), move |event| {
+        if let Some(event) = reload_event(event) {
+            events.publish(event);
+        }
+    })
     .map_err(|error| Failure::usage(error.to_string()))
 }
 
@@ -262,9 +263,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let host = Host::new(&args.search, args.json);
     let audit = audit_log(args.audit.as_deref(), &host)?;
     configure_trust(&host.manager, &args.trust, &host.bus)?;
-    configure_isolation(&host.manager, &args)?;
+    configure_isolation(
+        &host.manager,
+        &args.packs,
+        &args.isolate,
+        args.trust.probe_timeout,
+    )?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
-    let _watcher = args.watch.then(|| watcher(&host)).transpose()?;
+    let _watcher = args
+        .watch
+        .then(|| watcher(&host.manager, &host.bus))
+        .transpose()?;
     let (provider, approver) = super::pack_test::record_hook(&args, &host.bus, provider, approver)?;
     let mut rules = ToolRules::new(Permission::Allow);
     for tool in &args.ask {

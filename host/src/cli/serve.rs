@@ -3,8 +3,9 @@
 
 use super::args::ServeArgs;
 use super::failure::Failure;
+use super::run::{configure_isolation, configure_trust, watcher};
 use super::wiring::load_packs;
-use chimera_host::agent::EventBus;
+use chimera_host::agent::{AgentEvent, EventBus};
 use chimera_host::config::search_path;
 use chimera_host::gateway::{Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::{PluginManager, Registry};
@@ -41,11 +42,20 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         }
     }
     let registry = Arc::new(Registry::new());
-    let manager = PluginManager::with_search_path(
+    let manager = Arc::new(PluginManager::with_search_path(
         Arc::clone(&registry),
         search_path(&args.search.plugins_dirs),
-    );
-    load_packs(&manager, &args.packs, &EventBus::new())?;
+    ));
+    let bus = operator_log();
+    configure_trust(&manager, &args.trust, &bus)?;
+    configure_isolation(
+        &manager,
+        &args.packs,
+        &args.isolate,
+        args.trust.probe_timeout,
+    )?;
+    load_packs(&manager, &args.packs, &bus)?;
+    let watching = args.watch.then(|| watcher(&manager, &bus)).transpose()?;
     let root = tempfile::tempdir()
         .map_err(|e| Failure::run_failed(format!("cannot make the gateway's workspace: {e}")))?;
     let workspace = Workspace::new(root.path())
@@ -81,10 +91,38 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .await
             .map_err(|e| Failure::run_failed(format!("the server stopped: {e}")))
     })?;
-    // Kept until the server is done: the workspace's directory.
+    // Kept until the server is done: the watcher, the manager (whose
+    // packs the registry's chains call) and the workspace's directory.
+    drop(watching);
     drop(manager);
     drop(root);
     Ok(())
+}
+
+/// The bus the server's own events go to (packs loaded, reloaded or
+/// quarantined): one line each on stderr, since stdout carries only the
+/// listening line.
+fn operator_log() -> EventBus {
+    let bus = EventBus::new();
+    bus.subscribe(|event| {
+        let line = match event {
+            AgentEvent::PackLoaded { name, version, .. } => {
+                format!("pack loaded: {name} {version}")
+            }
+            AgentEvent::PackReloaded { name, version, .. } => {
+                format!("pack reloaded: {name} {version}")
+            }
+            AgentEvent::PackReloadFailed { name, error } => {
+                format!("pack reload failed, the running version stays: {name}: {error}")
+            }
+            AgentEvent::PackQuarantined { name, reason } => {
+                format!("pack quarantined: {name}: {reason}")
+            }
+            _ => return,
+        };
+        eprintln!("chimera serve: {line}");
+    });
+    bus
 }
 
 /// The upstream `flag` names, with its key read from `key_env` and its

@@ -39,8 +39,10 @@
 //! marker.
 
 mod anthropic;
+mod metrics;
 mod openai;
 mod stream;
+mod timed;
 mod wire;
 
 use crate::agent::{AgentEvent, AgentSession, EventBus, Relayed};
@@ -57,6 +59,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use metrics::Metrics;
 use openai::OpenAi;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -64,7 +67,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use timed::Timed;
 use tokio::sync::Semaphore;
 use wire::{Head, Kind, Refusal, Wire};
 
@@ -141,6 +145,7 @@ pub struct Gateway {
     client_keys: BTreeSet<String>,
     body_cap: usize,
     slots: Arc<Semaphore>,
+    metrics: Metrics,
 }
 
 impl Gateway {
@@ -188,16 +193,18 @@ impl Gateway {
             client_keys: config.client_key_hashes.iter().cloned().collect(),
             body_cap: config.body_cap,
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            metrics: Metrics::default(),
         }
     }
 
     /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`,
-    /// `GET /v1/models`, `GET /healthz`, `GET /readyz`.
+    /// `GET /v1/models`, `GET /metrics`, `GET /healthz`, `GET /readyz`.
     pub fn router(self: Arc<Self>) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(relay::<OpenAi>))
             .route("/v1/messages", post(relay::<Anthropic>))
             .route("/v1/models", get(models))
+            .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ready" }))
             .with_state(self)
@@ -227,11 +234,14 @@ impl Gateway {
         }
     }
 
-    /// A session relaying one request on `provider`, publishing on `bus`.
-    fn session(&self, provider: &Arc<dyn Provider>, bus: EventBus) -> AgentSession {
-        AgentSession::builder(Arc::clone(provider), self.workspace.clone())
+    /// A session relaying request `id` on `provider`, publishing on `bus`
+    /// (whose decisions the metrics count).
+    fn session(&self, provider: Arc<dyn Provider>, bus: EventBus, id: &str) -> AgentSession {
+        self.metrics.watch(&bus);
+        AgentSession::builder(provider, self.workspace.clone())
             .registry(Arc::clone(&self.registry))
             .events(bus)
+            .session_id(id)
             .build()
     }
 
@@ -324,13 +334,34 @@ fn new_head<W: Wire>(model: &str) -> Head {
     }
 }
 
-/// `POST` of wire `W`: key, body cap, read, model, slot, then the relay.
+/// `GET /metrics`.
+async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        )],
+        gateway.metrics.render(),
+    )
+        .into_response()
+}
+
+/// `POST` of wire `W`, counted by status.
 async fn relay<W: Wire>(
     State(gateway): State<Arc<Gateway>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if !gateway.accepts_key(&headers) {
+    let response = answer::<W>(Arc::clone(&gateway), &headers, body).await;
+    gateway.metrics.request(W::NAME, response.status().as_u16());
+    response
+}
+
+/// Key, body cap, read, model, slot, then the relay.
+async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, body: Body) -> Response {
+    let started = Instant::now();
+    if !gateway.accepts_key(headers) {
         return refuse::<W>(Refusal::BadKey, BAD_KEY);
     }
     let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
@@ -369,12 +400,21 @@ async fn relay<W: Wire>(
         );
     };
     let head = new_head::<W>(&request.model);
+    let timed = Arc::new(Timed::new(provider));
     if request.relay.stream {
-        stream::respond::<W>(&gateway, &provider, request, head, slot).await
+        let relaying = stream::Relaying {
+            gateway,
+            timed,
+            started,
+            _slot: slot,
+        };
+        stream::respond::<W>(relaying, request, head).await
     } else {
-        let mut session = gateway.session(&provider, EventBus::new());
+        let provider: Arc<dyn Provider> = Arc::clone(&timed) as Arc<dyn Provider>;
+        let mut session = gateway.session(provider, EventBus::new(), &head.id);
         let relayed = session.relay(request.relay).await;
         drop(slot);
+        gateway.metrics.timing(timed.spent(), started.elapsed());
         match relayed {
             Relayed::Reply(reply) => json_response(StatusCode::OK, &W::reply(&reply, &head)),
             other => refused::<W>(other),

@@ -7,6 +7,7 @@
 //! it releases its first text or ends, so a request a gate blocks before
 //! the upstream is asked is still a 403 error object, not a stream.
 
+use super::timed::Timed;
 use super::wire::{Head, Parsed, Wire};
 use super::{refused, Gateway, Released};
 use crate::agent::{Relayed, Reply};
@@ -20,24 +21,40 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 use tokio::sync::OwnedSemaphorePermit;
 
-type Relaying = Pin<Box<dyn Future<Output = Relayed> + Send>>;
+type Running = Pin<Box<dyn Future<Output = Relayed> + Send>>;
+
+/// What a streamed request holds until its stream ends.
+pub(super) struct Relaying {
+    /// The gateway (its metrics get the request's timing at the end).
+    pub(super) gateway: Arc<Gateway>,
+    /// The request's provider, timing its upstream calls.
+    pub(super) timed: Arc<Timed>,
+    /// When the request came in.
+    pub(super) started: Instant,
+    /// Its concurrency slot, given back when this is dropped.
+    pub(super) _slot: OwnedSemaphorePermit,
+}
+
+impl Drop for Relaying {
+    fn drop(&mut self) {
+        self.gateway
+            .metrics
+            .timing(self.timed.spent(), self.started.elapsed());
+    }
+}
 
 /// Relays `request` streamed, answering with wire `W`'s event stream (or,
 /// when the relay ends before any text is released, what it ended with).
-pub(super) async fn respond<W: Wire>(
-    gateway: &Gateway,
-    provider: &Arc<dyn Provider>,
-    request: Parsed,
-    head: Head,
-    slot: OwnedSemaphorePermit,
-) -> Response {
+pub(super) async fn respond<W: Wire>(held: Relaying, request: Parsed, head: Head) -> Response {
     let released = Released::default();
-    let mut session = gateway.session(provider, released.bus());
+    let provider: Arc<dyn Provider> = Arc::clone(&held.timed) as Arc<dyn Provider>;
+    let mut session = held.gateway.session(provider, released.bus(), &head.id);
     let include_usage = request.include_usage;
     let relay = request.relay;
-    let mut relaying: Relaying = Box::pin(async move { session.relay(relay).await });
+    let mut relaying: Running = Box::pin(async move { session.relay(relay).await });
     // Drive it until there is text to send or it is over.
     let first = std::future::poll_fn(|cx| match relaying.as_mut().poll(cx) {
         Poll::Ready(ended) => Poll::Ready(Some(ended)),
@@ -59,7 +76,7 @@ pub(super) async fn respond<W: Wire>(
         started: false,
         include_usage,
         done: false,
-        _slot: slot,
+        _held: held,
         _wire: PhantomData,
     };
     (
@@ -82,7 +99,7 @@ struct Events<W> {
     head: Head,
     released: Released,
     /// The relay, until it ends.
-    relaying: Option<Relaying>,
+    relaying: Option<Running>,
     /// The judged reply, once the relay ended with one.
     ended: Option<Reply>,
     /// The text sent so far.
@@ -91,8 +108,8 @@ struct Events<W> {
     started: bool,
     include_usage: bool,
     done: bool,
-    /// The request's concurrency slot, held until the stream ends.
-    _slot: OwnedSemaphorePermit,
+    /// The request's slot and timing, held until the stream ends.
+    _held: Relaying,
     _wire: PhantomData<fn() -> W>,
 }
 

@@ -1,0 +1,182 @@
+//! What `GET /metrics` reports, in the Prometheus text format: requests by
+//! wire and status, decisions by interceptor, seam and decision, stream
+//! retracts, and the time spent upstream against the time spent in the
+//! gateway itself.
+
+use crate::agent::{AgentEvent, EventBus};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// The upper bounds of the latency histograms' buckets, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0,
+];
+
+/// A latency histogram with fixed buckets.
+#[derive(Default)]
+struct Histogram {
+    counts: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        for (bound, count) in BUCKETS.iter().zip(&self.counts) {
+            if seconds <= *bound {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for (bound, count) in BUCKETS.iter().zip(&self.counts) {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{bound}\"}} {}",
+                count.load(Ordering::Relaxed)
+            );
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "a sum of nanoseconds shown in seconds: f64's 52 bits hold 52 days exactly"
+        )]
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
+/// Decisions counted by (interceptor, seam, decision).
+type Decisions = BTreeMap<(String, &'static str, String), u64>;
+
+/// The gateway's counters.
+#[derive(Default)]
+pub(super) struct Metrics {
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    decisions: Arc<Mutex<Decisions>>,
+    retracts: Arc<AtomicU64>,
+    upstream: Histogram,
+    overhead: Histogram,
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub(super) fn request(&self, wire: &'static str, status: u16) {
+        *lock(&self.requests).entry((wire, status)).or_default() += 1;
+    }
+
+    /// Records one relayed request's time upstream and its time in the
+    /// gateway (the rest of the request's time).
+    pub(super) fn timing(&self, upstream: Duration, total: Duration) {
+        self.upstream.observe(upstream);
+        self.overhead.observe(total.saturating_sub(upstream));
+    }
+
+    /// Counts every decision and retract `bus` carries.
+    pub(super) fn watch(&self, bus: &EventBus) {
+        let decisions = Arc::clone(&self.decisions);
+        let retracts = Arc::clone(&self.retracts);
+        bus.subscribe(move |event| match event {
+            AgentEvent::Interceptor(event) => {
+                *lock(&decisions)
+                    .entry((
+                        event.interceptor.clone(),
+                        event.seam,
+                        event.decision.to_string(),
+                    ))
+                    .or_default() += 1;
+            }
+            AgentEvent::StreamRetract { .. } => {
+                retracts.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        });
+    }
+
+    /// The text `GET /metrics` answers.
+    pub(super) fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str(
+            "# HELP chimera_gateway_requests_total Requests answered, by wire and status.\n\
+             # TYPE chimera_gateway_requests_total counter\n",
+        );
+        for ((wire, status), count) in lock(&self.requests).iter() {
+            let _ = writeln!(
+                out,
+                "chimera_gateway_requests_total{{wire=\"{wire}\",status=\"{status}\"}} {count}"
+            );
+        }
+        out.push_str(
+            "# HELP chimera_gateway_decisions_total Interceptor decisions shown, by interceptor, seam and decision.\n\
+             # TYPE chimera_gateway_decisions_total counter\n",
+        );
+        for ((interceptor, seam, decision), count) in lock(&self.decisions).iter() {
+            let _ = writeln!(
+                out,
+                "chimera_gateway_decisions_total{{interceptor=\"{}\",seam=\"{seam}\",decision=\"{decision}\"}} {count}",
+                label(interceptor)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP chimera_gateway_stream_retracts_total Streamed text retracted by a later block.\n\
+             # TYPE chimera_gateway_stream_retracts_total counter\n\
+             chimera_gateway_stream_retracts_total {}",
+            self.retracts.load(Ordering::Relaxed)
+        );
+        self.upstream.render(
+            &mut out,
+            "chimera_gateway_upstream_seconds",
+            "Time spent waiting on the upstream, per relayed request.",
+        );
+        self.overhead.render(
+            &mut out,
+            "chimera_gateway_overhead_seconds",
+            "Time spent in the gateway itself (seams, packs, wire), per relayed request.",
+        );
+        out
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_format_has_counters_and_cumulative_buckets() {
+        let metrics = Metrics::default();
+        metrics.request("messages", 403);
+        metrics.timing(
+            Duration::from_millis(20),
+            Duration::from_millis(20) + Duration::from_micros(300),
+        );
+        let text = metrics.render();
+        assert!(text.contains("chimera_gateway_requests_total{wire=\"messages\",status=\"403\"} 1"));
+        assert!(text.contains("chimera_gateway_overhead_seconds_bucket{le=\"0.0005\"} 1"));
+        assert!(text.contains("chimera_gateway_overhead_seconds_bucket{le=\"0.00025\"} 0"));
+        assert!(text.contains("chimera_gateway_upstream_seconds_count 1"));
+        assert_eq!(label("a\"b\\"), "a\\\"b\\\\");
+    }
+}
