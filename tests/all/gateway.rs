@@ -905,3 +905,114 @@ fn a_panicking_pack_is_contained_by_its_seams_failure_policy() {
         "{metrics}"
     );
 }
+
+#[test]
+fn a_gate_retry_re_asks_the_upstream_inside_the_gateway() {
+    let upstream = Server::start(vec![
+        Reply::Model(
+            vec!["this answer is far too long for the limit".into()],
+            Duration::ZERO,
+        ),
+        Reply::Model(vec!["short".into()], Duration::ZERO),
+    ]);
+    let config = json!({"max_chars": 10, "max_retries": 1}).to_string();
+    let gateway = serve(&upstream, &["--pack", &format!("output-length={config}")]);
+    let (status, reply) = chat(&gateway, &user("answer briefly"));
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["choices"][0]["message"]["content"], "short");
+    let asked = upstream.requests();
+    assert_eq!(asked.len(), 2, "the retry went upstream");
+    let retry = asked[1].json();
+    let messages = retry["messages"].as_array().unwrap();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["content"] == "this answer is far too long for the limit"),
+        "the retry carries the answer it corrects: {retry}"
+    );
+}
+
+#[test]
+fn every_bundled_pack_loads_into_the_gateway_and_a_plain_request_passes() {
+    let answer = r#"{"status":"all clear"}"#;
+    let upstream = Server::start(vec![Reply::Model(vec![answer.into()], Duration::ZERO)]);
+    let schema = json!({"schema": {"type": "object", "required": ["status"]}}).to_string();
+    let json_schema = format!("json-schema={schema}");
+    let mut args = vec!["--pack", json_schema.as_str()];
+    for pack in [
+        "approval-policy",
+        "content-safety",
+        "context-window",
+        "delegate-spawner",
+        "endless-loop",
+        "output-length",
+        "plan-gate",
+        "prompt-injection",
+        "rate-limiter",
+        "redactor",
+        "stop-words",
+        "token-budget",
+        "tool-filter",
+        "tool-timeout",
+    ] {
+        args.extend(["--pack", pack]);
+    }
+    let gateway = serve(&upstream, &args);
+    for stream in [false, true] {
+        let mut body = user("hello");
+        body["stream"] = json!(stream);
+        let (status, text) = exchange(
+            &gateway,
+            "POST",
+            "/v1/chat/completions",
+            &[],
+            &body.to_string(),
+        );
+        assert_eq!(status, 200, "{text}");
+        let shown = if stream {
+            streamed_text(&text).0.concat()
+        } else {
+            serde_json::from_str::<Value>(&text).unwrap()["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(shown, answer);
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_holds_back_the_upstream_not_memory() {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": "more and more text "}}]});
+    let upstream = Server::start(vec![Reply::Generated {
+        first: String::new(),
+        repeat: format!("data: {chunk}\n\n"),
+        bytes: 1 << 30,
+    }]);
+    let gateway = serve(&upstream, &[]);
+    let mut stream = TcpStream::connect(&gateway.address).unwrap();
+    let mut body = user("go on");
+    body["stream"] = json!(true);
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: g\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // Read the head and a little, then stop reading.
+    let mut first = vec![0u8; 4096];
+    let _ = stream.read(&mut first).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let held = upstream.generated_bytes_sent();
+    std::thread::sleep(Duration::from_secs(1));
+    let later = upstream.generated_bytes_sent();
+    assert!(
+        later < 64 << 20,
+        "the gateway kept reading the upstream for a client that does not read: {later} bytes"
+    );
+    assert!(
+        later - held < 1 << 20,
+        "still reading: {held} then {later} bytes"
+    );
+}
