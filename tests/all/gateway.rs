@@ -2,6 +2,10 @@
 //! chat-completions wire and the Anthropic Messages wire to the gateway
 //! (raw HTTP, and the official Python SDKs), the gateway relaying to a
 //! loopback upstream, the bundled packs judging both directions.
+//!
+//! One file for the gateway's outward contract, so both wires and the
+//! operation checks read together; each test starts its own gateway and
+//! upstream and shares no state.
 
 use chimera_tests::chimera_bin;
 use chimera_tests::http::{Reply, Server};
@@ -315,15 +319,14 @@ fn only_an_accepted_client_key_is_served_and_it_never_goes_upstream() {
     );
 }
 
-/// Runs `script` with the official Python SDKs, the `openai` client
-/// pointed at the gateway; what it printed, as JSON. `None` when the SDKs
-/// cannot be installed here (said once).
-fn with_sdk(gateway: &Gateway, script: &str) -> Option<Value> {
+/// Runs `script` with the official Python SDKs under `env` (the client's
+/// base URL and key); what it printed, as JSON. `None` when the SDKs cannot
+/// be installed here (said once).
+fn run_sdk(script: &str, env: [(&str, String); 2]) -> Option<Value> {
     let python = chimera_tests::python::sdk_python()?;
     let out = Command::new(python)
         .args(["-c", script])
-        .env("OPENAI_BASE_URL", format!("http://{}/v1", gateway.address))
-        .env("OPENAI_API_KEY", "the-clients-key")
+        .envs(env)
         .output()
         .unwrap();
     assert!(
@@ -334,6 +337,28 @@ fn with_sdk(gateway: &Gateway, script: &str) -> Option<Value> {
     Some(
         serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&out.stdout))),
+    )
+}
+
+/// `script` with the `openai` client pointed at the gateway.
+fn with_sdk(gateway: &Gateway, script: &str) -> Option<Value> {
+    run_sdk(
+        script,
+        [
+            ("OPENAI_BASE_URL", format!("http://{}/v1", gateway.address)),
+            ("OPENAI_API_KEY", "the-clients-key".to_owned()),
+        ],
+    )
+}
+
+/// `script` with the `anthropic` client pointed at the gateway.
+fn with_anthropic_sdk(gateway: &Gateway, script: &str) -> Option<Value> {
+    run_sdk(
+        script,
+        [
+            ("ANTHROPIC_BASE_URL", format!("http://{}", gateway.address)),
+            ("ANTHROPIC_API_KEY", "the-clients-key".to_owned()),
+        ],
     )
 }
 
@@ -548,27 +573,6 @@ fn the_messages_wire_drops_a_blocked_tool_use_and_keeps_the_gateways_key() {
         serde_json::from_str::<Value>(&text).unwrap()["error"]["type"],
         "invalid_request_error"
     );
-}
-
-/// Runs `script` with the Python SDKs, the `anthropic` client pointed at
-/// the gateway.
-fn with_anthropic_sdk(gateway: &Gateway, script: &str) -> Option<Value> {
-    let python = chimera_tests::python::sdk_python()?;
-    let out = Command::new(python)
-        .args(["-c", script])
-        .env("ANTHROPIC_BASE_URL", format!("http://{}", gateway.address))
-        .env("ANTHROPIC_API_KEY", "the-clients-key")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&out.stdout))),
-    )
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! relayed reply written back as a `message`, a Messages event stream, or
 //! an `error`.
 
-use super::wire::{one_word, shown_text, unsent, Head, Kind, Parsed, Refusal, Wire};
+use super::wire::{one_word, shown_text, text_of, unsent, Head, Kind, Parsed, Refusal, Wire};
 use crate::agent::{Relay, Reply};
 use crate::types::{Arguments, Message, ToolCall, ToolList, ToolSchema};
 use serde_json::{json, Value};
@@ -178,7 +178,7 @@ fn parse_request(body: &[u8]) -> Result<Parsed, String> {
         Some(Value::String(text)) => messages.push(Message::system(text)),
         Some(Value::Array(blocks)) => {
             messages.push(Message::system(
-                text_of(&blocks).map_err(|e| format!("system: {e}"))?,
+                text_of(&blocks, "content blocks").map_err(|e| format!("system: {e}"))?,
             ));
         }
         Some(_) => return Err("system: must be a string or an array of text blocks".to_owned()),
@@ -220,25 +220,6 @@ fn parse_request(body: &[u8]) -> Result<Parsed, String> {
     })
 }
 
-/// The text of text blocks; any other block is refused rather than
-/// dropped (a gate never judges what it cannot see).
-fn text_of(blocks: &[Value]) -> Result<String, String> {
-    let mut text = String::new();
-    for block in blocks {
-        match (block["type"].as_str(), block["text"].as_str()) {
-            (Some("text"), Some(piece)) => text.push_str(piece),
-            (Some(kind), _) => {
-                return Err(format!(
-                    "content blocks of type '{}' are not supported by this gateway here",
-                    one_word(kind)
-                ))
-            }
-            (None, _) => return Err("a content block needs a `type`".to_owned()),
-        }
-    }
-    Ok(text)
-}
-
 /// One turn as the loop's messages: a user turn's `tool_result` blocks
 /// become tool messages (in order, before its text), an assistant turn's
 /// `tool_use` blocks its tool calls.
@@ -259,7 +240,7 @@ fn messages_of(turn: &Value, into: &mut Vec<Message>) -> Result<(), String> {
                         .ok_or("a tool_result block needs `tool_use_id`")?;
                     let content = match &block["content"] {
                         Value::String(text) => text.clone(),
-                        Value::Array(parts) => text_of(parts)?,
+                        Value::Array(parts) => text_of(parts, "content blocks")?,
                         Value::Null => String::new(),
                         _ => {
                             return Err(
@@ -273,7 +254,7 @@ fn messages_of(turn: &Value, into: &mut Vec<Message>) -> Result<(), String> {
                 }
             }
             if !text.is_empty() {
-                into.push(Message::user(text_of(&text)?));
+                into.push(Message::user(text_of(&text, "content blocks")?));
             }
         }
         "assistant" => {
@@ -296,7 +277,7 @@ fn messages_of(turn: &Value, into: &mut Vec<Message>) -> Result<(), String> {
                     text.push(block.clone());
                 }
             }
-            into.push(Message::assistant(text_of(&text)?, calls));
+            into.push(Message::assistant(text_of(&text, "content blocks")?, calls));
         }
         other => return Err(format!("role: unknown role '{}'", one_word(other))),
     }

@@ -4,7 +4,7 @@
 //! reply written back as a `chat.completion`, a stream of
 //! `chat.completion.chunk`s, or an `error` object.
 
-use super::wire::{one_word, shown_text, unsent, Head, Kind, Parsed, Refusal, Wire};
+use super::wire::{one_word, shown_text, text_of, unsent, Head, Kind, Parsed, Refusal, Wire};
 use crate::agent::{Relay, Reply};
 use crate::types::{Arguments, Message, Role, ToolCall, ToolList, ToolSchema};
 use serde_json::{json, Map, Value};
@@ -125,7 +125,7 @@ fn message_of(value: &Value) -> Result<Message, String> {
     let content = match &value["content"] {
         Value::Null => String::new(),
         Value::String(text) => text.clone(),
-        Value::Array(parts) => text_parts(parts)?,
+        Value::Array(parts) => text_of(parts, "content parts")?,
         _ => return Err("`content` must be a string or an array of parts".to_owned()),
     };
     let tool_calls = match &value["tool_calls"] {
@@ -150,25 +150,6 @@ fn message_of(value: &Value) -> Result<Message, String> {
     };
     message.name = value["name"].as_str().map(str::to_owned);
     Ok(message)
-}
-
-/// The text of an array of content parts. Parts other than text are
-/// refused rather than dropped: a gate never judges a part it cannot see.
-fn text_parts(parts: &[Value]) -> Result<String, String> {
-    let mut text = String::new();
-    for part in parts {
-        match (part["type"].as_str(), part["text"].as_str()) {
-            (Some("text"), Some(piece)) => text.push_str(piece),
-            (Some(kind), _) => {
-                return Err(format!(
-                    "content parts of type '{}' are not supported by this gateway",
-                    one_word(kind)
-                ))
-            }
-            (None, _) => return Err("a content part needs a `type`".to_owned()),
-        }
-    }
-    Ok(text)
 }
 
 fn call_of(value: &Value) -> Result<ToolCall, String> {

@@ -135,3 +135,24 @@ pub(super) fn unsent(reply: &Reply, sent: &str) -> String {
 pub(super) fn one_word(text: &str) -> String {
     crate::types::one_line(&text.chars().take(40).collect::<String>())
 }
+
+/// The text of an array of content parts (`{"type": "text", "text": …}`).
+/// Parts of any other type are refused rather than dropped: a gate never
+/// judges what it cannot see. `what` names them in the error (`content
+/// parts`, `content blocks`).
+pub(super) fn text_of(parts: &[Value], what: &str) -> Result<String, String> {
+    let mut text = String::new();
+    for part in parts {
+        match (part["type"].as_str(), part["text"].as_str()) {
+            (Some("text"), Some(piece)) => text.push_str(piece),
+            (Some(kind), _) => {
+                return Err(format!(
+                    "{what} of type '{}' are not supported by this gateway",
+                    one_word(kind)
+                ))
+            }
+            (None, _) => return Err(format!("each of the {what} needs a `type`")),
+        }
+    }
+    Ok(text)
+}
