@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod state;
+
 /// A running `chimera serve`, killed when dropped.
 struct Gateway {
     child: Child,
@@ -49,10 +51,17 @@ fn serve(upstream: &Server, extra: &[&str]) -> Gateway {
 /// Starts `chimera serve --listen 127.0.0.1:0` with `args`; waits for its
 /// `listening on` line.
 fn serve_with(args: &[&str]) -> Gateway {
-    let mut child = Command::new(chimera_bin())
+    let mut command = Command::new(chimera_bin());
+    command
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
-        .env("GATEWAY_UPSTREAM_KEY", "the-gateways-key")
+        .env("GATEWAY_UPSTREAM_KEY", "the-gateways-key");
+    started(command)
+}
+
+/// Starts `command` (a `chimera serve`); waits for its `listening on` line.
+fn started(mut command: Command) -> Gateway {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

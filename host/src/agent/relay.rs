@@ -20,6 +20,7 @@
 use super::outcome::{EndReason, Judged};
 use super::session::AgentSession;
 use super::tool_step::Gate;
+use super::usage::Ledger;
 use crate::interception::Interceptors;
 use crate::providers::{ProviderError, Usage};
 use crate::types::{Message, Role, ToolCall, ToolList, ToolResult};
@@ -75,12 +76,72 @@ pub struct Reply {
     pub usage: Usage,
 }
 
+/// What a conversation carries from one relayed exchange to the next:
+/// its turns so far and what it was charged. A gateway keeps one per
+/// conversation and resumes a fresh session from it for each request, so
+/// budgets and turn counts span the conversation while concurrent
+/// requests of one conversation never wait for each other.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Carried {
+    turns: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    ledger: Ledger,
+}
+
+impl Carried {
+    /// Adds what a session resumed from `start` did until it was `end`
+    /// (so two requests relayed at once both count).
+    pub fn absorb(&mut self, start: &Carried, end: &Carried) {
+        self.turns += end.turns.saturating_sub(start.turns);
+        self.input_tokens += end.input_tokens.saturating_sub(start.input_tokens);
+        self.output_tokens += end.output_tokens.saturating_sub(start.output_tokens);
+        self.ledger.add_since(&end.ledger, &start.ledger);
+    }
+
+    /// The turns relayed so far.
+    #[must_use]
+    pub fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    /// The charges so far.
+    #[must_use]
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+}
+
 impl AgentSession {
-    /// Relays one exchange (see the module docs). The session's facts and
-    /// ledger carry what the conversation did before; the history becomes
-    /// the client's messages, with each tool result as the `tool_result`
-    /// seam left it.
+    /// Resumes a conversation: its turns and charges become this
+    /// session's, so the next relayed exchange is its next turn.
+    pub fn resume(&mut self, carried: &Carried) {
+        self.turns = carried.turns;
+        self.facts.input_tokens = carried.input_tokens;
+        self.facts.output_tokens = carried.output_tokens;
+        self.ledger = carried.ledger.clone();
+    }
+
+    /// What this session carries into the conversation's next exchange.
+    #[must_use]
+    pub fn carried(&self) -> Carried {
+        Carried {
+            turns: self.turns,
+            input_tokens: self.facts.input_tokens,
+            output_tokens: self.facts.output_tokens,
+            ledger: self.ledger.clone(),
+        }
+    }
+
+    /// Relays one exchange (see the module docs) as the conversation's
+    /// next turn. The session's facts and ledger carry what the
+    /// conversation did before; the history becomes the client's messages,
+    /// with each tool result as the `tool_result` seam left it.
     pub async fn relay(&mut self, relay: Relay) -> Relayed {
+        self.facts.turn_index = self.turns;
+        self.turns += 1;
+        self.facts.provider_calls_this_turn = 0;
+        self.facts.tool_calls_this_turn = 0;
         let bundle = self.effective_interceptors();
         let Relay {
             messages,

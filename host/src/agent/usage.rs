@@ -172,6 +172,18 @@ impl Ledger {
         entry.cost_usd += prices.cost(model, input, output);
     }
 
+    /// Adds the charges `after` holds beyond `before` (a later state of
+    /// the same ledger), source by source.
+    pub fn add_since(&mut self, after: &Ledger, before: &Ledger) {
+        for (source, now) in &after.by_source {
+            let then = before.of(*source);
+            let entry = self.by_source.entry(*source).or_default();
+            entry.input_tokens += now.input_tokens.saturating_sub(then.input_tokens);
+            entry.output_tokens += now.output_tokens.saturating_sub(then.output_tokens);
+            entry.cost_usd += (now.cost_usd - then.cost_usd).max(0.0);
+        }
+    }
+
     /// The whole session's dollars.
     #[must_use]
     pub fn cost_usd(&self) -> f64 {

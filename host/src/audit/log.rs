@@ -40,6 +40,18 @@ pub struct AuditLog {
     writer: Arc<Mutex<Writer>>,
 }
 
+/// The request of a gateway whose decisions a bus carries: what its lines
+/// say instead of the run's session and turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    /// The request's id (the id of the reply the client got).
+    pub request: String,
+    /// The conversation it belongs to (the session id packs saw).
+    pub session: String,
+    /// Its turn in that conversation.
+    pub turn: u64,
+}
+
 /// Where a log ends: what `audit verify` prints, and what to pass it as
 /// `--expect-head`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +107,8 @@ struct Body<'a> {
     prev: &'a str,
     time: String,
     session: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<&'a str>,
     turn: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     depth: Option<u32>,
@@ -174,11 +188,31 @@ impl AuditLog {
         bus: &EventBus,
         hashes: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) {
-        self.lock().hashes = Some(Box::new(hashes));
+        self.set_pack_hashes(hashes);
         let writer = Arc::clone(&self.writer);
-        bus.subscribe_audit(move |record| lock(&writer).decision(record));
+        bus.subscribe_audit(move |record| lock(&writer).decision(record, None));
         let writer = Arc::clone(&self.writer);
         bus.subscribe(move |event| lock(&writer).on_event(event));
+    }
+
+    /// Names the file hash of a loaded pack for the lines to carry
+    /// (`PluginManager::loaded_sha256`).
+    pub fn set_pack_hashes(&self, hashes: impl Fn(&str) -> Option<String> + Send + Sync + 'static) {
+        self.lock().hashes = Some(Box::new(hashes));
+    }
+
+    /// Records every interceptor decision `bus` carries as decisions of
+    /// `exchange` (a gateway's request): its lines name the request, and
+    /// wait for [`write_out`](Self::write_out) when the request ends.
+    pub fn attach_exchange(&self, bus: &EventBus, exchange: Exchange) {
+        let writer = Arc::clone(&self.writer);
+        bus.subscribe_audit(move |record| lock(&writer).decision(record, Some(&exchange)));
+    }
+
+    /// Writes out the lines waiting (a gateway's request ended); a write
+    /// failure is kept for [`finish`](Self::finish) to report.
+    pub fn write_out(&self) {
+        self.lock().flush();
     }
 
     /// The id this run's lines carry as `session` (128 random bits, hex).
@@ -245,8 +279,8 @@ impl Writer {
         }
     }
 
-    /// A decision from the audit channel.
-    fn decision(&mut self, record: &AuditRecord) {
+    /// A decision from the audit channel (of a gateway's `exchange`).
+    fn decision(&mut self, record: &AuditRecord, exchange: Option<&Exchange>) {
         let event = &record.event;
         let origin = Origin {
             depth: (record.depth > 0).then_some(record.depth),
@@ -282,6 +316,7 @@ impl Writer {
                 change: changes.map(|c| c.spans.as_slice()),
                 change_omitted: changes.map_or(0, |c| c.omitted),
             },
+            exchange,
         );
     }
 
@@ -305,11 +340,12 @@ impl Writer {
                 change: None,
                 change_omitted: 0,
             },
+            None,
         );
     }
 
     /// Seals one line after the last and keeps it for the turn's end.
-    fn record(&mut self, origin: Origin<'_>, record: Record<'_>) {
+    fn record(&mut self, origin: Origin<'_>, record: Record<'_>, exchange: Option<&Exchange>) {
         if self.failed.is_some() {
             return;
         }
@@ -320,8 +356,9 @@ impl Writer {
             seq: self.seq + 1,
             prev: &self.head,
             time: line::rfc3339(std::time::SystemTime::now()),
-            session: &self.session,
-            turn: self.turn.unwrap_or(0),
+            session: exchange.map_or(self.session.as_str(), |e| capped(&e.session)),
+            request: exchange.map(|e| capped(&e.request)),
+            turn: exchange.map_or(self.turn.unwrap_or(0), |e| e.turn),
             depth: origin.depth,
             parent_call_id: origin.parent_call_id.map(capped),
             seam: record.seam,

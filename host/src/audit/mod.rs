@@ -17,7 +17,10 @@
 //! `decision` is `allowed`, `replaced`, `blocked`, `error`, `ask` (a pack
 //! asks the operator; `answered` follows with the `answer`), `retry` (an
 //! `output` gate asks the model again) or `pause` (a rate limiter waits).
-//! `pack` and `sha256` are `null` for host interceptors. A sub-agent's
+//! `pack` and `sha256` are `null` for host interceptors. Behind the
+//! gateway (`chimera serve --audit FILE`) a line also carries `request`,
+//! the id of the reply the client got, after `session` (the conversation)
+//! and `turn` is the request's turn in that conversation. A sub-agent's
 //! decisions carry `depth` and `parent_call_id`. Allows on `stream_chunk`
 //! (one per streamed delta and gate) and its holds are not recorded; its
 //! blocks are.
@@ -49,5 +52,5 @@ mod verify;
 // floor below): the log reads them, the interception layer writes them.
 pub use crate::interception::{AuditRecord, Change, Changes, INSERT_CAP, SPAN_CAP};
 pub use line::{seal, GENESIS, LINE_CAP};
-pub use log::{AuditError, AuditLog, Head, PackHashes};
+pub use log::{AuditError, AuditLog, Exchange, Head, PackHashes};
 pub use verify::{verify_file, Verified, VerifyError, FILE_CAP};

@@ -114,9 +114,33 @@ pub(crate) struct ServeArgs {
     /// The largest request body taken, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_BODY_CAP)]
     pub(crate) body_cap: usize,
+    /// The most bytes of request headers taken, names and values (more
+    /// are answered 431).
+    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_HEADER_CAP)]
+    pub(crate) header_cap: usize,
     /// The most requests relayed at once (more are answered 429).
     #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::DEFAULT_CONCURRENCY)]
     pub(crate) concurrency: usize,
+    /// The most conversations kept between requests (named by the
+    /// x-chimera-session header or the client's key); the least recently
+    /// used is forgotten.
+    #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::sessions::DEFAULT_MAX_SESSIONS)]
+    pub(crate) max_sessions: usize,
+    /// How long connecting to an upstream may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub(crate) upstream_connect_timeout: u64,
+    /// How long an upstream may take to answer, and then to send its whole
+    /// reply, in seconds (then the client gets a 502, or an error event).
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub(crate) upstream_timeout: u64,
+    /// Append every decision on every request to this audit log (each line
+    /// names its request).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit: Option<PathBuf>,
+    /// Print the SHA-256 of the key in the environment variable VAR (the
+    /// form --client-key-sha256 takes) and exit.
+    #[arg(long = "hash-key", value_name = "VAR")]
+    pub(crate) hash_key: Option<String>,
     /// Watch the loaded packs' files and hot-swap rebuilt ones; requests
     /// in flight finish on the version they started with.
     #[arg(long)]

@@ -98,7 +98,8 @@ pub(crate) fn main() -> ExitCode {
             settings::apply_to_run(cli.config.as_deref(), &mut args).and_then(|()| run::run(args))
         }
         Command::Demo(args) => demo::demo(args),
-        Command::Serve(args) => serve::serve(args),
+        Command::Serve(mut args) => settings::apply_to_serve(cli.config.as_deref(), &mut args)
+            .and_then(|()| serve::serve(args)),
         Command::Packs(PacksCommand::List { mut search, json }) => {
             settings::apply_to_search(cli.config.as_deref(), &mut search)
                 .and_then(|()| packs::list(&search, json))

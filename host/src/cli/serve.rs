@@ -1,20 +1,30 @@
 //! `chimera serve`: loads the packs, then serves the gateway until Ctrl-C
-//! or SIGTERM (requests in flight finish first).
+//! or SIGTERM (requests in flight finish first). `chimera.toml`'s
+//! `[serve]` section gives what no flag does.
 
 use super::args::ServeArgs;
 use super::failure::Failure;
 use super::run::{configure_isolation, configure_trust, watcher};
 use super::wiring::load_packs;
 use chimera_host::agent::{AgentEvent, EventBus};
+use chimera_host::audit::AuditLog;
 use chimera_host::config::search_path;
-use chimera_host::gateway::{Gateway, GatewayConfig, Upstream};
+use chimera_host::gateway::{key_hash, Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::{PluginManager, Registry};
+use chimera_host::providers::HttpSettings;
 use chimera_host::tools::Workspace;
 use std::io::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Runs `chimera serve`.
 pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
+    if let Some(var) = &args.hash_key {
+        let key = std::env::var(var)
+            .map_err(|_| Failure::usage(format!("--hash-key: the variable {var} is not set")))?;
+        println!("{}", key_hash(key.trim()));
+        return Ok(());
+    }
     let openai = upstream(
         "--upstream",
         args.upstream.as_deref(),
@@ -69,9 +79,28 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .map(|h| h.to_ascii_lowercase())
             .collect(),
         body_cap: args.body_cap,
+        header_cap: args.header_cap,
         concurrency: args.concurrency,
+        max_sessions: args.max_sessions,
+        http: HttpSettings {
+            connect_timeout: Duration::from_secs(args.upstream_connect_timeout.max(1)),
+            read_timeout: Duration::from_secs(args.upstream_timeout.max(1)),
+            ..HttpSettings::default()
+        },
     };
-    let gateway = Arc::new(Gateway::new(&config, registry, workspace));
+    let mut gateway = Gateway::new(&config, registry, workspace);
+    let audit = match &args.audit {
+        Some(path) => {
+            let log = AuditLog::open(path)
+                .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
+            let weak = Arc::downgrade(&manager);
+            log.set_pack_hashes(move |pack| weak.upgrade().and_then(|m| m.loaded_sha256(pack)));
+            gateway = gateway.with_audit(log.clone());
+            Some(log)
+        }
+        None => None,
+    };
+    let gateway = Arc::new(gateway);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -91,6 +120,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .await
             .map_err(|e| Failure::run_failed(format!("the server stopped: {e}")))
     })?;
+    if let Some(audit) = audit {
+        audit
+            .finish()
+            .map_err(|e| Failure::run_failed(format!("the audit log: {e}")))?;
+    }
     // Kept until the server is done: the watcher, the manager (whose
     // packs the registry's chains call) and the workspace's directory.
     drop(watching);

@@ -5,11 +5,11 @@
 //! file are relative to the file's directory. `config show` prints every
 //! effective value and where it came from.
 
-use super::args::{Cli, RunArgs, SearchArgs, StreamPolicyArg, TrustArgs};
+use super::args::{Cli, RunArgs, SearchArgs, ServeArgs, StreamPolicyArg, TrustArgs};
 use super::failure::Failure;
 use chimera_host::config::{
     self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, ProviderSection,
-    SessionSection, StreamPolicyName, TrustSection, FILE_NAME,
+    SessionSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
 };
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
@@ -84,7 +84,8 @@ shown_as_json!(
     Option<String>,
     Option<PathBuf>,
     Vec<String>,
-    Vec<PathBuf>
+    Vec<PathBuf>,
+    std::net::SocketAddr
 );
 
 impl Shown for StreamPolicyArg {
@@ -136,12 +137,42 @@ impl Merge<'_> {
     }
 }
 
-/// The `run` subcommand's parsed arguments, to ask which the user gave.
-fn run_matches() -> Option<ArgMatches> {
+/// Subcommand `name`'s parsed arguments, to ask which the user gave.
+fn matches_of(name: &str) -> Option<ArgMatches> {
     Cli::command()
         .try_get_matches_from(std::env::args_os())
         .ok()
-        .and_then(|m| m.subcommand_matches("run").cloned())
+        .and_then(|m| m.subcommand_matches(name).cloned())
+}
+
+/// "Did the user give argument `id` of subcommand `name`?", asked of the
+/// process's command line.
+fn given_on_command_line(name: &str) -> impl Fn(&str) -> bool {
+    let matches = matches_of(name);
+    move |id: &str| {
+        matches
+            .as_ref()
+            .is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine))
+    }
+}
+
+/// The arguments every command that loads packs shares.
+struct PackArgs<'a> {
+    search: &'a mut SearchArgs,
+    packs: &'a mut Vec<String>,
+    isolate: &'a mut Vec<String>,
+    trust: &'a mut TrustArgs,
+}
+
+/// A merge of `loaded`'s file (if any) into arguments whose given ones
+/// `explicit` names.
+fn merger<'a>(loaded: Option<&'a Loaded>, explicit: &'a dyn Fn(&str) -> bool) -> Merge<'a> {
+    Merge {
+        explicit,
+        file: loaded.map(|l| l.path.as_path()),
+        loaded,
+        settings: Vec::new(),
+    }
 }
 
 /// Applies the configuration file to `args` (flags win) and returns where
@@ -153,12 +184,25 @@ fn merge(
 ) -> Vec<Setting> {
     let empty = FileConfig::default();
     let config = loaded.map_or(&empty, |l| &l.config);
-    let mut m = Merge {
-        explicit,
-        file: loaded.map(|l| l.path.as_path()),
-        loaded,
-        settings: Vec::new(),
-    };
+    let mut m = merger(loaded, explicit);
+    merge_packs(
+        &mut m,
+        PackArgs {
+            search: &mut args.search,
+            packs: &mut args.packs,
+            isolate: &mut args.isolate,
+            trust: &mut args.trust,
+        },
+        config,
+    );
+    merge_provider(&mut m, args, &config.provider);
+    merge_approvals(&mut m, args, &config.approvals);
+    merge_session(&mut m, args, &config.session);
+    m.settings
+}
+
+/// The search path, the packs (and which are isolated) and `[trust]`.
+fn merge_packs(m: &mut Merge<'_>, args: PackArgs<'_>, config: &FileConfig) {
     let dirs = m.paths(config.plugins_dirs.as_ref());
     m.take(
         "plugins_dirs",
@@ -175,7 +219,7 @@ fn merge(
             })
             .collect::<Vec<_>>()
     });
-    m.take("packs", "packs", &mut args.packs, packs);
+    m.take("packs", "packs", args.packs, packs);
     // The file's isolated packs, when its packs are the ones loaded.
     let isolate = config
         .packs
@@ -188,12 +232,124 @@ fn merge(
                 .map(|pack| pack.name.clone())
                 .collect::<Vec<_>>()
         });
-    m.take("isolate", "isolate", &mut args.isolate, isolate);
-    merge_trust(&mut m, &mut args.trust, &config.trust);
-    merge_provider(&mut m, args, &config.provider);
-    merge_approvals(&mut m, args, &config.approvals);
-    merge_session(&mut m, args, &config.session);
+    m.take("isolate", "isolate", args.isolate, isolate);
+    merge_trust(m, args.trust, &config.trust);
+}
+
+/// Applies the configuration file to `serve`'s `args` (flags win): the
+/// packs and `[trust]` as for `run`, then `[serve]`.
+fn merge_for_serve(
+    args: &mut ServeArgs,
+    loaded: Option<&Loaded>,
+    explicit: &dyn Fn(&str) -> bool,
+) -> Vec<Setting> {
+    let empty = FileConfig::default();
+    let config = loaded.map_or(&empty, |l| &l.config);
+    let mut m = merger(loaded, explicit);
+    merge_packs(
+        &mut m,
+        PackArgs {
+            search: &mut args.search,
+            packs: &mut args.packs,
+            isolate: &mut args.isolate,
+            trust: &mut args.trust,
+        },
+        config,
+    );
+    let serve = &config.serve;
+    m.take("serve.listen", "listen", &mut args.listen, serve.listen);
+    m.take(
+        "serve.client_key_sha256",
+        "client_key_hashes",
+        &mut args.client_key_hashes,
+        serve.client_key_sha256.clone(),
+    );
+    m.take(
+        "serve.body_cap",
+        "body_cap",
+        &mut args.body_cap,
+        serve.body_cap,
+    );
+    m.take(
+        "serve.header_cap",
+        "header_cap",
+        &mut args.header_cap,
+        serve.header_cap,
+    );
+    m.take(
+        "serve.concurrency",
+        "concurrency",
+        &mut args.concurrency,
+        serve.concurrency,
+    );
+    m.take(
+        "serve.max_sessions",
+        "max_sessions",
+        &mut args.max_sessions,
+        serve.max_sessions,
+    );
+    m.take(
+        "serve.upstream_connect_timeout",
+        "upstream_connect_timeout",
+        &mut args.upstream_connect_timeout,
+        serve.upstream_connect_timeout,
+    );
+    m.take(
+        "serve.upstream_timeout",
+        "upstream_timeout",
+        &mut args.upstream_timeout,
+        serve.upstream_timeout,
+    );
+    m.take("serve.watch", "watch", &mut args.watch, serve.watch);
+    let audit = m.path(serve.audit.as_ref()).map(Some);
+    m.take("serve.audit", "audit", &mut args.audit, audit);
+    merge_upstream(
+        &mut m,
+        ["serve.openai", "upstream"],
+        (
+            &mut args.upstream,
+            &mut args.upstream_key_env,
+            &mut args.models,
+        ),
+        serve.openai.as_ref(),
+    );
+    merge_upstream(
+        &mut m,
+        ["serve.anthropic", "anthropic_upstream"],
+        (
+            &mut args.anthropic_upstream,
+            &mut args.anthropic_key_env,
+            &mut args.anthropic_models,
+        ),
+        serve.anthropic.as_ref(),
+    );
     m.settings
+}
+
+/// One `[serve.*]` upstream (`key` and the clap id of its URL flag):
+/// a URL on the command line chooses the upstream whole, so the file's
+/// key variable and models are not mixed into it.
+fn merge_upstream(
+    m: &mut Merge<'_>,
+    [key, id]: [&'static str; 2],
+    (url, key_env, models): (&mut Option<String>, &mut Option<String>, &mut Vec<String>),
+    section: Option<&UpstreamSection>,
+) {
+    let section = section.filter(|_| !(m.explicit)(id));
+    m.take(
+        key,
+        id,
+        url,
+        section.and_then(|s| s.base_url.clone()).map(Some),
+    );
+    if let Some(section) = section {
+        if key_env.is_none() {
+            key_env.clone_from(&section.key_env);
+        }
+        if models.is_empty() {
+            models.clone_from(section.models.as_ref().unwrap_or(&Vec::new()));
+        }
+    }
 }
 
 /// `[trust]`.
@@ -407,13 +563,15 @@ fn merge_session(m: &mut Merge<'_>, args: &mut RunArgs, session: &SessionSection
 /// `run`: the command line's arguments with the configuration file applied.
 pub(crate) fn apply_to_run(named: Option<&Path>, args: &mut RunArgs) -> Result<(), Failure> {
     let loaded = load(named)?;
-    let matches = run_matches();
-    let explicit = |id: &str| {
-        matches
-            .as_ref()
-            .is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine))
-    };
-    merge(args, loaded.as_ref(), &explicit);
+    merge(args, loaded.as_ref(), &given_on_command_line("run"));
+    Ok(())
+}
+
+/// `serve`: the command line's arguments with the configuration file
+/// applied.
+pub(crate) fn apply_to_serve(named: Option<&Path>, args: &mut ServeArgs) -> Result<(), Failure> {
+    let loaded = load(named)?;
+    merge_for_serve(args, loaded.as_ref(), &given_on_command_line("serve"));
     Ok(())
 }
 

@@ -36,6 +36,52 @@ pub struct FileConfig {
     /// The session itself.
     #[serde(default)]
     pub session: SessionSection,
+    /// The gateway (`chimera serve`).
+    #[serde(default)]
+    pub serve: ServeSection,
+}
+
+/// `[serve]`: the gateway (the `chimera serve` flags of the same names).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeSection {
+    /// The address to listen on (`127.0.0.1:8787`).
+    pub listen: Option<std::net::SocketAddr>,
+    /// The SHA-256 (hex) of each accepted client key.
+    pub client_key_sha256: Option<Vec<String>>,
+    /// The largest request body taken, in bytes.
+    pub body_cap: Option<usize>,
+    /// The most bytes of request headers taken.
+    pub header_cap: Option<usize>,
+    /// The most requests relayed at once.
+    pub concurrency: Option<usize>,
+    /// The most conversations kept.
+    pub max_sessions: Option<usize>,
+    /// How long connecting to an upstream may take, in seconds.
+    pub upstream_connect_timeout: Option<u64>,
+    /// How long an upstream may take to answer (and then to send its
+    /// whole reply), in seconds.
+    pub upstream_timeout: Option<u64>,
+    /// Hot-swap rebuilt packs.
+    pub watch: Option<bool>,
+    /// The audit log of every decision (as `--audit FILE`).
+    pub audit: Option<PathBuf>,
+    /// `[serve.openai]`: the chat-completions upstream.
+    pub openai: Option<UpstreamSection>,
+    /// `[serve.anthropic]`: the Messages upstream.
+    pub anthropic: Option<UpstreamSection>,
+}
+
+/// `[serve.openai]`, `[serve.anthropic]`: one upstream.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSection {
+    /// Its base URL.
+    pub base_url: Option<String>,
+    /// The environment variable holding the gateway's key for it.
+    pub key_env: Option<String>,
+    /// The models clients may ask it for.
+    pub models: Option<Vec<String>>,
 }
 
 /// `[[packs]]`: one pack, by entry-point name, with its config.

@@ -11,8 +11,8 @@ mod search;
 mod trust;
 
 pub use file::{
-    parse, Answer, ApprovalsSection, FileConfig, PackEntry, ProviderSection, SessionSection,
-    StreamPolicyName, TrustSection, FILE_NAME,
+    parse, Answer, ApprovalsSection, FileConfig, PackEntry, ProviderSection, ServeSection,
+    SessionSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
 };
 pub use pack_spec::{parse_pack_spec, PackSpec};
 pub use paths::{user_config_dir, user_data_dir};

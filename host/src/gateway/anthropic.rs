@@ -40,7 +40,9 @@ impl Wire for Anthropic {
 
     fn error(refusal: Refusal, message: &str) -> Value {
         let kind = match refusal {
-            Refusal::BadRequest | Refusal::UnknownModel => "invalid_request_error",
+            Refusal::BadRequest | Refusal::UnknownModel | Refusal::HeadersTooLarge => {
+                "invalid_request_error"
+            }
             Refusal::BadKey => "authentication_error",
             Refusal::Blocked => "permission_error",
             Refusal::TooLarge => "request_too_large",

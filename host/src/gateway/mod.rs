@@ -16,8 +16,9 @@
 //! so every pack the registry holds (load order first, then the host's
 //! chains) judges it exactly as in `chimera run`; a hot swap takes effect
 //! at the next request while requests in flight finish on the chains they
-//! merged. What a session would carry between turns (pack state keyed to a
-//! conversation, budgets) is not kept between requests yet.
+//! merged. A conversation (named by `x-chimera-session`, or the client's
+//! key) carries its turns and charges from request to request: see
+//! [`sessions`](self::sessions) for what is kept per key and per session.
 //!
 //! # Status codes
 //!
@@ -28,6 +29,7 @@
 //! | 403 | a gate blocked the request before the upstream was asked | `permission_error` / `blocked_by_policy` | `permission_error` |
 //! | 404 | the model is not one the gateway serves on that wire | `invalid_request_error` / `model_not_found` | `invalid_request_error` |
 //! | 413 | the body is over the cap | `invalid_request_error` / `body_too_large` | `request_too_large` |
+//! | 431 | the headers are over the cap | `invalid_request_error` / `headers_too_large` | `invalid_request_error` |
 //! | 429 | every request slot is taken (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` | `rate_limit_error` |
 //! | 502 | the upstream failed (after its retries) | `upstream_error` / `upstream_failed` | `api_error` |
 //!
@@ -41,11 +43,13 @@
 mod anthropic;
 mod metrics;
 mod openai;
+pub mod sessions;
 mod stream;
 mod timed;
 mod wire;
 
 use crate::agent::{AgentEvent, AgentSession, EventBus, Relayed};
+use crate::audit::{AuditLog, Exchange};
 use crate::plugins::Registry;
 use crate::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
@@ -62,6 +66,7 @@ use axum::Router;
 use metrics::Metrics;
 use openai::OpenAi;
 use serde_json::{json, Value};
+use sessions::{Conversations, Lease, Resumed};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -74,6 +79,9 @@ use wire::{Head, Kind, Refusal, Wire};
 
 /// The largest request body taken by default (4 MiB).
 pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
+
+/// The most bytes of request headers taken by default (32 KiB).
+pub const DEFAULT_HEADER_CAP: usize = 32 * 1024;
 
 /// The most requests relayed at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 256;
@@ -106,6 +114,13 @@ pub struct GatewayConfig {
     pub body_cap: usize,
     /// The most requests relayed at once; more are answered 429.
     pub concurrency: usize,
+    /// The most conversations kept (the least recently used is forgotten).
+    pub max_sessions: usize,
+    /// The most bytes of request headers taken (names and values); more
+    /// are answered 431.
+    pub header_cap: usize,
+    /// Timeouts, retries and size limits of the calls to the upstreams.
+    pub http: HttpSettings,
 }
 
 impl Default for GatewayConfig {
@@ -117,6 +132,9 @@ impl Default for GatewayConfig {
             client_key_hashes: Vec::new(),
             body_cap: DEFAULT_BODY_CAP,
             concurrency: DEFAULT_CONCURRENCY,
+            max_sessions: sessions::DEFAULT_MAX_SESSIONS,
+            header_cap: DEFAULT_HEADER_CAP,
+            http: HttpSettings::default(),
         }
     }
 }
@@ -144,7 +162,10 @@ pub struct Gateway {
     workspace: Workspace,
     client_keys: BTreeSet<String>,
     body_cap: usize,
+    header_cap: usize,
+    audit: Option<AuditLog>,
     slots: Arc<Semaphore>,
+    conversations: Arc<Conversations>,
     metrics: Metrics,
 }
 
@@ -173,7 +194,7 @@ impl Gateway {
                 model: model.to_owned(),
                 api_key: upstream.key.clone(),
                 headers: Headers::default(),
-                http: HttpSettings::default(),
+                http: config.http,
             }))
         });
         let anthropic = served(&config.anthropic, &|upstream, model| {
@@ -182,7 +203,7 @@ impl Gateway {
                 model: model.to_owned(),
                 api_key: upstream.key.clone(),
                 max_tokens: anthropic::DEFAULT_MAX_TOKENS,
-                http: HttpSettings::default(),
+                http: config.http,
             }))
         });
         Gateway {
@@ -192,9 +213,20 @@ impl Gateway {
             workspace,
             client_keys: config.client_key_hashes.iter().cloned().collect(),
             body_cap: config.body_cap,
+            header_cap: config.header_cap,
+            audit: None,
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            conversations: Arc::new(Conversations::new(config.max_sessions)),
             metrics: Metrics::default(),
         }
+    }
+
+    /// Records every decision on the requests it relays in `audit`, each
+    /// line naming its request (see [`crate::audit`]).
+    #[must_use]
+    pub fn with_audit(mut self, audit: AuditLog) -> Self {
+        self.audit = Some(audit);
+        self
     }
 
     /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`,
@@ -234,30 +266,58 @@ impl Gateway {
         }
     }
 
-    /// A session relaying request `id` on `provider`, publishing on `bus`
-    /// (whose decisions the metrics count).
-    fn session(&self, provider: Arc<dyn Provider>, bus: EventBus, id: &str) -> AgentSession {
+    /// A session relaying a request of `conversation` (or, with none, of
+    /// its own, as `request`) on `provider`, publishing on `bus` (whose
+    /// decisions the metrics count).
+    fn session(
+        &self,
+        provider: Arc<dyn Provider>,
+        bus: EventBus,
+        request: &str,
+        conversation: Option<String>,
+    ) -> Lease {
         self.metrics.watch(&bus);
-        AgentSession::builder(provider, self.workspace.clone())
+        let resumed = conversation.map(|id| Resumed {
+            start: self.conversations.start(&id),
+            conversations: Arc::clone(&self.conversations),
+            id,
+        });
+        let session_id = resumed.as_ref().map_or(request, |r| r.id.as_str());
+        if let Some(audit) = &self.audit {
+            audit.attach_exchange(
+                &bus,
+                Exchange {
+                    request: request.to_owned(),
+                    session: session_id.to_owned(),
+                    turn: resumed.as_ref().map_or(0, |r| r.start.turns()),
+                },
+            );
+        }
+        let session = AgentSession::builder(provider, self.workspace.clone())
             .registry(Arc::clone(&self.registry))
             .events(bus)
-            .session_id(id)
-            .build()
+            .session_id(session_id)
+            .build();
+        Lease::new(session, resumed, self.audit.clone())
     }
 
-    /// `false` when client keys are configured and the request's key
-    /// (`Authorization: Bearer`, or `x-api-key`) is not one of them.
+    /// `false` when client keys are configured and the request's key is
+    /// not one of them.
     fn accepts_key(&self, headers: &HeaderMap) -> bool {
-        if self.client_keys.is_empty() {
-            return true;
-        }
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
-        presented.is_some_and(|key| self.client_keys.contains(&key_hash(key.trim())))
+        self.client_keys.is_empty()
+            || presented_key(headers).is_some_and(|key| self.client_keys.contains(&key_hash(key)))
     }
+}
+
+/// The key a request presents (`Authorization: Bearer`, or `x-api-key`).
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .map(str::trim)
+        .filter(|key| !key.is_empty())
 }
 
 /// `refusal` saying `message`, in wire `W`'s shape (a 429 with
@@ -361,9 +421,26 @@ async fn relay<W: Wire>(
 /// Key, body cap, read, model, slot, then the relay.
 async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, body: Body) -> Response {
     let started = Instant::now();
+    let header_bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if header_bytes > gateway.header_cap {
+        return refuse::<W>(
+            Refusal::HeadersTooLarge,
+            &format!(
+                "the request headers are over this gateway's cap of {} bytes",
+                gateway.header_cap
+            ),
+        );
+    }
     if !gateway.accepts_key(headers) {
         return refuse::<W>(Refusal::BadKey, BAD_KEY);
     }
+    let conversation = match sessions::conversation(headers, presented_key(headers)) {
+        Ok(conversation) => conversation,
+        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
+    };
     let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
         return refuse::<W>(
             Refusal::TooLarge,
@@ -408,11 +485,12 @@ async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, body: Body)
             started,
             _slot: slot,
         };
-        stream::respond::<W>(relaying, request, head).await
+        stream::respond::<W>(relaying, request, head, conversation).await
     } else {
         let provider: Arc<dyn Provider> = Arc::clone(&timed) as Arc<dyn Provider>;
-        let mut session = gateway.session(provider, EventBus::new(), &head.id);
-        let relayed = session.relay(request.relay).await;
+        let mut lease = gateway.session(provider, EventBus::new(), &head.id, conversation);
+        let relayed = lease.session().relay(request.relay).await;
+        drop(lease);
         drop(slot);
         gateway.metrics.timing(timed.spent(), started.elapsed());
         match relayed {

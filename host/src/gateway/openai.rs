@@ -33,6 +33,7 @@ impl Wire for OpenAi {
             Refusal::Blocked => ("permission_error", Some("blocked_by_policy")),
             Refusal::UnknownModel => ("invalid_request_error", Some("model_not_found")),
             Refusal::TooLarge => ("invalid_request_error", Some("body_too_large")),
+            Refusal::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),
             Refusal::Busy => ("rate_limit_error", Some("gateway_busy")),
             Refusal::Upstream => ("upstream_error", Some("upstream_failed")),
         };

@@ -48,13 +48,20 @@ impl Drop for Relaying {
 
 /// Relays `request` streamed, answering with wire `W`'s event stream (or,
 /// when the relay ends before any text is released, what it ended with).
-pub(super) async fn respond<W: Wire>(held: Relaying, request: Parsed, head: Head) -> Response {
+pub(super) async fn respond<W: Wire>(
+    held: Relaying,
+    request: Parsed,
+    head: Head,
+    conversation: Option<String>,
+) -> Response {
     let released = Released::default();
     let provider: Arc<dyn Provider> = Arc::clone(&held.timed) as Arc<dyn Provider>;
-    let mut session = held.gateway.session(provider, released.bus(), &head.id);
+    let mut lease = held
+        .gateway
+        .session(provider, released.bus(), &head.id, conversation);
     let include_usage = request.include_usage;
     let relay = request.relay;
-    let mut relaying: Running = Box::pin(async move { session.relay(relay).await });
+    let mut relaying: Running = Box::pin(async move { lease.session().relay(relay).await });
     // Drive it until there is text to send or it is over.
     let first = std::future::poll_fn(|cx| match relaying.as_mut().poll(cx) {
         Poll::Ready(ended) => Poll::Ready(Some(ended)),

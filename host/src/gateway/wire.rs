@@ -43,6 +43,8 @@ pub(super) enum Refusal {
     UnknownModel,
     /// The body is over the cap (413).
     TooLarge,
+    /// The headers are over the cap (431).
+    HeadersTooLarge,
     /// Every request slot is taken (429).
     Busy,
     /// The upstream failed (502).
@@ -58,6 +60,7 @@ impl Refusal {
             Refusal::Blocked => StatusCode::FORBIDDEN,
             Refusal::UnknownModel => StatusCode::NOT_FOUND,
             Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Refusal::Busy => StatusCode::TOO_MANY_REQUESTS,
             Refusal::Upstream => StatusCode::BAD_GATEWAY,
         }

@@ -1,0 +1,264 @@
+//! What the gateway keeps and bounds between and around requests:
+//! conversations (and so budgets) across requests, its `[serve]`
+//! configuration as the README shows it, the audit log of its requests,
+//! the header cap and the upstream timeout.
+
+use super::{exchange, serve, started, user, Gateway};
+use chimera_tests::chimera_bin;
+use chimera_tests::http::{Reply, Server};
+use chimera_tests::slow_http::SlowServer;
+use serde_json::{json, Value};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A chat-completions request saying `text`, with `headers`.
+fn chat_as(gateway: &Gateway, headers: &[&str], text: &str) -> (u16, Value) {
+    let (status, body) = exchange(
+        gateway,
+        "POST",
+        "/v1/chat/completions",
+        headers,
+        &user(text).to_string(),
+    );
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}")),
+    )
+}
+
+/// An upstream whose every reply costs 60 tokens.
+fn costly_upstream() -> Server {
+    Server::start(vec![Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    }))])
+}
+
+#[test]
+fn a_token_budget_spans_the_requests_of_one_conversation_and_no_other() {
+    let upstream = costly_upstream();
+    let gateway = serve(&upstream, &["--pack", r#"token-budget={"max_tokens":100}"#]);
+    let three = |headers: &[&str]| -> Vec<u16> {
+        (0..3).map(|_| chat_as(&gateway, headers, "hi").0).collect()
+    };
+    // Two replies spend 120 of the 100 tokens: the third request is refused.
+    assert_eq!(three(&["x-chimera-session: chat-1"]), [200, 200, 403]);
+    let (_, refused) = chat_as(&gateway, &["x-chimera-session: chat-1"], "hi");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("budget exceeded"), "{message}");
+    // Another conversation has a budget of its own.
+    assert_eq!(three(&["x-chimera-session: chat-2"]), [200, 200, 403]);
+    // Without a session header, a key is one conversation; another key another.
+    assert_eq!(three(&["authorization: Bearer sk-one"]), [200, 200, 403]);
+    assert_eq!(three(&["authorization: Bearer sk-two"]), [200, 200, 403]);
+    // A key's conversation "chat-1" is not the key-less one of that name.
+    let keyed = ["authorization: Bearer sk-one", "x-chimera-session: chat-1"];
+    assert_eq!(chat_as(&gateway, &keyed, "hi").0, 200);
+    // With neither, nothing carries over.
+    assert_eq!(three(&[]), [200, 200, 200]);
+    // A session name that is not a plain name is refused, in the wire's shape.
+    let (status, bad) = chat_as(&gateway, &["x-chimera-session: a/b"], "hi");
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("x-chimera-session"));
+    // The key never reaches the upstream; the gateway's own key does.
+    assert!(upstream
+        .requests()
+        .iter()
+        .all(|r| r.header("authorization") == Some("Bearer the-gateways-key")));
+}
+
+#[test]
+fn concurrent_requests_of_one_conversation_all_count() {
+    let upstream = costly_upstream();
+    // 10 requests at once spend 600 tokens; the budget of 500 then refuses.
+    let gateway = serve(&upstream, &["--pack", r#"token-budget={"max_tokens":500}"#]);
+    let header = ["x-chimera-session: busy"];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..10)
+            .map(|_| scope.spawn(|| chat_as(&gateway, &header, "hi").0))
+            .collect();
+        for handle in handles {
+            assert_eq!(handle.join().unwrap(), 200);
+        }
+    });
+    assert_eq!(chat_as(&gateway, &header, "hi").0, 403);
+}
+
+/// The `toml` block of the README's "Guard an existing app" section.
+fn readme_config() -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md beside the workspace");
+    let section = readme
+        .split("## Guard an existing app")
+        .nth(1)
+        .expect("the README has the section");
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section has a toml block");
+    block.to_owned()
+}
+
+#[test]
+fn the_readme_config_serves_an_app_that_sends_its_key_and_a_flag_overrides_the_file() {
+    let upstream = Server::start(vec![Reply::Model(
+        vec!["hello, reach me at ops@example.com".into()],
+        Duration::ZERO,
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = readme_config();
+    assert!(config.contains("https://api.openai.com/v1"), "{config}");
+    let config = config.replace("https://api.openai.com/v1", &format!("{}/v1", upstream.url));
+    let file = dir.path().join("chimera.toml");
+    std::fs::write(&file, &config).unwrap();
+    // The README's way to get the hash it shows.
+    let hashed = Command::new(chimera_bin())
+        .args(["serve", "--hash-key", "MY_KEY"])
+        .env("MY_KEY", "my-app-key")
+        .output()
+        .unwrap();
+    assert!(hashed.status.success());
+    let hash = String::from_utf8(hashed.stdout).unwrap();
+    assert!(
+        config.contains(hash.trim()),
+        "{hash} is the hash in the README"
+    );
+
+    let mut command = Command::new(chimera_bin());
+    command
+        .arg("--config")
+        .arg(&file)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("OPENAI_API_KEY", "the-gateways-key");
+    let gateway = started(command);
+    assert!(
+        gateway.address.starts_with("127.0.0.1:") && !gateway.address.ends_with(":8787"),
+        "--listen overrides the file: {}",
+        gateway.address
+    );
+    let (status, _) = chat_as(&gateway, &[], "hi");
+    assert_eq!(status, 401, "the file asks for a key");
+    let (status, reply) = chat_as(&gateway, &["authorization: Bearer my-app-key"], "hi");
+    assert_eq!(status, 200, "{reply}");
+    let text = reply["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(
+        !text.contains("ops@example.com"),
+        "content-safety ran: {text}"
+    );
+    let asked = &upstream.requests()[0];
+    assert_eq!(
+        asked.header("authorization"),
+        Some("Bearer the-gateways-key")
+    );
+    assert_eq!(asked.json()["model"], "gpt-4o-mini");
+    drop(gateway);
+    let audit = dir.path().join("gateway-audit.jsonl");
+    assert!(audit.exists(), "the file's audit path is relative to it");
+}
+
+#[test]
+fn the_audit_log_names_each_request_and_its_conversation_and_verifies() {
+    let upstream = Server::start(vec![Reply::Model(vec!["noted".into()], Duration::ZERO)]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let log_arg = log.to_str().unwrap();
+    let gateway = serve(&upstream, &["--pack", "redactor", "--audit", log_arg]);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (status, reply) = chat_as(
+            &gateway,
+            &["x-chimera-session: audited"],
+            "my key is sk-ABCDEFGH12345678",
+        );
+        assert_eq!(status, 200, "{reply}");
+        ids.push(reply["id"].as_str().unwrap().to_owned());
+    }
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    for (turn, id) in ids.iter().enumerate() {
+        let mine: Vec<&Value> = lines.iter().filter(|l| l["request"] == *id).collect();
+        let replaced = mine
+            .iter()
+            .find(|l| l["decision"] == "replaced")
+            .unwrap_or_else(|| panic!("request {id} has its redaction recorded: {lines:?}"));
+        assert_eq!(replaced["pack"], "redactor");
+        assert_eq!(replaced["session"], "session/audited");
+        assert_eq!(replaced["turn"], turn);
+        assert!(
+            !replaced.to_string().contains("ABCDEFGH"),
+            "what was redacted is not in the log"
+        );
+    }
+    assert!(lines
+        .iter()
+        .all(|l| ids.iter().any(|id| l["request"] == *id)));
+    drop(gateway);
+    let verified = Command::new(chimera_bin())
+        .args(["audit", "verify", log_arg])
+        .output()
+        .unwrap();
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+}
+
+#[test]
+fn headers_over_the_cap_get_a_431_in_the_clients_wire_format() {
+    let upstream = Server::start(vec![Reply::Model(vec!["never".into()], Duration::ZERO)]);
+    let gateway = serve(&upstream, &["--header-cap", "2048"]);
+    let big = format!("x-padding: {}", "a".repeat(4096));
+    let (status, body) = exchange(
+        &gateway,
+        "POST",
+        "/v1/chat/completions",
+        &[&big],
+        &user("hi").to_string(),
+    );
+    assert_eq!(status, 431, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "headers_too_large");
+    assert!(body["error"]["message"].as_str().unwrap().contains("2048"));
+    assert!(upstream.requests().is_empty());
+    let (status, _) = chat_as(&gateway, &[], "hi");
+    assert_eq!(status, 200, "a request under the cap passes");
+}
+
+#[test]
+fn an_upstream_that_does_not_answer_in_time_is_a_502_naming_the_timeout() {
+    let silent = SlowServer::start(Duration::from_secs(120), 0);
+    let base = format!("{}/v1", silent.url);
+    let mut command = Command::new(chimera_bin());
+    command.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &base,
+        "--model",
+        "m",
+        "--upstream-timeout",
+        "1",
+    ]);
+    let gateway = started(command);
+    let asked = Instant::now();
+    let (status, reply) = chat_as(&gateway, &[], "hi");
+    assert_eq!(status, 502, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("timed out"), "{message}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        asked.elapsed()
+    );
+}
