@@ -70,36 +70,19 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::run_failed(format!("cannot make the gateway's workspace: {e}")))?;
     let workspace = Workspace::new(root.path())
         .map_err(|e| Failure::run_failed(format!("cannot open the gateway's workspace: {e}")))?;
-    let config = GatewayConfig {
-        openai,
-        anthropic,
-        client_key_hashes: args
-            .client_key_hashes
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
-        body_cap: args.body_cap,
-        header_cap: args.header_cap,
-        concurrency: args.concurrency,
-        max_sessions: args.max_sessions,
-        http: HttpSettings {
-            connect_timeout: Duration::from_secs(args.upstream_connect_timeout.max(1)),
-            read_timeout: Duration::from_secs(args.upstream_timeout.max(1)),
-            ..HttpSettings::default()
-        },
-    };
-    let mut gateway = Gateway::new(&config, registry, workspace);
-    let audit = match &args.audit {
-        Some(path) => {
-            let log = AuditLog::open(path)
-                .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
-            let weak = Arc::downgrade(&manager);
-            log.set_pack_hashes(move |pack| weak.upgrade().and_then(|m| m.loaded_sha256(pack)));
-            gateway = gateway.with_audit(log.clone());
-            Some(log)
-        }
-        None => None,
-    };
+    let mut gateway = Gateway::new(
+        &gateway_config(&args, openai, anthropic),
+        registry,
+        workspace,
+    );
+    let audit = args
+        .audit
+        .as_deref()
+        .map(|path| audit_log(path, &manager))
+        .transpose()?;
+    if let Some(audit) = &audit {
+        gateway = gateway.with_audit(audit.clone());
+    }
     let gateway = Arc::new(gateway);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -131,6 +114,42 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     drop(manager);
     drop(root);
     Ok(())
+}
+
+/// The gateway's settings from `args` (its upstreams already read).
+fn gateway_config(
+    args: &ServeArgs,
+    openai: Option<Upstream>,
+    anthropic: Option<Upstream>,
+) -> GatewayConfig {
+    GatewayConfig {
+        openai,
+        anthropic,
+        client_key_hashes: args
+            .client_key_hashes
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+        body_cap: args.body_cap,
+        header_cap: args.header_cap,
+        concurrency: args.concurrency,
+        max_sessions: args.max_sessions,
+        http: HttpSettings {
+            connect_timeout: Duration::from_secs(args.upstream_connect_timeout.max(1)),
+            read_timeout: Duration::from_secs(args.upstream_timeout.max(1)),
+            ..HttpSettings::default()
+        },
+    }
+}
+
+/// `--audit FILE`: the log every request's decisions go to, naming the
+/// file hash of each loaded pack.
+fn audit_log(path: &std::path::Path, manager: &Arc<PluginManager>) -> Result<AuditLog, Failure> {
+    let log = AuditLog::open(path)
+        .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
+    let weak = Arc::downgrade(manager);
+    log.set_pack_hashes(move |pack| weak.upgrade().and_then(|m| m.loaded_sha256(pack)));
+    Ok(log)
 }
 
 /// The bus the server's own events go to (packs loaded, reloaded or

@@ -710,4 +710,46 @@ mod tests {
         );
         assert_eq!(origin("trust.call_budget_ms"), Origin::Default);
     }
+
+    fn serve_args(extra: &[&str]) -> ServeArgs {
+        let args = ["chimera", "serve"].iter().chain(extra).copied();
+        match Cli::try_parse_from(args).unwrap().command {
+            super::super::args::Command::Serve(args) => args,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_serve_section_fills_what_no_flag_set_and_a_flag_upstream_is_taken_whole() {
+        let config = parsed(
+            "[[packs]]\nname = \"redactor\"\n[serve]\nlisten = \"127.0.0.1:9000\"\nconcurrency = 8\naudit = \"a.jsonl\"\n[serve.openai]\nbase_url = \"http://file/v1\"\nkey_env = \"FILE_KEY\"\nmodels = [\"gpt-file\"]\n[serve.anthropic]\nbase_url = \"http://file-a\"\nmodels = [\"claude-file\"]\n",
+        )
+        .unwrap();
+        let loaded = Loaded {
+            path: PathBuf::from("/project/chimera.toml"),
+            config,
+        };
+        let mut args = serve_args(&[
+            "--concurrency",
+            "2",
+            "--upstream",
+            "http://flag/v1",
+            "--model",
+            "gpt-flag",
+        ]);
+        let explicit = |id: &str| ["concurrency", "upstream", "models"].contains(&id);
+        merge_for_serve(&mut args, Some(&loaded), &explicit);
+        assert_eq!(args.packs, ["redactor"]);
+        assert_eq!(args.listen.to_string(), "127.0.0.1:9000");
+        assert_eq!(args.concurrency, 2, "the flag wins");
+        assert_eq!(args.audit, Some(PathBuf::from("/project/a.jsonl")));
+        assert_eq!(args.upstream.as_deref(), Some("http://flag/v1"));
+        assert_eq!(args.models, ["gpt-flag"]);
+        assert_eq!(
+            args.upstream_key_env, None,
+            "not mixed in from the file's upstream"
+        );
+        assert_eq!(args.anthropic_upstream.as_deref(), Some("http://file-a"));
+        assert_eq!(args.anthropic_models, ["claude-file"]);
+    }
 }

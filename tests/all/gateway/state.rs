@@ -11,14 +11,19 @@ use serde_json::{json, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A chat-completions request saying `text`, with `headers`.
+/// A chat-completions request to model `m` saying `text`, with `headers`.
 fn chat_as(gateway: &Gateway, headers: &[&str], text: &str) -> (u16, Value) {
+    post(gateway, headers, &user(text))
+}
+
+/// `body` posted to the chat-completions route with `headers`.
+fn post(gateway: &Gateway, headers: &[&str], body: &Value) -> (u16, Value) {
     let (status, body) = exchange(
         gateway,
         "POST",
         "/v1/chat/completions",
         headers,
-        &user(text).to_string(),
+        &body.to_string(),
     );
     (
         status,
@@ -142,9 +147,11 @@ fn the_readme_config_serves_an_app_that_sends_its_key_and_a_flag_overrides_the_f
         "--listen overrides the file: {}",
         gateway.address
     );
-    let (status, _) = chat_as(&gateway, &[], "hi");
+    let mut request = user("hi");
+    request["model"] = json!("gpt-4o-mini");
+    let (status, _) = post(&gateway, &[], &request);
     assert_eq!(status, 401, "the file asks for a key");
-    let (status, reply) = chat_as(&gateway, &["authorization: Bearer my-app-key"], "hi");
+    let (status, reply) = post(&gateway, &["authorization: Bearer my-app-key"], &request);
     assert_eq!(status, 200, "{reply}");
     let text = reply["choices"][0]["message"]["content"].as_str().unwrap();
     assert!(
