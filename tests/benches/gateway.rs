@@ -1,0 +1,684 @@
+//! `chimera serve` side by side with a direct call and with `LiteLLM`'s
+//! proxy: the same loopback upstream, the same requests, one run.
+//!
+//! Four ways to the upstream: (a) direct, (b) `chimera serve` with no
+//! packs, (c) `chimera serve` with the twelve gates and the three packs,
+//! (d) `LiteLLM`'s proxy (from the Python package index, into
+//! `target/bench-venv`; skipped in one line when it cannot be had) with its
+//! built-in content filter on the request and the reply. At each request
+//! rate of a ladder, each way is driven open-loop for a few seconds (a
+//! request is sent on schedule whether or not earlier ones have
+//! answered), interleaved so all four see the same machine; the overhead
+//! of a gateway is its latency percentile minus the direct one at the
+//! same rate. Then: time to the first streamed byte, and each gateway's
+//! resident memory idle and at 1 000 concurrent streams.
+//!
+//! Run: `cargo bench -p chimera-tests --bench gateway` (add `-- quick`
+//! for a short ladder). It prints a Markdown table at the end.
+
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::too_many_lines,
+    clippy::format_collect,
+    reason = "a benchmark report: rates and durations printed as floats, one linear script"
+)]
+
+use axum::body::Body;
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use chimera_tests::{chimera_bin, workspace_root};
+use serde_json::{json, Value};
+use std::future::Future as _;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The reply every non-streamed request gets (JSON, so `json-schema`
+/// passes it).
+const ANSWER: &str = r#"{"status":"all clear"}"#;
+
+/// What each request asks: a short conversation of ordinary text.
+fn request(model: &str, stream: bool) -> Value {
+    json!({
+        "model": model,
+        "stream": stream,
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant. Answer in JSON."},
+            {"role": "user", "content": "Summarise the deployment notes for the staging cluster: \
+              three services were rolled forward, one config map changed, and the on-call \
+              engineer confirmed the health checks."}
+        ]
+    })
+}
+
+// ---------------------------------------------------------------- upstream
+
+/// The loopback upstream: model `fast` answers at once (streamed: 20
+/// deltas, no pause); model `slow` streams 10 deltas 300 ms apart.
+async fn upstream(body: axum::body::Bytes) -> Response {
+    let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = asked["model"].as_str().unwrap_or("fast").to_owned();
+    if asked["stream"] != json!(true) {
+        let reply = json!({
+            "id": "chatcmpl-up", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": ANSWER}}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48}
+        });
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(reply.to_string()))
+            .unwrap_or_default();
+    }
+    let (deltas, pace) = if model == "slow" {
+        (10, Duration::from_millis(300))
+    } else {
+        (20, Duration::ZERO)
+    };
+    let stream = async_stream(model, deltas, pace);
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+/// The events of a streamed reply: `w0 `, `w1 `, … then the end.
+fn async_stream(
+    model: String,
+    deltas: usize,
+    pace: Duration,
+) -> impl futures_core::Stream<Item = Result<String, std::convert::Infallible>> {
+    let chunk = move |delta: Value, finish: Value| {
+        let event = json!({"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 0,
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {event}\n\n")
+    };
+    let mut events: Vec<String> = Vec::with_capacity(deltas + 3);
+    events.push(chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    ));
+    for i in 0..deltas {
+        events.push(chunk(json!({"content": format!("w{i} ")}), Value::Null));
+    }
+    events.push(chunk(json!({}), json!("stop")));
+    events.push("data: [DONE]\n\n".to_owned());
+    Paced {
+        events: events.into_iter(),
+        pace,
+        sleep: None,
+        first: true,
+    }
+}
+
+/// Yields `events`, each `pace` after the one before.
+struct Paced {
+    events: std::vec::IntoIter<String>,
+    pace: Duration,
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    first: bool,
+}
+
+impl futures_core::Stream for Paced {
+    type Item = Result<String, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if !self.first && !self.pace.is_zero() {
+            let pace = self.pace;
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(pace)));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return std::task::Poll::Pending;
+            }
+            self.sleep = None;
+        }
+        self.first = false;
+        std::task::Poll::Ready(self.events.next().map(Ok))
+    }
+}
+
+/// Starts the upstream on `runtime`; its base URL (`…/v1`).
+fn start_upstream(runtime: &tokio::runtime::Runtime) -> String {
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind the upstream");
+    let address = listener.local_addr().expect("its address");
+    let app = Router::new().route("/v1/chat/completions", post(upstream));
+    runtime.spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{address}/v1")
+}
+
+// ---------------------------------------------------------------- the ways
+
+/// A gateway process, killed when dropped.
+struct Process {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    /// Its resident memory, in MiB (`VmRSS`).
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+}
+
+/// The twelve gates and the three packs, each with a configuration that
+/// lets an ordinary request through.
+fn all_packs() -> Vec<String> {
+    let schema = json!({"schema": {"type": "object", "required": ["status"]}});
+    let mut packs = vec![format!("json-schema={schema}")];
+    for pack in [
+        "approval-policy",
+        "content-safety",
+        "context-window",
+        "delegate-spawner",
+        "endless-loop",
+        "output-length",
+        "plan-gate",
+        "prompt-injection",
+        "rate-limiter",
+        "redactor",
+        "stop-words",
+        "token-budget",
+        "tool-filter",
+        "tool-timeout",
+    ] {
+        packs.push(pack.to_owned());
+    }
+    packs
+}
+
+/// `chimera serve` in front of `upstream` with `packs`.
+fn chimera(upstream: &str, packs: &[String]) -> Process {
+    let mut command = Command::new(chimera_bin());
+    command.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        upstream,
+        "--model",
+        "fast",
+        "--model",
+        "slow",
+        "--concurrency",
+        "4096",
+    ]);
+    for pack in packs {
+        command.args(["--pack", pack]);
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chimera serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("its stdout"))
+        .read_line(&mut line)
+        .expect("its listening line");
+    let address = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("chimera serve did not start: {line:?}"))
+        .to_owned();
+    Process {
+        child,
+        base: format!("http://{address}/v1"),
+    }
+}
+
+/// `LiteLLM`'s proxy in front of `upstream`, with its built-in content
+/// filter on requests and replies; `None` (said in one line) when it
+/// cannot be installed or started.
+fn litellm(upstream: &str) -> Option<Process> {
+    let venv = workspace_root().join("target/bench-venv");
+    let bin = venv.join("bin/litellm");
+    if !bin.exists() {
+        eprintln!("installing LiteLLM's proxy into {} ...", venv.display());
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .is_ok_and(|s| s.success())
+            && Command::new(venv.join("bin/pip"))
+                .args(["install", "-q", "litellm[proxy]"])
+                .status()
+                .is_ok_and(|s| s.success());
+        if !made {
+            println!("litellm: skipped (pip could not install litellm[proxy])");
+            return None;
+        }
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .ok()?;
+    let dir = tempfile::tempdir().ok()?;
+    let config = dir.path().join("litellm.yaml");
+    let models: String = ["fast", "slow"]
+        .iter()
+        .map(|m| {
+            format!(
+                "  - model_name: {m}\n    litellm_params:\n      model: openai/{m}\n      api_base: {upstream}\n      api_key: bench\n"
+            )
+        })
+        .collect();
+    let guardrails = "guardrails:\n\
+  - guardrail_name: content-filter-in\n    litellm_params:\n      guardrail: litellm_content_filter\n      mode: pre_call\n      default_on: true\n      patterns:\n        - pattern_type: prebuilt\n          pattern_name: email\n          action: MASK\n        - pattern_type: prebuilt\n          pattern_name: us_ssn\n          action: BLOCK\n        - pattern_type: prebuilt\n          pattern_name: aws_access_key\n          action: MASK\n        - pattern_type: prebuilt\n          pattern_name: github_token\n          action: MASK\n        - pattern_type: prebuilt\n          pattern_name: generic_api_key\n          action: MASK\n\
+  - guardrail_name: content-filter-out\n    litellm_params:\n      guardrail: litellm_content_filter\n      mode: post_call\n      default_on: true\n      patterns:\n        - pattern_type: prebuilt\n          pattern_name: email\n          action: MASK\n";
+    let text = format!(
+        "model_list:\n{models}{guardrails}litellm_settings:\n  drop_params: true\n  telemetry: false\n"
+    );
+    std::fs::write(&config, text).ok()?;
+    let child = Command::new(&bin)
+        .arg("--config")
+        .arg(&config)
+        .args(["--port", &port.to_string(), "--host", "127.0.0.1"])
+        .env("LITELLM_LOG", "ERROR")
+        .env("LITELLM_TELEMETRY", "False")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let process = Process {
+        child,
+        base: format!("http://127.0.0.1:{port}/v1"),
+    };
+    let started = Instant::now();
+    let probe = format!("http://127.0.0.1:{port}/health/liveliness");
+    while started.elapsed() < Duration::from_secs(180) {
+        if answers_ok(&probe) {
+            // Kept until the process is done with its config.
+            std::mem::forget(dir);
+            return Some(process);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    println!("litellm: skipped (the proxy did not answer {probe} within 180 s)");
+    None
+}
+
+/// `true` when `url` (plain `http://`) answers 200: a blocking probe over
+/// TCP, for a server that is starting.
+fn answers_ok(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let Ok(mut stream) = std::net::TcpStream::connect(host) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!("GET /{path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+}
+
+// ---------------------------------------------------------------- load
+
+/// One run at one rate.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    /// Latencies of the requests answered 200, sorted.
+    latencies: Vec<Duration>,
+    /// Requests that failed or were not answered 200.
+    errors: u64,
+    /// The rate actually sent.
+    achieved: f64,
+}
+
+impl Run {
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::MAX;
+        }
+        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
+        self.latencies[index]
+    }
+
+    /// Sent at 95 % of the rate asked, nearly every request answered, and a
+    /// p99 under half a second.
+    fn sustained(&self, rate: u64) -> bool {
+        let sent = self.latencies.len() as u64 + self.errors;
+        self.achieved >= rate as f64 * 0.95
+            && self.errors * 1000 <= sent
+            && self.percentile(0.99) < Duration::from_millis(500)
+    }
+}
+
+/// One non-streamed request; its latency when answered 200.
+async fn one(client: &reqwest::Client, url: &str, body: &str) -> Option<Duration> {
+    let sent = Instant::now();
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer bench")
+        .body(body.to_owned())
+        .send()
+        .await
+        .ok()?;
+    let ok = response.status().as_u16() == 200;
+    let _ = response.bytes().await.ok()?;
+    ok.then(|| sent.elapsed())
+}
+
+/// `rate` requests a second to `base` for `seconds`, open loop.
+async fn at_rate(client: &reqwest::Client, base: &str, rate: u64, seconds: f64) -> Run {
+    let url = Arc::new(format!("{base}/chat/completions"));
+    let body = Arc::new(request("fast", false).to_string());
+    let total = (rate as f64 * seconds) as u64;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let started = Instant::now();
+    let mut running = Vec::with_capacity(total as usize);
+    for i in 0..total {
+        let due = started + interval.mul_f64(i as f64);
+        tokio::time::sleep_until(due.into()).await;
+        let (client, url, body) = (client.clone(), Arc::clone(&url), Arc::clone(&body));
+        running.push(tokio::spawn(async move { one(&client, &url, &body).await }));
+    }
+    let sending = started.elapsed().as_secs_f64();
+    let mut run = Run {
+        achieved: total as f64 / sending.max(1e-9),
+        ..Run::default()
+    };
+    for task in running {
+        match task.await.ok().flatten() {
+            Some(latency) => run.latencies.push(latency),
+            None => run.errors += 1,
+        }
+    }
+    run.latencies.sort_unstable();
+    run
+}
+
+/// Time to the first streamed text byte (`w0`), over `n` requests one at a
+/// time; the median.
+async fn ttfb(client: &reqwest::Client, base: &str, n: usize) -> Option<Duration> {
+    let url = format!("{base}/chat/completions");
+    let body = request("fast", true).to_string();
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let sent = Instant::now();
+        let mut response = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("authorization", "Bearer bench")
+            .body(body.clone())
+            .send()
+            .await
+            .ok()?;
+        let mut seen = Vec::new();
+        let mut first = None;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            seen.extend_from_slice(&chunk);
+            if first.is_none() && seen.windows(2).any(|w| w == b"w0") {
+                first = Some(sent.elapsed());
+            }
+        }
+        times.push(first?);
+    }
+    times.sort_unstable();
+    Some(times[times.len() / 2])
+}
+
+/// The peak resident memory of `process` while `n` slow streams run at
+/// once through it, and how many of them failed.
+async fn rss_at_streams(client: &reqwest::Client, process: &Process, n: usize) -> (f64, u64) {
+    let url = Arc::new(format!("{}/chat/completions", process.base));
+    let body = Arc::new(request("slow", true).to_string());
+    let failed = Arc::new(AtomicU64::new(0));
+    let mut running = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (client, url, body, failed) = (
+            client.clone(),
+            Arc::clone(&url),
+            Arc::clone(&body),
+            Arc::clone(&failed),
+        );
+        running.push(tokio::spawn(async move {
+            let ok = async {
+                let mut response = client
+                    .post(url.as_str())
+                    .header("content-type", "application/json")
+                    .header("authorization", "Bearer bench")
+                    .body(body.as_str().to_owned())
+                    .send()
+                    .await
+                    .ok()?;
+                if response.status().as_u16() != 200 {
+                    return None;
+                }
+                let mut seen = 0usize;
+                while let Ok(Some(chunk)) = response.chunk().await {
+                    seen += chunk.len();
+                }
+                (seen > 0).then_some(())
+            }
+            .await;
+            if ok.is_none() {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let mut peak = 0.0_f64;
+    while running.iter().any(|t| !t.is_finished()) {
+        peak = peak.max(process.rss_mib());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for task in running {
+        let _ = task.await;
+    }
+    (peak, failed.load(Ordering::Relaxed))
+}
+
+// ---------------------------------------------------------------- report
+
+fn ms(d: Duration) -> String {
+    if d == Duration::MAX {
+        return "–".to_owned();
+    }
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
+}
+
+/// `a - b` in ms, signed.
+fn minus(a: Duration, b: Duration) -> f64 {
+    if a == Duration::MAX || b == Duration::MAX {
+        return f64::NAN;
+    }
+    a.as_secs_f64() * 1000.0 - b.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let quick = std::env::args().any(|a| a == "quick");
+    let rates: &[u64] = if quick {
+        &[100, 1000]
+    } else {
+        &[100, 250, 500, 1000, 2000, 3000]
+    };
+    let seconds = if quick { 1.5 } else { 3.0 };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the bench's runtime");
+    let upstream = start_upstream(&runtime);
+    let bare = chimera(&upstream, &[]);
+    let all = chimera(&upstream, &all_packs());
+    let lite = litellm(&upstream);
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .build()
+        .expect("a client");
+    let mut ways: Vec<(&str, String, Option<&Process>)> = vec![
+        ("direct", upstream.clone(), None),
+        ("chimera, no packs", bare.base.clone(), Some(&bare)),
+        ("chimera, 12 gates + 3 packs", all.base.clone(), Some(&all)),
+    ];
+    if let Some(lite) = &lite {
+        ways.push(("LiteLLM + content filter", lite.base.clone(), Some(lite)));
+    }
+    // Warm every connection pool and cache.
+    runtime.block_on(async {
+        for (_, base, _) in &ways {
+            let _ = at_rate(&client, base, 100, 1.0).await;
+        }
+    });
+    let mut results: Vec<Vec<Option<Run>>> = vec![Vec::new(); ways.len()];
+    let mut stopped = vec![false; ways.len()];
+    for &rate in rates {
+        for (index, (name, base, _)) in ways.iter().enumerate() {
+            if stopped[index] {
+                results[index].push(None);
+                continue;
+            }
+            let run = runtime.block_on(at_rate(&client, base, rate, seconds));
+            eprintln!(
+                "{name:>28} @ {rate:>5}/s: p50 {} ms, p99 {} ms, errors {}, sent {:.0}/s",
+                ms(run.percentile(0.5)),
+                ms(run.percentile(0.99)),
+                run.errors,
+                run.achieved
+            );
+            if !run.sustained(rate) {
+                stopped[index] = true;
+            }
+            results[index].push(Some(run));
+        }
+    }
+    let firsts: Vec<Option<Duration>> = ways
+        .iter()
+        .map(|(_, base, _)| runtime.block_on(ttfb(&client, base, 100)))
+        .collect();
+    let idle: Vec<f64> = ways
+        .iter()
+        .map(|(_, _, p)| p.map_or(0.0, Process::rss_mib))
+        .collect();
+    let streams = if quick { 200 } else { 1000 };
+    let peaks: Vec<Option<(f64, u64)>> = ways
+        .iter()
+        .map(|(_, _, p)| p.map(|p| runtime.block_on(rss_at_streams(&client, p, streams))))
+        .collect();
+
+    println!("\n### Latency by request rate (ms; overhead = minus direct at the same rate)\n");
+    println!("| rate/s | way | p50 | p99 | overhead p50 | overhead p99 | errors |");
+    println!("|---|---|---|---|---|---|---|");
+    for (r, &rate) in rates.iter().enumerate() {
+        let direct = results[0][r].clone();
+        for (index, (name, _, _)) in ways.iter().enumerate() {
+            let Some(run) = &results[index][r] else {
+                println!("| {rate} | {name} | not sustained at a lower rate | | | | |");
+                continue;
+            };
+            let (o50, o99) = direct.as_ref().map_or((f64::NAN, f64::NAN), |d| {
+                (
+                    minus(run.percentile(0.5), d.percentile(0.5)),
+                    minus(run.percentile(0.99), d.percentile(0.99)),
+                )
+            });
+            let flag = if run.sustained(rate) {
+                ""
+            } else {
+                " (not sustained)"
+            };
+            println!(
+                "| {rate} | {name}{flag} | {} | {} | {} | {} | {} |",
+                ms(run.percentile(0.5)),
+                ms(run.percentile(0.99)),
+                if index == 0 {
+                    "–".into()
+                } else {
+                    format!("{o50:.3}")
+                },
+                if index == 0 {
+                    "–".into()
+                } else {
+                    format!("{o99:.3}")
+                },
+                run.errors
+            );
+        }
+    }
+    println!("\n### Summary\n");
+    println!("| way | highest rate with p99 overhead < 1 ms | highest sustained rate | first streamed byte, median (ms) | added to direct (ms) | RSS idle (MiB) | RSS peak at {streams} streams (MiB) | failed streams |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (index, (name, _, _)) in ways.iter().enumerate() {
+        let under_1ms = rates
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| {
+                let (Some(run), Some(direct)) = (&results[index][*r], &results[0][*r]) else {
+                    return false;
+                };
+                index > 0
+                    && run.sustained(rates[*r])
+                    && minus(run.percentile(0.99), direct.percentile(0.99)) < 1.0
+            })
+            .map(|(_, rate)| *rate)
+            .max();
+        let sustained = rates
+            .iter()
+            .enumerate()
+            .filter(|(r, rate)| {
+                results[index][*r]
+                    .as_ref()
+                    .is_some_and(|run| run.sustained(**rate))
+            })
+            .map(|(_, rate)| *rate)
+            .max();
+        let added = match (firsts[index], firsts[0]) {
+            (Some(a), Some(b)) => format!("{:.3}", minus(a, b)),
+            _ => "–".to_owned(),
+        };
+        let (peak, failed) = peaks[index].map_or(("–".to_owned(), "–".to_owned()), |(p, f)| {
+            (format!("{p:.1}"), f.to_string())
+        });
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {peak} | {failed} |",
+            if index == 0 {
+                "–".into()
+            } else {
+                under_1ms.map_or("none".into(), |r| format!("{r}/s"))
+            },
+            sustained.map_or("none".into(), |r| format!("{r}/s")),
+            firsts[index].map_or("–".into(), ms),
+            if index == 0 { "–".to_owned() } else { added },
+            if index == 0 {
+                "–".to_owned()
+            } else {
+                format!("{:.1}", idle[index])
+            },
+        );
+    }
+}
