@@ -4,7 +4,7 @@
 //! Four ways to the upstream: (a) direct, (b) `chimera serve` with no
 //! packs, (c) `chimera serve` with the twelve gates and the three packs,
 //! (d) `LiteLLM`'s proxy (from the Python package index, into
-//! `target/bench-venv`; skipped in one line when it cannot be had) with its
+//! `target/bench-venv`, installed on the first run; skipped in one line when it cannot be had) with its
 //! built-in content filter on the request and the reply. At each request
 //! rate of a ladder, each way is driven open-loop for a few seconds (a
 //! request is sent on schedule whether or not earlier ones have
@@ -29,7 +29,7 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use chimera_tests::{chimera_bin, workspace_root};
+use chimera_tests::{artifact_dir, chimera_bin, workspace_root};
 use serde_json::{json, Value};
 use std::future::Future as _;
 use std::io::{BufRead, BufReader};
@@ -256,7 +256,14 @@ fn chimera(upstream: &str, packs: &[String]) -> Process {
 /// filter on requests and replies; `None` (said in one line) when it
 /// cannot be installed or started.
 fn litellm(upstream: &str) -> Option<Process> {
-    let venv = workspace_root().join("target/bench-venv");
+    // Beside the build (`target/bench-venv`), wherever CARGO_TARGET_DIR puts it.
+    let venv = artifact_dir()
+        .parent()
+        .map_or_else(
+            || workspace_root().join("target"),
+            std::path::Path::to_owned,
+        )
+        .join("bench-venv");
     let bin = venv.join("bin/litellm");
     if !bin.exists() {
         eprintln!("installing LiteLLM's proxy into {} ...", venv.display());

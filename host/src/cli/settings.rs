@@ -305,7 +305,12 @@ fn merge_for_serve(
     m.take("serve.audit", "audit", &mut args.audit, audit);
     merge_upstream(
         &mut m,
-        ["serve.openai", "upstream"],
+        [
+            "serve.openai.base_url",
+            "serve.openai.key_env",
+            "serve.openai.models",
+            "upstream",
+        ],
         (
             &mut args.upstream,
             &mut args.upstream_key_env,
@@ -315,7 +320,12 @@ fn merge_for_serve(
     );
     merge_upstream(
         &mut m,
-        ["serve.anthropic", "anthropic_upstream"],
+        [
+            "serve.anthropic.base_url",
+            "serve.anthropic.key_env",
+            "serve.anthropic.models",
+            "anthropic_upstream",
+        ],
         (
             &mut args.anthropic_upstream,
             &mut args.anthropic_key_env,
@@ -326,22 +336,28 @@ fn merge_for_serve(
     m.settings
 }
 
-/// One `[serve.*]` upstream (`key` and the clap id of its URL flag):
-/// a URL on the command line chooses the upstream whole, so the file's
-/// key variable and models are not mixed into it.
+/// One `[serve.*]` upstream (its three keys and the clap id of its URL
+/// flag): a URL on the command line chooses the upstream whole, so the
+/// file's key variable and models are not mixed into it.
 fn merge_upstream(
     m: &mut Merge<'_>,
-    [key, id]: [&'static str; 2],
+    [url_key, key_env_key, models_key, id]: [&'static str; 4],
     (url, key_env, models): (&mut Option<String>, &mut Option<String>, &mut Vec<String>),
     section: Option<&UpstreamSection>,
 ) {
-    let section = section.filter(|_| !(m.explicit)(id));
+    let flag = (m.explicit)(id);
+    let section = section.filter(|_| !flag);
     m.take(
-        key,
+        url_key,
         id,
         url,
         section.and_then(|s| s.base_url.clone()).map(Some),
     );
+    let origin = match (flag, section, m.file) {
+        (true, _, _) => Origin::Flag,
+        (false, Some(_), Some(file)) => Origin::File(file.to_owned()),
+        _ => Origin::Default,
+    };
     if let Some(section) = section {
         if key_env.is_none() {
             key_env.clone_from(&section.key_env);
@@ -350,6 +366,8 @@ fn merge_upstream(
             models.clone_from(section.models.as_ref().unwrap_or(&Vec::new()));
         }
     }
+    m.record(key_env_key, key_env.shown(), origin.clone());
+    m.record(models_key, models.shown(), origin);
 }
 
 /// `[trust]`.
@@ -592,8 +610,9 @@ pub(crate) fn apply_to_search(
     Ok(())
 }
 
-/// `config show`: every effective setting of a `chimera run` with no flags,
-/// and where it came from; then the search path.
+/// `config show`: every effective setting of a `chimera run` (and then
+/// of a `chimera serve`) with no flags, and where it came from; then the
+/// search path.
 pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
     let loaded = load(named)?;
     let Ok(Cli {
@@ -603,7 +622,16 @@ pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
     else {
         return Err(Failure::usage("cannot build the default run settings"));
     };
-    let settings = merge(&mut args, loaded.as_ref(), &|_| false);
+    let mut settings = merge(&mut args, loaded.as_ref(), &|_| false);
+    if let Ok(Cli {
+        command: super::args::Command::Serve(mut serve),
+        ..
+    }) = Cli::try_parse_from(["chimera", "serve"])
+    {
+        // The packs and [trust] are shown once, above; then `serve`'s own.
+        let served = merge_for_serve(&mut serve, loaded.as_ref(), &|_| false);
+        settings.extend(served.into_iter().filter(|s| s.key.starts_with("serve.")));
+    }
     let search: Vec<String> = config::search_path(&args.search.plugins_dirs)
         .iter()
         .map(|dir| dir.path.display().to_string())
