@@ -42,6 +42,10 @@ use std::time::{Duration, Instant};
 /// passes it).
 const ANSWER: &str = r#"{"status":"all clear"}"#;
 
+/// The key every request sends: LiteLLM's master key (it refuses to
+/// start without one); `chimera serve` asks for none here.
+const KEY: &str = "sk-bench-0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+
 /// What each request asks: a short conversation of ordinary text.
 fn request(model: &str, stream: bool) -> Value {
     json!({
@@ -307,6 +311,7 @@ fn litellm(upstream: &str) -> Option<Process> {
         .arg(&config)
         .args(["--port", &port.to_string(), "--host", "127.0.0.1"])
         .env("LITELLM_LOG", "ERROR")
+        .env("LITELLM_MASTER_KEY", KEY)
         .env("LITELLM_TELEMETRY", "False")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -388,7 +393,7 @@ async fn one(client: &reqwest::Client, url: &str, body: &str) -> Option<Duration
     let response = client
         .post(url)
         .header("content-type", "application/json")
-        .header("authorization", "Bearer bench")
+        .header("authorization", format!("Bearer {KEY}"))
         .body(body.to_owned())
         .send()
         .await
@@ -438,7 +443,7 @@ async fn ttfb(client: &reqwest::Client, base: &str, n: usize) -> Option<Duration
         let mut response = client
             .post(&url)
             .header("content-type", "application/json")
-            .header("authorization", "Bearer bench")
+            .header("authorization", format!("Bearer {KEY}"))
             .body(body.clone())
             .send()
             .await
@@ -476,7 +481,7 @@ async fn rss_at_streams(client: &reqwest::Client, process: &Process, n: usize) -
                 let mut response = client
                     .post(url.as_str())
                     .header("content-type", "application/json")
-                    .header("authorization", "Bearer bench")
+                    .header("authorization", format!("Bearer {KEY}"))
                     .body(body.as_str().to_owned())
                     .send()
                     .await
