@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 /// passes it).
 const ANSWER: &str = r#"{"status":"all clear"}"#;
 
-/// The key every request sends: LiteLLM's master key (it refuses to
+/// The key every request sends: `LiteLLM`'s master key (it refuses to
 /// start without one); `chimera serve` asks for none here.
 const KEY: &str = "sk-bench-0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
 
