@@ -299,13 +299,34 @@ fn litellm(upstream: &str) -> Option<Process> {
             )
         })
         .collect();
-    let guardrails = "guardrails:\n\
-  - guardrail_name: content-filter-in\n    litellm_params:\n      guardrail: litellm_content_filter\n      mode: pre_call\n      default_on: true\n      patterns:\n        - pattern_type: prebuilt\n          pattern_name: email\n          action: MASK\n        - pattern_type: prebuilt\n          pattern_name: us_ssn\n          action: BLOCK\n        - pattern_type: prebuilt\n          pattern_name: aws_access_key\n          action: MASK\n        - pattern_type: prebuilt\n          pattern_name: github_token\n          action: MASK\n        - pattern_type: prebuilt\n          pattern_name: generic_api_key\n          action: MASK\n\
-  - guardrail_name: content-filter-out\n    litellm_params:\n      guardrail: litellm_content_filter\n      mode: post_call\n      default_on: true\n      patterns:\n        - pattern_type: prebuilt\n          pattern_name: email\n          action: MASK\n";
+    // Comparable checks where LiteLLM has them: secrets and addresses
+    // masked on the way in, an SSN blocked; addresses masked on the way out.
+    let pattern = |name: &str, action: &str| {
+        format!("        - pattern_type: prebuilt\n          pattern_name: {name}\n          action: {action}\n")
+    };
+    let guardrail = |name: &str, mode: &str, patterns: String| {
+        format!("  - guardrail_name: {name}\n    litellm_params:\n      guardrail: litellm_content_filter\n      mode: {mode}\n      default_on: true\n      patterns:\n{patterns}")
+    };
+    let inbound = [
+        ("email", "MASK"),
+        ("us_ssn", "BLOCK"),
+        ("aws_access_key", "MASK"),
+        ("github_token", "MASK"),
+        ("generic_api_key", "MASK"),
+    ]
+    .iter()
+    .map(|(name, action)| pattern(name, action))
+    .collect::<String>();
+    let guardrails = format!(
+        "guardrails:\n{}{}",
+        guardrail("content-filter-in", "pre_call", inbound),
+        guardrail("content-filter-out", "post_call", pattern("email", "MASK"))
+    );
     let text = format!(
         "model_list:\n{models}{guardrails}litellm_settings:\n  drop_params: true\n  telemetry: false\n"
     );
     std::fs::write(&config, text).ok()?;
+    let log = dir.path().join("litellm.log");
     let child = Command::new(&bin)
         .arg("--config")
         .arg(&config)
@@ -314,16 +335,26 @@ fn litellm(upstream: &str) -> Option<Process> {
         .env("LITELLM_MASTER_KEY", KEY)
         .env("LITELLM_TELEMETRY", "False")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).ok()?)
         .spawn()
         .ok()?;
-    let process = Process {
+    let mut process = Process {
         child,
         base: format!("http://127.0.0.1:{port}/v1"),
     };
     let started = Instant::now();
     let probe = format!("http://127.0.0.1:{port}/health/liveliness");
     while started.elapsed() < Duration::from_secs(180) {
+        if let Ok(Some(status)) = process.child.try_wait() {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = said
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            println!("litellm: skipped (the proxy exited, {status}: {last})");
+            return None;
+        }
         if answers_ok(&probe) {
             // Kept until the process is done with its config.
             std::mem::forget(dir);
