@@ -253,6 +253,13 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt as _;
+        // Replies are written as a head and then a body: without
+        // TCP_NODELAY, Nagle's algorithm holds the second write for the
+        // client's delayed ACK (up to 40 ms on Linux).
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
         axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await
