@@ -58,6 +58,7 @@ pub mod pack_test;
 pub mod plugins;
 pub mod providers;
 pub(crate) mod runtime;
+pub mod state;
 pub mod tools;
 pub mod types;
 

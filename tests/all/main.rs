@@ -35,6 +35,7 @@ mod providers;
 mod registry;
 mod sdk_reference;
 mod seams_in_the_loop;
+mod state_store;
 mod strategies;
 mod streamed_gates;
 mod text_gates;

@@ -68,6 +68,11 @@ async fn upstream(body: axum::body::Bytes) -> Response {
     let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let model = asked["model"].as_str().unwrap_or("fast").to_owned();
     if asked["stream"] != json!(true) {
+        if model == "slow" {
+            // As long as a slow stream takes, so a gateway that asks for
+            // the whole reply (a gate without a stream hook) holds it as long.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
         let reply = json!({
             "id": "chatcmpl-up", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",
@@ -91,7 +96,8 @@ async fn upstream(body: axum::body::Bytes) -> Response {
         .unwrap_or_default()
 }
 
-/// The events of a streamed reply: `w0 `, `w1 `, … then the end.
+/// The events of a streamed reply: `{"status":"`, `w0 `, `w1 `, …, `"}`,
+/// then the end.
 fn async_stream(
     model: String,
     deltas: usize,
@@ -107,9 +113,12 @@ fn async_stream(
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     ));
+    // The deltas spell a JSON answer, so `json-schema` passes it too.
+    events.push(chunk(json!({"content": "{\"status\":\""}), Value::Null));
     for i in 0..deltas {
         events.push(chunk(json!({"content": format!("w{i} ")}), Value::Null));
     }
+    events.push(chunk(json!({"content": "\"}"}), Value::Null));
     events.push(chunk(json!({}), json!("stop")));
     events.push("data: [DONE]\n\n".to_owned());
     Paced {
@@ -469,7 +478,7 @@ async fn at_rate(client: &reqwest::Client, base: &str, rate: u64, seconds: f64) 
     run
 }
 
-/// Time to the first streamed text byte (`w0`), over `n` requests one at a
+/// Time to the first streamed text, over `n` requests one at a
 /// time; the median.
 async fn ttfb(client: &reqwest::Client, base: &str, n: usize) -> Option<Duration> {
     let url = format!("{base}/chat/completions");
@@ -489,7 +498,7 @@ async fn ttfb(client: &reqwest::Client, base: &str, n: usize) -> Option<Duration
         let mut first = None;
         while let Ok(Some(chunk)) = response.chunk().await {
             seen.extend_from_slice(&chunk);
-            if first.is_none() && seen.windows(2).any(|w| w == b"w0") {
+            if first.is_none() && carries_text(&seen) {
                 first = Some(sent.elapsed());
             }
         }
@@ -497,6 +506,20 @@ async fn ttfb(client: &reqwest::Client, base: &str, n: usize) -> Option<Duration
     }
     times.sort_unstable();
     Some(times[times.len() / 2])
+}
+
+/// Whether the event-stream bytes `seen` hold a chunk with text in it
+/// (its first `delta.content` that is not empty).
+fn carries_text(seen: &[u8]) -> bool {
+    String::from_utf8_lossy(seen)
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .any(|chunk| {
+            chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .is_some_and(|text| !text.is_empty())
+        })
 }
 
 /// The peak resident memory of `process` while `n` slow streams run at

@@ -266,6 +266,8 @@ pub mod cli;
 
 pub mod python;
 
+pub mod redis;
+
 /// The stateful example pack (`examples/stateful-pack`, entry point
 /// `call-quota`), built once per test run beside the other packs.
 pub fn stateful_pack_path() -> PathBuf {

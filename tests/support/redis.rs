@@ -1,0 +1,92 @@
+//! A real `redis-server` for the tests, on a loopback port of its own,
+//! with nothing saved to disk; stopped when dropped. `.ci/run` installs
+//! Debian's package when it is missing; where it cannot be had, the tests
+//! that need it say so in one line and skip.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `redis-server`.
+pub struct RedisServer {
+    child: Option<Child>,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl RedisServer {
+    /// Starts one on a free port; `None` (said on stderr) when
+    /// `redis-server` is not installed.
+    pub fn start() -> Option<RedisServer> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut server = RedisServer { child: None, port };
+        if server.restart() {
+            Some(server)
+        } else {
+            eprintln!("redis-server is not installed: skipping (.ci/run installs it)");
+            None
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (an outage).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port, empty; `false` when it cannot run.
+    pub fn restart(&mut self) -> bool {
+        self.kill();
+        let Ok(child) = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        else {
+            return false;
+        };
+        self.child = Some(child);
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(10) {
+            if self.ping() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "redis-server did not answer PING on port {} within 10 s",
+            self.port
+        );
+    }
+
+    /// `true` when the server answers `PING`.
+    fn ping(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+        if stream.write_all(b"PING\r\n").is_err() {
+            return false;
+        }
+        let mut line = String::new();
+        BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("+PONG")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
