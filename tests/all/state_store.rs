@@ -60,11 +60,7 @@ fn a_window_and_a_bucket_hold_across_replicas() {
     assert_eq!(allowed, 4);
     let refused = b.take("bucket", 1, 0.5, 4).unwrap();
     assert!(!refused.allowed);
-    assert!(
-        refused.wait > Duration::from_secs(1),
-        "{:?}",
-        refused.wait
-    );
+    assert!(refused.wait > Duration::from_secs(1), "{:?}", refused.wait);
 }
 
 #[test]
