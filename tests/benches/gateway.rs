@@ -589,6 +589,120 @@ fn minus(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() * 1000.0 - b.as_secs_f64() * 1000.0
 }
 
+/// The ways of one ladder, by name and base URL (the first is direct).
+type Ways<'a> = [(&'a str, String)];
+
+/// Runs each of `ways` at each of `rates`, interleaved; a way is not asked
+/// a higher rate once it failed to sustain one.
+fn ladder(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    ways: &Ways<'_>,
+    rates: &[u64],
+    seconds: f64,
+) -> Vec<Vec<Option<Run>>> {
+    runtime.block_on(async {
+        for (_, base) in ways {
+            let _ = at_rate(client, base, 20, 1.0).await;
+        }
+    });
+    let mut results: Vec<Vec<Option<Run>>> = vec![Vec::new(); ways.len()];
+    let mut stopped = vec![false; ways.len()];
+    for &rate in rates {
+        for (index, (name, base)) in ways.iter().enumerate() {
+            if stopped[index] {
+                results[index].push(None);
+                continue;
+            }
+            let run = runtime.block_on(at_rate(client, base, rate, seconds));
+            eprintln!(
+                "{name:>28} @ {rate:>5}/s: p50 {} ms, p99 {} ms, errors {}, sent {:.0}/s",
+                ms(run.percentile(0.5)),
+                ms(run.percentile(0.99)),
+                run.errors,
+                run.achieved
+            );
+            stopped[index] = !run.sustained(rate);
+            results[index].push(Some(run));
+            // Let a way that fell behind drain before the next is measured.
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    results
+}
+
+/// Prints one ladder's table.
+fn print_ladder(ways: &Ways<'_>, rates: &[u64], results: &[Vec<Option<Run>>]) {
+    println!("| rate/s | way | p50 | p99 | overhead p50 | overhead p99 | errors |");
+    println!("|---|---|---|---|---|---|---|");
+    for (r, &rate) in rates.iter().enumerate() {
+        for (index, (name, _)) in ways.iter().enumerate() {
+            let Some(run) = &results[index][r] else {
+                println!("| {rate} | {name} | not sustained at a lower rate | | | | |");
+                continue;
+            };
+            let (o50, o99) = overhead(results, index, r, rate).unwrap_or((f64::NAN, f64::NAN));
+            let flag = if run.sustained(rate) {
+                ""
+            } else {
+                " (not sustained)"
+            };
+            let shown = |o: f64| {
+                if index == 0 {
+                    "–".to_owned()
+                } else {
+                    format!("{o:.3}")
+                }
+            };
+            println!(
+                "| {rate} | {name}{flag} | {} | {} | {} | {} | {} |",
+                ms(run.percentile(0.5)),
+                ms(run.percentile(0.99)),
+                shown(o50),
+                shown(o99),
+                run.errors
+            );
+        }
+    }
+}
+
+/// Way `index`'s overhead p50 and p99 over the direct way at rate number
+/// `r`, when both ran.
+fn overhead(
+    results: &[Vec<Option<Run>>],
+    index: usize,
+    r: usize,
+    _rate: u64,
+) -> Option<(f64, f64)> {
+    let (Some(run), Some(direct)) = (&results[index][r], &results[0][r]) else {
+        return None;
+    };
+    Some((
+        minus(run.percentile(0.5), direct.percentile(0.5)),
+        minus(run.percentile(0.99), direct.percentile(0.99)),
+    ))
+}
+
+/// The highest rate way `index` sustained with a p99 overhead under `bound` ms.
+fn highest_under(
+    results: &[Vec<Option<Run>>],
+    rates: &[u64],
+    index: usize,
+    bound: f64,
+) -> Option<u64> {
+    rates
+        .iter()
+        .enumerate()
+        .filter(|(r, rate)| {
+            results[index][*r]
+                .as_ref()
+                .is_some_and(|run| run.sustained(**rate))
+                && overhead(results, index, *r, **rate).is_some_and(|(_, o99)| o99 < bound)
+        })
+        .map(|(_, rate)| *rate)
+        .max()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -599,6 +713,7 @@ fn main() {
     } else {
         &[100, 250, 500, 1000, 2000, 3000]
     };
+    let lite_rates: &[u64] = if quick { &[10, 25] } else { &[10, 25, 50, 100] };
     let seconds = if quick { 1.5 } else { 3.0 };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -606,151 +721,108 @@ fn main() {
         .build()
         .expect("the bench's runtime");
     let upstream = start_upstream(&runtime);
-    let bare = chimera(&upstream, &[]);
-    let all = chimera(&upstream, &all_packs());
-    let lite = litellm(&upstream);
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(4096)
         .build()
         .expect("a client");
-    let mut ways: Vec<(&str, String, Option<&Process>)> = vec![
-        ("direct", upstream.clone(), None),
-        ("chimera, no packs", bare.base.clone(), Some(&bare)),
-        ("chimera, 12 gates + 3 packs", all.base.clone(), Some(&all)),
+    let streams = if quick { 200 } else { 1000 };
+
+    // chimera first, with no LiteLLM process on the machine.
+    let bare = chimera(&upstream, &[]);
+    let all = chimera(&upstream, &all_packs());
+    let idle = [bare.rss_mib(), all.rss_mib()];
+    let ways = [
+        ("direct", upstream.clone()),
+        ("chimera, no packs", bare.base.clone()),
+        ("chimera, 12 gates + 3 packs", all.base.clone()),
     ];
-    if let Some(lite) = &lite {
-        ways.push(("LiteLLM + content filter", lite.base.clone(), Some(lite)));
-    }
-    // Warm every connection pool and cache.
-    runtime.block_on(async {
-        for (_, base, _) in &ways {
-            let _ = at_rate(&client, base, 100, 1.0).await;
-        }
-    });
-    let mut results: Vec<Vec<Option<Run>>> = vec![Vec::new(); ways.len()];
-    let mut stopped = vec![false; ways.len()];
-    for &rate in rates {
-        for (index, (name, base, _)) in ways.iter().enumerate() {
-            if stopped[index] {
-                results[index].push(None);
-                continue;
-            }
-            let run = runtime.block_on(at_rate(&client, base, rate, seconds));
-            eprintln!(
-                "{name:>28} @ {rate:>5}/s: p50 {} ms, p99 {} ms, errors {}, sent {:.0}/s",
-                ms(run.percentile(0.5)),
-                ms(run.percentile(0.99)),
-                run.errors,
-                run.achieved
-            );
-            if !run.sustained(rate) {
-                stopped[index] = true;
-            }
-            results[index].push(Some(run));
-        }
-    }
+    let results = ladder(&runtime, &client, &ways, rates, seconds);
     let firsts: Vec<Option<Duration>> = ways
         .iter()
-        .map(|(_, base, _)| runtime.block_on(ttfb(&client, base, 100)))
+        .map(|(_, base)| runtime.block_on(ttfb(&client, base, 100)))
         .collect();
-    let idle: Vec<f64> = ways
-        .iter()
-        .map(|(_, _, p)| p.map_or(0.0, Process::rss_mib))
-        .collect();
-    let streams = if quick { 200 } else { 1000 };
-    let peaks: Vec<Option<(f64, u64)>> = ways
-        .iter()
-        .map(|(_, _, p)| p.map(|p| runtime.block_on(rss_at_streams(&client, p, streams))))
-        .collect();
+    let peaks = [
+        runtime.block_on(rss_at_streams(&client, &bare, streams)),
+        runtime.block_on(rss_at_streams(&client, &all, streams)),
+    ];
+    drop(bare);
+    drop(all);
+
+    // Then LiteLLM, at the rates it can take, beside direct again.
+    let lite = litellm(&upstream);
+    let lite_idle = lite.as_ref().map(Process::rss_mib);
+    let lite_ways = lite.as_ref().map(|lite| {
+        [
+            ("direct", upstream.clone()),
+            ("LiteLLM + content filter", lite.base.clone()),
+        ]
+    });
+    let lite_results = lite_ways
+        .as_ref()
+        .map(|ways| ladder(&runtime, &client, ways, lite_rates, seconds));
+    let lite_first = lite
+        .as_ref()
+        .and_then(|l| runtime.block_on(ttfb(&client, &l.base, 20)));
+    let lite_peak = lite
+        .as_ref()
+        .map(|l| runtime.block_on(rss_at_streams(&client, l, streams)));
 
     println!("\n### Latency by request rate (ms; overhead = minus direct at the same rate)\n");
-    println!("| rate/s | way | p50 | p99 | overhead p50 | overhead p99 | errors |");
-    println!("|---|---|---|---|---|---|---|");
-    for (r, &rate) in rates.iter().enumerate() {
-        let direct = results[0][r].clone();
-        for (index, (name, _, _)) in ways.iter().enumerate() {
-            let Some(run) = &results[index][r] else {
-                println!("| {rate} | {name} | not sustained at a lower rate | | | | |");
-                continue;
-            };
-            let (o50, o99) = direct.as_ref().map_or((f64::NAN, f64::NAN), |d| {
-                (
-                    minus(run.percentile(0.5), d.percentile(0.5)),
-                    minus(run.percentile(0.99), d.percentile(0.99)),
-                )
-            });
-            let flag = if run.sustained(rate) {
-                ""
-            } else {
-                " (not sustained)"
-            };
-            println!(
-                "| {rate} | {name}{flag} | {} | {} | {} | {} | {} |",
-                ms(run.percentile(0.5)),
-                ms(run.percentile(0.99)),
-                if index == 0 {
-                    "–".into()
-                } else {
-                    format!("{o50:.3}")
-                },
-                if index == 0 {
-                    "–".into()
-                } else {
-                    format!("{o99:.3}")
-                },
-                run.errors
-            );
-        }
+    print_ladder(&ways, rates, &results);
+    if let (Some(ways), Some(results)) = (&lite_ways, &lite_results) {
+        println!("\nLiteLLM, measured after chimera's processes stopped:\n");
+        print_ladder(ways, lite_rates, results);
     }
     println!("\n### Summary\n");
-    println!("| way | highest rate with p99 overhead < 1 ms | highest sustained rate | first streamed byte, median (ms) | added to direct (ms) | RSS idle (MiB) | RSS peak at {streams} streams (MiB) | failed streams |");
+    println!("| way | highest rate with p99 overhead < 1 ms | highest sustained rate | first streamed text, median (ms) | added to direct (ms) | RSS idle (MiB) | RSS peak at {streams} streams (MiB) | failed streams |");
     println!("|---|---|---|---|---|---|---|---|");
-    for (index, (name, _, _)) in ways.iter().enumerate() {
-        let under_1ms = rates
-            .iter()
-            .enumerate()
-            .filter(|(r, _)| {
-                let (Some(run), Some(direct)) = (&results[index][*r], &results[0][*r]) else {
-                    return false;
-                };
-                index > 0
-                    && run.sustained(rates[*r])
-                    && minus(run.percentile(0.99), direct.percentile(0.99)) < 1.0
-            })
-            .map(|(_, rate)| *rate)
-            .max();
-        let sustained = rates
-            .iter()
-            .enumerate()
-            .filter(|(r, rate)| {
-                results[index][*r]
-                    .as_ref()
-                    .is_some_and(|run| run.sustained(**rate))
-            })
-            .map(|(_, rate)| *rate)
-            .max();
-        let added = match (firsts[index], firsts[0]) {
-            (Some(a), Some(b)) => format!("{:.3}", minus(a, b)),
-            _ => "–".to_owned(),
-        };
-        let (peak, failed) = peaks[index].map_or(("–".to_owned(), "–".to_owned()), |(p, f)| {
-            (format!("{p:.1}"), f.to_string())
-        });
+    let rate = |r: Option<u64>| r.map_or("none".to_owned(), |r| format!("{r}/s"));
+    let added = |first: Option<Duration>| match (first, firsts[0]) {
+        (Some(a), Some(b)) => format!("{:.3}", minus(a, b)),
+        _ => "–".to_owned(),
+    };
+    let sustained = |results: &[Vec<Option<Run>>], rates: &[u64], index: usize| {
+        highest_under(results, rates, index, f64::INFINITY)
+    };
+    println!(
+        "| direct | – | {} | {} | – | – | – | – |",
+        rate(sustained(&results, rates, 0)),
+        firsts[0].map_or("–".into(), ms)
+    );
+    for (index, name) in [(1, ways[1].0), (2, ways[2].0)] {
+        let (peak, failed) = peaks[index - 1];
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {peak} | {failed} |",
-            if index == 0 {
-                "–".into()
-            } else {
-                under_1ms.map_or("none".into(), |r| format!("{r}/s"))
-            },
-            sustained.map_or("none".into(), |r| format!("{r}/s")),
+            "| {name} | {} | {} | {} | {} | {:.1} | {peak:.1} | {failed} |",
+            rate(highest_under(&results, rates, index, 1.0)),
+            rate(sustained(&results, rates, index)),
             firsts[index].map_or("–".into(), ms),
-            if index == 0 { "–".to_owned() } else { added },
-            if index == 0 {
-                "–".to_owned()
-            } else {
-                format!("{:.1}", idle[index])
-            },
+            added(firsts[index]),
+            idle[index - 1],
         );
+    }
+    if let (Some(lite_runs), Some(idle), Some((peak, failed))) =
+        (&lite_results, lite_idle, lite_peak)
+    {
+        let best = sustained(lite_runs, lite_rates, 1);
+        println!(
+            "| LiteLLM + content filter | {} | {} | {} | {} | {idle:.1} | {peak:.1} | {failed} |",
+            rate(highest_under(lite_runs, lite_rates, 1, 1.0)),
+            rate(best),
+            lite_first.map_or("–".into(), ms),
+            added(lite_first),
+        );
+        // At equal p99: LiteLLM's p99 overhead at the highest rate it
+        // sustained, and the highest rate chimera (all packs) held under it.
+        if let Some(best) = best {
+            let r = lite_rates.iter().position(|&x| x == best).unwrap_or(0);
+            if let Some((_, bound)) = overhead(lite_runs, 1, r, best) {
+                let ours = highest_under(&results, rates, 2, bound);
+                println!(
+                    "\nAt LiteLLM's p99 overhead at {best}/s ({bound:.1} ms), chimera with every pack sustained {} ({}× LiteLLM's rate).",
+                    rate(ours),
+                    ours.map_or("–".to_owned(), |o| format!("{:.0}", o as f64 / best as f64))
+                );
+            }
+        }
     }
 }
