@@ -7,12 +7,13 @@
 //! operation checks read together; each test starts its own gateway and
 //! upstream and shares no state.
 
-use chimera_tests::chimera_bin;
 use chimera_tests::http::{Reply, Server};
+use chimera_tests::serve::Served;
+use chimera_tests::{chimera_bin, SHIPPED_PACKS};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,17 +21,7 @@ use std::time::Duration;
 mod state;
 
 /// A running `chimera serve`, killed when dropped.
-struct Gateway {
-    child: Child,
-    address: String,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Gateway = Served;
 
 /// Starts `chimera serve` in front of `upstream` serving model `m` on the
 /// chat-completions wire, with `extra` flags.
@@ -60,22 +51,8 @@ fn serve_with(args: &[&str]) -> Gateway {
 }
 
 /// Starts `command` (a `chimera serve`); waits for its `listening on` line.
-fn started(mut command: Command) -> Gateway {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("chimera serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("no listening line, got {line:?}"))
-        .to_owned();
-    Gateway { child, address }
+fn started(command: Command) -> Gateway {
+    Served::start(command, Stdio::inherit())
 }
 
 /// One HTTP/1.1 exchange with `gateway`: the status and the (de-chunked)
@@ -879,7 +856,7 @@ fn sigterm_lets_a_stream_in_flight_finish_then_the_gateway_exits() {
     });
     std::thread::sleep(Duration::from_millis(200));
     let terminated = Command::new("kill")
-        .args(["-TERM", &gateway.child.id().to_string()])
+        .args(["-TERM", &gateway.pid().to_string()])
         .status()
         .unwrap();
     assert!(terminated.success());
@@ -888,7 +865,7 @@ fn sigterm_lets_a_stream_in_flight_finish_then_the_gateway_exits() {
     let (texts, _, done) = streamed_text(&text);
     assert_eq!(texts.concat(), "one two three");
     assert!(done);
-    let exited = gateway.child.wait().unwrap();
+    let exited = gateway.child().wait().unwrap();
     assert!(exited.success(), "{exited}");
 }
 
@@ -952,22 +929,7 @@ fn every_bundled_pack_loads_into_the_gateway_and_a_plain_request_passes() {
     let schema = json!({"schema": {"type": "object", "required": ["status"]}}).to_string();
     let json_schema = format!("json-schema={schema}");
     let mut args = vec!["--pack", json_schema.as_str()];
-    for pack in [
-        "approval-policy",
-        "content-safety",
-        "context-window",
-        "delegate-spawner",
-        "endless-loop",
-        "output-length",
-        "plan-gate",
-        "prompt-injection",
-        "rate-limiter",
-        "redactor",
-        "stop-words",
-        "token-budget",
-        "tool-filter",
-        "tool-timeout",
-    ] {
+    for pack in SHIPPED_PACKS.iter().filter(|&&p| p != "json-schema") {
         args.extend(["--pack", pack]);
     }
     let gateway = serve(&upstream, &args);

@@ -29,10 +29,10 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use chimera_tests::{artifact_dir, chimera_bin, workspace_root};
+use chimera_tests::serve::{rss_mib, Served};
+use chimera_tests::{artifact_dir, workspace_root, SHIPPED_PACKS};
 use serde_json::{json, Value};
 use std::future::Future as _;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -178,29 +178,31 @@ fn start_upstream(runtime: &tokio::runtime::Runtime) -> String {
 
 // ---------------------------------------------------------------- the ways
 
-/// A gateway process, killed when dropped.
+/// A gateway process, killed when dropped: its base URL (`…/v1`), and
+/// for chimera the process itself (`LiteLLM`'s is a plain child).
 struct Process {
-    child: Child,
     base: String,
+    served: Option<Served>,
+    child: Option<Child>,
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
 impl Process {
-    /// Its resident memory, in MiB (`VmRSS`).
+    /// Its resident memory, in MiB.
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
+        match (&self.served, &self.child) {
+            (Some(served), _) => served.rss_mib(),
+            (None, Some(child)) => rss_mib(child.id()),
+            (None, None) => 0.0,
+        }
     }
 }
 
@@ -208,66 +210,36 @@ impl Process {
 /// lets an ordinary request through.
 fn all_packs() -> Vec<String> {
     let schema = json!({"schema": {"type": "object", "required": ["status"]}});
-    let mut packs = vec![format!("json-schema={schema}")];
-    // A rate limit far above the ladder (the default, 60 a minute for the
-    // whole process, would pause the bench's requests, not measure them).
-    packs.push(r#"rate-limiter={"requests_per_minute":100000000}"#.to_owned());
-    for pack in [
-        "approval-policy",
-        "content-safety",
-        "context-window",
-        "delegate-spawner",
-        "endless-loop",
-        "output-length",
-        "plan-gate",
-        "prompt-injection",
-        "redactor",
-        "stop-words",
-        "token-budget",
-        "tool-filter",
-        "tool-timeout",
-    ] {
-        packs.push(pack.to_owned());
-    }
-    packs
+    SHIPPED_PACKS
+        .iter()
+        .map(|&pack| match pack {
+            "json-schema" => format!("json-schema={schema}"),
+            // A rate limit far above the ladder (the default, 60 a minute
+            // for the whole process, would pause the bench's requests).
+            "rate-limiter" => r#"rate-limiter={"requests_per_minute":100000000}"#.to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
 }
 
 /// `chimera serve` in front of `upstream` with `packs`.
 fn chimera(upstream: &str, packs: &[String]) -> Process {
-    let mut command = Command::new(chimera_bin());
-    command.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        upstream,
+    let mut args = vec![
         "--model",
         "fast",
         "--model",
         "slow",
         "--concurrency",
         "4096",
-    ]);
+    ];
     for pack in packs {
-        command.args(["--pack", pack]);
+        args.extend(["--pack", pack.as_str()]);
     }
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chimera serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("its stdout"))
-        .read_line(&mut line)
-        .expect("its listening line");
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("chimera serve did not start: {line:?}"))
-        .to_owned();
+    let served = Served::start(Served::command(upstream, &args), Stdio::null());
     Process {
-        child,
-        base: format!("http://{address}/v1"),
+        base: format!("http://{}/v1", served.address),
+        served: Some(served),
+        child: None,
     }
 }
 
@@ -354,13 +326,14 @@ fn litellm(upstream: &str) -> Option<Process> {
         .spawn()
         .ok()?;
     let mut process = Process {
-        child,
         base: format!("http://127.0.0.1:{port}/v1"),
+        served: None,
+        child: Some(child),
     };
     let started = Instant::now();
     let probe = format!("http://127.0.0.1:{port}/health/liveliness");
     while started.elapsed() < Duration::from_secs(180) {
-        if let Ok(Some(status)) = process.child.try_wait() {
+        if let Some(Ok(Some(status))) = process.child.as_mut().map(Child::try_wait) {
             let said = std::fs::read_to_string(&log).unwrap_or_default();
             let last = said
                 .lines()

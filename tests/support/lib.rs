@@ -258,6 +258,26 @@ pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     target
 }
 
+/// Every pack the workspace ships, by entry-point name: the twelve gates
+/// and the three Chimera packs.
+pub const SHIPPED_PACKS: &[&str] = &[
+    "approval-policy",
+    "content-safety",
+    "context-window",
+    "delegate-spawner",
+    "endless-loop",
+    "json-schema",
+    "output-length",
+    "plan-gate",
+    "prompt-injection",
+    "rate-limiter",
+    "redactor",
+    "stop-words",
+    "token-budget",
+    "tool-filter",
+    "tool-timeout",
+];
+
 pub mod http;
 
 pub mod slow_http;
@@ -267,6 +287,8 @@ pub mod cli;
 pub mod python;
 
 pub mod redis;
+
+pub mod serve;
 
 /// The stateful example pack (`examples/stateful-pack`, entry point
 /// `call-quota`), built once per test run beside the other packs.

@@ -164,6 +164,18 @@ struct PackArgs<'a> {
     trust: &'a mut TrustArgs,
 }
 
+/// The [`PackArgs`] of a command's arguments (`run`'s, `serve`'s).
+macro_rules! pack_args {
+    ($args:expr) => {
+        PackArgs {
+            search: &mut $args.search,
+            packs: &mut $args.packs,
+            isolate: &mut $args.isolate,
+            trust: &mut $args.trust,
+        }
+    };
+}
+
 /// A merge of `loaded`'s file (if any) into arguments whose given ones
 /// `explicit` names.
 fn merger<'a>(loaded: Option<&'a Loaded>, explicit: &'a dyn Fn(&str) -> bool) -> Merge<'a> {
@@ -185,16 +197,7 @@ fn merge(
     let empty = FileConfig::default();
     let config = loaded.map_or(&empty, |l| &l.config);
     let mut m = merger(loaded, explicit);
-    merge_packs(
-        &mut m,
-        PackArgs {
-            search: &mut args.search,
-            packs: &mut args.packs,
-            isolate: &mut args.isolate,
-            trust: &mut args.trust,
-        },
-        config,
-    );
+    merge_packs(&mut m, pack_args!(args), config);
     merge_provider(&mut m, args, &config.provider);
     merge_approvals(&mut m, args, &config.approvals);
     merge_session(&mut m, args, &config.session);
@@ -246,16 +249,7 @@ fn merge_for_serve(
     let empty = FileConfig::default();
     let config = loaded.map_or(&empty, |l| &l.config);
     let mut m = merger(loaded, explicit);
-    merge_packs(
-        &mut m,
-        PackArgs {
-            search: &mut args.search,
-            packs: &mut args.packs,
-            isolate: &mut args.isolate,
-            trust: &mut args.trust,
-        },
-        config,
-    );
+    merge_packs(&mut m, pack_args!(args), config);
     let serve = &config.serve;
     m.take("serve.listen", "listen", &mut args.listen, serve.listen);
     m.take(
@@ -694,10 +688,20 @@ mod tests {
         config::parse(Path::new("chimera.toml"), text).map_err(|e| e.to_string())
     }
 
+    use super::super::args::Command;
+
     fn run_args() -> RunArgs {
         match Cli::try_parse_from(["chimera", "run"]).unwrap().command {
-            super::super::args::Command::Run(args) => args,
+            Command::Run(args) => args,
             _ => unreachable!(),
+        }
+    }
+
+    /// `config` as read from `/project/chimera.toml`.
+    fn project_file(config: FileConfig) -> Loaded {
+        Loaded {
+            path: PathBuf::from("/project/chimera.toml"),
+            config,
         }
     }
 
@@ -707,10 +711,7 @@ mod tests {
             "plugins_dirs = [\"plugins\"]\n[[packs]]\nname = \"redactor\"\n[[packs]]\nname = \"plan-gate\"\nconfig = { max = 3 }\n[trust]\nquarantine_after = 5\n[session]\nmax_steps = 7\nstrategy = \"tree-of-thought\"\nstrategy_config = { candidates = 2 }\naudit = \"audit.jsonl\"\n",
         )
         .unwrap();
-        let loaded = Loaded {
-            path: PathBuf::from("/project/chimera.toml"),
-            config,
-        };
+        let loaded = project_file(config);
         let mut args = run_args();
         args.max_steps = 9;
         let settings = merge(&mut args, Some(&loaded), &|id| id == "max_steps");
@@ -742,7 +743,7 @@ mod tests {
     fn serve_args(extra: &[&str]) -> ServeArgs {
         let args = ["chimera", "serve"].iter().chain(extra).copied();
         match Cli::try_parse_from(args).unwrap().command {
-            super::super::args::Command::Serve(args) => args,
+            Command::Serve(args) => args,
             _ => unreachable!(),
         }
     }
@@ -753,10 +754,7 @@ mod tests {
             "[[packs]]\nname = \"redactor\"\n[serve]\nlisten = \"127.0.0.1:9000\"\nconcurrency = 8\naudit = \"a.jsonl\"\n[serve.openai]\nbase_url = \"http://file/v1\"\nkey_env = \"FILE_KEY\"\nmodels = [\"gpt-file\"]\n[serve.anthropic]\nbase_url = \"http://file-a\"\nmodels = [\"claude-file\"]\n",
         )
         .unwrap();
-        let loaded = Loaded {
-            path: PathBuf::from("/project/chimera.toml"),
-            config,
-        };
+        let loaded = project_file(config);
         let mut args = serve_args(&[
             "--concurrency",
             "2",

@@ -6,6 +6,7 @@
 use super::{exchange, serve, started, user, Gateway};
 use chimera_tests::chimera_bin;
 use chimera_tests::http::{Reply, Server};
+use chimera_tests::serve::Served;
 use chimera_tests::slow_http::SlowServer;
 use serde_json::{json, Value};
 use std::process::Command;
@@ -245,18 +246,7 @@ fn headers_over_the_cap_get_a_431_in_the_clients_wire_format() {
 fn an_upstream_that_does_not_answer_in_time_is_a_502_naming_the_timeout() {
     let silent = SlowServer::start(Duration::from_secs(120), 0);
     let base = format!("{}/v1", silent.url);
-    let mut command = Command::new(chimera_bin());
-    command.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &base,
-        "--model",
-        "m",
-        "--upstream-timeout",
-        "1",
-    ]);
+    let command = Served::command(&base, &["--model", "m", "--upstream-timeout", "1"]);
     let gateway = started(command);
     let asked = Instant::now();
     let (status, reply) = chat_as(&gateway, &[], "hi");
