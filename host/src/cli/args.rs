@@ -126,6 +126,11 @@ pub(crate) struct ServeArgs {
     /// used is forgotten.
     #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::sessions::DEFAULT_MAX_SESSIONS)]
     pub(crate) max_sessions: usize,
+    /// What names a conversation: `header` (x-chimera-session within the
+    /// key, else the key) or `key` (the key alone: a client cannot start a
+    /// fresh per-conversation budget by naming a new conversation).
+    #[arg(long, value_name = "header|key", default_value = "header")]
+    pub(crate) session_scope: chimera_host::gateway::SessionScope,
     /// How long connecting to an upstream may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub(crate) upstream_connect_timeout: u64,

@@ -134,6 +134,7 @@ fn gateway_config(
         header_cap: args.header_cap,
         concurrency: args.concurrency,
         max_sessions: args.max_sessions,
+        session_scope: args.session_scope,
         http: HttpSettings {
             connect_timeout: Duration::from_secs(args.upstream_connect_timeout.max(1)),
             read_timeout: Duration::from_secs(args.upstream_timeout.max(1)),

@@ -85,7 +85,8 @@ shown_as_json!(
     Option<PathBuf>,
     Vec<String>,
     Vec<PathBuf>,
-    std::net::SocketAddr
+    std::net::SocketAddr,
+    chimera_host::gateway::SessionScope
 );
 
 impl Shown for StreamPolicyArg {
@@ -281,6 +282,12 @@ fn merge_for_serve(
         "max_sessions",
         &mut args.max_sessions,
         serve.max_sessions,
+    );
+    m.take(
+        "serve.session_scope",
+        "session_scope",
+        &mut args.session_scope,
+        serve.session_scope,
     );
     m.take(
         "serve.upstream_connect_timeout",

@@ -57,6 +57,9 @@ pub struct ServeSection {
     pub concurrency: Option<usize>,
     /// The most conversations kept.
     pub max_sessions: Option<usize>,
+    /// What names a conversation: `header` (`x-chimera-session` within
+    /// the key, else the key) or `key` (the key alone).
+    pub session_scope: Option<SessionScope>,
     /// How long connecting to an upstream may take, in seconds.
     pub upstream_connect_timeout: Option<u64>,
     /// How long an upstream may take to answer (and then to send its
@@ -179,6 +182,36 @@ pub struct SessionSection {
     pub strategy_config: Option<toml::Table>,
     /// The audit log every run appends to (as `--audit FILE`).
     pub audit: Option<PathBuf>,
+}
+
+/// What names a gateway conversation (`[serve] session_scope`,
+/// `chimera serve --session-scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionScope {
+    /// The `x-chimera-session` header within the client's key, else the
+    /// key: a client may start a fresh conversation (and so a fresh
+    /// per-conversation budget) by naming one.
+    #[default]
+    Header,
+    /// The client's key alone; the header is ignored, so a per-session
+    /// budget is a per-key budget no client can step out of.
+    Key,
+}
+
+impl std::str::FromStr for SessionScope {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "header" => Ok(SessionScope::Header),
+            "key" => Ok(SessionScope::Key),
+            other => Err(format!(
+                "unknown session scope `{}` (expected header or key)",
+                crate::types::one_line(other)
+            )),
+        }
+    }
 }
 
 /// `[approvals] answer`.

@@ -50,6 +50,7 @@ mod wire;
 
 use crate::agent::{AgentEvent, AgentSession, EventBus, Relayed};
 use crate::audit::{AuditLog, Exchange};
+pub use crate::config::SessionScope;
 use crate::plugins::Registry;
 use crate::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
@@ -116,6 +117,8 @@ pub struct GatewayConfig {
     pub concurrency: usize,
     /// The most conversations kept (the least recently used is forgotten).
     pub max_sessions: usize,
+    /// What names a conversation.
+    pub session_scope: SessionScope,
     /// The most bytes of request headers taken (names and values); more
     /// are answered 431.
     pub header_cap: usize,
@@ -133,6 +136,7 @@ impl Default for GatewayConfig {
             body_cap: DEFAULT_BODY_CAP,
             concurrency: DEFAULT_CONCURRENCY,
             max_sessions: sessions::DEFAULT_MAX_SESSIONS,
+            session_scope: SessionScope::Header,
             header_cap: DEFAULT_HEADER_CAP,
             http: HttpSettings::default(),
         }
@@ -163,6 +167,7 @@ pub struct Gateway {
     client_keys: BTreeSet<String>,
     body_cap: usize,
     header_cap: usize,
+    session_scope: SessionScope,
     audit: Option<AuditLog>,
     slots: Arc<Semaphore>,
     conversations: Arc<Conversations>,
@@ -214,6 +219,7 @@ impl Gateway {
             client_keys: config.client_key_hashes.iter().cloned().collect(),
             body_cap: config.body_cap,
             header_cap: config.header_cap,
+            session_scope: config.session_scope,
             audit: None,
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
             conversations: Arc::new(Conversations::new(config.max_sessions)),
@@ -444,10 +450,11 @@ async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, body: Body)
     if !gateway.accepts_key(headers) {
         return refuse::<W>(Refusal::BadKey, BAD_KEY);
     }
-    let conversation = match sessions::conversation(headers, presented_key(headers)) {
-        Ok(conversation) => conversation,
-        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
-    };
+    let conversation =
+        match sessions::conversation(headers, presented_key(headers), gateway.session_scope) {
+            Ok(conversation) => conversation,
+            Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
+        };
     let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
         return refuse::<W>(
             Refusal::TooLarge,

@@ -20,12 +20,18 @@
 //! as it stands and adds what it did when it ends, however it ends (a
 //! client that leaves mid-stream is charged what the upstream reported
 //! until then), so concurrent requests of one conversation run at once
-//! and all count. Past the cap, the least recently used conversation is
-//! forgotten.
+//! and all count. Past the cap, the least recently used sixteenth of the
+//! conversations is forgotten.
+//!
+//! A client names its conversations, so a per-conversation budget is only
+//! as strong as its naming: with `session_scope = "key"` (`--session-scope
+//! key`) the header is ignored and every request of a key is one
+//! conversation, a budget no client steps out of by naming a new one.
 
 use super::key_hash;
 use crate::agent::{AgentSession, Carried};
 use crate::audit::AuditLog;
+use crate::config::SessionScope;
 use axum::http::HeaderMap;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -45,9 +51,13 @@ pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
 pub(super) fn conversation(
     headers: &HeaderMap,
     key: Option<&str>,
+    by: SessionScope,
 ) -> Result<Option<String>, String> {
     let scope = key.map(|key| format!("key-{}", &key_hash(key)[..16]));
-    let Some(name) = headers.get(SESSION_HEADER) else {
+    let Some(name) = headers
+        .get(SESSION_HEADER)
+        .filter(|_| by == SessionScope::Header)
+    else {
         return Ok(scope);
     };
     let name = name
@@ -103,13 +113,12 @@ impl Conversations {
             return entry.carried.clone();
         }
         if kept.len() >= self.cap {
-            let oldest = kept
-                .iter()
-                .min_by_key(|(_, entry)| entry.used)
-                .map(|(id, _)| id.clone());
-            if let Some(oldest) = oldest {
-                kept.remove(&oldest);
-            }
+            // The oldest sixteenth goes at once, so a stream of new names
+            // costs one scan per cap/16 conversations, not one per request.
+            let mut ages: Vec<u64> = kept.values().map(|entry| entry.used).collect();
+            let cut = (self.cap / 16).max(1).min(ages.len()) - 1;
+            let (_, &mut oldest_kept, _) = ages.select_nth_unstable(cut);
+            kept.retain(|_, entry| entry.used > oldest_kept);
         }
         kept.insert(
             id.to_owned(),
@@ -212,19 +221,27 @@ mod tests {
     fn a_conversation_is_the_header_within_the_key_then_the_key_then_none() {
         let hash = &key_hash("sk-a")[..16];
         assert_eq!(
-            conversation(&headers(Some("chat-1")), Some("sk-a")).unwrap(),
+            conversation(&headers(Some("chat-1")), Some("sk-a"), SessionScope::Header).unwrap(),
             Some(format!("key-{hash}/chat-1"))
         );
         assert_eq!(
-            conversation(&headers(Some("chat-1")), None).unwrap(),
+            conversation(&headers(Some("chat-1")), None, SessionScope::Header).unwrap(),
             Some("session/chat-1".to_owned())
         );
         assert_eq!(
-            conversation(&headers(None), Some("sk-a")).unwrap(),
+            conversation(&headers(None), Some("sk-a"), SessionScope::Header).unwrap(),
             Some(format!("key-{hash}"))
         );
-        assert_eq!(conversation(&headers(None), None).unwrap(), None);
-        let id = conversation(&headers(None), Some("sk-secret"))
+        assert_eq!(
+            conversation(&headers(None), None, SessionScope::Header).unwrap(),
+            None
+        );
+        assert_eq!(
+            conversation(&headers(Some("chat-1")), Some("sk-a"), SessionScope::Key).unwrap(),
+            Some(format!("key-{hash}")),
+            "scoped by key, the header names nothing"
+        );
+        let id = conversation(&headers(None), Some("sk-secret"), SessionScope::Header)
             .unwrap()
             .unwrap();
         assert!(!id.contains("secret"), "{id}");
@@ -233,7 +250,7 @@ mod tests {
     #[test]
     fn a_session_name_that_is_not_a_plain_name_is_refused_in_one_line() {
         for bad in ["", "a/b", "a b", &"x".repeat(129)] {
-            let error = conversation(&headers(Some(bad)), None).unwrap_err();
+            let error = conversation(&headers(Some(bad)), None, SessionScope::Header).unwrap_err();
             assert!(error.starts_with(SESSION_HEADER), "{error}");
             assert!(!error.contains('\n'));
         }

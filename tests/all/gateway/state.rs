@@ -71,6 +71,21 @@ fn a_token_budget_spans_the_requests_of_one_conversation_and_no_other() {
         .as_str()
         .unwrap()
         .starts_with("x-chimera-session"));
+    // Scoped by key, a new session name is no way around the key's budget.
+    let by_key = serve(
+        &upstream,
+        &[
+            "--pack",
+            r#"token-budget={"max_tokens":100}"#,
+            "--session-scope",
+            "key",
+        ],
+    );
+    let named = |name: &str| {
+        let header = format!("x-chimera-session: {name}");
+        chat_as(&by_key, &["authorization: Bearer sk-one", &header], "hi").0
+    };
+    assert_eq!([named("a"), named("b"), named("c")], [200, 200, 403]);
     // The key never reaches the upstream; the gateway's own key does.
     assert!(upstream
         .requests()
