@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod replicas;
 mod state;
 
 /// A running `chimera serve`, killed when dropped.

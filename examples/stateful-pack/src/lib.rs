@@ -8,6 +8,11 @@
 //! ([`Pack::import_state`]) — see the SDK docs, "State handover across a hot
 //! swap", for when that runs and what a refused import means.
 //!
+//! A host that offers its gate state (`Registrar::state`) keeps the counts
+//! instead: then they outlive any build without a handover, and every
+//! replica of a gateway sharing one store counts into the same ones. The
+//! pack's own map, and its handover, serve a host that offers none.
+//!
 //! The state is versioned JSON, `{"version": 1, "calls": {"<session>": n}}`.
 //! A build refuses a version it does not know, and then starts fresh.
 //!
@@ -15,6 +20,7 @@
 //! the prelude's serde, hence `#[serde(crate = "chimera_plugin_api::serde")]`.
 
 use chimera_plugin_api::prelude::*;
+use chimera_plugin_api::sdk::{Scope, StateError, Window};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -83,8 +89,20 @@ impl Pack for CallQuota {
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        let state = registrar.state();
         registrar.tool_call("quota", move |session, call| {
-            let count = self.count(session.id());
+            // The host's counter when it offers one (shared by every
+            // replica when its store is), else this build's own.
+            let count = match state.incr_by(Scope::conversation(&session), "calls", 1, Window::None)
+            {
+                Ok(total) => u64::try_from(total).unwrap_or(0),
+                Err(StateError::NotOffered) => self.count(session.id()),
+                Err(error) => {
+                    return Ok(Decision::block(format!(
+                        "call-quota: cannot count this call: {error}"
+                    )))
+                }
+            };
             if count > self.max_calls {
                 return Ok(Decision::block(format!(
                     "call-quota: {} would be tool call {count} of this conversation (quota {})",

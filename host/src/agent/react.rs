@@ -10,7 +10,9 @@ use super::events::{AgentEvent, RunUsage};
 use super::outcome::{blocked_run, shown_for_block, EndReason, Judged, RunResult, Stepped};
 use super::session::AgentSession;
 use super::stream::{StreamBlock, StreamGate};
-use crate::interception::{Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor};
+use crate::interception::{
+    ContentRole, Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor,
+};
 use crate::providers::{Assembler, ModelResponse, Provider, ProviderCall, Usage};
 use crate::types::{Headers, Message, ProviderRequest, Role, ToolList};
 use std::collections::BTreeSet;
@@ -318,6 +320,7 @@ impl AgentSession {
     pub(crate) fn charge(&mut self, model: &str, usage: Usage) {
         self.facts.input_tokens += usage.input_tokens;
         self.facts.output_tokens += usage.output_tokens;
+        let before = self.ledger.cost_usd();
         self.ledger.charge(
             self.source,
             model,
@@ -325,6 +328,12 @@ impl AgentSession {
             usage.output_tokens,
             &self.prices,
         );
+        self.last_call = Some(serde_json::json!({
+            "source": self.source.as_str(),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost_usd": (self.ledger.cost_usd() - before).max(0.0),
+        }));
         self.refresh_facts();
     }
 
@@ -472,7 +481,7 @@ impl AgentSession {
             bundle
                 .chain(seam)
                 .iter()
-                .filter(|i| i.is_pack())
+                .filter(|i| i.is_pack() && i.role() != ContentRole::Observes)
                 .map(|i| i.name().split('/').next().unwrap_or_default().to_owned())
                 .collect()
         };

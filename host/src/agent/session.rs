@@ -54,6 +54,9 @@ pub struct AgentSession {
     pub(crate) prices: Arc<PriceTable>,
     /// `prices` as the JSON packs see (rendered once).
     pub(crate) prices_json: String,
+    /// The last provider call's charge, as packs see it (`last_call`):
+    /// what a pack adds to a counter shared by other processes.
+    pub(crate) last_call: Option<serde_json::Value>,
 }
 
 /// A builder setter: documented, `#[must_use]`, storing its one argument
@@ -218,6 +221,7 @@ impl AgentSession {
                 ledger: Ledger::default(),
                 prices: Arc::new(PriceTable::default()),
                 prices_json: String::new(),
+                last_call: None,
             },
         }
     }
@@ -256,6 +260,7 @@ impl AgentSession {
             "model": self.provider.model(),
             "cost_usd": self.ledger.cost_usd(),
             "usage": self.ledger.to_json(),
+            "last_call": self.last_call,
         })
         .to_string();
         // `{...}` without its braces, then the prices (rendered once).

@@ -158,6 +158,38 @@ pub(crate) struct ServeArgs {
     pub(crate) search: SearchArgs,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+}
+
+/// Where gate state is kept, and what gates do while it is unreachable.
+#[derive(Debug, Args, Clone)]
+#[allow(
+    clippy::doc_markdown,
+    reason = "clap prints these comments as --help, where backticks would show"
+)]
+pub(crate) struct StateArgs {
+    /// Keep gate state (token budgets, rate limits, loop caps) in this
+    /// Redis (redis://HOST:PORT[/DB]): every replica using it enforces one
+    /// budget. Without it, gate state lives in this process.
+    #[arg(long = "state-redis", value_name = "URL")]
+    pub(crate) redis: Option<String>,
+    /// How long one state operation may take, in milliseconds; past it the
+    /// store counts as down for a second.
+    #[arg(long = "state-timeout-ms", value_name = "MS", default_value_t = 100)]
+    pub(crate) timeout_ms: u64,
+    /// What gates do while the store is down: fail_closed (refuse, with
+    /// the reason) or fail_open (count in this process until it answers).
+    #[arg(
+        long = "state-on-unavailable",
+        value_name = "fail_closed|fail_open",
+        default_value = "fail_closed"
+    )]
+    pub(crate) on_unavailable: chimera_host::state::FailPolicy,
+    /// One pack's own policy while the store is down (repeatable):
+    /// NAME=fail_closed or NAME=fail_open.
+    #[arg(long = "state-policy", value_name = "NAME=POLICY")]
+    pub(crate) policies: Vec<String>,
 }
 
 /// `chimera pack-host`: serves one isolated pack over the socket on stdout,

@@ -2,7 +2,7 @@
 //! or SIGTERM (requests in flight finish first). `chimera.toml`'s
 //! `[serve]` section gives what no flag does.
 
-use super::args::ServeArgs;
+use super::args::{ServeArgs, StateArgs};
 use super::failure::Failure;
 use super::run::{configure_isolation, configure_trust, watcher};
 use super::wiring::load_packs;
@@ -12,7 +12,9 @@ use chimera_host::config::search_path;
 use chimera_host::gateway::{key_hash, Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::providers::HttpSettings;
+use chimera_host::state::{FailPolicy, GateState, RedisStore, StateService};
 use chimera_host::tools::Workspace;
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +66,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         &args.isolate,
         args.trust.probe_timeout,
     )?;
+    let state = gate_state(&args.state)?;
+    manager.set_state(state.clone());
     load_packs(&manager, &args.packs, &bus)?;
     let watching = args.watch.then(|| watcher(&manager, &bus)).transpose()?;
     let root = tempfile::tempdir()
@@ -74,7 +78,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         &gateway_config(&args, openai, anthropic),
         registry,
         workspace,
-    );
+    )
+    .with_state(state.service().clone());
     let audit = args
         .audit
         .as_deref()
@@ -141,6 +146,41 @@ fn gateway_config(
             ..HttpSettings::default()
         },
     }
+}
+
+/// The gate state `--state-*` (or `[state]`) describe: Redis when a URL
+/// is given, else this process; an outage's first and last lines on
+/// stderr.
+fn gate_state(args: &StateArgs) -> Result<GateState, Failure> {
+    let mut policies = BTreeMap::new();
+    for spec in &args.policies {
+        let (pack, policy) = spec
+            .split_once('=')
+            .map(|(pack, policy)| (pack.trim(), policy.trim().parse::<FailPolicy>()))
+            .filter(|(pack, _)| !pack.is_empty())
+            .ok_or_else(|| {
+                Failure::usage(format!(
+                    "--state-policy {}: expected NAME=fail_closed or NAME=fail_open",
+                    chimera_host::types::one_line(spec)
+                ))
+            })?;
+        let policy = policy.map_err(|e| Failure::usage(format!("--state-policy {pack}: {e}")))?;
+        policies.insert(pack.to_owned(), policy);
+    }
+    let Some(url) = &args.redis else {
+        return Ok(GateState::new(
+            StateService::in_process(),
+            args.on_unavailable,
+            policies,
+        ));
+    };
+    let timeout = Duration::from_millis(args.timeout_ms.max(1));
+    let store =
+        RedisStore::new(url, timeout).map_err(|e| Failure::usage(format!("--state-redis {e}")))?;
+    let service = StateService::new(Arc::new(store), |line| {
+        eprintln!("chimera serve: {line}");
+    });
+    Ok(GateState::new(service, args.on_unavailable, policies))
 }
 
 /// `--audit FILE`: the log every request's decisions go to, naming the

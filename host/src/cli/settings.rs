@@ -9,11 +9,11 @@
 //! itself is one idea, a flag over a file key, applied to `run`'s and
 //! `serve`'s arguments.
 
-use super::args::{Cli, RunArgs, SearchArgs, ServeArgs, StreamPolicyArg, TrustArgs};
+use super::args::{Cli, RunArgs, SearchArgs, ServeArgs, StateArgs, StreamPolicyArg, TrustArgs};
 use super::failure::Failure;
 use chimera_host::config::{
     self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, ProviderSection,
-    SessionSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
+    SessionSection, StateSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
 };
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
@@ -90,7 +90,8 @@ shown_as_json!(
     Vec<String>,
     Vec<PathBuf>,
     std::net::SocketAddr,
-    chimera_host::gateway::SessionScope
+    chimera_host::gateway::SessionScope,
+    chimera_host::state::FailPolicy
 );
 
 impl Shown for StreamPolicyArg {
@@ -346,7 +347,37 @@ fn merge_for_serve(
         ),
         serve.anthropic.as_ref(),
     );
+    merge_state(&mut m, &mut args.state, &config.state);
     m.settings
+}
+
+/// `[state]` into the `--state-*` flags.
+fn merge_state(m: &mut Merge<'_>, args: &mut StateArgs, state: &StateSection) {
+    m.take(
+        "state.redis",
+        "redis",
+        &mut args.redis,
+        state.redis.clone().map(Some),
+    );
+    m.take(
+        "state.timeout_ms",
+        "timeout_ms",
+        &mut args.timeout_ms,
+        state.timeout_ms,
+    );
+    m.take(
+        "state.on_unavailable",
+        "on_unavailable",
+        &mut args.on_unavailable,
+        state.on_unavailable,
+    );
+    let policies = state.policies.as_ref().map(|policies| {
+        policies
+            .iter()
+            .map(|(pack, policy)| format!("{pack}={}", policy.name()))
+            .collect()
+    });
+    m.take("state.policies", "policies", &mut args.policies, policies);
 }
 
 /// One `[serve.*]` upstream (its three keys and the clap id of its URL

@@ -39,6 +39,26 @@ pub struct FileConfig {
     /// The gateway (`chimera serve`).
     #[serde(default)]
     pub serve: ServeSection,
+    /// Where gate state is kept.
+    #[serde(default)]
+    pub state: StateSection,
+}
+
+/// `[state]`: where gate state (budgets, rate limits, loop caps) is kept,
+/// and what gates do while that store is down (the `--state-*` flags).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSection {
+    /// The Redis every replica shares (`redis://127.0.0.1:6379`); without
+    /// it, this process alone.
+    pub redis: Option<String>,
+    /// How long one operation may take, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// `fail_closed` (refuse, the default) or `fail_open` (count in this
+    /// process) while the store is down.
+    pub on_unavailable: Option<crate::state::FailPolicy>,
+    /// Per pack, by name: its own `on_unavailable`.
+    pub policies: Option<std::collections::BTreeMap<String, crate::state::FailPolicy>>,
 }
 
 /// `[serve]`: the gateway (the `chimera serve` flags of the same names).

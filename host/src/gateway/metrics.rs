@@ -4,6 +4,7 @@
 //! gateway itself.
 
 use crate::agent::{AgentEvent, EventBus};
+use crate::state::StateService;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -104,7 +105,7 @@ impl Metrics {
     }
 
     /// The text `GET /metrics` answers.
-    pub(super) fn render(&self) -> String {
+    pub(super) fn render(&self, state: Option<&StateService>) -> String {
         let mut out = String::new();
         out.push_str(
             "# HELP chimera_gateway_requests_total Requests answered, by wire and status.\n\
@@ -144,8 +145,53 @@ impl Metrics {
             "chimera_gateway_overhead_seconds",
             "Time spent in the gateway itself (seams, packs, wire), per relayed request.",
         );
+        if let Some(state) = state {
+            render_state(&mut out, state);
+        }
         out
     }
+}
+
+/// The gate-state store's health: operations, failures, fallbacks,
+/// outages, and whether it answers now.
+fn render_state(out: &mut String, state: &StateService) {
+    let health = state.health();
+    let store = label(&state.describe());
+    for (name, help, value) in [
+        (
+            "operations",
+            "State operations asked of the store.",
+            &health.operations,
+        ),
+        (
+            "failures",
+            "State operations the store failed or timed out.",
+            &health.failures,
+        ),
+        (
+            "fallbacks",
+            "Failed operations counted in this process instead (fail_open).",
+            &health.fallbacks,
+        ),
+        (
+            "outages",
+            "Outages of the store begun (each said in one warning).",
+            &health.outages,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP chimera_state_{name}_total {help}\n# TYPE chimera_state_{name}_total counter\n\
+             chimera_state_{name}_total{{store=\"{store}\"}} {}",
+            value.load(Ordering::Relaxed)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP chimera_state_up Whether the store answered the last operation.\n\
+         # TYPE chimera_state_up gauge\nchimera_state_up{{store=\"{store}\"}} {}",
+        u8::from(!health.is_down())
+    );
 }
 
 /// A label value with `\`, `"` and newlines escaped.
@@ -172,11 +218,16 @@ mod tests {
             Duration::from_millis(20),
             Duration::from_millis(20) + Duration::from_micros(300),
         );
-        let text = metrics.render();
+        let text = metrics.render(Some(&StateService::in_process()));
         assert!(text.contains("chimera_gateway_requests_total{wire=\"messages\",status=\"403\"} 1"));
         assert!(text.contains("chimera_gateway_overhead_seconds_bucket{le=\"0.0005\"} 1"));
         assert!(text.contains("chimera_gateway_overhead_seconds_bucket{le=\"0.00025\"} 0"));
         assert!(text.contains("chimera_gateway_upstream_seconds_count 1"));
+        assert!(
+            text.contains("chimera_state_up{store=\"in process\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("chimera_state_failures_total{store=\"in process\"} 0"));
         assert_eq!(label("a\"b\\"), "a\\\"b\\\\");
     }
 }

@@ -55,6 +55,7 @@ use crate::plugins::Registry;
 use crate::providers::{
     AnthropicConfig, AnthropicProvider, HttpSettings, OpenAiConfig, OpenAiProvider, Provider,
 };
+use crate::state::StateService;
 use crate::tools::Workspace;
 use crate::types::Headers;
 use anthropic::Anthropic;
@@ -172,6 +173,7 @@ pub struct Gateway {
     slots: Arc<Semaphore>,
     conversations: Arc<Conversations>,
     metrics: Metrics,
+    state: Option<StateService>,
 }
 
 impl Gateway {
@@ -224,6 +226,7 @@ impl Gateway {
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
             conversations: Arc::new(Conversations::new(config.max_sessions)),
             metrics: Metrics::default(),
+            state: None,
         }
     }
 
@@ -232,6 +235,14 @@ impl Gateway {
     #[must_use]
     pub fn with_audit(mut self, audit: AuditLog) -> Self {
         self.audit = Some(audit);
+        self
+    }
+
+    /// Reports the health of the gate-state store the packs count in on
+    /// `/metrics` (operations, failures, fallbacks, outages, up).
+    #[must_use]
+    pub fn with_state(mut self, state: StateService) -> Self {
+        self.state = Some(state);
         self
     }
 
@@ -415,7 +426,7 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
         )],
-        gateway.metrics.render(),
+        gateway.metrics.render(gateway.state.as_ref()),
     )
         .into_response()
 }

@@ -41,6 +41,9 @@ pub enum ContentRole {
     Redacts,
     /// Blocks on what the content contains (a ban check).
     Judges,
+    /// Only reads (counts what a reply cost): never blocks nor replaces,
+    /// so streaming stays on for it.
+    Observes,
 }
 
 pub(crate) enum Kind<S: SeamSpec> {

@@ -177,6 +177,10 @@ impl StateStore for MemoryStore {
     fn describe(&self) -> String {
         "in process".to_owned()
     }
+
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

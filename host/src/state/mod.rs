@@ -29,10 +29,12 @@
 //! counts operations, failures and fallbacks for the metrics.
 
 mod memory;
+mod offer;
 mod redis;
 mod service;
 
 pub use memory::MemoryStore;
+pub use offer::GateState;
 pub use redis::RedisStore;
 pub use service::{Counted, FailPolicy, Health, StateService};
 
@@ -96,6 +98,11 @@ pub trait StateStore: Send + Sync {
 
     /// One line naming the store (`in process`, `redis://host:port`).
     fn describe(&self) -> String;
+
+    /// Whether other processes count into the same store.
+    fn is_shared(&self) -> bool {
+        true
+    }
 }
 
 /// The key a pack's `key` is kept under: `chimera:<pack>:<scope>:<key>`,

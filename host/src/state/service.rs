@@ -6,14 +6,43 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a gate does when the store fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a gate does when the store fails: `fail_closed` or `fail_open`
+/// (in `chimera.toml` and on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 pub enum FailPolicy {
     /// Refuse: the operation fails and the gate blocks with the reason.
     #[default]
+    #[serde(rename = "fail_closed")]
     Closed,
     /// Allow: the operation is counted in process instead.
+    #[serde(rename = "fail_open")]
     Open,
+}
+
+impl FailPolicy {
+    /// Its name: `fail_closed` or `fail_open`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            FailPolicy::Closed => "fail_closed",
+            FailPolicy::Open => "fail_open",
+        }
+    }
+}
+
+impl std::str::FromStr for FailPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "fail_closed" => Ok(FailPolicy::Closed),
+            "fail_open" => Ok(FailPolicy::Open),
+            other => Err(format!(
+                "unknown failure policy `{}` (expected fail_closed or fail_open)",
+                crate::types::one_line(other)
+            )),
+        }
+    }
 }
 
 /// A counter's total, and whether the shared store counted it.
@@ -83,6 +112,12 @@ impl StateService {
     #[must_use]
     pub fn describe(&self) -> String {
         self.store.describe()
+    }
+
+    /// Whether other processes count into the same store.
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        self.store.is_shared()
     }
 
     /// `operation` on the store; on a failure, `policy` decides: the error,

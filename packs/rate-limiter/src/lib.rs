@@ -37,6 +37,16 @@
 //! provider call counts, the host's gate retries included. A hot swap hands
 //! the window, reservations included, to the new build.
 //!
+//! With a host whose gate state is shared (`chimera serve --state-redis`),
+//! every replica draws from one token bucket in that store instead: it
+//! holds `requests_per_minute` tokens and refills them over
+//! `window_seconds` (so a burst of the limit, then the limit's pace). A
+//! request that finds it empty is paused until a token would be there
+//! (queue mode: refused as a full queue when that is more than
+//! `queue.max_pending` refills away). One round trip per request. A store
+//! that is down follows the host's policy for this pack: the request is
+//! refused with the store's line, or counted in the process alone.
+//!
 //! Configuration (JSON, every key optional): `mode` (`reject` | `queue`,
 //! default `reject`), `requests_per_minute` (per window, ≥ 1, default 60),
 //! `window_seconds` (> 0, fractions allowed, default 60), `pause_message`

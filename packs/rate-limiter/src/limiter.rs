@@ -3,6 +3,7 @@
 use crate::config::{Config, Mode};
 use crate::window::{Handover, Verdict, Window};
 use chimera_plugin_api::prelude::*;
+use chimera_plugin_api::sdk::{Scope, State};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,9 @@ pub enum Answer {
 /// The rate-limiter pack.
 pub struct RateLimiter {
     window: Mutex<Window>,
+    /// Requests per window, and the window (for the shared bucket).
+    limit: u32,
+    span: Duration,
     clock: Box<dyn Clock>,
     mode: Mode,
     max_pending: u32,
@@ -72,6 +76,8 @@ impl RateLimiter {
         );
         Ok(RateLimiter {
             window: Mutex::new(window),
+            limit: config.requests_per_minute,
+            span: config.window()?,
             clock: Box::new(clock),
             mode: config.mode,
             max_pending: config.queue.max_pending,
@@ -87,6 +93,40 @@ impl RateLimiter {
     pub fn judge(&self, session: &str) -> Answer {
         let now = self.clock.now();
         let verdict = self.lock().offer(session, now);
+        self.answer(verdict)
+    }
+
+    /// The answer to a request, from the host's shared token bucket: it
+    /// holds `requests_per_minute` tokens and refills them over
+    /// `window_seconds`, so every replica draws from one limit. A request
+    /// that finds it empty is paused until a token would be there; in
+    /// queue mode, one that would wait longer than `queue.max_pending`
+    /// refills is refused, as a full queue. A store that refuses (down,
+    /// and this pack fails closed) blocks the request with its line.
+    fn judge_shared(&self, state: &State) -> Answer {
+        let rate = f64::from(self.limit) / self.span.as_secs_f64();
+        let taken = match state.take(Scope::Global, "requests", 1, rate, u64::from(self.limit)) {
+            Ok(taken) => taken,
+            Err(error) => {
+                let reason = format!("rate-limiter: cannot count this request: {error}");
+                return Answer::Reject {
+                    notice: reason.clone(),
+                    reason,
+                };
+            }
+        };
+        if taken.allowed {
+            return self.answer(Verdict::Admit);
+        }
+        let refill = Duration::from_secs_f64(1.0 / rate);
+        if self.mode == Mode::Queue && taken.wait > refill * self.max_pending {
+            return self.answer(Verdict::QueueFull);
+        }
+        self.answer(Verdict::Wait { wait: taken.wait })
+    }
+
+    /// `verdict` with its texts.
+    fn answer(&self, verdict: Verdict) -> Answer {
         match verdict {
             Verdict::Admit => Answer::Admit,
             Verdict::Wait { wait } => {
@@ -144,8 +184,14 @@ impl Pack for RateLimiter {
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        let state = registrar.state();
         registrar.provider_request_gate("window", move |session, _| {
-            Ok(match self.judge(session.id()) {
+            let answer = if state.is_shared() {
+                self.judge_shared(&state)
+            } else {
+                self.judge(session.id())
+            };
+            Ok(match answer {
                 Answer::Admit => GateDecision::Allow,
                 Answer::Pause {
                     wait,

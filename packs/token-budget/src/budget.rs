@@ -1,8 +1,9 @@
 //! The gate: projected spending against each ceiling, before each call.
 
 use crate::config::{Action, Ceiling, Config, Dimension, Window};
+use crate::shared;
 use chimera_plugin_api::prelude::*;
-use chimera_plugin_api::sdk::{Price, Usage};
+use chimera_plugin_api::sdk::{Price, State, Usage};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,18 +18,30 @@ const WARN_AT: f64 = 0.8;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Spent {
     /// Input tokens.
-    input: u64,
+    pub(crate) input: u64,
     /// Output tokens.
-    output: u64,
+    pub(crate) output: u64,
+    /// Input and output tokens.
+    pub(crate) total: u64,
     /// Dollars.
-    usd: f64,
+    pub(crate) usd: f64,
 }
 
 impl Spent {
+    fn new(input: u64, output: u64, usd: f64) -> Spent {
+        Spent {
+            input,
+            output,
+            total: input + output,
+            usd,
+        }
+    }
+
     fn minus(self, base: Spent) -> Spent {
         Spent {
             input: self.input.saturating_sub(base.input),
             output: self.output.saturating_sub(base.output),
+            total: self.total.saturating_sub(base.total),
             usd: (self.usd - base.usd).max(0.0),
         }
     }
@@ -133,20 +146,18 @@ impl TokenBudget {
     /// What `ceiling` counts as spent so far in this conversation.
     fn spent(&self, session: &str, index: usize, ceiling: &Ceiling, usage: &Usage) -> Spent {
         let total = match ceiling.dimension {
-            Dimension::Session => usage.usage.values().fold(Spent::default(), |sum, u| Spent {
-                input: sum.input + u.input_tokens,
-                output: sum.output + u.output_tokens,
-                usd: sum.usd + u.cost_usd,
+            Dimension::Session => usage.usage.values().fold(Spent::default(), |sum, u| {
+                Spent::new(
+                    sum.input + u.input_tokens,
+                    sum.output + u.output_tokens,
+                    sum.usd + u.cost_usd,
+                )
             }),
             Dimension::SourcePlugin => ceiling
                 .matches
                 .as_deref()
                 .and_then(|source| usage.usage.get(source))
-                .map(|u| Spent {
-                    input: u.input_tokens,
-                    output: u.output_tokens,
-                    usd: u.cost_usd,
-                })
+                .map(|u| Spent::new(u.input_tokens, u.output_tokens, u.cost_usd))
                 .unwrap_or_default(),
         };
         if ceiling.window == Window::Session {
@@ -180,6 +191,25 @@ impl TokenBudget {
         model: &str,
         estimate: (u64, u64),
     ) -> Verdict {
+        let local = |index: usize, ceiling: &Ceiling| {
+            Ok::<_, std::convert::Infallible>(self.spent(session, index, ceiling, usage))
+        };
+        match self.verdict_on(session, usage, model, estimate, &local) {
+            Ok(verdict) => verdict,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`TokenBudget::verdict`] with what each ceiling counts as spent
+    /// from `spent_of` (this process's figures, or the shared store's).
+    fn verdict_on<E>(
+        &self,
+        session: &str,
+        usage: &Usage,
+        model: &str,
+        estimate: (u64, u64),
+        spent_of: &dyn Fn(usize, &Ceiling) -> Result<Spent, E>,
+    ) -> Result<Verdict, E> {
         let mut warning = None;
         let price = self.price(usage, model).unwrap_or_default();
         #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]
@@ -191,7 +221,7 @@ impl TokenBudget {
             {
                 continue;
             }
-            let spent = self.spent(session, index, ceiling, usage);
+            let spent = spent_of(index, ceiling)?;
             #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]
             let limits = [
                 (
@@ -206,7 +236,7 @@ impl TokenBudget {
                 ),
                 (
                     Some(""),
-                    spent.input + estimate.0 + spent.output + estimate.1,
+                    spent.total + estimate.0 + estimate.1,
                     ceiling.max_total_tokens,
                 ),
             ]
@@ -227,7 +257,7 @@ impl TokenBudget {
             for limit in limits {
                 if limit.spent >= limit.max {
                     let reason = limit.reason(ceiling.dimension);
-                    return match ceiling.action {
+                    return Ok(match ceiling.action {
                         Action::Block => {
                             let notice = ceiling.message.clone().unwrap_or_else(|| reason.clone());
                             Verdict::Block(reason, notice)
@@ -236,7 +266,7 @@ impl TokenBudget {
                         Action::DowngradeModel => self
                             .cheapest_other_than(usage, model)
                             .map_or(Verdict::Pass(warning), Verdict::Downgrade),
-                    };
+                    });
                 }
                 if limit.max > 0.0 {
                     nearest = nearest.max(limit.spent / limit.max);
@@ -258,7 +288,24 @@ impl TokenBudget {
                 ));
             }
         }
-        Verdict::Pass(warning)
+        Ok(Verdict::Pass(warning))
+    }
+
+    /// The verdict on `request`: from the shared store's counts when the
+    /// host has one, else from this process's figures. A store that
+    /// refuses (down, and this pack fails closed) blocks with its line.
+    fn judge(&self, state: &State, session: Session<'_>, request: RequestRef<'_>) -> Verdict {
+        let usage = session.usage();
+        let estimate = self.estimate(request);
+        if !state.is_shared() {
+            return self.verdict(session.id(), &usage, request.model(), estimate);
+        }
+        let stored = |_: usize, ceiling: &Ceiling| shared::spent(state, session.id(), ceiling);
+        self.verdict_on(session.id(), &usage, request.model(), estimate, &stored)
+            .unwrap_or_else(|error| {
+                let reason = format!("token-budget: cannot read what was spent: {error}");
+                Verdict::Block(reason.clone(), reason)
+            })
     }
 
     /// The cheapest candidate (input + output price per million) other
@@ -283,7 +330,7 @@ impl Pack for TokenBudget {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const DESCRIPTION: &'static str =
         "caps a session's tokens and dollars: block, warn or downgrade the model";
-    const SEAMS: &'static [SeamKind] = &[SeamKind::ProviderRequest];
+    const SEAMS: &'static [SeamKind] = &[SeamKind::ProviderRequest, SeamKind::ModelResponse];
     type Config = Config;
 
     fn new(config: Config) -> Result<Self, PackError> {
@@ -297,10 +344,11 @@ impl Pack for TokenBudget {
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
+        let state = registrar.state();
+        let recorder = Arc::clone(&self);
+        let store = state.clone();
         registrar.provider_request("budget", move |session, request| {
-            let usage = session.usage();
-            let estimate = self.estimate(request);
-            match self.verdict(session.id(), &usage, request.model(), estimate) {
+            match self.judge(&state, session, request) {
                 Verdict::Pass(warning) => {
                     if let Some(warning) = warning {
                         session.notice(warning);
@@ -323,6 +371,17 @@ impl Pack for TokenBudget {
             }
         });
         registrar.fail_closed("budget");
+        // With a shared store, each reply's charge is added there, so the
+        // next call of the conversation — on whichever replica — sees it.
+        registrar.observe_model_response("spent", move |session, _reply| {
+            if !store.is_shared() {
+                return Ok(());
+            }
+            if let Some((source, usage)) = session.last_call() {
+                shared::record(&store, session.id(), &recorder.ceilings, &source, &usage)?;
+            }
+            Ok(())
+        });
     }
 }
 

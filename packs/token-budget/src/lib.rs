@@ -38,11 +38,20 @@
 //! is a session total-token block ceiling whose notice is `message`
 //! (default `Token budget exhausted for this session.`).
 //!
+//! With a host whose gate state is shared (`chimera serve --state-redis`),
+//! the spending is counted there instead: each reply adds its call's
+//! charge (on `model_response`) to the conversation's counters, and each
+//! call reads them, so every replica of a gateway enforces one budget per
+//! conversation. A store that is down follows the host's policy for this
+//! pack: refused (the call is blocked with the store's line) or counted
+//! in the process alone until it answers.
+//!
 //! Nexus's `warning_threshold` key was never read; here it is an unknown
 //! key and refused, like any other.
 
 mod budget;
 mod config;
+mod shared;
 
 pub use budget::TokenBudget;
 pub use config::{Action, Ceiling, Config, Dimension, Window};

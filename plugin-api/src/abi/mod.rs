@@ -60,6 +60,7 @@
 //!   `{"notice": "…"}` in the decision value's `extension_json`.
 //! * **A new pack capability** is a method name understood by
 //!   `PackInstance::extension`; packs that predate it answer "unsupported".
+//!   The host's gate-state service ([`state`]) is offered this way.
 //! * **New session facts** go into [`SessionView::extension_json`].
 //!
 //! A pack registering on a seam the host does not know is refused at load with
@@ -72,6 +73,7 @@ mod decision;
 pub mod manifest;
 mod root;
 mod seam;
+pub mod state;
 mod values;
 mod views;
 

@@ -80,6 +80,27 @@ impl<'a> Session<'a> {
             .and_then(|(_, rest)| rest.split_once('"'))
             .map_or("agent", |(source, _)| source)
     }
+    /// What the last provider call of this session was charged, and for
+    /// whom (`(source, usage)`), as the host said after the call: on
+    /// `model_response` it is the reply being judged. A pack that adds
+    /// each call to a counter other processes share reads it there. `None`
+    /// before the first call, or from a host that does not say.
+    #[must_use]
+    pub fn last_call(&self) -> Option<(String, SourceUsage)> {
+        #[derive(serde::Deserialize)]
+        struct Facts {
+            last_call: Option<LastCall>,
+        }
+        #[derive(serde::Deserialize)]
+        struct LastCall {
+            #[serde(default)]
+            source: String,
+            #[serde(flatten)]
+            usage: SourceUsage,
+        }
+        let facts: Facts = serde_json::from_str(self.0.extension_json.as_str()).ok()?;
+        facts.last_call.map(|last| (last.source, last.usage))
+    }
     /// What the host says beyond the fixed facts: the call's source, the
     /// session's charges per source, its cost and the host's price table.
     /// A host that says nothing gives [`Usage::default`] (source `agent`,

@@ -4,6 +4,8 @@ use super::guard;
 use super::pack::Pack;
 use super::registrar::Registrar;
 use super::seam_kind::SeamKind;
+use super::state::State;
+use crate::abi::state::STATE_METHOD;
 use crate::abi::{PackInstanceAbi, PackInstanceAbi_TO, PackInstanceBox, Registration};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
@@ -16,6 +18,10 @@ struct Instance<P: Pack> {
     /// What the pack declared about its interceptors: fail-closed
     /// ([`Registrar::fail_closed`]), redacting and judging ones.
     declared: Declared,
+    /// The handle the pack's interceptors count through, filled when the
+    /// host offers its state service (only to a pack that asked).
+    state: State,
+    wants_state: bool,
 }
 
 /// The names [`Registrar::fail_closed`], [`Registrar::redacts`] and
@@ -27,12 +33,13 @@ struct Declared {
     redacts: Vec<String>,
     judges: Vec<String>,
     stream_windows: Vec<(String, usize)>,
+    observes: Vec<String>,
 }
 
 /// The `PackInstance::extension` method a host asks for the failure policy:
 /// answers `{"fail_closed": [names], "redacts": [names], "judges": [names],
-/// "stream_windows": {name: bytes}}` (interceptor names). A host that
-/// predates a key ignores it.
+/// "stream_windows": {name: bytes}, "observes": [names]}` (interceptor
+/// names). A host that predates a key ignores it.
 pub const FAILURE_POLICY_METHOD: &str = "failure_policy";
 
 /// Builds pack `P` from `config_json` (empty means `{}`), runs its
@@ -63,17 +70,24 @@ fn build<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
     let config: P::Config =
         serde_json::from_str(text).map_err(|error| format!("bad config: {error}"))?;
     let pack = Arc::new(P::new(config).map_err(|error| error.to_string())?);
-    let (registrations, declared) = collect(&pack)?;
+    let state = State::default();
+    let (registrations, declared, wants_state) = collect(&pack, &state)?;
     let instance = Instance {
         pack,
         first: Mutex::new(Some(registrations)),
         declared,
+        state,
+        wants_state,
     };
     Ok(PackInstanceAbi_TO::from_value(instance, TD_Opaque))
 }
 
-fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Declared), String> {
-    let mut registrar = Registrar::new();
+/// What one registration run gave: the interceptors, what the pack
+/// declared about them, and whether it asked for state.
+type Collected = (Vec<Registration>, Declared, bool);
+
+fn collect<P: Pack>(pack: &Arc<P>, state: &State) -> Result<Collected, String> {
+    let mut registrar = Registrar::new(state.clone());
     Arc::clone(pack).register(&mut registrar);
     if let Some((seam, name, _)) = registrar
         .entries
@@ -90,6 +104,7 @@ fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Declared), Stri
         redacts: std::mem::take(&mut registrar.redacts),
         judges: std::mem::take(&mut registrar.judges),
         stream_windows: std::mem::take(&mut registrar.stream_windows),
+        observes: std::mem::take(&mut registrar.observes),
     };
     let windowed: Vec<String> = declared
         .stream_windows
@@ -121,7 +136,8 @@ fn collect<P: Pack>(pack: &Arc<P>) -> Result<(Vec<Registration>, Declared), Stri
             "stream_window names '{name}', which is not a stream_chunk interceptor"
         ));
     }
-    Ok((registrar.into_registrations(), declared))
+    let wants_state = registrar.wants_state;
+    Ok((registrar.into_registrations(), declared, wants_state))
 }
 
 impl<P: Pack> PackInstanceAbi for Instance<P> {
@@ -129,10 +145,10 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
         let first = self.first.lock().map(|mut slot| slot.take()).ok().flatten();
         let registrations = match first {
             Some(registrations) => registrations,
-            None => guard::catch(|| collect(&self.pack))
+            None => guard::catch(|| collect(&self.pack, &self.state))
                 .ok()
                 .and_then(Result::ok)
-                .map(|(registrations, _)| registrations)
+                .map(|(registrations, ..)| registrations)
                 .unwrap_or_default(),
         };
         registrations.into_iter().collect()
@@ -156,13 +172,23 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
         outcome.map_err(RString::from).into()
     }
 
-    fn extension(&self, method: RStr<'_>, _payload_json: RStr<'_>) -> RResult<RString, RString> {
+    fn extension(&self, method: RStr<'_>, payload_json: RStr<'_>) -> RResult<RString, RString> {
+        if method.as_str() == STATE_METHOD {
+            if !self.wants_state {
+                return RResult::RErr(RString::from(format!("unused: {STATE_METHOD}")));
+            }
+            return match self.state.accept(payload_json.as_str()) {
+                Ok(()) => RResult::ROk(RString::from("{}")),
+                Err(line) => RResult::RErr(RString::from(line)),
+            };
+        }
         if method.as_str() == FAILURE_POLICY_METHOD {
             let Declared {
                 fail_closed,
                 redacts,
                 judges,
                 stream_windows,
+                observes,
             } = &self.declared;
             let windows: serde_json::Map<String, serde_json::Value> = stream_windows
                 .iter()
@@ -173,6 +199,7 @@ impl<P: Pack> PackInstanceAbi for Instance<P> {
                 "redacts": redacts,
                 "judges": judges,
                 "stream_windows": windows,
+                "observes": observes,
             });
             return RResult::ROk(RString::from(policy.to_string()));
         }

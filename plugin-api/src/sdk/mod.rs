@@ -21,6 +21,7 @@ mod pack;
 mod registrar;
 mod seam_kind;
 mod segment;
+mod state;
 mod values;
 
 pub use decision::{
@@ -38,4 +39,5 @@ pub use instance::{instantiate, FAILURE_POLICY_METHOD};
 pub use pack::{NoConfig, Pack, PackError};
 pub use registrar::Registrar;
 pub use seam_kind::SeamKind;
+pub use state::{offer_payload, Scope, State, StateError, Taken, Window};
 pub use values::{Block, Message, Request, ToolCall, ToolResult};

@@ -1,8 +1,8 @@
 //! Collecting a pack's interceptors, and erasing them to ABI trait objects.
 
 use super::decision::{
-    Decision, Exhausted, GateDecision, GateResult, InterceptResult, OutputDecision, OutputResult,
-    StreamResult, StreamRewrite, StreamRewriteResult,
+    Decision, Exhausted, GateDecision, GateResult, InterceptError, InterceptResult, OutputDecision,
+    OutputResult, StreamResult, StreamRewrite, StreamRewriteResult,
 };
 use super::edit::{MessagesEdit, RequestEdit};
 use super::guard;
@@ -11,6 +11,7 @@ use super::inputs::{
 };
 use super::seam_kind::SeamKind;
 use super::segment::{held_bytes, rewritten_hold, segment_of};
+use super::state::State;
 use super::values::{messages_into_abi, Message, Request, ToolCall, ToolResult};
 use crate::abi::{
     self, InterceptorAbi, InterceptorAbi_TO, InterceptorBox, Registration, SeamInput, SeamValue,
@@ -31,17 +32,35 @@ pub struct Registrar {
     pub(crate) redacts: Vec<String>,
     pub(crate) judges: Vec<String>,
     pub(crate) stream_windows: Vec<(String, usize)>,
+    pub(crate) observes: Vec<String>,
+    /// The instance's handle on the host's state, and whether the pack
+    /// asked for it.
+    pub(crate) state: State,
+    pub(crate) wants_state: bool,
 }
 
 impl Registrar {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(state: State) -> Self {
         Registrar {
             entries: Vec::new(),
             fail_closed: Vec::new(),
             redacts: Vec::new(),
             judges: Vec::new(),
             stream_windows: Vec::new(),
+            observes: Vec::new(),
+            state,
+            wants_state: false,
         }
+    }
+
+    /// The host's gate state for this pack: counters and token buckets the
+    /// host keeps (shared by every replica when its store is), under this
+    /// pack's name. Asking is what makes the host offer it; keep the handle
+    /// in the interceptors that count. See [`State`] for the semantics and
+    /// what a host without the service answers.
+    pub fn state(&mut self) -> State {
+        self.wants_state = true;
+        self.state.clone()
     }
 
     /// Declares that the interceptor registered as `name` fails **closed**
@@ -342,6 +361,36 @@ impl Registrar {
                 |text| Ok(text_value(text)),
             )
         });
+    }
+
+    /// Registers an *observer* on `model_response`: sees each reply after
+    /// the host has charged its call (what [`Session::last_call`] says),
+    /// and can neither block nor change it — its answer is `Ok(())` or an
+    /// error the seam's policy handles (skipped: an observer never fails
+    /// a reply). Because it cannot take back streamed text, the host keeps
+    /// streaming on for it, where a `model_response` gate turns streaming
+    /// off. For counting what replies cost, in a store other processes
+    /// share ([`Registrar::state`]).
+    ///
+    /// ```
+    /// # use chimera_plugin_api::prelude::*;
+    /// # fn register(registrar: &mut Registrar) {
+    /// registrar.observe_model_response("spent", |session, _reply| {
+    ///     if let Some((_source, usage)) = session.last_call() {
+    ///         let _ = usage.output_tokens; // add it to a shared counter
+    ///     }
+    ///     Ok(())
+    /// });
+    /// # }
+    /// ```
+    pub fn observe_model_response<F>(&mut self, name: &str, f: F)
+    where
+        F: Fn(Session<'_>, ResponseRef<'_>) -> Result<(), InterceptError> + Send + Sync + 'static,
+    {
+        self.model_response(name, move |session, reply| {
+            f(session, reply).map(|()| Decision::Allow)
+        });
+        self.observes.push(name.to_owned());
     }
 
     /// Registers on `output`: sees the final answer before the user does.

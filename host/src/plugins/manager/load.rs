@@ -12,6 +12,8 @@ use crate::plugins::loader::{Checks, Library, LibraryInfo, Loader, SealedPack};
 use crate::plugins::plugin::{Plugin, PluginRegistrar};
 use crate::plugins::registry::{OwnerId, Registry};
 use crate::plugins::trust::{Probe, TrustSettings};
+use crate::state::GateState;
+use chimera_plugin_api::abi::PackInstanceBox;
 use chimera_plugin_api::sdk::{self, panic_message, Pack};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -77,6 +79,8 @@ pub struct PluginManager {
     trust: RwLock<TrustSettings>,
     health: RwLock<HealthSettings>,
     pub(super) isolation: RwLock<Option<Isolation>>,
+    /// The gate state offered to every pack that asks for it.
+    state: RwLock<GateState>,
 }
 
 /// How loaded packs' health is watched, and who hears about it.
@@ -111,7 +115,35 @@ impl PluginManager {
             trust: RwLock::new(TrustSettings::default()),
             health: RwLock::new(HealthSettings::default()),
             isolation: RwLock::new(None),
+            state: RwLock::new(GateState::in_process()),
         }
+    }
+
+    /// Sets the gate state offered to packs built from now on (in this
+    /// process until set: see [`crate::state`]).
+    pub fn set_state(&self, state: GateState) {
+        *self
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = state;
+    }
+
+    /// The gate state packs are offered.
+    #[must_use]
+    pub fn state(&self) -> GateState {
+        self.state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Offers the gate state to `instance` of pack `name`: a pack that
+    /// asks and cannot take it is refused in one line.
+    fn offer_state(&self, name: &str, instance: &PackInstanceBox) -> Result<(), LoadError> {
+        self.state()
+            .offer(name, instance)
+            .map(|_| ())
+            .map_err(|line| LoadError::Instantiate(format!("{name}: {line}")))
     }
 
     /// Sets how pack files are trusted (lock file, directory policy, probe).
@@ -330,6 +362,7 @@ impl PluginManager {
     ) -> Result<PackPlugin, LoadError> {
         let description = library.pack(Some(name))?.clone();
         let instance = library.instantiate(name, config_json)?;
+        self.offer_state(&description.name, &instance)?;
         Ok(PackPlugin {
             health: self.new_health(&description.name),
             name: description.name,
@@ -350,6 +383,7 @@ impl PluginManager {
     pub fn load_pack<P: Pack>(&self, config_json: &str) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(P::NAME)?;
         let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
+        self.offer_state(P::NAME, &instance)?;
         let plugin = PackPlugin {
             name: P::NAME.to_owned(),
             version: P::VERSION.to_owned(),

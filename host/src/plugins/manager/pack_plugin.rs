@@ -94,7 +94,9 @@ fn declared(
     make: impl FnOnce(SeamName, String, bool) -> AnyInterceptor,
 ) -> Result<AnyInterceptor, PluginError> {
     let closed = policy.fail_closed.iter().any(|n| n == own);
-    let role = if policy.redacts.iter().any(|n| n == own) {
+    let role = if policy.observes.iter().any(|n| n == own) {
+        ContentRole::Observes
+    } else if policy.redacts.iter().any(|n| n == own) {
         ContentRole::Redacts
     } else if policy.judges.iter().any(|n| n == own) {
         ContentRole::Judges
@@ -198,6 +200,8 @@ struct DeclaredPolicy {
     judges: Vec<String>,
     #[serde(default)]
     stream_windows: std::collections::BTreeMap<String, usize>,
+    #[serde(default)]
+    observes: Vec<String>,
 }
 
 /// The policy a pack declares. A pack built before the failure policy

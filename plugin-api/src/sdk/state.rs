@@ -1,0 +1,292 @@
+//! Counters and token buckets kept by the host, so several processes (the
+//! replicas of a gateway) count into one.
+//!
+//! A pack asks for them once, in [`Pack::register`](super::Pack::register),
+//! with [`Registrar::state`](super::Registrar::state), and keeps the
+//! [`State`] handle in its interceptors. The host offers its service when
+//! the pack is loaded; until it does — or for good, with a host that
+//! predates it — [`State::is_offered`] is `false` and every operation
+//! answers [`StateError::NotOffered`], so a pack keeps its own in-process
+//! counts as before. A pack that never asks pays nothing: the host offers
+//! nothing to it.
+//!
+//! ```
+//! use chimera_plugin_api::prelude::*;
+//! use chimera_plugin_api::sdk::{Scope, Window};
+//!
+//! # fn register(registrar: &mut Registrar) {
+//! let state = registrar.state();
+//! registrar.tool_call("quota", move |session, call| {
+//!     // One atomic add in the host's store: every replica counts here.
+//!     let calls = state.incr_by(Scope::conversation(&session), "calls", 1, Window::None)?;
+//!     Ok(if calls > 20 { Decision::block("quota reached") } else { Decision::Allow })
+//! });
+//! # }
+//! ```
+//!
+//! Semantics (the host's, whatever its store): each operation is atomic; a
+//! window is fixed (the counter of window `w` is the one numbered
+//! `now / w` by the store's clock, so replicas agree), and a counter
+//! without one lapses after a day unused. When the store is down, the
+//! host's policy for this pack decides: refuse (the operation answers
+//! [`StateError::Unavailable`], whose line a gate blocks with) or count in
+//! the host's process alone until the store answers again.
+
+use crate::abi::state::{StateScope, StateServiceArc, STATE_METHOD};
+use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+use abi_stable::std_types::{RResult, RStr, RString};
+use abi_stable::type_layout::TypeLayout;
+use abi_stable::StableAbi;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use super::inputs::Session;
+
+/// Where a counter is kept, besides under the pack's own name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// One counter for everything the host serves: a rate limit in front of
+    /// one provider.
+    Global,
+    /// One counter per conversation (the session id the host gave).
+    Conversation(&'a str),
+}
+
+impl<'a> Scope<'a> {
+    /// The conversation `session` belongs to.
+    #[must_use]
+    pub fn conversation(session: &Session<'a>) -> Self {
+        Scope::Conversation(session.id())
+    }
+
+    fn abi(self) -> (StateScope, RStr<'a>) {
+        match self {
+            Scope::Global => (StateScope::GLOBAL, RStr::from_str("")),
+            Scope::Conversation(id) => (StateScope::CONVERSATION, RStr::from_str(id)),
+        }
+    }
+}
+
+/// A counter's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// One counter that never rolls over.
+    None,
+    /// A fixed window of this length (at least a millisecond).
+    Every(Duration),
+}
+
+impl Window {
+    fn millis(self) -> u64 {
+        match self {
+            Window::None => 0,
+            Window::Every(window) => u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
+        }
+    }
+}
+
+/// What [`State::take`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// The tokens were there and are taken.
+    pub allowed: bool,
+    /// When not: how long until they would be.
+    pub wait: Duration,
+    /// Whole tokens left in the bucket.
+    pub remaining: u64,
+}
+
+/// Why a state operation did not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateError {
+    /// The host offered no state service (one that predates it, or an
+    /// isolated pack's): keep counting in process.
+    NotOffered,
+    /// The store is unavailable and this pack's policy is to refuse, or an
+    /// argument is out of range: the host's one line.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::NotOffered => f.write_str("the host offers no state service"),
+            StateError::Unavailable(line) => f.write_str(line),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
+
+/// The pack's handle on the host's state (see the module docs). Cheap to
+/// clone; every clone sees the service once the host offers it.
+#[derive(Clone, Default)]
+pub struct State {
+    service: Arc<OnceLock<StateServiceArc>>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("offered", &self.is_offered())
+            .finish()
+    }
+}
+
+impl State {
+    /// Whether the host has offered its service.
+    #[must_use]
+    pub fn is_offered(&self) -> bool {
+        self.service.get().is_some()
+    }
+
+    /// Whether the host's store is shared with other processes. `false`
+    /// when none is offered, or the host counts in its own process only:
+    /// then a pack may keep logic richer than counters (a sliding window)
+    /// in process without counting wrong.
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        self.service
+            .get()
+            .is_some_and(|service| service.is_shared())
+    }
+
+    fn service(&self) -> Result<&StateServiceArc, StateError> {
+        self.service.get().ok_or(StateError::NotOffered)
+    }
+
+    /// Adds `n` to `key`'s counter in `scope` for the current `window`;
+    /// the new total.
+    ///
+    /// # Errors
+    ///
+    /// [`StateError::NotOffered`] without a service;
+    /// [`StateError::Unavailable`] when the host refuses (its store is down
+    /// and this pack fails closed, or the key is too long).
+    pub fn incr_by(
+        &self,
+        scope: Scope<'_>,
+        key: &str,
+        n: i64,
+        window: Window,
+    ) -> Result<i64, StateError> {
+        let (scope, conversation) = scope.abi();
+        answer(self.service()?.incr_by(
+            scope,
+            conversation,
+            RStr::from_str(key),
+            n,
+            window.millis(),
+        ))
+    }
+
+    /// `key`'s total in `scope` for the current `window` (0 when none).
+    ///
+    /// # Errors
+    ///
+    /// As [`State::incr_by`].
+    pub fn get(&self, scope: Scope<'_>, key: &str, window: Window) -> Result<i64, StateError> {
+        let (scope, conversation) = scope.abi();
+        answer(
+            self.service()?
+                .get(scope, conversation, RStr::from_str(key), window.millis()),
+        )
+    }
+
+    /// Takes `n` tokens from `key`'s bucket in `scope`: at most `burst`
+    /// tokens, refilled `rate` a second.
+    ///
+    /// # Errors
+    ///
+    /// As [`State::incr_by`]; a rate that is not above zero is refused.
+    pub fn take(
+        &self,
+        scope: Scope<'_>,
+        key: &str,
+        n: u64,
+        rate: f64,
+        burst: u64,
+    ) -> Result<Taken, StateError> {
+        let (scope, conversation) = scope.abi();
+        answer(
+            self.service()?
+                .take(scope, conversation, RStr::from_str(key), n, rate, burst),
+        )
+        .map(|taken| Taken {
+            allowed: taken.allowed,
+            wait: Duration::from_millis(taken.wait_ms),
+            remaining: taken.remaining,
+        })
+    }
+
+    /// Answers the host's offer ([`STATE_METHOD`]'s payload): checks the
+    /// layout the host built its service with against this pack's and
+    /// keeps a clone. A second offer is ignored.
+    pub(crate) fn accept(&self, payload_json: &str) -> Result<(), String> {
+        let offer: Offer = serde_json::from_str(payload_json)
+            .map_err(|error| format!("{STATE_METHOD}: a bad offer: {error}"))?;
+        let (service, layout) = (offer.service.0, offer.layout.0);
+        if service == 0 || layout == 0 {
+            return Err(format!("{STATE_METHOD}: a bad offer: a null address"));
+        }
+        // SAFETY: the host put the address of its own `&'static TypeLayout`
+        // in the offer and keeps it (a static) for the life of the process.
+        #[allow(unsafe_code, reason = "reading the layout the host offered")]
+        let host_layout: &'static TypeLayout = unsafe { &*(layout as *const TypeLayout) };
+        check_layout_compatibility(<StateServiceArc as StableAbi>::LAYOUT, host_layout).map_err(
+            |errors| {
+                let first = errors.to_string();
+                let first = first.lines().next().unwrap_or("layouts differ").trim();
+                format!(
+                    "{STATE_METHOD}: the host's state service does not match this pack's: {first}"
+                )
+            },
+        )?;
+        // SAFETY: the layout matches ours, and the host keeps the service
+        // alive for the duration of this call; the clone is ours to keep.
+        #[allow(unsafe_code, reason = "cloning the service the host offered")]
+        let service: StateServiceArc = unsafe { (*(service as *const StateServiceArc)).clone() };
+        let _ = self.service.set(service);
+        Ok(())
+    }
+}
+
+/// `{"service": "<address>", "layout": "<address>"}`, decimal.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Offer {
+    service: Address,
+    layout: Address,
+}
+
+/// An address written as a decimal string (JSON numbers lose precision
+/// past 2^53).
+struct Address(usize);
+
+impl<'de> serde::Deserialize<'de> for Address {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse()
+            .map(Address)
+            .map_err(|_| serde::de::Error::custom("an address is a decimal number"))
+    }
+}
+
+/// The payload offering `service`: what a host passes to
+/// [`STATE_METHOD`]. The host must keep `service` alive until the call
+/// returns.
+#[must_use]
+pub fn offer_payload(service: &StateServiceArc) -> String {
+    let layout: &'static TypeLayout = <StateServiceArc as StableAbi>::LAYOUT;
+    format!(
+        r#"{{"service":"{}","layout":"{}"}}"#,
+        std::ptr::from_ref(service) as usize,
+        std::ptr::from_ref(layout) as usize
+    )
+}
+
+fn answer<T>(result: RResult<T, RString>) -> Result<T, StateError> {
+    result
+        .into_result()
+        .map_err(|line| StateError::Unavailable(line.into_string()))
+}

@@ -1,0 +1,257 @@
+//! Two `chimera serve` replicas sharing one real `redis-server`, behind
+//! the tests' own round-robin client: one token budget, one rate limit and
+//! one call quota across both, exactly; and an outage of the store that
+//! follows each pack's policy and ends when the store returns. Without
+//! `redis-server` (which `.ci/run` installs) each test says so and skips.
+
+use super::{chat_with, serve, user, Gateway};
+use chimera_tests::http::{Reply, Server};
+use chimera_tests::redis::RedisServer;
+use chimera_tests::serve::Served;
+use chimera_tests::{chimera_bin, stateful_pack_path};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The one key every request of these tests is sent with: one
+/// conversation (`key-<hash>`) on every replica.
+const KEY: &str = "authorization: Bearer sk-shared";
+
+/// An upstream whose every reply costs 60 tokens.
+fn costly_upstream() -> Server {
+    Server::start(vec![Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    }))])
+}
+
+/// Two gateways in front of `upstream`, each with `flags`.
+fn replicas(upstream: &Server, flags: &[&str]) -> [Gateway; 2] {
+    [serve(upstream, flags), serve(upstream, flags)]
+}
+
+/// The tests' load balancer: request `i` goes to replica `i % 2`.
+struct RoundRobin<'a> {
+    replicas: &'a [Gateway; 2],
+    next: AtomicUsize,
+}
+
+impl<'a> RoundRobin<'a> {
+    fn new(replicas: &'a [Gateway; 2]) -> Self {
+        RoundRobin {
+            replicas,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// One chat request with the shared key: status and reply.
+    fn chat(&self, body: &Value) -> (u16, Value) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        chat_with(&self.replicas[i % 2], &[KEY], body)
+    }
+}
+
+#[test]
+fn a_budget_of_n_across_two_replicas_lets_exactly_n_through() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let upstream = costly_upstream();
+    let budget = r#"token-budget={"max_tokens":300}"#;
+    let url = redis.url();
+    // Five replies spend the 300 tokens: the sixth request is refused,
+    // whichever replica it reaches.
+    let shared = replicas(&upstream, &["--pack", budget, "--state-redis", &url]);
+    let client = RoundRobin::new(&shared);
+    let statuses: Vec<u16> = (0..8).map(|_| client.chat(&user("hi")).0).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 403, 403, 403]);
+    let (_, refused) = client.chat(&user("hi"));
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("budget exceeded (300/300 tokens)"),
+        "{message}"
+    );
+    // Each replica counting alone lets all eight through: what the shared
+    // store is for.
+    let alone = replicas(&upstream, &["--pack", budget]);
+    let client = RoundRobin::new(&alone);
+    let statuses: Vec<u16> = (0..8).map(|_| client.chat(&user("hi")).0).collect();
+    assert_eq!(statuses, [200; 8]);
+}
+
+#[test]
+fn a_call_quota_counts_every_one_of_200_concurrent_requests_once() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    stateful_pack_path();
+    let upstream = Server::start(vec![Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "echo", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    }))]);
+    let url = redis.url();
+    let shared = replicas(
+        &upstream,
+        &[
+            "--pack",
+            r#"call-quota={"max_calls":150}"#,
+            "--state-redis",
+            &url,
+        ],
+    );
+    let client = RoundRobin::new(&shared);
+    let (kept, blocked) = (Mutex::new(0), Mutex::new(0));
+    std::thread::scope(|scope| {
+        for _ in 0..20 {
+            scope.spawn(|| {
+                for _ in 0..10 {
+                    let (status, reply) = client.chat(&user("go"));
+                    assert_eq!(status, 200, "{reply}");
+                    let message = &reply["choices"][0]["message"];
+                    if message["tool_calls"]
+                        .as_array()
+                        .is_some_and(|c| !c.is_empty())
+                    {
+                        *kept.lock().unwrap() += 1;
+                    } else {
+                        let content = message["content"].as_str().unwrap_or_default();
+                        assert!(content.contains("call-quota"), "{reply}");
+                        *blocked.lock().unwrap() += 1;
+                    }
+                }
+            });
+        }
+    });
+    // Every call counted once: exactly the quota kept, the rest refused.
+    assert_eq!((*kept.lock().unwrap(), *blocked.lock().unwrap()), (150, 50));
+}
+
+#[test]
+fn a_rate_limit_holds_across_two_replicas() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let upstream = Server::start(vec![Reply::Model(vec!["ok".into()], Duration::ZERO)]);
+    let url = redis.url();
+    // Two requests per two seconds, shared: of six sent at once, two are
+    // answered at once and the others each wait for a token.
+    let limit = r#"rate-limiter={"requests_per_minute":2,"window_seconds":2}"#;
+    let shared = replicas(&upstream, &["--pack", limit, "--state-redis", &url]);
+    let client = RoundRobin::new(&shared);
+    let started = Instant::now();
+    let answered = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                let (status, reply) = client.chat(&user("hi"));
+                assert_eq!(status, 200, "{reply}");
+                answered.lock().unwrap().push(started.elapsed());
+            });
+        }
+    });
+    let answered = answered.into_inner().unwrap();
+    let prompt = answered
+        .iter()
+        .filter(|t| **t < Duration::from_millis(700))
+        .count();
+    assert_eq!(prompt, 2, "answered at {answered:?}");
+}
+
+/// A gateway in front of `upstream` with `flags`, its stderr lines
+/// collected.
+fn watched(upstream: &Server, flags: &[&str]) -> (Gateway, Arc<Mutex<Vec<String>>>) {
+    let mut command = Command::new(chimera_bin());
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--model", "m"])
+        .args(["--upstream", &format!("{}/v1", upstream.url)])
+        .args(flags);
+    let mut gateway = Served::start(command, Stdio::piped());
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let stderr = gateway.child().stderr.take().expect("its stderr");
+    let sink = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    (gateway, lines)
+}
+
+/// The lines of `lines` that contain `text`.
+fn said(lines: &Mutex<Vec<String>>, text: &str) -> usize {
+    lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(text))
+        .count()
+}
+
+#[test]
+fn an_outage_of_the_store_follows_each_packs_policy_is_said_once_and_ends_when_it_returns() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let upstream = Server::start(vec![Reply::Model(vec!["ok".into()], Duration::ZERO)]);
+    let url = redis.url();
+    let limit = r#"rate-limiter={"requests_per_minute":1000}"#;
+    let (closed, closed_said) = watched(&upstream, &["--pack", limit, "--state-redis", &url]);
+    let (open, open_said) = watched(
+        &upstream,
+        &[
+            "--pack",
+            limit,
+            "--state-redis",
+            &url,
+            "--state-policy",
+            "rate-limiter=fail_open",
+        ],
+    );
+    let ask = |gateway: &Gateway| chat_with(gateway, &[KEY], &user("hi"));
+    assert_eq!(ask(&closed).0, 200);
+    assert_eq!(ask(&open).0, 200);
+
+    redis.kill();
+    for _ in 0..3 {
+        let (status, refused) = ask(&closed);
+        assert_eq!(status, 403, "fail_closed refuses: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("rate-limiter: cannot count this request")
+                && message.contains("unavailable"),
+            "{message}"
+        );
+        assert_eq!(ask(&open).0, 200, "fail_open counts in process");
+    }
+    for lines in [&closed_said, &open_said] {
+        assert_eq!(said(lines, "is unavailable"), 1, "{:?}", lines.lock());
+    }
+
+    assert!(redis.restart());
+    let back = Instant::now();
+    while ask(&closed).0 != 200 {
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "the gateway reconnects once the store is back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(ask(&open).0, 200);
+    assert_eq!(said(&closed_said, "answers again"), 1);
+    let (_, metrics) = super::exchange(&closed, "GET", "/metrics", &[], "");
+    let store = format!("store=\"redis://127.0.0.1:{}\"", redis.port);
+    assert!(
+        metrics.contains(&format!("chimera_state_outages_total{{{store}}} 1")),
+        "{metrics}"
+    );
+    assert!(metrics.contains(&format!("chimera_state_up{{{store}}} 1")));
+}
