@@ -199,6 +199,9 @@ pub(crate) struct PackHostArgs {
     /// The pack, with its JSON config.
     #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
     pub(crate) pack: String,
+    /// The host's gate state is shared with other processes.
+    #[arg(long)]
+    pub(crate) state_shared: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -69,7 +69,7 @@ fn usage_line(text: &str) -> String {
 /// `chimera pack-host`: the child side of an isolated pack.
 fn pack_host(args: &args::PackHostArgs) -> Result<(), Failure> {
     let (name, config) = spec::parse_pack_spec(&args.pack)?;
-    chimera_host::plugins::serve_pack_host(&name, &config).map_err(Failure::pack)
+    chimera_host::plugins::serve_pack_host(&name, &config, args.state_shared).map_err(Failure::pack)
 }
 
 /// Runs the command line and returns its exit status.

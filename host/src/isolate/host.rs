@@ -3,8 +3,10 @@
 //! spell, with back-off when crashes follow one another).
 
 use super::transport::DeadlineRead;
-use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
+use super::wire::{self, FromChild, Hello, ReadError, StateAnswer, StateOp, WIRE_VERSION};
 use crate::interception::{PackHealth, RemotePack};
+use abi_stable::std_types::{RStr, RString};
+use chimera_plugin_api::abi::state::{StateScope, StateServiceArc};
 use chimera_plugin_api::abi::{Decision, SeamInput};
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
@@ -37,6 +39,9 @@ pub(crate) struct Spawner {
     pub(crate) config: String,
     /// How long loading may take before the child is killed.
     pub(crate) start_timeout: Duration,
+    /// The host's gate state, bound to this pack: what its interceptors'
+    /// state operations are answered from.
+    pub(crate) state: StateServiceArc,
 }
 
 /// How many of a pack host's last standard-error lines are kept, and how
@@ -139,8 +144,12 @@ impl Spawner {
         } else {
             format!("{}={}", self.pack, self.config)
         };
-        let process = Command::new(&self.program)
-            .args(["pack-host", "--pack", &spec])
+        let mut command = Command::new(&self.program);
+        command.args(["pack-host", "--pack", &spec]);
+        if self.state.is_shared() {
+            command.arg("--state-shared");
+        }
+        let process = command
             .stdin(Stdio::from(stdin))
             .stdout(Stdio::from(OwnedFd::from(child_end)))
             .stderr(Stdio::piped())
@@ -189,6 +198,69 @@ impl Spawner {
                 Err(line)
             }
         }
+    }
+}
+
+/// The most state operations one call of an isolated pack may ask: a
+/// child that asks more is answered no more and counts as failed.
+const MAX_STATE_OPS: u32 = 64;
+
+/// `op` asked of the host's gate state.
+fn answer_state(state: &StateServiceArc, op: StateOp) -> StateAnswer {
+    let refused = |line: RString| StateAnswer::Refused(line.into_string());
+    match op {
+        StateOp::Incr {
+            scope,
+            conversation,
+            key,
+            n,
+            window_ms,
+        } => state
+            .incr_by(
+                StateScope(scope),
+                RStr::from_str(&conversation),
+                RStr::from_str(&key),
+                n,
+                window_ms,
+            )
+            .into_result()
+            .map_or_else(refused, StateAnswer::Total),
+        StateOp::Get {
+            scope,
+            conversation,
+            key,
+            window_ms,
+        } => state
+            .get(
+                StateScope(scope),
+                RStr::from_str(&conversation),
+                RStr::from_str(&key),
+                window_ms,
+            )
+            .into_result()
+            .map_or_else(refused, StateAnswer::Total),
+        StateOp::Take {
+            scope,
+            conversation,
+            key,
+            n,
+            rate,
+            burst,
+        } => state
+            .take(
+                StateScope(scope),
+                RStr::from_str(&conversation),
+                RStr::from_str(&key),
+                n,
+                rate,
+                burst,
+            )
+            .into_result()
+            .map_or_else(refused, |taken| StateAnswer::Taken {
+                allowed: taken.allowed,
+                wait_ms: taken.wait_ms,
+                remaining: taken.remaining,
+            }),
     }
 }
 
@@ -419,10 +491,8 @@ impl IsolatedPack {
         state.seq += 1;
         let seq = state.seq;
         let sent = running.write(wire::call(&mut state.out, seq, indices, input));
-        let answer = sent.and_then(|()| running.read(&mut state.frame, self.budget));
-        let reply = answer.and_then(|()| {
-            wire::decode_from_child(&state.frame).map_err(|e| Failure::Wire(e.to_string()))
-        });
+        let reply =
+            sent.and_then(|()| self.reply_of(running, &mut state.out, &mut state.frame, seq));
         let failure = match reply {
             Ok(FromChild::Reply {
                 seq: got,
@@ -444,6 +514,34 @@ impl IsolatedPack {
             Err(failure) => failure,
         };
         Ok((0, Some(Decision::error(self.failed(state, failure)))))
+    }
+
+    /// The child's reply to call `seq`, answering the state operations its
+    /// interceptors ask on the way (at most [`MAX_STATE_OPS`] a call).
+    fn reply_of(
+        &self,
+        running: &mut Running,
+        out: &mut Vec<u8>,
+        frame: &mut Vec<u8>,
+        seq: u64,
+    ) -> Result<FromChild, Failure> {
+        let mut asked = 0;
+        loop {
+            running.read(frame, self.budget)?;
+            let message =
+                wire::decode_from_child(frame).map_err(|e| Failure::Wire(e.to_string()))?;
+            let FromChild::StateOp { seq: of, op } = message else {
+                return Ok(message);
+            };
+            asked += 1;
+            if of != seq || asked > MAX_STATE_OPS {
+                return Err(Failure::Wire(format!(
+                    "state operations beyond the {MAX_STATE_OPS} a call may ask"
+                )));
+            }
+            let answer = answer_state(&self.spawner.state, op);
+            running.write(wire::state_answer(out, &answer))?;
+        }
     }
 
     /// Waits, at most the call budget, while the child is down and its

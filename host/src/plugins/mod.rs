@@ -46,13 +46,15 @@ pub use registry::{OwnerId, Registry};
 pub use watch::{watch, ReloadEvent, WatchError, WatchOptions, Watcher};
 
 /// The child side of an isolated pack: serves pack `pack` (built from
-/// `config`) over the socket on stdout, loading the sealed pack on stdin.
+/// `config`) over the socket on stdout, loading the sealed pack on stdin;
+/// the pack's state operations go to the host over the same socket
+/// (`state_shared`: the host's store is shared with other processes).
 /// What `chimera pack-host` runs; an error is one line.
 ///
 /// # Errors
 ///
 /// The line saying what failed: reading or loading the sealed pack,
 /// building it, confining the process, or the socket.
-pub fn serve_pack_host(pack: &str, config: &str) -> Result<(), String> {
-    pack_host::serve(pack, config)
+pub fn serve_pack_host(pack: &str, config: &str, state_shared: bool) -> Result<(), String> {
+    pack_host::serve(pack, config, state_shared)
 }

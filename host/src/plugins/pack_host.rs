@@ -9,18 +9,23 @@
 
 use crate::isolate::sandbox::{confine_pack_host, Limits};
 use crate::isolate::transport::{spin_budget, Spinning, CHILD_SPIN};
-use crate::isolate::wire::{self, FromHost, Hello, WIRE_VERSION};
+use crate::isolate::wire::{self, FromHost, Hello, StateAnswer, StateOp, WIRE_VERSION};
 use crate::plugins::loader::Loader;
-use abi_stable::std_types::RStr;
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RArc, RResult, RStr, RString};
+use chimera_plugin_api::abi::state::{
+    StateScope, StateServiceAbi, StateServiceAbi_TO, StateServiceArc, TakeAbi,
+};
 use chimera_plugin_api::abi::{Decision, DecisionKind, Registration, Seam};
 use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
 
 /// Serves pack `pack` (built from `config`) over the socket this process
 /// was handed as its standard output. Returns when the host hangs up or
 /// asks it to stop; an error is one line (also sent to the host).
-pub(crate) fn serve(pack: &str, config: &str) -> Result<(), String> {
+pub(crate) fn serve(pack: &str, config: &str, state_shared: bool) -> Result<(), String> {
     let socket = rustix::io::dup(std::io::stdout().as_fd())
         .map_err(|e| format!("cannot take the control socket: {e}"))?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())
@@ -50,20 +55,39 @@ pub(crate) fn serve(pack: &str, config: &str) -> Result<(), String> {
     send(&mut out, wire::hello(&mut buf, &hello))?;
     // Between calls the child polls for a while before it blocks: a call
     // that follows soon finds it awake.
-    let mut input = BufReader::new(Spinning { socket, spin });
-    let mut frame = Vec::new();
+    let conn = Arc::new(Mutex::new(Conn {
+        input: BufReader::new(Spinning { socket, spin }),
+        out,
+        buf,
+        frame: Vec::new(),
+        seq: 0,
+    }));
+    // The pack's state operations become frames to the host, answered
+    // inside the call that asks them.
+    let proxy = Proxy {
+        conn: Arc::clone(&conn),
+        shared: state_shared,
+    };
+    let service: StateServiceArc = RArc::new(StateServiceAbi_TO::from_value(proxy, TD_Opaque));
+    crate::state::offer(&service, &instance)?;
     loop {
-        if wire::read_frame(&mut input, &mut frame).is_err() {
-            // The host hung up (or sent garbage): nothing left to serve.
-            return Ok(());
-        }
-        match wire::decode_from_host(&frame) {
+        let message = {
+            let mut c = lock(&conn);
+            let Conn { input, frame, .. } = &mut *c;
+            if wire::read_frame(input, frame).is_err() {
+                // The host hung up (or sent garbage): nothing left to serve.
+                return Ok(());
+            }
+            wire::decode_from_host(frame)
+        };
+        match message {
             Ok(FromHost::Call {
                 seq,
                 seam,
                 indices,
                 input,
             }) => {
+                lock(&conn).seq = seq;
                 let mut allowed = 0u32;
                 let mut decision = None;
                 input.with_view(Seam(seam), |view| {
@@ -82,31 +106,156 @@ pub(crate) fn serve(pack: &str, config: &str) -> Result<(), String> {
                         allowed += 1;
                     }
                 });
-                send(
-                    &mut out,
-                    wire::reply(&mut buf, seq, allowed, decision.as_ref()),
-                )?;
+                lock(&conn).send(|buf| wire::reply(buf, seq, allowed, decision.as_ref()))?;
             }
             Ok(FromHost::Export { seq }) => {
                 let state = instance.export_state();
-                send(&mut out, wire::state(&mut buf, seq, state.as_str()))?;
+                lock(&conn).send(|buf| wire::state(buf, seq, state.as_str()))?;
             }
             Ok(FromHost::Import { seq, json }) => {
                 let outcome = instance
                     .import_state(RStr::from_str(&json))
                     .into_result()
-                    .map_err(abi_stable::std_types::RString::into_string);
-                send(
-                    &mut out,
-                    wire::imported(
-                        &mut buf,
-                        seq,
-                        outcome.as_ref().copied().map_err(String::as_str),
-                    ),
-                )?;
+                    .map_err(RString::into_string);
+                let outcome = outcome.as_ref().copied().map_err(String::as_str);
+                lock(&conn).send(|buf| wire::imported(buf, seq, outcome))?;
             }
-            Ok(FromHost::Shutdown) | Err(_) => return Ok(()),
+            Ok(FromHost::Shutdown | FromHost::StateAnswer(_)) | Err(_) => return Ok(()),
         }
+    }
+}
+
+/// The child's end of the socket: what the serve loop reads calls from
+/// and writes replies to, and what a state operation inside a call
+/// writes its question to and reads its answer from.
+struct Conn {
+    input: BufReader<Spinning<UnixStream>>,
+    out: BufWriter<UnixStream>,
+    buf: Vec<u8>,
+    frame: Vec<u8>,
+    /// The call being served.
+    seq: u64,
+}
+
+impl Conn {
+    /// Sends the frame `encode` writes.
+    fn send(&mut self, encode: impl FnOnce(&mut Vec<u8>) -> &[u8]) -> Result<(), String> {
+        let frame = encode(&mut self.buf);
+        wire::write_frame(&mut self.out, frame)
+            .and_then(|()| self.out.flush())
+            .map_err(|e| format!("the host hung up: {e}"))
+    }
+
+    /// Asks the host `op` and waits for its answer.
+    fn ask(&mut self, op: &StateOp) -> Result<StateAnswer, String> {
+        let seq = self.seq;
+        self.send(|buf| wire::state_op(buf, seq, op))?;
+        wire::read_frame(&mut self.input, &mut self.frame)
+            .map_err(|_| "the host hung up during a state operation".to_owned())?;
+        match wire::decode_from_host(&self.frame) {
+            Ok(FromHost::StateAnswer(answer)) => Ok(answer),
+            _ => Err("the host answered a state operation with something else".to_owned()),
+        }
+    }
+}
+
+fn lock(conn: &Mutex<Conn>) -> std::sync::MutexGuard<'_, Conn> {
+    conn.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The state service as an isolated pack sees it: each operation a
+/// question to the host, which answers it from its own store under this
+/// pack's name and policy.
+struct Proxy {
+    conn: Arc<Mutex<Conn>>,
+    shared: bool,
+}
+
+impl Proxy {
+    fn ask(&self, op: &StateOp) -> Result<StateAnswer, RString> {
+        match lock(&self.conn).ask(op) {
+            Ok(StateAnswer::Refused(line)) | Err(line) => Err(RString::from(line)),
+            Ok(answer) => Ok(answer),
+        }
+    }
+
+    fn total(&self, op: &StateOp) -> RResult<i64, RString> {
+        match self.ask(op) {
+            Ok(StateAnswer::Total(total)) => RResult::ROk(total),
+            Ok(_) => RResult::RErr(RString::from("the host answered with a take")),
+            Err(line) => RResult::RErr(line),
+        }
+    }
+}
+
+impl StateServiceAbi for Proxy {
+    fn incr_by(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        n: i64,
+        window_ms: u64,
+    ) -> RResult<i64, RString> {
+        self.total(&StateOp::Incr {
+            scope: scope.0,
+            conversation: conversation.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            n,
+            window_ms,
+        })
+    }
+
+    fn get(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        window_ms: u64,
+    ) -> RResult<i64, RString> {
+        self.total(&StateOp::Get {
+            scope: scope.0,
+            conversation: conversation.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            window_ms,
+        })
+    }
+
+    fn take(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        n: u64,
+        rate: f64,
+        burst: u64,
+    ) -> RResult<TakeAbi, RString> {
+        let op = StateOp::Take {
+            scope: scope.0,
+            conversation: conversation.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            n,
+            rate,
+            burst,
+        };
+        match self.ask(&op) {
+            Ok(StateAnswer::Taken {
+                allowed,
+                wait_ms,
+                remaining,
+            }) => RResult::ROk(TakeAbi {
+                allowed,
+                wait_ms,
+                remaining,
+            }),
+            Ok(_) => RResult::RErr(RString::from("the host answered with a total")),
+            Err(line) => RResult::RErr(line),
+        }
+    }
+
+    fn is_shared(&self) -> bool {
+        self.shared
     }
 }
 
@@ -137,7 +286,7 @@ fn load(pack: &str, config: &str) -> Result<Loaded, String> {
             RStr::from_str("{}"),
         )
         .into_result()
-        .map(abi_stable::std_types::RString::into_string)
+        .map(RString::into_string)
         .unwrap_or_default();
     let hello = Hello {
         wire_version: WIRE_VERSION,

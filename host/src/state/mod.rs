@@ -34,7 +34,7 @@ mod redis;
 mod service;
 
 pub use memory::MemoryStore;
-pub use offer::GateState;
+pub use offer::{offer, GateState};
 pub use redis::RedisStore;
 pub use service::{Counted, FailPolicy, Health, StateService};
 

@@ -71,22 +71,38 @@ impl GateState {
     /// The pack's line when it asked but refused the offer (its build of
     /// the service's layout differs from the host's).
     pub fn offer(&self, pack: &str, instance: &PackInstanceBox) -> Result<bool, String> {
+        offer(&self.bind(pack), instance)
+    }
+
+    /// The service bound to pack `pack`: its keys under its name, its
+    /// failures under its policy.
+    #[must_use]
+    pub fn bind(&self, pack: &str) -> StateServiceArc {
         let bound = PackState {
             pack: pack.to_owned(),
             policy: self.policy(pack),
             service: self.service.clone(),
             shared: self.service.is_shared(),
         };
-        let service: StateServiceArc = RArc::new(StateServiceAbi_TO::from_value(bound, TD_Opaque));
-        let payload = chimera_plugin_api::sdk::offer_payload(&service);
-        match instance
-            .extension(RStr::from_str(STATE_METHOD), RStr::from_str(&payload))
-            .into_result()
-        {
-            Ok(_) => Ok(true),
-            Err(line) if line.starts_with("unsupported") || line.starts_with("unused") => Ok(false),
-            Err(line) => Err(line.into_string()),
-        }
+        RArc::new(StateServiceAbi_TO::from_value(bound, TD_Opaque))
+    }
+}
+
+/// Offers `service` to `instance`: `Ok(true)` when taken, `Ok(false)` when
+/// the pack never asked or predates the service.
+///
+/// # Errors
+///
+/// The pack's line when it asked and refused the offer.
+pub fn offer(service: &StateServiceArc, instance: &PackInstanceBox) -> Result<bool, String> {
+    let payload = chimera_plugin_api::sdk::offer_payload(service);
+    match instance
+        .extension(RStr::from_str(STATE_METHOD), RStr::from_str(&payload))
+        .into_result()
+    {
+        Ok(_) => Ok(true),
+        Err(line) if line.starts_with("unsupported") || line.starts_with("unused") => Ok(false),
+        Err(line) => Err(line.into_string()),
     }
 }
 
@@ -183,5 +199,44 @@ impl StateServiceAbi for PackState {
 
     fn is_shared(&self) -> bool {
         self.shared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn total(result: RResult<i64, RString>) -> Result<i64, String> {
+        result.into_result().map_err(RString::into_string)
+    }
+
+    #[test]
+    fn each_pack_counts_under_its_own_name_and_each_conversation_apart() {
+        let state = GateState::in_process();
+        let (a, b) = (state.bind("a"), state.bind("b"));
+        let conversation = |id: &'static str| (StateScope::CONVERSATION, RStr::from_str(id));
+        let add = |service: &StateServiceArc, (scope, id): (StateScope, RStr<'_>)| {
+            total(service.incr_by(scope, id, RStr::from_str("k"), 1, 0))
+        };
+        assert_eq!(add(&a, conversation("one")), Ok(1));
+        assert_eq!(add(&a, conversation("one")), Ok(2));
+        assert_eq!(add(&a, conversation("two")), Ok(1), "another conversation");
+        assert_eq!(add(&b, conversation("one")), Ok(1), "another pack");
+        let global = (StateScope::GLOBAL, RStr::from_str("one"));
+        assert_eq!(add(&a, global), Ok(1), "global is no conversation's");
+        // A conversation's counter needs its id; an unknown scope is refused.
+        let refused = add(&a, conversation("")).unwrap_err();
+        assert_eq!(refused, "a conversation's counter needs the session id");
+        let refused = add(&a, (StateScope(7), RStr::from_str("x"))).unwrap_err();
+        assert_eq!(refused, "state scope #7 is not one this host knows");
+        assert!(!a.is_shared(), "memory is this process's only");
+    }
+
+    #[test]
+    fn a_pack_without_a_policy_of_its_own_takes_the_default() {
+        let policies = BTreeMap::from([("open".to_owned(), FailPolicy::Open)]);
+        let state = GateState::new(StateService::in_process(), FailPolicy::Closed, policies);
+        assert_eq!(state.policy("open"), FailPolicy::Open);
+        assert_eq!(state.policy("other"), FailPolicy::Closed);
     }
 }

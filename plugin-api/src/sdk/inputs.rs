@@ -94,12 +94,12 @@ impl<'a> Session<'a> {
         #[derive(serde::Deserialize)]
         struct LastCall {
             #[serde(default)]
-            source: String,
+            charged_to: String,
             #[serde(flatten)]
             usage: SourceUsage,
         }
         let facts: Facts = serde_json::from_str(self.0.extension_json.as_str()).ok()?;
-        facts.last_call.map(|last| (last.source, last.usage))
+        facts.last_call.map(|last| (last.charged_to, last.usage))
     }
     /// What the host says beyond the fixed facts: the call's source, the
     /// session's charges per source, its cost and the host's price table.

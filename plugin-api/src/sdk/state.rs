@@ -290,3 +290,184 @@ fn answer<T>(result: RResult<T, RString>) -> Result<T, StateError> {
         .into_result()
         .map_err(|line| StateError::Unavailable(line.into_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::state::{StateServiceAbi, StateServiceAbi_TO, TakeAbi};
+    use crate::prelude::*;
+    use crate::sdk::instantiate;
+    use abi_stable::sabi_trait::TD_Opaque;
+    use abi_stable::std_types::RArc;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    /// A host's service in a test: counters by (scope, conversation, key).
+    #[derive(Default)]
+    struct Counters(Mutex<HashMap<(u8, String, String), i64>>);
+
+    impl StateServiceAbi for Counters {
+        fn incr_by(
+            &self,
+            scope: StateScope,
+            conversation: RStr<'_>,
+            key: RStr<'_>,
+            n: i64,
+            _window_ms: u64,
+        ) -> RResult<i64, RString> {
+            let mut counters = self.0.lock().unwrap();
+            let total = counters
+                .entry((scope.0, conversation.to_string(), key.to_string()))
+                .or_insert(0);
+            *total += n;
+            RResult::ROk(*total)
+        }
+        fn get(
+            &self,
+            scope: StateScope,
+            conversation: RStr<'_>,
+            key: RStr<'_>,
+            window_ms: u64,
+        ) -> RResult<i64, RString> {
+            self.incr_by(scope, conversation, key, 0, window_ms)
+        }
+        fn take(
+            &self,
+            _scope: StateScope,
+            _conversation: RStr<'_>,
+            _key: RStr<'_>,
+            _n: u64,
+            _rate: f64,
+            _burst: u64,
+        ) -> RResult<TakeAbi, RString> {
+            RResult::RErr(RString::from("the state store is unavailable: down"))
+        }
+        fn is_shared(&self) -> bool {
+            true
+        }
+    }
+
+    /// Counts each tool call through the host's state when it offers it.
+    struct Counting {
+        asks: bool,
+    }
+
+    impl Pack for Counting {
+        const NAME: &'static str = "counting";
+        const VERSION: &'static str = "0.0.1";
+        const DESCRIPTION: &'static str = "counts tool calls in the host's state";
+        const SEAMS: &'static [SeamKind] = &[SeamKind::ToolCall];
+        type Config = bool;
+
+        fn new(asks: bool) -> Result<Self, PackError> {
+            Ok(Counting { asks })
+        }
+
+        fn register(self: Arc<Self>, registrar: &mut Registrar) {
+            if !self.asks {
+                registrar.tool_call("count", |_, _| Ok(Decision::Allow));
+                return;
+            }
+            let state = registrar.state();
+            registrar.tool_call("count", move |session, _| {
+                let calls =
+                    state.incr_by(Scope::conversation(&session), "calls", 1, Window::None)?;
+                Ok(if calls > 1 {
+                    Decision::block(format!("call {calls}"))
+                } else {
+                    Decision::Allow
+                })
+            });
+        }
+    }
+
+    fn service() -> StateServiceArc {
+        RArc::new(StateServiceAbi_TO::from_value(
+            Counters::default(),
+            TD_Opaque,
+        ))
+    }
+
+    fn offer(instance: &crate::abi::PackInstanceBox, payload: &str) -> Result<String, String> {
+        instance
+            .extension(RStr::from_str(STATE_METHOD), RStr::from_str(payload))
+            .into_result()
+            .map(RString::into_string)
+            .map_err(RString::into_string)
+    }
+
+    #[test]
+    fn a_pack_that_asks_takes_the_hosts_offer_and_counts_there() {
+        let state = State::default();
+        assert!(!state.is_offered());
+        assert_eq!(
+            state.incr_by(Scope::Global, "k", 1, Window::None),
+            Err(StateError::NotOffered)
+        );
+        let host = service();
+        state
+            .accept(&offer_payload(&host))
+            .expect("the layouts match");
+        drop(host);
+        // The pack keeps its own clone: the host's copy may go.
+        assert!(state.is_offered() && state.is_shared());
+        let one = Scope::Conversation("one");
+        assert_eq!(state.incr_by(one, "k", 2, Window::None), Ok(2));
+        assert_eq!(state.incr_by(one, "k", 3, Window::None), Ok(5));
+        assert_eq!(
+            state.get(Scope::Conversation("two"), "k", Window::None),
+            Ok(0)
+        );
+        assert_eq!(
+            state.take(Scope::Global, "b", 1, 1.0, 1),
+            Err(StateError::Unavailable(
+                "the state store is unavailable: down".into()
+            ))
+        );
+        // Through a whole instance, as a host offers it.
+        let instance = instantiate::<Counting>("true").unwrap();
+        let host = service();
+        assert_eq!(offer(&instance, &offer_payload(&host)).as_deref(), Ok("{}"));
+    }
+
+    #[test]
+    fn a_pack_that_never_asks_is_offered_nothing() {
+        let instance = instantiate::<Counting>("false").unwrap();
+        let host = service();
+        let refused = offer(&instance, &offer_payload(&host)).unwrap_err();
+        assert_eq!(refused, "unused: chimera.state.v1");
+    }
+
+    #[test]
+    fn an_offer_whose_layout_differs_or_is_not_an_offer_is_refused_in_one_line() {
+        let state = State::default();
+        let host = service();
+        let wrong: &'static TypeLayout = <u64 as StableAbi>::LAYOUT;
+        let payload = format!(
+            r#"{{"service":"{}","layout":"{}"}}"#,
+            std::ptr::from_ref(&host) as usize,
+            std::ptr::from_ref(wrong) as usize
+        );
+        let refused = state.accept(&payload).unwrap_err();
+        assert!(
+            refused.starts_with(
+                "chimera.state.v1: the host's state service does not match this pack's"
+            ),
+            "{refused}"
+        );
+        assert!(!refused.contains('\n'), "{refused}");
+        assert!(!state.is_offered());
+        for bad in [
+            r#"{"service":"0","layout":"0"}"#,
+            r#"{"service":12}"#,
+            "not json",
+        ] {
+            let refused = state.accept(bad).unwrap_err();
+            assert!(
+                refused.starts_with("chimera.state.v1: a bad offer"),
+                "{refused}"
+            );
+        }
+        assert!(!state.is_offered());
+    }
+}

@@ -8,7 +8,7 @@ use super::{chat_with, serve, user, Gateway};
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::redis::RedisServer;
 use chimera_tests::serve::Served;
-use chimera_tests::{chimera_bin, stateful_pack_path};
+use chimera_tests::{chimera_bin, publish, stateful_pack_path};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -89,7 +89,11 @@ fn a_call_quota_counts_every_one_of_200_concurrent_requests_once() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    stateful_pack_path();
+    let plugins = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(stateful_pack_path()).unwrap();
+    let file = chimera_host::plugins::platform::library_file_name("call-quota");
+    publish(plugins.path(), &file, &bytes);
+    let plugins = plugins.path().display().to_string();
     let upstream = Server::start(vec![Reply::json(json!({
         "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
@@ -104,6 +108,8 @@ fn a_call_quota_counts_every_one_of_200_concurrent_requests_once() {
         &[
             "--pack",
             r#"call-quota={"max_calls":150}"#,
+            "--plugins-dir",
+            &plugins,
             "--state-redis",
             &url,
         ],

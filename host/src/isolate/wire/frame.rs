@@ -22,6 +22,8 @@ pub(super) mod kind {
     pub(in crate::isolate::wire) const IMPORT: u8 = 7;
     pub(in crate::isolate::wire) const IMPORTED: u8 = 8;
     pub(in crate::isolate::wire) const SHUTDOWN: u8 = 9;
+    pub(in crate::isolate::wire) const STATE_OP: u8 = 10;
+    pub(in crate::isolate::wire) const STATE_ANSWER: u8 = 11;
 }
 
 /// Why a frame was refused.

@@ -1,6 +1,6 @@
 //! The messages of the protocol: child → host `Hello` (once, first),
-//! `Reply`, `State`, `Imported` and `Failed`; host → child `Call`,
-//! `Export`, `Import` and `Shutdown`. One encoder per message, one decoder
+//! `Reply`, `State`, `Imported`, `Failed` and, inside a call, `StateOp`;
+//! host → child `Call`, `Export`, `Import`, `Shutdown` and `StateAnswer`. One encoder per message, one decoder
 //! per direction; an unknown kind, or one for the other direction, is an
 //! error.
 
@@ -48,6 +48,55 @@ pub(crate) enum FromChild {
         seq: u64,
         outcome: Result<(), String>,
     },
+    /// Inside call `seq`: an interceptor asks the host's gate state.
+    StateOp { seq: u64, op: StateOp },
+}
+
+/// A gate-state operation an isolated pack asks of the host (the
+/// arguments of `StateServiceAbi`'s methods).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum StateOp {
+    /// `incr_by`.
+    Incr {
+        scope: u8,
+        conversation: String,
+        key: String,
+        n: i64,
+        window_ms: u64,
+    },
+    /// `get`.
+    Get {
+        scope: u8,
+        conversation: String,
+        key: String,
+        window_ms: u64,
+    },
+    /// `take`.
+    Take {
+        scope: u8,
+        conversation: String,
+        key: String,
+        n: u64,
+        rate: f64,
+        burst: u64,
+    },
+}
+
+/// The host's answer to a [`StateOp`]: a counter's total, a take, or the
+/// refusal's line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StateAnswer {
+    /// `incr_by`'s or `get`'s total.
+    Total(i64),
+    /// `take`'s outcome.
+    Taken {
+        allowed: bool,
+        wait_ms: u64,
+        remaining: u64,
+    },
+    /// The host refused (the store is down and the pack fails closed, or
+    /// an argument is out of range).
+    Refused(String),
 }
 
 /// A message from the host.
@@ -66,6 +115,8 @@ pub(crate) enum FromHost {
     Import { seq: u64, json: String },
     /// Exit.
     Shutdown,
+    /// The answer to the child's last [`StateOp`].
+    StateAnswer(StateAnswer),
 }
 
 /// The hello frame.
@@ -164,6 +215,105 @@ pub(crate) fn shutdown(buf: &mut Vec<u8>) -> &[u8] {
     Frame::start(buf, kind::SHUTDOWN).finish()
 }
 
+/// An interceptor's state operation, inside call `seq`.
+pub(crate) fn state_op<'b>(buf: &'b mut Vec<u8>, seq: u64, op: &StateOp) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::STATE_OP);
+    f.u64(seq);
+    let (code, scope, conversation, key) = match op {
+        StateOp::Incr {
+            scope,
+            conversation,
+            key,
+            ..
+        } => (0, scope, conversation, key),
+        StateOp::Get {
+            scope,
+            conversation,
+            key,
+            ..
+        } => (1, scope, conversation, key),
+        StateOp::Take {
+            scope,
+            conversation,
+            key,
+            ..
+        } => (2, scope, conversation, key),
+    };
+    f.u8(code);
+    f.u8(*scope);
+    f.str(conversation);
+    f.str(key);
+    match op {
+        StateOp::Incr { n, window_ms, .. } => {
+            f.u64(u64::from_le_bytes(n.to_le_bytes()));
+            f.u64(*window_ms);
+        }
+        StateOp::Get { window_ms, .. } => f.u64(*window_ms),
+        StateOp::Take { n, rate, burst, .. } => {
+            f.u64(*n);
+            f.u64(rate.to_bits());
+            f.u64(*burst);
+        }
+    }
+    f.finish()
+}
+
+/// The host's answer to a state operation.
+pub(crate) fn state_answer<'b>(buf: &'b mut Vec<u8>, answer: &StateAnswer) -> &'b [u8] {
+    let mut f = Frame::start(buf, kind::STATE_ANSWER);
+    match answer {
+        StateAnswer::Total(total) => {
+            f.u8(0);
+            f.u64(u64::from_le_bytes(total.to_le_bytes()));
+        }
+        StateAnswer::Taken {
+            allowed,
+            wait_ms,
+            remaining,
+        } => {
+            f.u8(1);
+            f.u8(u8::from(*allowed));
+            f.u64(*wait_ms);
+            f.u64(*remaining);
+        }
+        StateAnswer::Refused(line) => {
+            f.u8(2);
+            f.str(line);
+        }
+    }
+    f.finish()
+}
+
+/// A [`StateOp`]'s fields after its kind byte.
+fn decode_state_op(d: &mut Dec<'_>) -> Result<StateOp, WireError> {
+    let code = d.u8()?;
+    let (scope, conversation, key) = (d.u8()?, d.str()?, d.str()?);
+    Ok(match code {
+        0 => StateOp::Incr {
+            scope,
+            conversation,
+            key,
+            n: i64::from_le_bytes(d.u64()?.to_le_bytes()),
+            window_ms: d.u64()?,
+        },
+        1 => StateOp::Get {
+            scope,
+            conversation,
+            key,
+            window_ms: d.u64()?,
+        },
+        2 => StateOp::Take {
+            scope,
+            conversation,
+            key,
+            n: d.u64()?,
+            rate: f64::from_bits(d.u64()?),
+            burst: d.u64()?,
+        },
+        other => return Err(WireError::Kind(other)),
+    })
+}
+
 /// Decodes a frame (kind and payload, without the length) from the child.
 pub(crate) fn decode_from_child(frame: &[u8]) -> Result<FromChild, WireError> {
     let (k, mut d) = Dec::open(frame)?;
@@ -194,6 +344,10 @@ pub(crate) fn decode_from_child(frame: &[u8]) -> Result<FromChild, WireError> {
                 Some(error) => Err(error),
             },
         },
+        kind::STATE_OP => FromChild::StateOp {
+            seq: d.u64()?,
+            op: decode_state_op(&mut d)?,
+        },
         other => return Err(WireError::Kind(other)),
     };
     d.end()?;
@@ -216,6 +370,16 @@ pub(crate) fn decode_from_host(frame: &[u8]) -> Result<FromHost, WireError> {
             json: d.str()?,
         },
         kind::SHUTDOWN => FromHost::Shutdown,
+        kind::STATE_ANSWER => FromHost::StateAnswer(match d.u8()? {
+            0 => StateAnswer::Total(i64::from_le_bytes(d.u64()?.to_le_bytes())),
+            1 => StateAnswer::Taken {
+                allowed: d.flag()?,
+                wait_ms: d.u64()?,
+                remaining: d.u64()?,
+            },
+            2 => StateAnswer::Refused(d.str()?),
+            other => return Err(WireError::Kind(other)),
+        }),
         other => return Err(WireError::Kind(other)),
     };
     d.end()?;

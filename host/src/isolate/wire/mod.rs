@@ -8,8 +8,10 @@
 //! ```
 //!
 //! Child → host: `Hello` (once, first), `Reply`, `State`, `Imported`,
-//! `Failed` (the child could not start; one line). Host → child: `Call`,
-//! `Export`, `Import`, `Shutdown`.
+//! `Failed` (the child could not start; one line), and inside a call
+//! `StateOp` (an interceptor asks the host's gate state; a bounded number
+//! per call). Host → child: `Call`, `Export`, `Import`, `Shutdown`, and
+//! `StateAnswer` to each `StateOp`.
 //!
 //! A call carries only the input slots the seam filled: a presence byte
 //! says which of messages, request, tool call, tool result, text and
@@ -38,5 +40,5 @@ mod value;
 pub(crate) use frame::{read_frame, write_frame, ReadError, WIRE_VERSION};
 pub(crate) use message::{
     call, decode_from_child, decode_from_host, export, failed, hello, import, imported, reply,
-    shutdown, state, FromChild, FromHost, Hello,
+    shutdown, state, state_answer, state_op, FromChild, FromHost, Hello, StateAnswer, StateOp,
 };

@@ -338,3 +338,69 @@ fn hostile_frames_are_refused_with_an_error() {
     // An empty frame.
     assert!(decode_from_child(&[]).is_err());
 }
+
+#[test]
+fn state_operations_and_their_answers_round_trip_and_a_bad_one_is_refused() {
+    let mut buf = Vec::new();
+    let ops = [
+        StateOp::Incr {
+            scope: 1,
+            conversation: "key-ab/chat".to_owned(),
+            key: "calls".to_owned(),
+            n: -3,
+            window_ms: 60_000,
+        },
+        StateOp::Get {
+            scope: 0,
+            conversation: String::new(),
+            key: "spent".to_owned(),
+            window_ms: 0,
+        },
+        StateOp::Take {
+            scope: 0,
+            conversation: String::new(),
+            key: "requests".to_owned(),
+            n: 1,
+            rate: 0.25,
+            burst: 4,
+        },
+    ];
+    for op in ops {
+        let frame = state_op(&mut buf, 9, &op).to_vec();
+        let FromChild::StateOp { seq, op: back } = decode_from_child(&frame[4..]).unwrap() else {
+            panic!("a state operation");
+        };
+        assert_eq!((seq, back), (9, op));
+        for cut in 0..frame.len() - 4 {
+            assert!(decode_from_child(&frame[4..4 + cut]).is_err(), "{cut}");
+        }
+    }
+    for answer in [
+        StateAnswer::Total(-7),
+        StateAnswer::Taken {
+            allowed: false,
+            wait_ms: 250,
+            remaining: 0,
+        },
+        StateAnswer::Refused("the state store is unavailable: down".to_owned()),
+    ] {
+        let frame = state_answer(&mut buf, &answer).to_vec();
+        let FromHost::StateAnswer(back) = decode_from_host(&frame[4..]).unwrap() else {
+            panic!("a state answer");
+        };
+        assert_eq!(back, answer);
+    }
+    // An operation this host does not know is refused, not guessed at.
+    let mut frame = state_op(&mut buf, 1, &ops_get())[4..].to_vec();
+    frame[1 + 8] = 9;
+    assert_eq!(decode_from_child(&frame).unwrap_err(), WireError::Kind(9));
+}
+
+fn ops_get() -> StateOp {
+    StateOp::Get {
+        scope: 0,
+        conversation: String::new(),
+        key: "k".to_owned(),
+        window_ms: 0,
+    }
+}

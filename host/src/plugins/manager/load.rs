@@ -331,6 +331,7 @@ impl PluginManager {
             pack: name.clone(),
             config: config_json.to_owned(),
             start_timeout: isolation.start_timeout,
+            state: self.state().bind(&name),
         };
         let pack =
             IsolatedPack::start(spawner, self.new_health(&name)).map_err(LoadError::Instantiate)?;
