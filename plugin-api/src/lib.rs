@@ -176,6 +176,18 @@
 //! and the integration suite hot-swaps its real library to see the counts
 //! carried over.
 //!
+//! # Counting across processes
+//!
+//! A gate that counts (a quota, a budget, a rate limit) keeps its counts
+//! in its own memory, or asks the host for counters it keeps:
+//! [`Registrar::state`](sdk::Registrar::state) returns a
+//! [`State`](sdk::State) with an atomic `incr_by`, `get` and a token-bucket
+//! `take`, under the pack's name and a scope the host gives (one
+//! conversation, or everything it serves). When the host keeps them in a
+//! store other processes share (`chimera serve --state-redis`), every
+//! replica of a gateway counts into the same ones. A host that predates
+//! the service never offers it, and the pack counts in process as before.
+//!
 //! # Compatibility
 //!
 //! A pack library records two things when it is built, and the host checks

@@ -17,7 +17,10 @@
 //! generator and the report are one script read top to bottom.
 //!
 //! Run: `cargo bench -p chimera-tests --bench gateway` (add `-- quick`
-//! for a short ladder). It prints a Markdown table at the end.
+//! for a short ladder). It prints a Markdown table at the end. With
+//! `-- state` it measures instead the gates that count (token-budget,
+//! rate-limiter) in this process against the same gates in a real
+//! `redis-server`, and the Redis round trips each request costs.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -227,6 +230,11 @@ fn all_packs() -> Vec<String> {
 
 /// `chimera serve` in front of `upstream` with `packs`.
 fn chimera(upstream: &str, packs: &[String]) -> Process {
+    chimera_with(upstream, packs, &[])
+}
+
+/// [`chimera`] with `extra` flags.
+fn chimera_with(upstream: &str, packs: &[String], extra: &[&str]) -> Process {
     let mut args = vec![
         "--model",
         "fast",
@@ -238,6 +246,7 @@ fn chimera(upstream: &str, packs: &[String]) -> Process {
     for pack in packs {
         args.extend(["--pack", pack.as_str()]);
     }
+    args.extend(extra);
     let served = Served::start(Served::command(upstream, &args), Stdio::null());
     Process {
         base: format!("http://{}/v1", served.address),
@@ -670,6 +679,60 @@ fn highest_under(
         .max()
 }
 
+/// `-- state`: the gates that count (token-budget and rate-limiter) in
+/// this process and in a real `redis-server` on loopback, beside direct,
+/// on one ladder; then how many Redis round trips a request costs.
+fn redis_gates(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    upstream: &str,
+    rates: &[u64],
+    seconds: f64,
+) {
+    let Some(redis) = chimera_tests::redis::RedisServer::start() else {
+        println!("redis-server is not installed: nothing to measure (.ci/run installs it)");
+        return;
+    };
+    // Limits far above the ladder: every request goes through, and
+    // every request is counted.
+    let gates = [
+        r#"token-budget={"max_tokens":1000000000000000}"#.to_owned(),
+        r#"rate-limiter={"requests_per_minute":100000000}"#.to_owned(),
+    ];
+    let url = redis.url();
+    let local = chimera(upstream, &gates);
+    let shared = chimera_with(upstream, &gates, &["--state-redis", &url]);
+    let ways = [
+        ("direct", upstream.to_owned()),
+        ("budget + rate limit, in process", local.base.clone()),
+        ("budget + rate limit, in redis", shared.base.clone()),
+    ];
+    let results = ladder(runtime, client, &ways, rates, seconds);
+    let n = 500;
+    let before = redis.script_calls();
+    runtime.block_on(async {
+        let url = format!("{}/chat/completions", shared.base);
+        let body = request("fast", false).to_string();
+        for _ in 0..n {
+            let _ = one(client, &url, &body).await;
+        }
+    });
+    let per_request = (redis.script_calls() - before) as f64 / f64::from(n);
+    println!("\n### Gates that count, in process and in Redis (ms; overhead = minus direct)\n");
+    print_ladder(&ways, rates, &results);
+    println!(
+        "\nRedis round trips per request, over {n} requests: {per_request:.2} \
+         (token-budget: a read before the call and an add after it; rate-limiter: one take)."
+    );
+    for (index, (name, _)) in ways.iter().enumerate().skip(1) {
+        println!(
+            "{name}: highest sustained rate with p99 overhead < 2 ms: {}",
+            highest_under(&results, rates, index, 2.0)
+                .map_or("none".to_owned(), |r| format!("{r}/s"))
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -693,6 +756,10 @@ fn main() {
         .build()
         .expect("a client");
     let streams = if quick { 200 } else { 1000 };
+    if std::env::args().any(|a| a == "state") {
+        redis_gates(&runtime, &client, &upstream, rates, seconds);
+        return;
+    }
 
     // chimera first, with no LiteLLM process on the machine.
     let bare = chimera(&upstream, &[]);

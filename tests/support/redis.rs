@@ -71,6 +71,37 @@ impl RedisServer {
         );
     }
 
+    /// How many scripts the server has run (`EVALSHA` and `EVAL` calls, from
+    /// `INFO commandstats`): each gate-state operation is one.
+    pub fn script_calls(&self) -> u64 {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("redis answers");
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        stream
+            .write_all(b"INFO commandstats\r\n")
+            .expect("ask redis");
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        reader.read_line(&mut head).expect("a bulk reply");
+        let len: usize = head
+            .trim()
+            .trim_start_matches('$')
+            .parse()
+            .expect("a length");
+        let mut body = vec![0; len];
+        std::io::Read::read_exact(&mut reader, &mut body).expect("the reply");
+        String::from_utf8_lossy(&body)
+            .lines()
+            .filter(|line| {
+                line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:")
+            })
+            .filter_map(|line| {
+                line.split_once("calls=")
+                    .and_then(|(_, rest)| rest.split(',').next())
+                    .and_then(|calls| calls.parse::<u64>().ok())
+            })
+            .sum()
+    }
+
     /// `true` when the server answers `PING`.
     fn ping(&self) -> bool {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {

@@ -11,7 +11,8 @@ use super::outcome::{blocked_run, shown_for_block, EndReason, Judged, RunResult,
 use super::session::AgentSession;
 use super::stream::{StreamBlock, StreamGate};
 use crate::interception::{
-    ContentRole, Interceptors, ReplyFacts, SeamName, StreamChunkInterceptor,
+    ContentRole, Interceptors, ModelResponseInterceptor, ReplyFacts, SeamName,
+    StreamChunkInterceptor,
 };
 use crate::providers::{Assembler, ModelResponse, Provider, ProviderCall, Usage};
 use crate::types::{Headers, Message, ProviderRequest, Role, ToolList};
@@ -430,6 +431,23 @@ impl AgentSession {
             stream_blocked,
             ..
         } = received;
+        let chain = bundle.map_or(&[][..], |b| b.model_response.as_slice());
+        let facts = ReplyFacts {
+            tool_calls: response.tool_calls,
+            streamed,
+        };
+        // Observers (which count what a reply cost) see every reply, one a
+        // stream gate cut or a gate here blocks included, before any gate.
+        let observes = |i: &ModelResponseInterceptor| i.role() == ContentRole::Observes;
+        let gates: Vec<ModelResponseInterceptor>;
+        let chain = if chain.iter().any(observes) {
+            let observers: Vec<_> = chain.iter().filter(|i| observes(i)).cloned().collect();
+            self.run_seam(&observers, &facts, &response.content);
+            gates = chain.iter().filter(|i| !observes(i)).cloned().collect();
+            &gates[..]
+        } else {
+            chain
+        };
         if let Some(block) = stream_blocked {
             return Judged {
                 content: shown_for_block(block.reason, block.notice),
@@ -437,20 +455,13 @@ impl AgentSession {
                 veto: Some(block.by),
             };
         }
-        let Some(chain) = bundle
-            .map(|b| b.model_response.as_slice())
-            .filter(|c| !c.is_empty())
-        else {
+        if chain.is_empty() {
             return Judged {
                 content: response.content,
-                tool_calls: response.tool_calls,
+                tool_calls: facts.tool_calls,
                 veto: None,
             };
-        };
-        let facts = ReplyFacts {
-            tool_calls: response.tool_calls,
-            streamed,
-        };
+        }
         let outcome = self.run_seam(chain, &facts, &response.content);
         let notice = outcome.notices.last().map(|n| n.text.clone());
         if let Some(reason) = outcome.blocked {

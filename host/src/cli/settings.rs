@@ -828,4 +828,31 @@ mod tests {
         assert_eq!(args.anthropic_upstream.as_deref(), Some("http://file-a"));
         assert_eq!(args.anthropic_models, ["claude-file"]);
     }
+
+    #[test]
+    fn the_state_section_names_the_store_and_each_packs_policy_and_a_flag_wins() {
+        let config = parsed(
+            "[state]\nredis = \"redis://127.0.0.1:6379\"\ntimeout_ms = 50\non_unavailable = \"fail_open\"\n[state.policies]\ntoken-budget = \"fail_closed\"\n",
+        )
+        .unwrap();
+        let loaded = project_file(config);
+        let mut args = serve_args(&["--state-timeout-ms", "20"]);
+        let explicit = |id: &str| id == "timeout_ms";
+        let settings = merge_for_serve(&mut args, Some(&loaded), &explicit);
+        assert_eq!(args.state.redis.as_deref(), Some("redis://127.0.0.1:6379"));
+        assert_eq!(args.state.timeout_ms, 20, "the flag wins");
+        assert_eq!(
+            args.state.on_unavailable,
+            chimera_host::state::FailPolicy::Open
+        );
+        assert_eq!(args.state.policies, ["token-budget=fail_closed"]);
+        let shown = settings
+            .iter()
+            .find(|s| s.key == "state.on_unavailable")
+            .expect("config show lists it");
+        assert_eq!(shown.value, json!("fail_open"));
+        // A policy that is neither is the file's error, naming it.
+        let error = parsed("[state]\non_unavailable = \"maybe\"\n").unwrap_err();
+        assert!(error.contains("maybe"), "{error}");
+    }
 }

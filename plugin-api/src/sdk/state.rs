@@ -1,36 +1,4 @@
-//! Counters and token buckets kept by the host, so several processes (the
-//! replicas of a gateway) count into one.
-//!
-//! A pack asks for them once, in [`Pack::register`](super::Pack::register),
-//! with [`Registrar::state`](super::Registrar::state), and keeps the
-//! [`State`] handle in its interceptors. The host offers its service when
-//! the pack is loaded; until it does — or for good, with a host that
-//! predates it — [`State::is_offered`] is `false` and every operation
-//! answers [`StateError::NotOffered`], so a pack keeps its own in-process
-//! counts as before. A pack that never asks pays nothing: the host offers
-//! nothing to it.
-//!
-//! ```
-//! use chimera_plugin_api::prelude::*;
-//! use chimera_plugin_api::sdk::{Scope, Window};
-//!
-//! # fn register(registrar: &mut Registrar) {
-//! let state = registrar.state();
-//! registrar.tool_call("quota", move |session, call| {
-//!     // One atomic add in the host's store: every replica counts here.
-//!     let calls = state.incr_by(Scope::conversation(&session), "calls", 1, Window::None)?;
-//!     Ok(if calls > 20 { Decision::block("quota reached") } else { Decision::Allow })
-//! });
-//! # }
-//! ```
-//!
-//! Semantics (the host's, whatever its store): each operation is atomic; a
-//! window is fixed (the counter of window `w` is the one numbered
-//! `now / w` by the store's clock, so replicas agree), and a counter
-//! without one lapses after a day unused. When the store is down, the
-//! host's policy for this pack decides: refuse (the operation answers
-//! [`StateError::Unavailable`], whose line a gate blocks with) or count in
-//! the host's process alone until the store answers again.
+//! The host's gate state as a pack sees it: see [`State`].
 
 use crate::abi::state::{StateScope, StateServiceArc, STATE_METHOD};
 use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
@@ -118,8 +86,41 @@ impl std::fmt::Display for StateError {
 
 impl std::error::Error for StateError {}
 
-/// The pack's handle on the host's state (see the module docs). Cheap to
-/// clone; every clone sees the service once the host offers it.
+/// Counters and token buckets kept by the host, so several processes (the
+/// replicas of a gateway) count into one.
+///
+/// A pack asks for them once, in [`Pack::register`](super::Pack::register),
+/// with [`Registrar::state`](super::Registrar::state), and keeps the
+/// [`State`] handle in its interceptors. The host offers its service when
+/// the pack is loaded; until it does — or for good, with a host that
+/// predates it — [`State::is_offered`] is `false` and every operation
+/// answers [`StateError::NotOffered`], so a pack keeps its own in-process
+/// counts as before. A pack that never asks pays nothing: the host offers
+/// nothing to it.
+///
+/// ```
+/// use chimera_plugin_api::prelude::*;
+/// use chimera_plugin_api::sdk::{Scope, Window};
+///
+/// # fn register(registrar: &mut Registrar) {
+/// let state = registrar.state();
+/// registrar.tool_call("quota", move |session, _call| {
+///     // One atomic add in the host's store: every replica counts here.
+///     let calls = state.incr_by(Scope::conversation(&session), "calls", 1, Window::None)?;
+///     Ok(if calls > 20 { Decision::block("quota reached") } else { Decision::Allow })
+/// });
+/// # }
+/// ```
+///
+/// Semantics (the host's, whatever its store): each operation is atomic; a
+/// window is fixed (the counter of window `w` is the one numbered
+/// `now / w` by the store's clock, so replicas agree), and a counter
+/// without one lapses after a day unused. When the store is down, the
+/// host's policy for this pack decides: refuse (the operation answers
+/// [`StateError::Unavailable`], whose line a gate blocks with) or count in
+/// the host's process alone until the store answers again.
+///
+/// Cheap to clone; every clone sees the service once the host offers it.
 #[derive(Clone, Default)]
 pub struct State {
     service: Arc<OnceLock<StateServiceArc>>,

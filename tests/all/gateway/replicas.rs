@@ -85,6 +85,43 @@ fn a_budget_of_n_across_two_replicas_lets_exactly_n_through() {
 }
 
 #[test]
+fn a_reply_a_gate_blocks_is_still_charged_to_the_shared_budget() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    // Every reply costs 60 tokens and says a banned word: stop-words,
+    // loaded first, blocks each one. The budget still counts what it cost.
+    let upstream = Server::start(vec![Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "a forbidden answer"}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    }))]);
+    let url = redis.url();
+    let shared = replicas(
+        &upstream,
+        &[
+            "--pack",
+            r#"stop-words={"words":["forbidden"],"scan_llm_responses":true}"#,
+            "--pack",
+            r#"token-budget={"max_tokens":300}"#,
+            "--state-redis",
+            &url,
+        ],
+    );
+    let client = RoundRobin::new(&shared);
+    let answers: Vec<(u16, Value)> = (0..7).map(|_| client.chat(&user("hi"))).collect();
+    for (_, reply) in &answers[..5] {
+        let text = reply["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(!text.contains("forbidden"), "the gate blocked it: {reply}");
+    }
+    let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    assert_eq!(statuses[5..], [403, 403], "{answers:?}");
+}
+
+#[test]
 fn a_call_quota_counts_every_one_of_200_concurrent_requests_once() {
     let Some(redis) = RedisServer::start() else {
         return;
