@@ -54,6 +54,9 @@ const MAX_PAUSE: Duration = Duration::from_secs(60);
 /// The most pauses one provider call may wait out.
 const MAX_PAUSES: u32 = 5;
 
+/// The last provider-call id given out in this process.
+static CALL_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What the pre-provider seams changed for one call; `None` fields mean
 /// "as the session has it" (the durable history, the session's tools).
 #[derive(Default)]
@@ -240,6 +243,7 @@ impl AgentSession {
         tools: &ToolList,
         kwargs: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Received, RunResult> {
+        self.call_id = CALL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         self.refresh_facts();
         let outgoing = self.outgoing_after_pauses(bundle, tools, kwargs).await?;
         let provider: Arc<dyn Provider> = Arc::clone(&self.provider);
@@ -369,8 +373,12 @@ impl AgentSession {
                         ));
                     }
                     // Boxed: the summary call is a provider call, which
-                    // comes back here.
+                    // comes back here (with a call id of its own: this
+                    // call keeps its id when it is offered again).
+                    let call = self.call_id;
                     Box::pin(self.compact(bundle, &interceptor, &reason)).await?;
+                    self.call_id = call;
+                    self.refresh_facts();
                     compacted = true;
                 }
                 Err(Halt::Paused {

@@ -57,6 +57,11 @@ pub struct AgentSession {
     /// The last provider call's charge, as packs see it (`last_call`):
     /// what a pack adds to a counter shared by other processes.
     pub(crate) last_call: Option<serde_json::Value>,
+    /// The provider call being prepared, unique in the process (`call` in
+    /// the facts): a request the host offers again after a pause or a
+    /// compaction keeps it, so a pack counting calls in a shared store
+    /// counts each once.
+    pub(crate) call_id: u64,
 }
 
 /// A builder setter: documented, `#[must_use]`, storing its one argument
@@ -222,6 +227,7 @@ impl AgentSession {
                 prices: Arc::new(PriceTable::default()),
                 prices_json: String::new(),
                 last_call: None,
+                call_id: 0,
             },
         }
     }
@@ -261,6 +267,7 @@ impl AgentSession {
             "cost_usd": self.ledger.cost_usd(),
             "usage": self.ledger.to_json(),
             "last_call": self.last_call,
+            "call": self.call_id,
         })
         .to_string();
         // `{...}` without its braces, then the prices (rendered once).

@@ -1,5 +1,6 @@
 //! The configuration and the cap.
 
+use crate::shared::Numbered;
 use chimera_plugin_api::prelude::*;
 use gate_kit::PerTurn;
 use serde::Deserialize;
@@ -60,6 +61,7 @@ pub fn request_number(calls_made: u64, host_calls_at: &[u64]) -> u64 {
 pub struct EndlessLoop {
     config: Config,
     turns: PerTurn<Turn>,
+    numbered: Numbered,
 }
 
 impl EndlessLoop {
@@ -108,11 +110,13 @@ impl Pack for EndlessLoop {
         Ok(EndlessLoop {
             config,
             turns: PerTurn::new(),
+            numbered: Numbered::default(),
         })
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
-        registrar.provider_request("cap", move |session, _request| {
+        let state = registrar.state();
+        registrar.provider_request("cap", move |session, request| {
             let calls_made = session.provider_calls_this_turn();
             if !gate_kit::is_agent_call(session) {
                 self.turns.update(session, |turn| {
@@ -123,7 +127,19 @@ impl Pack for EndlessLoop {
                 return Ok(Decision::Allow);
             }
             let turn = self.turns.get(session);
-            match self.verdict(request_number(calls_made, &turn.host_calls_at)) {
+            let number = if state.is_shared() {
+                match self.numbered.number(&state, session, request) {
+                    Ok(number) => number,
+                    Err(error) => {
+                        return Ok(Decision::Block(format!(
+                            "endless-loop: cannot count this request: {error}"
+                        )))
+                    }
+                }
+            } else {
+                request_number(calls_made, &turn.host_calls_at)
+            };
+            match self.verdict(number) {
                 Verdict::Pass => {}
                 Verdict::Warn(text) => {
                     if !turn.warned {

@@ -18,12 +18,24 @@
 //!   `Warning: <n> iterations used, <max - n> remaining before limit.`,
 //!   once per turn.
 //!
+//! With a host whose gate state is shared (`chimera serve --state-redis`),
+//! the count is kept there instead, so a client's turn may span requests
+//! and replicas: the turn is named by the number of user messages in the
+//! request, and each agent request of it adds one to the conversation's
+//! counter for that turn (a request offered again after a pause keeps its
+//! number). Behind a gateway that caps a client's own agent loop — its
+//! requests with tool results since its last user message — on every
+//! replica at once. A store that is down follows the host's policy for
+//! this pack: the request is refused with the store's line, or counted in
+//! the process alone.
+//!
 //! Configuration (JSON, every key optional): `max_iterations` (≥ 1,
 //! default 25), `warning_at` (an absolute request number, 1 to
 //! `max_iterations`; 0 or absent: no warning). Anything else refuses the
 //! load with one line.
 
 mod gate;
+mod shared;
 
 pub use gate::{request_number, Config, EndlessLoop, Verdict};
 

@@ -80,6 +80,22 @@ impl<'a> Session<'a> {
             .and_then(|(_, rest)| rest.split_once('"'))
             .map_or("agent", |(source, _)| source)
     }
+    /// The provider call being prepared (on `provider_request`), as the
+    /// host numbers it: unique in the host's process, and the same when
+    /// the host offers the request again (after a pause or a compaction),
+    /// so a pack that counts calls in a shared store counts each once.
+    /// `None` from a host that does not say.
+    #[must_use]
+    pub fn call_id(&self) -> Option<u64> {
+        let json = self.0.extension_json.as_str();
+        json.match_indices("\"call\":").find_map(|(at, key)| {
+            let digits = &json[at + key.len()..];
+            let end = digits
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(digits.len());
+            digits[..end].parse().ok().filter(|id| *id != 0)
+        })
+    }
     /// What the last provider call of this session was charged, and for
     /// whom (`(source, usage)`), as the host said after the call: on
     /// `model_response` it is the reply being judged. A pack that adds

@@ -121,6 +121,74 @@ fn a_reply_a_gate_blocks_is_still_charged_to_the_shared_budget() {
     assert_eq!(statuses[5..], [403, 403], "{answers:?}");
 }
 
+/// A client's agent loop: its user message, then `steps` rounds of a
+/// tool call and its result, sent back as one request.
+fn agent_loop(users: &[&str], steps: usize) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    for user in users {
+        messages.push(json!({"role": "user", "content": user}));
+    }
+    for step in 0..steps {
+        let id = format!("call_{step}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": "a.txt"}));
+    }
+    json!({"model": "m", "messages": messages})
+}
+
+#[test]
+fn an_iteration_cap_spans_a_clients_turn_across_two_replicas() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let upstream = Server::start(vec![Reply::Model(vec!["ok".into()], Duration::ZERO)]);
+    let url = redis.url();
+    let cap = r#"endless-loop={"max_iterations":3}"#;
+    let shared = replicas(&upstream, &["--pack", cap, "--state-redis", &url]);
+    let client = RoundRobin::new(&shared);
+    // The client's loop: three requests of one turn pass, the fourth is
+    // the cap's, whichever replica each reaches.
+    let statuses: Vec<u16> = (0..4)
+        .map(|steps| client.chat(&agent_loop(&["list the files"], steps)).0)
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 403]);
+    let (_, refused) = client.chat(&agent_loop(&["list the files"], 4));
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Maximum iterations reached (3)"),
+        "{message}"
+    );
+    // A new user message is a new turn.
+    let next = agent_loop(&["list the files", "and now the dirs"], 0);
+    assert_eq!(client.chat(&next).0, 200);
+
+    // A request a rate limiter pauses is offered to the cap again when
+    // the pause ends: it keeps its number, so two requests are two.
+    let paced = replicas(
+        &upstream,
+        &[
+            "--pack",
+            r#"endless-loop={"max_iterations":2}"#,
+            "--pack",
+            r#"rate-limiter={"requests_per_minute":1,"window_seconds":1}"#,
+            "--state-redis",
+            &url,
+        ],
+    );
+    let client = RoundRobin::new(&paced);
+    // (A turn of its own: three user messages, which no request above had.)
+    let turn = ["read the notes", "all of them", "now"];
+    let statuses: Vec<u16> = (0..2)
+        .map(|steps| client.chat(&agent_loop(&turn, steps)).0)
+        .collect();
+    assert_eq!(
+        statuses,
+        [200, 200],
+        "the second was paused once, then sent"
+    );
+}
+
 #[test]
 fn a_call_quota_counts_every_one_of_200_concurrent_requests_once() {
     let Some(redis) = RedisServer::start() else {
