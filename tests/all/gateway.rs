@@ -147,6 +147,29 @@ fn chat_with(gateway: &Gateway, headers: &[&str], body: &Value) -> (u16, Value) 
     )
 }
 
+/// An upstream whose every reply proposes one call of tool `name` with
+/// `arguments` (JSON text).
+fn tool_call_upstream(name: &str, arguments: &str) -> Server {
+    Server::start(vec![Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": name, "arguments": arguments}}]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    }))])
+}
+
+/// An upstream whose every reply says `content` and costs 60 tokens.
+fn costly_upstream(content: &str) -> Server {
+    Server::start(vec![Reply::json(json!({
+        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    }))])
+}
+
 fn user(text: &str) -> Value {
     json!({"model": "m", "messages": [{"role": "user", "content": text}]})
 }
@@ -454,14 +477,7 @@ print(json.dumps({"text": "".join(texts), "finish": finish}))
 
 #[test]
 fn the_openai_sdk_gets_a_blocked_tool_call_as_a_refusal_and_no_call() {
-    let upstream = Server::start(vec![Reply::json(json!({
-        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": "call_1", "type": "function",
-                "function": {"name": "bash", "arguments": "{\"command\":\"rm -rf build\"}"}}]}}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
-    }))]);
+    let upstream = tool_call_upstream("bash", r#"{"command":"rm -rf build"}"#);
     let gateway = serve(&upstream, &["--pack", "plan-gate"]);
     let Some(replied) = with_sdk(
         &gateway,

@@ -4,7 +4,7 @@
 //! follows each pack's policy and ends when the store returns. Without
 //! `redis-server` (which `.ci/run` installs) each test says so and skips.
 
-use super::{chat_with, serve, user, Gateway};
+use super::{chat_with, costly_upstream, serve, tool_call_upstream, user, Gateway};
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::redis::RedisServer;
 use chimera_tests::serve::Served;
@@ -19,16 +19,6 @@ use std::time::{Duration, Instant};
 /// The one key every request of these tests is sent with: one
 /// conversation (`key-<hash>`) on every replica.
 const KEY: &str = "authorization: Bearer sk-shared";
-
-/// An upstream whose every reply costs 60 tokens.
-fn costly_upstream() -> Server {
-    Server::start(vec![Reply::json(json!({
-        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": "ok"}}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
-    }))])
-}
 
 /// Two gateways in front of `upstream`, each with `flags`.
 fn replicas(upstream: &Server, flags: &[&str]) -> [Gateway; 2] {
@@ -61,7 +51,7 @@ fn a_budget_of_n_across_two_replicas_lets_exactly_n_through() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let upstream = costly_upstream();
+    let upstream = costly_upstream("ok");
     let budget = r#"token-budget={"max_tokens":300}"#;
     let url = redis.url();
     // Five replies spend the 300 tokens: the sixth request is refused,
@@ -91,12 +81,7 @@ fn a_reply_a_gate_blocks_is_still_charged_to_the_shared_budget() {
     };
     // Every reply costs 60 tokens and says a banned word: stop-words,
     // loaded first, blocks each one. The budget still counts what it cost.
-    let upstream = Server::start(vec![Reply::json(json!({
-        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": "a forbidden answer"}}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
-    }))]);
+    let upstream = costly_upstream("a forbidden answer");
     let url = redis.url();
     let shared = replicas(
         &upstream,
@@ -199,14 +184,7 @@ fn a_call_quota_counts_every_one_of_200_concurrent_requests_once() {
     let file = chimera_host::plugins::platform::library_file_name("call-quota");
     publish(plugins.path(), &file, &bytes);
     let plugins = plugins.path().display().to_string();
-    let upstream = Server::start(vec![Reply::json(json!({
-        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": "call_1", "type": "function",
-                "function": {"name": "echo", "arguments": "{}"}}]}}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
-    }))]);
+    let upstream = tool_call_upstream("echo", "{}");
     let url = redis.url();
     let shared = replicas(
         &upstream,

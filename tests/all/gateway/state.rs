@@ -3,7 +3,7 @@
 //! configuration as the README shows it, the audit log of its requests,
 //! the header cap and the upstream timeout.
 
-use super::{chat_with, post_chat, serve, started, user, Gateway};
+use super::{chat_with, costly_upstream, post_chat, serve, started, user, Gateway};
 use chimera_tests::chimera_bin;
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::serve::Served;
@@ -17,19 +17,9 @@ fn chat_as(gateway: &Gateway, headers: &[&str], text: &str) -> (u16, Value) {
     chat_with(gateway, headers, &user(text))
 }
 
-/// An upstream whose every reply costs 60 tokens.
-fn costly_upstream() -> Server {
-    Server::start(vec![Reply::json(json!({
-        "id": "up-1", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": "ok"}}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
-    }))])
-}
-
 #[test]
 fn a_token_budget_spans_the_requests_of_one_conversation_and_no_other() {
-    let upstream = costly_upstream();
+    let upstream = costly_upstream("ok");
     let gateway = serve(&upstream, &["--pack", r#"token-budget={"max_tokens":100}"#]);
     let three = |headers: &[&str]| -> Vec<u16> {
         (0..3).map(|_| chat_as(&gateway, headers, "hi").0).collect()
@@ -80,7 +70,7 @@ fn a_token_budget_spans_the_requests_of_one_conversation_and_no_other() {
 
 #[test]
 fn concurrent_requests_of_one_conversation_all_count() {
-    let upstream = costly_upstream();
+    let upstream = costly_upstream("ok");
     // 10 requests at once spend 600 tokens; the budget of 500 then refuses.
     let gateway = serve(&upstream, &["--pack", r#"token-budget={"max_tokens":500}"#]);
     let header = ["x-chimera-session: busy"];
