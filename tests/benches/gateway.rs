@@ -19,8 +19,8 @@
 //! Run: `cargo bench -p chimera-tests --bench gateway` (add `-- quick`
 //! for a short ladder). It prints a Markdown table at the end. With
 //! `-- state` it measures instead the gates that count (token-budget,
-//! rate-limiter) in this process against the same gates in a real
-//! `redis-server`, and the Redis round trips each request costs.
+//! rate-limiter, endless-loop) in this process against the same gates in
+//! a real `redis-server`, and the Redis round trips each request costs.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -679,9 +679,10 @@ fn highest_under(
         .max()
 }
 
-/// `-- state`: the gates that count (token-budget and rate-limiter) in
-/// this process and in a real `redis-server` on loopback, beside direct,
-/// on one ladder; then how many Redis round trips a request costs.
+/// `-- state`: the gates that count (token-budget, rate-limiter,
+/// endless-loop) in this process and in a real `redis-server` on
+/// loopback, beside direct, on one ladder; then how many Redis round trips
+/// a request costs.
 fn redis_gates(
     runtime: &tokio::runtime::Runtime,
     client: &reqwest::Client,
@@ -698,14 +699,15 @@ fn redis_gates(
     let gates = [
         r#"token-budget={"max_tokens":1000000000000000}"#.to_owned(),
         r#"rate-limiter={"requests_per_minute":100000000}"#.to_owned(),
+        r#"endless-loop={"max_iterations":100000000}"#.to_owned(),
     ];
     let url = redis.url();
     let local = chimera(upstream, &gates);
     let shared = chimera_with(upstream, &gates, &["--state-redis", &url]);
     let ways = [
         ("direct", upstream.to_owned()),
-        ("budget + rate limit, in process", local.base.clone()),
-        ("budget + rate limit, in redis", shared.base.clone()),
+        ("three counting gates, in process", local.base.clone()),
+        ("three counting gates, in redis", shared.base.clone()),
     ];
     let results = ladder(runtime, client, &ways, rates, seconds);
     let n = 500;
@@ -722,7 +724,8 @@ fn redis_gates(
     print_ladder(&ways, rates, &results);
     println!(
         "\nRedis round trips per request, over {n} requests: {per_request:.2} \
-         (token-budget: a read before the call and an add after it; rate-limiter: one take)."
+         (token-budget: a read before the call and an add after it; \
+         rate-limiter: one take; endless-loop: one add)."
     );
     for (index, (name, _)) in ways.iter().enumerate().skip(1) {
         println!(
