@@ -1,12 +1,14 @@
 //! The host side of an isolated pack: the child process, its socket, the
 //! call deadline, crash handling and restarts (at once after a healthy
-//! spell, with back-off when crashes follow one another).
+//! spell, with back-off when crashes follow one another). Over 700 lines
+//! with its tests (the last fifty); the state operations a call may ask
+//! are answered in [`super::state`].
 
+use super::state::{answer_state, MAX_STATE_OPS};
 use super::transport::DeadlineRead;
-use super::wire::{self, FromChild, Hello, ReadError, StateAnswer, StateOp, WIRE_VERSION};
+use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
 use crate::interception::{PackHealth, RemotePack};
-use abi_stable::std_types::{RStr, RString};
-use chimera_plugin_api::abi::state::{StateScope, StateServiceArc};
+use chimera_plugin_api::abi::state::StateServiceArc;
 use chimera_plugin_api::abi::{Decision, SeamInput};
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
@@ -198,69 +200,6 @@ impl Spawner {
                 Err(line)
             }
         }
-    }
-}
-
-/// The most state operations one call of an isolated pack may ask: a
-/// child that asks more is answered no more and counts as failed.
-const MAX_STATE_OPS: u32 = 64;
-
-/// `op` asked of the host's gate state.
-fn answer_state(state: &StateServiceArc, op: StateOp) -> StateAnswer {
-    let refused = |line: RString| StateAnswer::Refused(line.into_string());
-    match op {
-        StateOp::Incr {
-            scope,
-            conversation,
-            key,
-            n,
-            window_ms,
-        } => state
-            .incr_by(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                n,
-                window_ms,
-            )
-            .into_result()
-            .map_or_else(refused, StateAnswer::Total),
-        StateOp::Get {
-            scope,
-            conversation,
-            key,
-            window_ms,
-        } => state
-            .get(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                window_ms,
-            )
-            .into_result()
-            .map_or_else(refused, StateAnswer::Total),
-        StateOp::Take {
-            scope,
-            conversation,
-            key,
-            n,
-            rate,
-            burst,
-        } => state
-            .take(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                n,
-                rate,
-                burst,
-            )
-            .into_result()
-            .map_or_else(refused, |taken| StateAnswer::Taken {
-                allowed: taken.allowed,
-                wait_ms: taken.wait_ms,
-                remaining: taken.remaining,
-            }),
     }
 }
 

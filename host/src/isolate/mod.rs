@@ -17,6 +17,8 @@
 //!   socket pair ─────────────────────────stdout──▶ (moved off fd 1 at once)
 //!        ◀─────────────── Hello {interceptors, policy, sandbox warnings}
 //!   chain run  ── Call {seq, [i, j, k], input} ──▶ i, j, k while they allow
+//!        ◀─────────────── StateOp {seq, op}   (an interceptor asks the gate state;
+//!   StateAnswer ─────────────────────────────▶  answered in the call, at most 64)
 //!        ◀─────────────── Reply {seq, allowed, first other decision}
 //! ```
 //!
@@ -37,6 +39,7 @@
 
 pub(crate) mod host;
 pub(crate) mod sandbox;
+mod state;
 pub(crate) mod transport;
 pub(crate) mod wire;
 

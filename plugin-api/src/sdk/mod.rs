@@ -12,6 +12,7 @@
 //! error value the host handles by the seam's failure policy.
 
 mod decision;
+mod declare;
 mod edit;
 pub(crate) mod export;
 mod guard;
