@@ -12,6 +12,7 @@ use chimera_host::plugins::{PluginManager, Registry, ReloadOutcome};
 use chimera_host::types::ToolCall;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -262,6 +263,47 @@ fn isolating_manager(dirs: Vec<std::path::PathBuf>, budget_ms: u64) -> PluginMan
         start_timeout: Duration::from_secs(20),
     }));
     manager
+}
+
+#[test]
+fn an_isolated_pack_counts_in_the_hosts_state_and_one_that_floods_it_is_refused() {
+    let facts = SessionFacts::new("s");
+    let cx = ChainContext {
+        session: &facts,
+        events: None,
+    };
+    let call = ToolCall::new("c1", "bash", json!({"command": "true"}));
+    let block = |ops: u32| {
+        json!({"tool_call": {"action": "block", "reason": "total {total}"}, "state_ops": ops})
+            .to_string()
+    };
+    // Three adds a call, answered by the host over the pack host's socket:
+    // the counts are the host's, and go on from call to call.
+    let manager = isolating_manager(chimera_tests::pack_dirs(), 5_000);
+    manager.load("fixture", &block(3)).unwrap();
+    let chains = manager.registry().get_all();
+    let reasons: Vec<Option<String>> = (0..2)
+        .map(|_| run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx).blocked)
+        .collect();
+    assert_eq!(reasons, [Some("total 3".into()), Some("total 6".into())]);
+    let operations = manager
+        .state()
+        .service()
+        .health()
+        .operations
+        .load(Ordering::Relaxed);
+    assert_eq!(operations, 6, "every add reached the host's store");
+    // A child that asks more than a call may is refused, and restarted.
+    let manager = isolating_manager(chimera_tests::pack_dirs(), 5_000);
+    manager.load("fixture", &block(100)).unwrap();
+    let chains = manager.registry().get_all();
+    let refused = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx)
+        .blocked
+        .expect("a flooding child is blocked (tool_call fails closed)");
+    assert!(
+        refused.contains("state operations beyond the 64 a call may ask"),
+        "{refused}"
+    );
 }
 
 #[test]

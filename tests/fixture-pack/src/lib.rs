@@ -24,6 +24,7 @@
 //! `{tag}` in a reason is replaced by it.
 
 use chimera_plugin_api::prelude::*;
+use chimera_plugin_api::sdk::{Scope, Window};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -245,6 +246,11 @@ pub struct Config {
     pub tool_call: Option<Behavior>,
     /// `tool_result` behaviour.
     pub tool_result: Option<Behavior>,
+    /// Each `tool_call` interceptor call first adds 1 to the
+    /// conversation's counter `calls` in the host's gate state this many
+    /// times; a block's reason then has `{total}` replaced by the last
+    /// total (a pack that counts through the host, or floods it).
+    pub state_ops: u32,
 }
 
 /// The `stream_chunk` behaviour: a word gate that holds a trailing partial
@@ -615,12 +621,22 @@ impl<F: Flavor> Pack for Fixture<F> {
             }
         }
         if let Some(behavior) = self.config.tool_call.clone() {
+            let state = registrar.state();
             for i in 0..behavior.count {
-                let (me, b) = (Arc::clone(&self), behavior.clone());
-                registrar.tool_call(&format!("tool_call-{i}"), move |_, call| {
+                let (me, b, state) = (Arc::clone(&self), behavior.clone(), state.clone());
+                registrar.tool_call(&format!("tool_call-{i}"), move |session, call| {
                     me.count();
                     if !b.applies_to(call.name()) {
                         return Ok(Decision::Allow);
+                    }
+                    let mut total = None;
+                    for _ in 0..me.config.state_ops {
+                        let scope = Scope::conversation(&session);
+                        total = Some(state.incr_by(scope, "calls", 1, Window::None)?);
+                    }
+                    if let (Some(total), Action::Block) = (total, b.action) {
+                        let reason = b.reason().replace("{total}", &total.to_string());
+                        return Ok(Decision::Block(reason));
                     }
                     b.verdict(
                         || {
