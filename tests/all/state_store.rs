@@ -36,6 +36,34 @@ fn two_replicas_add_into_one_counter_and_200_concurrent_increments_all_count() {
 }
 
 #[test]
+fn adds_sent_without_waiting_are_all_counted_before_the_next_read_anywhere() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = (replica(&server), replica(&server));
+    let forever = Duration::ZERO;
+    // Past the connection's cap of unanswered adds, and from threads, so
+    // several connections each carry some.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    a.add("spent", 2, forever).unwrap();
+                }
+            });
+        }
+    });
+    // Read on the other replica at once: every add is already there.
+    assert_eq!(b.get("spent", forever).unwrap(), 400);
+    // And on the replica that sent them, whose connections read their
+    // answers first.
+    assert_eq!(a.incr_by("spent", 1, forever).unwrap(), 401);
+    let day = Duration::from_secs(86_400);
+    a.add("today", 7, day).unwrap();
+    assert_eq!(b.get("today", day).unwrap(), 7, "windows as incr_by's");
+}
+
+#[test]
 fn a_window_and_a_bucket_hold_across_replicas() {
     let Some(server) = RedisServer::start() else {
         return;

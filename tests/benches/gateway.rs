@@ -711,7 +711,28 @@ fn redis_gates(
     ];
     let results = ladder(runtime, client, &ways, rates, seconds);
     let n = 500;
-    let before = redis.script_calls();
+    let counters = |base: &str| {
+        let metrics = runtime.block_on(async {
+            let url = base.trim_end_matches("/v1").to_owned() + "/metrics";
+            client.get(url).send().await.ok()?.text().await.ok()
+        });
+        let read = |name: &str| {
+            metrics
+                .as_deref()
+                .unwrap_or_default()
+                .lines()
+                .find(|line| line.starts_with(name))
+                .and_then(|line| line.rsplit(' ').next())
+                .and_then(|value| value.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+        };
+        (
+            redis.script_calls() as f64,
+            read("chimera_state_operations_total"),
+            read("chimera_state_unawaited_total"),
+        )
+    };
+    let before = counters(&shared.base);
     runtime.block_on(async {
         let url = format!("{}/chat/completions", shared.base);
         let body = request("fast", false).to_string();
@@ -719,13 +740,26 @@ fn redis_gates(
             let _ = one(client, &url, &body).await;
         }
     });
-    let per_request = (redis.script_calls() - before) as f64 / f64::from(n);
+    let after = counters(&shared.base);
+    let per = |i: usize| {
+        let (a, b) = match i {
+            0 => (after.0, before.0),
+            1 => (after.1, before.1),
+            _ => (after.2, before.2),
+        };
+        (a - b) / f64::from(n)
+    };
     println!("\n### Gates that count, in process and in Redis (ms; overhead = minus direct)\n");
     print_ladder(&ways, rates, &results);
     println!(
-        "\nRedis round trips per request, over {n} requests: {per_request:.2} \
-         (token-budget: a read before the call and an add after it; \
-         rate-limiter: one take; endless-loop: one add)."
+        "\nPer request, over {n} requests: {:.2} Redis commands (its own count), {:.2} state \
+         operations, {:.2} of them adds sent without waiting: {:.2} round trips waited \
+         (token-budget: the read before the call, its add after the reply unawaited; \
+         rate-limiter: one take; endless-loop: one add, awaited: its total is the verdict).",
+        per(0),
+        per(1),
+        per(2),
+        per(1) - per(2)
     );
     for (index, (name, _)) in ways.iter().enumerate().skip(1) {
         println!(

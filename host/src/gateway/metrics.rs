@@ -178,6 +178,11 @@ fn render_state(out: &mut String, state: &StateService) {
             "Outages of the store begun (each said in one warning).",
             &health.outages,
         ),
+        (
+            "unawaited",
+            "Adds sent to the store without waiting for their answer.",
+            &health.unawaited,
+        ),
     ] {
         let _ = writeln!(
             out,

@@ -31,6 +31,22 @@ pub(super) fn answer_state(state: &StateServiceArc, op: StateOp) -> StateAnswer 
             )
             .into_result()
             .map_or_else(refused, StateAnswer::Total),
+        StateOp::Add {
+            scope,
+            conversation,
+            key,
+            n,
+            window_ms,
+        } => state
+            .add(
+                StateScope(scope),
+                RStr::from_str(&conversation),
+                RStr::from_str(&key),
+                n,
+                window_ms,
+            )
+            .into_result()
+            .map_or_else(refused, |()| StateAnswer::Added),
         StateOp::Get {
             scope,
             conversation,

@@ -207,6 +207,28 @@ impl StateServiceAbi for Proxy {
         })
     }
 
+    fn add(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        n: i64,
+        window_ms: u64,
+    ) -> RResult<(), RString> {
+        let op = StateOp::Add {
+            scope: scope.0,
+            conversation: conversation.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            n,
+            window_ms,
+        };
+        match self.ask(&op) {
+            Ok(StateAnswer::Added) => RResult::ROk(()),
+            Ok(_) => RResult::RErr(RString::from("the host answered an add with a value")),
+            Err(line) => RResult::RErr(line),
+        }
+    }
+
     fn get(
         &self,
         scope: StateScope,

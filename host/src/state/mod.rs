@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `incr_by(key, n, window)` | adds `n` to the counter of the current window and returns the new total; a window of zero is one counter that never rolls over (it lapses after [`IDLE_TTL`] unused) |
 //! | `get(key, window)` | the current window's total (0 when none) |
+//! | `add(key, n, window)` | `incr_by` without waiting for the total: with Redis the command is sent and its answer read on the connection's next use, so the caller pays no round trip |
 //! | `take(key, n, rate, burst)` | takes `n` tokens from a bucket that holds at most `burst` and refills `rate` a second; says whether they were there and, if not, how long until they would be |
 //!
 //! A window is fixed, not sliding: the counter of `key` for window `w` is
@@ -95,6 +96,18 @@ pub trait StateStore: Send + Sync {
     /// `StateError::Unavailable` when the store failed or timed out;
     /// `StateError::Invalid` for a rate that is not above zero.
     fn take(&self, key: &str, n: u64, rate: f64, burst: u64) -> Result<Take, StateError>;
+
+    /// Adds `n` to `key`'s counter like [`StateStore::incr_by`], without
+    /// waiting for the total: a store that can send it and read the answer
+    /// later does (Redis), so the caller pays no round trip.
+    ///
+    /// # Errors
+    ///
+    /// `StateError::Unavailable` when the store failed (now, or an earlier
+    /// add's answer says so).
+    fn add(&self, key: &str, n: i64, window: Duration) -> Result<(), StateError> {
+        self.incr_by(key, n, window).map(|_| ())
+    }
 
     /// One line naming the store (`in process`, `redis://host:port`).
     fn describe(&self) -> String;

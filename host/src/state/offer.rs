@@ -162,6 +162,21 @@ impl StateServiceAbi for PackState {
         }))
     }
 
+    fn add(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        n: i64,
+        window_ms: u64,
+    ) -> RResult<(), RString> {
+        line(self.key(scope, conversation, key).and_then(|key| {
+            self.service
+                .add(self.policy, &key, n, Duration::from_millis(window_ms))
+                .map(|counted| counted.value)
+        }))
+    }
+
     fn get(
         &self,
         scope: StateScope,

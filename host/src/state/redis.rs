@@ -53,13 +53,37 @@ return {allowed, wait, math.floor(tokens)}
 /// once meanwhile, then the next one reconnects.
 const DOWN_FOR: Duration = Duration::from_secs(1);
 
+/// The most adds a connection carries unanswered before the next use reads
+/// their answers.
+const MAX_PENDING: u32 = 32;
+
+/// A connection, and how many adds it sent whose answers it has not read.
+struct Pooled {
+    connection: redis::Connection,
+    pending: u32,
+}
+
+impl Pooled {
+    /// Reads the answers of the adds sent on this connection: a failure of
+    /// any is the store's.
+    fn settle(&mut self) -> redis::RedisResult<()> {
+        while self.pending > 0 {
+            self.connection.recv_response()?.extract_error()?;
+            self.pending -= 1;
+        }
+        Ok(())
+    }
+}
+
 /// A Redis server.
 pub struct RedisStore {
     client: redis::Client,
     url: String,
     timeout: Duration,
-    /// Idle connections; one is taken per operation and given back.
-    idle: Mutex<Vec<redis::Connection>>,
+    /// Idle connections; one is taken per operation and given back, the
+    /// most recent first (so an operation follows an add it may read on
+    /// the same stream).
+    idle: Mutex<Vec<Pooled>>,
     /// Until when the store is down, after a failure.
     down_until: Mutex<Option<Instant>>,
     counter: redis::Script,
@@ -96,7 +120,7 @@ impl RedisStore {
     /// connection.
     fn with<T>(
         &self,
-        operation: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        operation: impl FnOnce(&mut Pooled) -> redis::RedisResult<T>,
     ) -> Result<T, StateError> {
         {
             let down = self
@@ -119,12 +143,12 @@ impl RedisStore {
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
         let result = match idle {
-            Some(connection) => Ok(connection),
+            Some(pooled) => Ok(pooled),
             None => self.connect(),
         }
-        .and_then(|mut connection| {
-            operation(&mut connection)
-                .map(|value| (value, connection))
+        .and_then(|mut pooled| {
+            operation(&mut pooled)
+                .map(|value| (value, pooled))
                 .map_err(|e| self.failed(&e))
         });
         match result {
@@ -154,7 +178,7 @@ impl RedisStore {
         }
     }
 
-    fn connect(&self) -> Result<redis::Connection, StateError> {
+    fn connect(&self) -> Result<Pooled, StateError> {
         let connection = self
             .client
             .get_connection_with_timeout(self.timeout)
@@ -163,7 +187,10 @@ impl RedisStore {
             .set_read_timeout(Some(self.timeout))
             .and_then(|()| connection.set_write_timeout(Some(self.timeout)))
             .map_err(|e| self.failed(&e))?;
-        Ok(connection)
+        Ok(Pooled {
+            connection,
+            pending: 0,
+        })
     }
 
     fn failed(&self, error: &redis::RedisError) -> StateError {
@@ -177,14 +204,15 @@ impl RedisStore {
 
     fn counter(&self, key: &str, n: i64, window: Duration, get: bool) -> Result<i64, StateError> {
         let idle_ms = u64::try_from(IDLE_TTL.as_millis()).unwrap_or(u64::MAX);
-        self.with(|connection| {
+        self.with(|pooled| {
+            pooled.settle()?;
             self.counter
                 .key(key)
                 .arg(n)
                 .arg(window_ms(window))
                 .arg(idle_ms)
                 .arg(if get { "get" } else { "incr" })
-                .invoke(connection)
+                .invoke(&mut pooled.connection)
         })
     }
 }
@@ -210,19 +238,49 @@ impl StateStore for RedisStore {
     fn take(&self, key: &str, n: u64, rate: f64, burst: u64) -> Result<Take, StateError> {
         check_rate(rate)?;
         let lapse_ms = u64::try_from(IDLE_TTL.as_millis()).unwrap_or(u64::MAX);
-        let (allowed, wait, remaining): (i64, i64, i64) = self.with(|connection| {
+        let (allowed, wait, remaining): (i64, i64, i64) = self.with(|pooled| {
+            pooled.settle()?;
             self.bucket
                 .key(key)
                 .arg(n)
                 .arg(rate)
                 .arg(burst)
                 .arg(lapse_ms)
-                .invoke(connection)
+                .invoke(&mut pooled.connection)
         })?;
         Ok(Take {
             allowed: allowed == 1,
             wait: Duration::from_millis(u64::try_from(wait).unwrap_or(0)),
             remaining: u64::try_from(remaining).unwrap_or(0),
+        })
+    }
+
+    /// Sends the add without waiting for its answer (read on the
+    /// connection's next use): it is on the wire before this returns, so it
+    /// is counted before anything its caller does next can be read, and
+    /// costs the caller no round trip. An add whose answer later shows a
+    /// failure is lost, and counted as the store's failure then. `EVAL`
+    /// with the script's text, not its digest: a server that restarted
+    /// meanwhile has forgotten every script, and there is no answer to
+    /// look at before the next one is sent.
+    fn add(&self, key: &str, n: i64, window: Duration) -> Result<(), StateError> {
+        let idle_ms = u64::try_from(IDLE_TTL.as_millis()).unwrap_or(u64::MAX);
+        let command = redis::cmd("EVAL")
+            .arg(COUNTER)
+            .arg(1)
+            .arg(key)
+            .arg(n)
+            .arg(window_ms(window))
+            .arg(idle_ms)
+            .arg("incr")
+            .get_packed_command();
+        self.with(|pooled| {
+            if pooled.pending >= MAX_PENDING {
+                pooled.settle()?;
+            }
+            pooled.connection.send_packed_command(&command)?;
+            pooled.pending += 1;
+            Ok(())
         })
     }
 

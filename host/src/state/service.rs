@@ -65,6 +65,9 @@ pub struct Health {
     pub fallbacks: AtomicU64,
     /// Outages begun (each said in one warning).
     pub outages: AtomicU64,
+    /// Adds sent to a shared store without waiting for their answer
+    /// (operations no caller waited a round trip for).
+    pub unawaited: AtomicU64,
     down: AtomicBool,
 }
 
@@ -178,6 +181,25 @@ impl StateService {
         window: Duration,
     ) -> Result<Counted<i64>, StateError> {
         self.run(policy, |store| store.incr_by(key, n, window))
+    }
+
+    /// [`StateStore::add`] under `policy`.
+    ///
+    /// # Errors
+    ///
+    /// The store's error under `FailPolicy::Closed`; an invalid argument.
+    pub fn add(
+        &self,
+        policy: FailPolicy,
+        key: &str,
+        n: i64,
+        window: Duration,
+    ) -> Result<Counted<()>, StateError> {
+        let added = self.run(policy, |store| store.add(key, n, window));
+        if added.as_ref().is_ok_and(|counted| counted.shared) && self.store.is_shared() {
+            self.health.unawaited.fetch_add(1, Ordering::Relaxed);
+        }
+        added
     }
 
     /// [`StateStore::get`] under `policy`.

@@ -9,7 +9,11 @@
 //! its ceilings reordered still reads what was counted. A day window is
 //! the store's fixed window of one day: its days start at UTC midnight
 //! by the store's clock. Before each call the gate reads the counters its
-//! limits need; a limit is one read before the call and one add after it.
+//! limits need (one round trip a limit); the add after a reply is sent
+//! without waiting for its answer (`State::add`), so it costs the request
+//! no round trip, and it is on its way to the store before the reply
+//! reaches the client, so before the client's next request is read
+//! anywhere.
 
 use crate::budget::Spent;
 use crate::config::{Ceiling, Dimension, Window as Span};
@@ -135,7 +139,7 @@ pub(crate) fn record(
             if amount == 0 || !added.insert(key.clone()) {
                 continue;
             }
-            state.incr_by(Scope::Conversation(session), &key, amount, window(ceiling))?;
+            state.add(Scope::Conversation(session), &key, amount, window(ceiling))?;
         }
     }
     Ok(())

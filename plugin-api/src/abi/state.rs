@@ -80,6 +80,18 @@ pub trait StateServiceAbi: Send + Sync {
         window_ms: u64,
     ) -> RResult<i64, RString>;
 
+    /// [`incr_by`](Self::incr_by) without waiting for the total: the
+    /// store is asked and this returns (a store that can read the answer
+    /// later does, so the caller pays no round trip).
+    fn add(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        n: i64,
+        window_ms: u64,
+    ) -> RResult<(), RString>;
+
     /// `key`'s total for the current window (0 when none).
     fn get(
         &self,

@@ -181,6 +181,28 @@ impl State {
         ))
     }
 
+    /// Adds `n` to `key`'s counter in `scope` like [`State::incr_by`],
+    /// without waiting for the total: the host sends the add and reads its
+    /// answer later (with Redis: no round trip for the caller). For a
+    /// count the next call reads, not this one (a reply's charge).
+    ///
+    /// # Errors
+    ///
+    /// As [`State::incr_by`].
+    pub fn add(
+        &self,
+        scope: Scope<'_>,
+        key: &str,
+        n: i64,
+        window: Window,
+    ) -> Result<(), StateError> {
+        let (scope, conversation) = scope.abi();
+        answer(
+            self.service()?
+                .add(scope, conversation, RStr::from_str(key), n, window.millis()),
+        )
+    }
+
     /// `key`'s total in `scope` for the current `window` (0 when none).
     ///
     /// # Errors
@@ -323,6 +345,17 @@ mod tests {
             *total += n;
             RResult::ROk(*total)
         }
+        fn add(
+            &self,
+            scope: StateScope,
+            conversation: RStr<'_>,
+            key: RStr<'_>,
+            n: i64,
+            window_ms: u64,
+        ) -> RResult<(), RString> {
+            self.incr_by(scope, conversation, key, n, window_ms)
+                .map(|_| ())
+        }
         fn get(
             &self,
             scope: StateScope,
@@ -415,6 +448,8 @@ mod tests {
         let one = Scope::Conversation("one");
         assert_eq!(state.incr_by(one, "k", 2, Window::None), Ok(2));
         assert_eq!(state.incr_by(one, "k", 3, Window::None), Ok(5));
+        assert_eq!(state.add(one, "k", 1, Window::None), Ok(()));
+        assert_eq!(state.get(one, "k", Window::None), Ok(6));
         assert_eq!(
             state.get(Scope::Conversation("two"), "k", Window::None),
             Ok(0)

@@ -64,6 +64,14 @@ pub(crate) enum StateOp {
         n: i64,
         window_ms: u64,
     },
+    /// `add`.
+    Add {
+        scope: u8,
+        conversation: String,
+        key: String,
+        n: i64,
+        window_ms: u64,
+    },
     /// `get`.
     Get {
         scope: u8,
@@ -88,6 +96,8 @@ pub(crate) enum StateOp {
 pub(crate) enum StateAnswer {
     /// `incr_by`'s or `get`'s total.
     Total(i64),
+    /// `add` was asked of the store.
+    Added,
     /// `take`'s outcome.
     Taken {
         allowed: bool,
@@ -238,13 +248,19 @@ pub(crate) fn state_op<'b>(buf: &'b mut Vec<u8>, seq: u64, op: &StateOp) -> &'b 
             key,
             ..
         } => (2, scope, conversation, key),
+        StateOp::Add {
+            scope,
+            conversation,
+            key,
+            ..
+        } => (3, scope, conversation, key),
     };
     f.u8(code);
     f.u8(*scope);
     f.str(conversation);
     f.str(key);
     match op {
-        StateOp::Incr { n, window_ms, .. } => {
+        StateOp::Incr { n, window_ms, .. } | StateOp::Add { n, window_ms, .. } => {
             f.u64(u64::from_le_bytes(n.to_le_bytes()));
             f.u64(*window_ms);
         }
@@ -280,6 +296,7 @@ pub(crate) fn state_answer<'b>(buf: &'b mut Vec<u8>, answer: &StateAnswer) -> &'
             f.u8(2);
             f.str(line);
         }
+        StateAnswer::Added => f.u8(3),
     }
     f.finish()
 }
@@ -309,6 +326,13 @@ fn decode_state_op(d: &mut Dec<'_>) -> Result<StateOp, WireError> {
             n: d.u64()?,
             rate: f64::from_bits(d.u64()?),
             burst: d.u64()?,
+        },
+        3 => StateOp::Add {
+            scope,
+            conversation,
+            key,
+            n: i64::from_le_bytes(d.u64()?.to_le_bytes()),
+            window_ms: d.u64()?,
         },
         other => return Err(WireError::Kind(other)),
     })
@@ -378,6 +402,7 @@ pub(crate) fn decode_from_host(frame: &[u8]) -> Result<FromHost, WireError> {
                 remaining: d.u64()?,
             },
             2 => StateAnswer::Refused(d.str()?),
+            3 => StateAnswer::Added,
             other => return Err(WireError::Kind(other)),
         }),
         other => return Err(WireError::Kind(other)),

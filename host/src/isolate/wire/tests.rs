@@ -356,6 +356,13 @@ fn state_operations_and_their_answers_round_trip_and_a_bad_one_is_refused() {
             key: "spent".to_owned(),
             window_ms: 0,
         },
+        StateOp::Add {
+            scope: 1,
+            conversation: "c".to_owned(),
+            key: "spent".to_owned(),
+            n: 60,
+            window_ms: 86_400_000,
+        },
         StateOp::Take {
             scope: 0,
             conversation: String::new(),
@@ -377,6 +384,7 @@ fn state_operations_and_their_answers_round_trip_and_a_bad_one_is_refused() {
     }
     for answer in [
         StateAnswer::Total(-7),
+        StateAnswer::Added,
         StateAnswer::Taken {
             allowed: false,
             wait_ms: 250,
