@@ -54,6 +54,7 @@ pub mod files;
 pub mod gateway;
 pub mod interception;
 pub mod isolate;
+pub mod mcp;
 pub mod pack_test;
 pub mod plugins;
 pub mod providers;

@@ -26,6 +26,7 @@ mod hot_swap;
 mod isolation;
 mod isolation_crash;
 mod loading;
+mod mcp;
 mod merge;
 mod outward_seams;
 mod pack_authoring;

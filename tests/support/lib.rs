@@ -280,6 +280,8 @@ pub const SHIPPED_PACKS: &[&str] = &[
 
 pub mod http;
 
+pub mod mcp;
+
 pub mod slow_http;
 
 pub mod cli;

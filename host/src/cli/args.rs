@@ -68,6 +68,9 @@ pub(crate) enum Command {
     Tools(ToolsCommand),
     /// Serve the packs as a guardrail gateway for OpenAI-compatible clients.
     Serve(ServeArgs),
+    /// Put the packs in front of MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// The child process of an isolated pack (started by chimera itself).
     #[command(name = "pack-host", hide = true)]
     PackHost(PackHostArgs),
@@ -190,6 +193,37 @@ pub(crate) struct StateArgs {
     /// NAME=fail_closed or NAME=fail_open.
     #[arg(long = "state-policy", value_name = "NAME=POLICY")]
     pub(crate) policies: Vec<String>,
+}
+
+/// `chimera mcp`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Be an MCP server (stdio) that starts the MCP server CMD and relays
+    /// to it, judging every tools/call and its result by the loaded packs:
+    /// point an MCP client at `chimera mcp guard --pack … -- CMD ARGS…`
+    /// instead of `CMD ARGS…`.
+    Guard(McpGuardArgs),
+}
+
+/// `chimera mcp guard`.
+#[derive(Debug, Args)]
+pub(crate) struct McpGuardArgs {
+    /// A pack to load, in load order (repeatable), with its JSON config.
+    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
+    pub(crate) packs: Vec<String>,
+    /// Watch the loaded packs' files and hot-swap rebuilt ones.
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// Run pack NAME in a sandboxed child process (repeatable).
+    #[arg(long = "isolate", value_name = "NAME")]
+    pub(crate) isolate: Vec<String>,
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+    /// The MCP server to start and guard: its program and arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<String>,
 }
 
 /// `chimera pack-host`: serves one isolated pack over the socket on stdout,

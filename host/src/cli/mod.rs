@@ -6,6 +6,7 @@ mod args;
 mod audit;
 mod demo;
 mod failure;
+mod mcp;
 mod pack_new;
 mod pack_test;
 mod packs;
@@ -20,7 +21,9 @@ mod tools;
 mod version;
 mod wiring;
 
-use args::{AuditCommand, Cli, Command, ConfigCommand, PackCommand, PacksCommand, ToolsCommand};
+use args::{
+    AuditCommand, Cli, Command, ConfigCommand, McpCommand, PackCommand, PacksCommand, ToolsCommand,
+};
 use clap::error::ErrorKind;
 use clap::Parser;
 use failure::Failure;
@@ -132,6 +135,7 @@ pub(crate) fn main() -> ExitCode {
             audit::verify(&file, expect_head.as_deref())
         }
         Command::Tools(ToolsCommand::List { json }) => tools::list(json),
+        Command::Mcp(McpCommand::Guard(args)) => mcp::guard(args),
         Command::PackHost(args) => pack_host(&args),
     };
     match outcome {

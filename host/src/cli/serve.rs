@@ -58,7 +58,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         Arc::clone(&registry),
         search_path(&args.search.plugins_dirs),
     ));
-    let bus = operator_log();
+    let bus = operator_log("chimera serve");
     configure_trust(&manager, &args.trust, &bus)?;
     configure_isolation(
         &manager,
@@ -193,12 +193,12 @@ fn audit_log(path: &std::path::Path, manager: &Arc<PluginManager>) -> Result<Aud
     Ok(log)
 }
 
-/// The bus the server's own events go to (packs loaded, reloaded or
-/// quarantined): one line each on stderr, since stdout carries only the
-/// listening line.
-fn operator_log() -> EventBus {
+/// The bus a server's own events go to (packs loaded, reloaded or
+/// quarantined): one line each on stderr, after `who`, since stdout
+/// carries only the server's own output.
+pub(crate) fn operator_log(who: &'static str) -> EventBus {
     let bus = EventBus::new();
-    bus.subscribe(|event| {
+    bus.subscribe(move |event| {
         let line = match event {
             AgentEvent::PackLoaded { name, version, .. } => {
                 format!("pack loaded: {name} {version}")
@@ -214,7 +214,7 @@ fn operator_log() -> EventBus {
             }
             _ => return,
         };
-        eprintln!("chimera serve: {line}");
+        eprintln!("{who}: {line}");
     });
     bus
 }

@@ -1,0 +1,322 @@
+//! The relay itself: two threads (client to server, server to client),
+//! the calls in flight between them, and one writer for the client.
+
+use crate::interception::{
+    run_chain, ChainContext, ChainOutcome, SessionFacts, ToolCallSeam, ToolResultSeam,
+};
+use crate::plugins::Registry;
+use crate::types::{ToolCall, ToolResult};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The longest message relayed, in bytes (a line of the stdio transport).
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Why the guard stopped before its server did.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// The server could not be started.
+    #[error("cannot start the MCP server {program}: {source}")]
+    Start {
+        /// The command.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A message longer than [`MAX_LINE`].
+    #[error("a message from the {from} is longer than {MAX_LINE} bytes: the session ends")]
+    TooLong {
+        /// `client` or `server`.
+        from: &'static str,
+    },
+    /// Reading or writing a stream failed.
+    #[error("the {0} went away: {1}")]
+    Io(&'static str, std::io::Error),
+}
+
+/// The calls sent to the server and not answered yet, by JSON-RPC id (as
+/// JSON text), each as the server got it.
+type InFlight = Arc<Mutex<HashMap<String, ToolCall>>>;
+
+/// Relays between the client on `input`/`output` and the MCP server
+/// `command` (program and arguments) until the server's output ends,
+/// judging tool calls and results by `registry`'s chains (taken afresh
+/// for each message, so a hot swap applies to the next call). Returns the
+/// server's exit status.
+///
+/// # Errors
+///
+/// `GuardError::Start` when the server cannot be started; `TooLong` when a
+/// message is over [`MAX_LINE`]; `Io` when a stream fails.
+pub fn guard(
+    registry: &Arc<Registry>,
+    command: &[String],
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+) -> Result<ExitStatus, GuardError> {
+    let (program, args) = command.split_first().ok_or_else(|| GuardError::Start {
+        program: String::new(),
+        source: std::io::Error::other("no command given"),
+    })?;
+    let mut server = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|source| GuardError::Start {
+            program: program.clone(),
+            source,
+        })?;
+    let to_server = server.stdin.take().expect("piped stdin");
+    let from_server = server.stdout.take().expect("piped stdout");
+    let client = Arc::new(Mutex::new(output));
+    let in_flight: InFlight = Arc::default();
+    // The client's side on a thread of its own, not joined: it may wait on
+    // the client's input after the server is gone. Its end closes the
+    // server's input, which ends the server and so the other side.
+    let calls = {
+        let (registry, client, in_flight) = (
+            Arc::clone(registry),
+            Arc::clone(&client),
+            Arc::clone(&in_flight),
+        );
+        std::thread::spawn(move || relay_calls(&registry, input, to_server, &*client, &in_flight))
+    };
+    let outcome = relay_results(registry, from_server, &*client, &in_flight);
+    let outcome = match (outcome, calls.is_finished()) {
+        (Ok(()), true) => calls.join().unwrap_or(Ok(())),
+        (outcome, _) => outcome,
+    };
+    if outcome.is_err() {
+        let _ = server.kill();
+    }
+    let status = server.wait().map_err(|e| GuardError::Io("server", e))?;
+    outcome.map(|()| status)
+}
+
+/// The session the chains run for: one per guard.
+fn facts() -> SessionFacts {
+    SessionFacts::new("mcp-guard")
+}
+
+/// Reads one line (without its newline) into `line`; `false` at the end.
+fn read_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    from: &'static str,
+) -> Result<bool, GuardError> {
+    line.clear();
+    let read = reader
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', line)
+        .map_err(|e| GuardError::Io(from, e))?;
+    if read == 0 {
+        return Ok(false);
+    }
+    if line.len() > MAX_LINE {
+        return Err(GuardError::TooLong { from });
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Ok(true)
+}
+
+/// Writes `line` and a newline to `to`, flushed.
+fn send(to: &mut impl Write, line: &[u8], who: &'static str) -> Result<(), GuardError> {
+    to.write_all(line)
+        .and_then(|()| to.write_all(b"\n"))
+        .and_then(|()| to.flush())
+        .map_err(|e| GuardError::Io(who, e))
+}
+
+/// Client to server: each `tools/call` judged, everything else as sent.
+/// Ends when the client's input ends (the server's input is then closed).
+fn relay_calls<W: Write>(
+    registry: &Arc<Registry>,
+    input: impl Read,
+    mut to_server: impl Write,
+    client: &Mutex<W>,
+    in_flight: &InFlight,
+) -> Result<(), GuardError> {
+    let mut reader = BufReader::new(input);
+    let mut line = Vec::new();
+    while read_line(&mut reader, &mut line, "client")? {
+        let Some((id, call)) = tool_call_of(&line) else {
+            send(&mut to_server, &line, "server")?;
+            continue;
+        };
+        let chains = registry.get_all();
+        let facts = facts();
+        let cx = ChainContext {
+            session: &facts,
+            events: None,
+        };
+        let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx);
+        match judged_call(outcome) {
+            Judged::Refused(reason) => {
+                let refusal = json!({"jsonrpc": "2.0", "id": id, "result": error_result(&reason)});
+                let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
+                send(&mut *client, refusal.to_string().as_bytes(), "client")?;
+            }
+            Judged::Sent(effective) => {
+                let forwarded = match &effective {
+                    Some(rewritten) => rewrite_call(&line, rewritten),
+                    None => line.clone(),
+                };
+                in_flight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.to_string(), effective.unwrap_or(call));
+                send(&mut to_server, &forwarded, "server")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Server to client: each answer to a judged call judged in turn,
+/// everything else as sent.
+fn relay_results<W: Write>(
+    registry: &Arc<Registry>,
+    from_server: impl Read,
+    client: &Mutex<W>,
+    in_flight: &InFlight,
+) -> Result<(), GuardError> {
+    let mut reader = BufReader::new(from_server);
+    let mut line = Vec::new();
+    while read_line(&mut reader, &mut line, "server")? {
+        let answered = answer_of(&line).and_then(|(id, message)| {
+            in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id)
+                .map(|call| (call, message))
+        });
+        let relayed = match answered {
+            Some((call, message)) => judge_result(registry, &call, message),
+            None => None,
+        };
+        let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
+        send(&mut *client, relayed.as_deref().unwrap_or(&line), "client")?;
+    }
+    Ok(())
+}
+
+/// What the `tool_call` chain made of a call.
+enum Judged {
+    /// Refused, with this reason.
+    Refused(String),
+    /// Sent: rewritten (`Some`), or as it was.
+    Sent(Option<ToolCall>),
+}
+
+fn judged_call(outcome: ChainOutcome<ToolCall>) -> Judged {
+    if let Some(reason) = outcome.blocked {
+        return Judged::Refused(format!("Blocked by interceptor: {reason}"));
+    }
+    if let Some(ask) = outcome.ask {
+        let (_, by, question) = *ask;
+        if question.default != "allow" {
+            return Judged::Refused(format!(
+                "Blocked by interceptor: {by} asks an operator ({}), and the guard has none: \
+                 its default answer is {}",
+                question.prompt, question.default
+            ));
+        }
+    }
+    Judged::Sent(outcome.replaced)
+}
+
+/// `(id, call)` when `line` is a `tools/call` request.
+fn tool_call_of(line: &[u8]) -> Option<(Value, ToolCall)> {
+    let message: Value = serde_json::from_slice(line).ok()?;
+    if message.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    let id = message.get("id")?.clone();
+    let params = message.get("params")?;
+    let name = params.get("name")?.as_str()?;
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    Some((id.clone(), ToolCall::new(id.to_string(), name, arguments)))
+}
+
+/// `line` (a `tools/call` request) with `call`'s name and arguments.
+fn rewrite_call(line: &[u8], call: &ToolCall) -> Vec<u8> {
+    let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+        return line.to_vec();
+    };
+    message["params"]["name"] = json!(call.name);
+    message["params"]["arguments"] =
+        serde_json::from_str(call.arguments.as_str()).unwrap_or_else(|_| json!({}));
+    message.to_string().into_bytes()
+}
+
+/// `(id as JSON text, message)` when `line` is a response (an `id`, no
+/// `method`).
+fn answer_of(line: &[u8]) -> Option<(String, Value)> {
+    let message: Value = serde_json::from_slice(line).ok()?;
+    if message.get("method").is_some() {
+        return None;
+    }
+    let id = message.get("id")?.to_string();
+    Some((id, message))
+}
+
+/// An MCP tool result saying `text` as an error.
+fn error_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// The answer to `call` after the `tool_result` chain: `None` when it
+/// passes unchanged.
+fn judge_result(registry: &Arc<Registry>, call: &ToolCall, mut message: Value) -> Option<Vec<u8>> {
+    let result = message.get_mut("result")?;
+    let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
+    let chains = registry.get_all();
+    if chains.tool_result.is_empty() {
+        return None;
+    }
+    let facts = facts();
+    let cx = ChainContext {
+        session: &facts,
+        events: None,
+    };
+    let mut changed = false;
+    let items = result.get_mut("content")?.as_array_mut()?;
+    for item in items.iter_mut() {
+        if item.get("type").and_then(Value::as_str) != Some("text") {
+            continue;
+        }
+        let text = item.get("text")?.as_str()?.to_owned();
+        let seen = if failed {
+            ToolResult::err(text)
+        } else {
+            ToolResult::ok(text)
+        };
+        let outcome = run_chain::<ToolResultSeam>(&chains.tool_result, call, &seen, &cx);
+        if let Some(reason) = outcome.blocked {
+            *result = error_result(&format!("Blocked by interceptor: {reason}"));
+            return Some(message.to_string().into_bytes());
+        }
+        if let Some(replaced) = outcome.replaced {
+            item["text"] = json!(replaced.error.unwrap_or(replaced.output));
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    // It would carry what the text no longer says.
+    if let Some(object) = result.as_object_mut() {
+        object.remove("structuredContent");
+    }
+    Some(message.to_string().into_bytes())
+}

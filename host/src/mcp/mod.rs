@@ -1,0 +1,34 @@
+//! MCP (the Model Context Protocol) under the same seams: `chimera mcp
+//! guard -- CMD ARGS…` is an MCP server on standard input and output that
+//! starts the MCP server `CMD` and relays every message between the two,
+//! judging each `tools/call` by the loaded packs' `tool_call` chain and
+//! its result by their `tool_result` chain. Any MCP client (Claude Code,
+//! Codex, Cursor) puts compiled policies in front of any stdio MCP server
+//! by changing the command it starts.
+//!
+//! ```text
+//!  client ── tools/call {name, arguments} ──▶ tool_call chain ─┬─ block ─▶ an error result, never sent
+//!                                                             ├─ rewrite ─▶ the server gets the new call
+//!                                                             └─ allow ──▶ the server gets it as sent
+//!  client ◀── result {content, isError} ◀── tool_result chain (per text item) ◀── server
+//!  every other message (initialize, tools/list, notifications, …) ──▶ byte for byte, both ways
+//! ```
+//!
+//! What the seams see of an MCP call: `tool_call` a call whose id is the
+//! request's JSON-RPC id (as JSON text), whose name is the MCP tool's and
+//! whose arguments are its `arguments` object; `tool_result` each text
+//! item of the result as the output (an `isError` result as the error),
+//! with that call leading. A block on `tool_call` answers the client an
+//! error result (`isError: true`) whose text is the reason; a block on
+//! `tool_result` replaces the whole result so. A result some text of
+//! which a pack rewrote loses its `structuredContent` (it would carry the
+//! same data unredacted). An operator's question (an `ask` decision) takes
+//! its default answer: there is no terminal on an MCP server's standard
+//! input. Messages are JSON-RPC, one per line (the MCP stdio transport);
+//! a line that is not JSON passes through untouched (the other side
+//! refuses it), and a line longer than [`MAX_LINE`] ends the session with
+//! one line on standard error: it could not be judged whole.
+
+mod guard;
+
+pub use guard::{guard, GuardError, MAX_LINE};

@@ -1,0 +1,161 @@
+//! `chimera mcp guard` in front of the reference MCP servers from npm
+//! (installed once per machine; the tests say so in one line and skip
+//! without them), driven as an MCP client drives it: JSON-RPC on its
+//! standard input and output.
+
+use chimera_tests::mcp::server;
+use chimera_tests::{chimera_bin, test_packs_dir};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// A running guard and the client's ends of its pipes.
+struct Guarded {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Guarded {
+    /// `chimera mcp guard` with `flags`, in front of `server`; initialised
+    /// as a client does (`initialize`, then `notifications/initialized`).
+    fn start(flags: &[&str], server: &[String]) -> Guarded {
+        let mut child = Command::new(chimera_bin())
+            .args(["mcp", "guard"])
+            .args(flags)
+            .arg("--")
+            .args(server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("chimera mcp guard starts");
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::new(child.stdout.take().unwrap());
+        let mut guarded = Guarded {
+            child,
+            input,
+            output,
+            next: 0,
+        };
+        let init = guarded.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "chimera-tests", "version": "0"}}),
+        );
+        assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        guarded.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        guarded
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.input, "{message}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// Request `method` and the response to it (notifications before it
+    /// are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.output.read_line(&mut line).unwrap() > 0,
+                "the guard ended before answering {method}"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// `tools/call` of `name` with `arguments`: its result.
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        answer["result"].clone()
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result's content.
+fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_the_server() {
+    let Some(filesystem) = server("@modelcontextprotocol/server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(
+        root.join("notes.txt"),
+        "deploy with sk-live-0123456789abcdef today\n",
+    )
+    .unwrap();
+    let mut command = filesystem;
+    command.push(root.display().to_string());
+    let plugins = test_packs_dir().display().to_string();
+    let no_writes = json!({"tool_call": {"action": "block", "reason": "writes are gated",
+                                         "tools": ["write_file"]}});
+    let mut guarded = Guarded::start(
+        &[
+            "--plugins-dir",
+            &plugins,
+            "--pack",
+            "redactor",
+            "--pack",
+            &format!("fixture={no_writes}"),
+        ],
+        &command,
+    );
+    // Everything but a call passes as the server sent it.
+    let tools = guarded.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"read_text_file") && names.contains(&"write_file"),
+        "{names:?}"
+    );
+
+    let notes = root.join("notes.txt").display().to_string();
+    let read = guarded.call("read_text_file", json!({"path": notes}));
+    let shown = read.to_string();
+    assert!(
+        text(&read).contains("deploy with [redacted] today"),
+        "{read}"
+    );
+    assert!(!shown.contains("sk-live"), "nowhere in the result: {read}");
+
+    let target = root.join("written.txt");
+    let path = target.display().to_string();
+    let write = guarded.call("write_file", json!({"path": path, "content": "hi"}));
+    assert_eq!(write["isError"], true, "{write}");
+    assert_eq!(
+        text(&write),
+        "Blocked by interceptor: writes are gated",
+        "{write}"
+    );
+    assert!(!target.exists(), "the server never got the call");
+}
