@@ -159,3 +159,78 @@ fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_
     );
     assert!(!target.exists(), "the server never got the call");
 }
+
+#[test]
+fn a_server_killed_mid_call_gets_the_call_an_error_result_and_ends_the_guard_in_one_line() {
+    let Some(everything) = server("@modelcontextprotocol/server-everything") else {
+        return;
+    };
+    let mut guard = Command::new(chimera_bin())
+        .args(["mcp", "guard", "--"])
+        .args(&everything)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = guard.stderr.take().unwrap();
+    let mut guarded = Guarded {
+        input: guard.stdin.take().unwrap(),
+        output: BufReader::new(guard.stdout.take().unwrap()),
+        child: guard,
+        next: 0,
+    };
+    let init = guarded.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "chimera-tests", "version": "0"}}),
+    );
+    assert!(init["result"].is_object(), "{init}");
+    guarded.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let echo = guarded.call("echo", json!({"message": "hello"}));
+    assert!(text(&echo).contains("hello"), "{echo}");
+    // A call of 30 s, and the server killed while it runs.
+    guarded.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "trigger-long-running-operation",
+                   "arguments": {"duration": 30, "steps": 3}}}));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let children = Command::new("pgrep")
+        .args(["-P", &guarded.child.id().to_string()])
+        .output()
+        .unwrap();
+    let server_pid = String::from_utf8(children.stdout).unwrap();
+    let server_pid = server_pid
+        .lines()
+        .next()
+        .expect("the guard's server")
+        .trim()
+        .to_owned();
+    assert!(Command::new("kill")
+        .args(["-9", &server_pid])
+        .status()
+        .unwrap()
+        .success());
+    let answer = loop {
+        let mut line = String::new();
+        assert!(
+            guarded.output.read_line(&mut line).unwrap() > 0,
+            "no answer to the call"
+        );
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == json!(99) {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        text(&answer["result"]),
+        "the MCP server ended before it answered this call"
+    );
+    let status = guarded.child.wait().unwrap();
+    assert!(!status.success());
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut said).unwrap();
+    let ours: Vec<&str> = said.lines().filter(|l| l.contains("mcp guard")).collect();
+    assert_eq!(ours.len(), 1, "{said}");
+    assert!(ours[0].contains("the MCP server node ended"), "{said}");
+}

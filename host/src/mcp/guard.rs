@@ -204,6 +204,20 @@ fn relay_results<W: Write>(
         let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
         send(&mut *client, relayed.as_deref().unwrap_or(&line), "client")?;
     }
+    // The server is gone: every call it did not answer gets an answer.
+    let unanswered: Vec<String> = in_flight
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .drain()
+        .map(|(id, _)| id)
+        .collect();
+    let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
+    for id in unanswered {
+        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        let answer = json!({"jsonrpc": "2.0", "id": id,
+            "result": error_result("the MCP server ended before it answered this call")});
+        send(&mut *client, answer.to_string().as_bytes(), "client")?;
+    }
     Ok(())
 }
 

@@ -24,7 +24,9 @@
 //! which a pack rewrote loses its `structuredContent` (it would carry the
 //! same data unredacted). An operator's question (an `ask` decision) takes
 //! its default answer: there is no terminal on an MCP server's standard
-//! input. Messages are JSON-RPC, one per line (the MCP stdio transport);
+//! input. When the server ends, each call it did not answer is answered
+//! with an error result saying so, and the guard exits naming how the
+//! server ended. Messages are JSON-RPC, one per line (the MCP stdio transport);
 //! a line that is not JSON passes through untouched (the other side
 //! refuses it), and a line longer than [`MAX_LINE`] ends the session with
 //! one line on standard error: it could not be judged whole.
