@@ -234,3 +234,85 @@ fn a_server_killed_mid_call_gets_the_call_an_error_result_and_ends_the_guard_in_
     assert_eq!(ours.len(), 1, "{said}");
     assert!(ours[0].contains("the MCP server node ended"), "{said}");
 }
+
+/// The official MCP Python SDK as the client: it starts `chimera mcp
+/// guard` with `guard_args`, reads `path` and writes `written`; what it
+/// saw, as JSON.
+const PYTHON_CLIENT: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    command, args, path, written = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+    async with stdio_client(StdioServerParameters(command=command, args=args)) as (r, w):
+        async with ClientSession(r, w) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            read = await session.call_tool("read_text_file", {"path": path})
+            write = await session.call_tool("write_file", {"path": written, "content": "hi"})
+            print(json.dumps({
+                "tools": [t.name for t in tools.tools],
+                "read": [c.text for c in read.content], "read_error": read.is_error,
+                "write": [c.text for c in write.content], "write_error": write.is_error,
+            }))
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn the_official_mcp_python_client_sees_a_redaction_and_a_block_through_the_guard() {
+    let Some(filesystem) = server("@modelcontextprotocol/server-filesystem") else {
+        return;
+    };
+    let Some(python) = chimera_tests::python::sdk_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let notes = root.join("notes.txt");
+    std::fs::write(&notes, "token-abcdef123456 opens the vault\n").unwrap();
+    let written = root.join("written.txt");
+    let no_writes = json!({"tool_call": {"action": "block", "reason": "writes are gated",
+                                         "tools": ["write_file"]}});
+    let mut args = vec![
+        "mcp".to_owned(),
+        "guard".to_owned(),
+        "--plugins-dir".to_owned(),
+        test_packs_dir().display().to_string(),
+        "--pack".to_owned(),
+        "redactor".to_owned(),
+        "--pack".to_owned(),
+        format!("fixture={no_writes}"),
+        "--".to_owned(),
+    ];
+    args.extend(filesystem);
+    args.push(root.display().to_string());
+    let out = Command::new(python)
+        .args(["-c", PYTHON_CLIENT])
+        .arg(chimera_bin())
+        .arg(serde_json::to_string(&args).unwrap())
+        .arg(&notes)
+        .arg(&written)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(seen["tools"].as_array().unwrap().len() > 3, "{seen}");
+    assert_eq!(
+        seen["read"],
+        json!(["[redacted] opens the vault\n"]),
+        "{seen}"
+    );
+    assert_eq!(seen["read_error"], false);
+    assert_eq!(
+        seen["write"],
+        json!(["Blocked by interceptor: writes are gated"])
+    );
+    assert_eq!(seen["write_error"], true);
+    assert!(!written.exists());
+}

@@ -1,5 +1,5 @@
-//! The official `openai` and `anthropic` Python SDKs, for tests that drive
-//! a server the way real clients do. They live in a venv the tests own
+//! The official `openai`, `anthropic` and `mcp` Python SDKs, for tests
+//! that drive a server the way real clients do. They live in a venv the tests own
 //! (`target/sdk-venv`, made once per machine: `.ci/run` makes it before
 //! the tests, and the first test that needs it makes it otherwise). Where
 //! it cannot be made (no Python, no network to the package index), the
@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The Python SDKs installed into the venv.
-pub const PACKAGES: &[&str] = &["openai", "anthropic"];
+pub const PACKAGES: &[&str] = &["openai", "anthropic", "mcp"];
 
 /// The venv's Python with the SDKs importable, or `None` (said once, on
 /// stderr) when they cannot be installed here.
@@ -29,7 +29,7 @@ pub fn sdk_python() -> Option<&'static Path> {
 
 fn importable(python: &Path) -> bool {
     Command::new(python)
-        .args(["-c", "import openai, anthropic"])
+        .args(["-c", "import openai, anthropic, mcp"])
         .output()
         .is_ok_and(|out| out.status.success())
 }

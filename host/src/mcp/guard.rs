@@ -71,8 +71,13 @@ pub fn guard(
             program: program.clone(),
             source,
         })?;
-    let to_server = server.stdin.take().expect("piped stdin");
-    let from_server = server.stdout.take().expect("piped stdout");
+    let (Some(to_server), Some(from_server)) = (server.stdin.take(), server.stdout.take()) else {
+        let _ = server.kill();
+        return Err(GuardError::Start {
+            program: program.clone(),
+            source: std::io::Error::other("its standard input or output is not a pipe"),
+        });
+    };
     let client = Arc::new(Mutex::new(output));
     let in_flight: InFlight = Arc::default();
     // The client's side on a thread of its own, not joined: it may wait on
@@ -303,34 +308,78 @@ fn judge_result(registry: &Arc<Registry>, call: &ToolCall, mut message: Value) -
         session: &facts,
         events: None,
     };
-    let mut changed = false;
-    let items = result.get_mut("content")?.as_array_mut()?;
-    for item in items.iter_mut() {
-        if item.get("type").and_then(Value::as_str) != Some("text") {
-            continue;
-        }
-        let text = item.get("text")?.as_str()?.to_owned();
+    // Each text the client is shown: the content's text items, and every
+    // string of the structured content (which carries the same data).
+    let judge = |text: &str| {
         let seen = if failed {
             ToolResult::err(text)
         } else {
             ToolResult::ok(text)
         };
         let outcome = run_chain::<ToolResultSeam>(&chains.tool_result, call, &seen, &cx);
-        if let Some(reason) = outcome.blocked {
-            *result = error_result(&format!("Blocked by interceptor: {reason}"));
-            return Some(message.to_string().into_bytes());
+        match (outcome.blocked, outcome.replaced) {
+            (Some(reason), _) => Err(reason),
+            (None, Some(replaced)) => Ok(Some(replaced.error.unwrap_or(replaced.output))),
+            (None, None) => Ok(None),
         }
-        if let Some(replaced) = outcome.replaced {
-            item["text"] = json!(replaced.error.unwrap_or(replaced.output));
-            changed = true;
+    };
+    let mut structured = result
+        .as_object_mut()
+        .and_then(|members| members.remove("structuredContent"));
+    let seen: Vec<String> = texts_of(result, structured.as_mut())
+        .into_iter()
+        .filter_map(|text| text.as_str().map(str::to_owned))
+        .collect();
+    let mut verdicts = Vec::with_capacity(seen.len());
+    for text in &seen {
+        match judge(text) {
+            Ok(verdict) => verdicts.push(verdict),
+            Err(reason) => {
+                *result = error_result(&format!("Blocked by interceptor: {reason}"));
+                return Some(message.to_string().into_bytes());
+            }
         }
     }
-    if !changed {
-        return None;
+    let changed = verdicts.iter().any(Option::is_some);
+    if changed {
+        let texts = texts_of(result, structured.as_mut());
+        for (text, verdict) in texts.into_iter().zip(verdicts) {
+            if let Some(replaced) = verdict {
+                *text = json!(replaced);
+            }
+        }
     }
-    // It would carry what the text no longer says.
-    if let Some(object) = result.as_object_mut() {
-        object.remove("structuredContent");
+    if let (Some(structured), Some(members)) = (structured, result.as_object_mut()) {
+        members.insert("structuredContent".to_owned(), structured);
     }
-    Some(message.to_string().into_bytes())
+    changed.then(|| message.to_string().into_bytes())
+}
+
+/// The texts of a result the client is shown, in order: its content's
+/// text items, then every string of its structured content.
+fn texts_of<'v>(result: &'v mut Value, structured: Option<&'v mut Value>) -> Vec<&'v mut Value> {
+    let mut texts = Vec::new();
+    if let Some(items) = result.get_mut("content").and_then(Value::as_array_mut) {
+        texts.extend(
+            items
+                .iter_mut()
+                .filter(|item| item.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|item| item.get_mut("text"))
+                .filter(|text| text.is_string()),
+        );
+    }
+    if let Some(structured) = structured {
+        strings_of(structured, &mut texts);
+    }
+    texts
+}
+
+/// Every string inside `value`, in order.
+fn strings_of<'v>(value: &'v mut Value, into: &mut Vec<&'v mut Value>) {
+    match value {
+        Value::String(_) => into.push(value),
+        Value::Array(items) => items.iter_mut().for_each(|item| strings_of(item, into)),
+        Value::Object(members) => members.values_mut().for_each(|item| strings_of(item, into)),
+        _ => {}
+    }
 }

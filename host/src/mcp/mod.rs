@@ -10,7 +10,7 @@
 //!  client ── tools/call {name, arguments} ──▶ tool_call chain ─┬─ block ─▶ an error result, never sent
 //!                                                             ├─ rewrite ─▶ the server gets the new call
 //!                                                             └─ allow ──▶ the server gets it as sent
-//!  client ◀── result {content, isError} ◀── tool_result chain (per text item) ◀── server
+//!  client ◀── result {content, isError} ◀── tool_result chain (each text) ◀── server
 //!  every other message (initialize, tools/list, notifications, …) ──▶ byte for byte, both ways
 //! ```
 //!
@@ -18,11 +18,11 @@
 //! request's JSON-RPC id (as JSON text), whose name is the MCP tool's and
 //! whose arguments are its `arguments` object; `tool_result` each text
 //! item of the result as the output (an `isError` result as the error),
-//! with that call leading. A block on `tool_call` answers the client an
-//! error result (`isError: true`) whose text is the reason; a block on
-//! `tool_result` replaces the whole result so. A result some text of
-//! which a pack rewrote loses its `structuredContent` (it would carry the
-//! same data unredacted). An operator's question (an `ask` decision) takes
+//! with that call leading, and so is every string of its
+//! `structuredContent` (which carries the same data, and must stay as the
+//! tool's output schema says). A block on `tool_call` answers the client
+//! an error result (`isError: true`) whose text is the reason; a block on
+//! `tool_result` replaces the whole result so. An operator's question (an `ask` decision) takes
 //! its default answer: there is no terminal on an MCP server's standard
 //! input. When the server ends, each call it did not answer is answered
 //! with an error result saying so, and the guard exits naming how the
