@@ -3,88 +3,22 @@
 //! without them), driven as an MCP client drives it: JSON-RPC on its
 //! standard input and output.
 
-use chimera_tests::mcp::server;
+use chimera_tests::mcp::{server, McpClient};
 use chimera_tests::{chimera_bin, test_packs_dir};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::io::BufReader;
+use std::process::{Command, Stdio};
 
-/// A running guard and the client's ends of its pipes.
-struct Guarded {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    next: u64,
-}
-
-impl Guarded {
-    /// `chimera mcp guard` with `flags`, in front of `server`; initialised
-    /// as a client does (`initialize`, then `notifications/initialized`).
-    fn start(flags: &[&str], server: &[String]) -> Guarded {
-        let mut child = Command::new(chimera_bin())
-            .args(["mcp", "guard"])
-            .args(flags)
-            .arg("--")
-            .args(server)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("chimera mcp guard starts");
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::new(child.stdout.take().unwrap());
-        let mut guarded = Guarded {
-            child,
-            input,
-            output,
-            next: 0,
-        };
-        let init = guarded.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "chimera-tests", "version": "0"}}),
-        );
-        assert!(init["result"]["serverInfo"].is_object(), "{init}");
-        guarded.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        guarded
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.input, "{message}").unwrap();
-        self.input.flush().unwrap();
-    }
-
-    /// Request `method` and the response to it (notifications before it
-    /// are skipped).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.output.read_line(&mut line).unwrap() > 0,
-                "the guard ended before answering {method}"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    /// `tools/call` of `name` with `arguments`: its result.
-    fn call(&mut self, name: &str, arguments: Value) -> Value {
-        let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
-        answer["result"].clone()
-    }
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `chimera mcp guard` with `flags` in front of `server`, as a client's
+/// server.
+fn guard(flags: &[&str], server: &[String]) -> Command {
+    let mut command = Command::new(chimera_bin());
+    command
+        .args(["mcp", "guard"])
+        .args(flags)
+        .arg("--")
+        .args(server);
+    command
 }
 
 /// The text of a tool result's content.
@@ -115,7 +49,7 @@ fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_
     let plugins = test_packs_dir().display().to_string();
     let no_writes = json!({"tool_call": {"action": "block", "reason": "writes are gated",
                                          "tools": ["write_file"]}});
-    let mut guarded = Guarded::start(
+    let mut guarded = McpClient::start(guard(
         &[
             "--plugins-dir",
             &plugins,
@@ -125,7 +59,7 @@ fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_
             &format!("fixture={no_writes}"),
         ],
         &command,
-    );
+    ));
     // Everything but a call passes as the server sent it.
     let tools = guarded.request("tools/list", json!({}));
     let names: Vec<&str> = tools["result"]["tools"]
@@ -165,28 +99,10 @@ fn a_server_killed_mid_call_gets_the_call_an_error_result_and_ends_the_guard_in_
     let Some(everything) = server("@modelcontextprotocol/server-everything") else {
         return;
     };
-    let mut guard = Command::new(chimera_bin())
-        .args(["mcp", "guard", "--"])
-        .args(&everything)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = guard.stderr.take().unwrap();
-    let mut guarded = Guarded {
-        input: guard.stdin.take().unwrap(),
-        output: BufReader::new(guard.stdout.take().unwrap()),
-        child: guard,
-        next: 0,
-    };
-    let init = guarded.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "chimera-tests", "version": "0"}}),
-    );
-    assert!(init["result"].is_object(), "{init}");
-    guarded.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut command = guard(&[], &everything);
+    command.stderr(Stdio::piped());
+    let mut guarded = McpClient::start(command);
+    let stderr = guarded.child().stderr.take().unwrap();
     let echo = guarded.call("echo", json!({"message": "hello"}));
     assert!(text(&echo).contains("hello"), "{echo}");
     // A call of 30 s, and the server killed while it runs.
@@ -195,7 +111,7 @@ fn a_server_killed_mid_call_gets_the_call_an_error_result_and_ends_the_guard_in_
                    "arguments": {"duration": 30, "steps": 3}}}));
     std::thread::sleep(std::time::Duration::from_millis(500));
     let children = Command::new("pgrep")
-        .args(["-P", &guarded.child.id().to_string()])
+        .args(["-P", &guarded.child().id().to_string()])
         .output()
         .unwrap();
     let server_pid = String::from_utf8(children.stdout).unwrap();
@@ -210,23 +126,13 @@ fn a_server_killed_mid_call_gets_the_call_an_error_result_and_ends_the_guard_in_
         .status()
         .unwrap()
         .success());
-    let answer = loop {
-        let mut line = String::new();
-        assert!(
-            guarded.output.read_line(&mut line).unwrap() > 0,
-            "no answer to the call"
-        );
-        let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == json!(99) {
-            break message;
-        }
-    };
+    let answer = guarded.answer_to(&json!(99));
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(
         text(&answer["result"]),
         "the MCP server ended before it answered this call"
     );
-    let status = guarded.child.wait().unwrap();
+    let status = guarded.child().wait().unwrap();
     assert!(!status.success());
     let mut said = String::new();
     std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut said).unwrap();

@@ -5,8 +5,10 @@
 //! does otherwise). Where they cannot be had (no `npm`, no registry), the
 //! MCP tests say so in one line and are skipped.
 
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
 /// The servers, pinned: (package, version).
@@ -68,4 +70,93 @@ fn install() -> Result<PathBuf, String> {
         ));
     }
     Ok(dir)
+}
+
+/// An MCP client on a server's standard input and output (JSON-RPC, one
+/// message a line), killed when dropped.
+pub struct McpClient {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl McpClient {
+    /// Starts `command` (its stdin and stdout piped here) and initialises
+    /// the session as a client does: `initialize`, then
+    /// `notifications/initialized`.
+    pub fn start(mut command: Command) -> McpClient {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the MCP server starts");
+        let input = child.stdin.take().expect("its stdin");
+        let output = BufReader::new(child.stdout.take().expect("its stdout"));
+        let mut client = McpClient {
+            child,
+            input,
+            output,
+            next: 0,
+        };
+        let init = client.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "chimera-tests", "version": "0"}}),
+        );
+        assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    /// Sends `message`.
+    pub fn send(&mut self, message: &Value) {
+        writeln!(self.input, "{message}").expect("the server reads");
+        self.input.flush().expect("the server reads");
+    }
+
+    /// The next message from the server.
+    pub fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.output.read_line(&mut line).expect("the server writes") > 0,
+            "the server's output ended"
+        );
+        serde_json::from_str(&line).expect("a JSON-RPC message")
+    }
+
+    /// The answer to message `id` (what comes before it is skipped).
+    pub fn answer_to(&mut self, id: &Value) -> Value {
+        loop {
+            let message = self.next_message();
+            if &message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Requests `method` with `params`: the response.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = json!(self.next);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.answer_to(&id)
+    }
+
+    /// `tools/call` of `name` with `arguments`: its result.
+    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))["result"].clone()
+    }
+
+    /// The server's process.
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
