@@ -49,6 +49,8 @@ fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_
     let plugins = test_packs_dir().display().to_string();
     let no_writes = json!({"tool_call": {"action": "block", "reason": "writes are gated",
                                          "tools": ["write_file"]}});
+    let log = dir.path().join("audit.jsonl");
+    let log_arg = log.display().to_string();
     let mut guarded = McpClient::start(guard(
         &[
             "--plugins-dir",
@@ -57,6 +59,8 @@ fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_
             "redactor",
             "--pack",
             &format!("fixture={no_writes}"),
+            "--audit",
+            &log_arg,
         ],
         &command,
     ));
@@ -92,6 +96,33 @@ fn a_read_through_the_guard_is_redacted_and_a_write_a_pack_blocks_never_reaches_
         "{write}"
     );
     assert!(!target.exists(), "the server never got the call");
+
+    // The client leaves: the guard ends, and its audit log holds each
+    // call's decisions under the call's id, and verifies.
+    guarded.close();
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |id: u64, decision: &str| {
+        lines
+            .iter()
+            .find(|l| l["request"] == json!(id.to_string()) && l["decision"] == decision)
+            .unwrap_or_else(|| panic!("no {decision} of call {id} in {lines:?}"))
+            .clone()
+    };
+    assert_eq!(of(3, "replaced")["pack"], "redactor");
+    assert_eq!(of(4, "blocked")["pack"], "fixture");
+    let verified = Command::new(chimera_bin())
+        .args(["audit", "verify", &log_arg])
+        .output()
+        .unwrap();
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
 }
 
 #[test]

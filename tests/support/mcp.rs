@@ -76,7 +76,8 @@ fn install() -> Result<PathBuf, String> {
 /// message a line), killed when dropped.
 pub struct McpClient {
     child: Child,
-    input: ChildStdin,
+    /// `None` once closed.
+    input: Option<ChildStdin>,
     output: BufReader<ChildStdout>,
     next: u64,
 }
@@ -95,7 +96,7 @@ impl McpClient {
         let output = BufReader::new(child.stdout.take().expect("its stdout"));
         let mut client = McpClient {
             child,
-            input,
+            input: Some(input),
             output,
             next: 0,
         };
@@ -111,8 +112,9 @@ impl McpClient {
 
     /// Sends `message`.
     pub fn send(&mut self, message: &Value) {
-        writeln!(self.input, "{message}").expect("the server reads");
-        self.input.flush().expect("the server reads");
+        let input = self.input.as_mut().expect("the client's input is open");
+        writeln!(input, "{message}").expect("the server reads");
+        input.flush().expect("the server reads");
     }
 
     /// The next message from the server.
@@ -146,6 +148,13 @@ impl McpClient {
     /// `tools/call` of `name` with `arguments`: its result.
     pub fn call(&mut self, name: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": name, "arguments": arguments}))["result"].clone()
+    }
+
+    /// Closes the server's input, as a client that leaves does, and waits
+    /// for it to end.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.input.take());
+        self.child.wait().expect("the server ends")
     }
 
     /// The server's process.

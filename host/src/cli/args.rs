@@ -217,6 +217,10 @@ pub(crate) struct McpGuardArgs {
     /// Run pack NAME in a sandboxed child process (repeatable).
     #[arg(long = "isolate", value_name = "NAME")]
     pub(crate) isolate: Vec<String>,
+    /// Append every decision on every tool call to this audit log (each
+    /// line names the call's JSON-RPC id).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) audit: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) search: SearchArgs,
     #[command(flatten)]

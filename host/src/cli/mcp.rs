@@ -7,7 +7,7 @@
 use super::args::McpGuardArgs;
 use super::failure::Failure;
 use super::run::{configure_isolation, configure_trust, watcher};
-use super::serve::operator_log;
+use super::serve::{audit_log, operator_log};
 use super::wiring::load_packs;
 use chimera_host::config::search_path;
 use chimera_host::plugins::{PluginManager, Registry};
@@ -30,13 +30,24 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
     )?;
     load_packs(&manager, &args.packs, &bus)?;
     let watching = args.watch.then(|| watcher(&manager, &bus)).transpose()?;
+    let audit = args
+        .audit
+        .as_deref()
+        .map(|path| audit_log(path, &manager))
+        .transpose()?;
     let status = chimera_host::mcp::guard(
         &registry,
         &args.command,
         std::io::stdin(),
         std::io::stdout(),
+        audit.clone(),
     )
     .map_err(|e| Failure::run_failed(format!("mcp guard: {e}")))?;
+    if let Some(audit) = audit {
+        audit
+            .finish()
+            .map_err(|e| Failure::run_failed(format!("the audit log: {e}")))?;
+    }
     drop(watching);
     drop(manager);
     if status.success() {

@@ -185,7 +185,10 @@ fn gate_state(args: &StateArgs) -> Result<GateState, Failure> {
 
 /// `--audit FILE`: the log every request's decisions go to, naming the
 /// file hash of each loaded pack.
-fn audit_log(path: &std::path::Path, manager: &Arc<PluginManager>) -> Result<AuditLog, Failure> {
+pub(crate) fn audit_log(
+    path: &std::path::Path,
+    manager: &Arc<PluginManager>,
+) -> Result<AuditLog, Failure> {
     let log = AuditLog::open(path)
         .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
     let weak = Arc::downgrade(manager);

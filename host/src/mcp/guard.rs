@@ -1,8 +1,11 @@
 //! The relay itself: two threads (client to server, server to client),
 //! the calls in flight between them, and one writer for the client.
 
+use crate::agent::EventBus;
+use crate::audit::{AuditLog, Exchange};
 use crate::interception::{
-    run_chain, ChainContext, ChainOutcome, SessionFacts, ToolCallSeam, ToolResultSeam,
+    run_chain_spent, ChainContext, ChainOutcome, SeamSpec, SessionFacts, ToolCallSeam,
+    ToolResultSeam,
 };
 use crate::plugins::Registry;
 use crate::types::{ToolCall, ToolResult};
@@ -38,14 +41,71 @@ pub enum GuardError {
 }
 
 /// The calls sent to the server and not answered yet, by JSON-RPC id (as
-/// JSON text), each as the server got it.
-type InFlight = Arc<Mutex<HashMap<String, ToolCall>>>;
+/// JSON text), each as the server got it, with the bus its decisions are
+/// audited on.
+type InFlight = Arc<Mutex<HashMap<String, (ToolCall, Audited)>>>;
+
+/// Where one call's decisions go: the audit log, as one exchange (its
+/// lines name the JSON-RPC id), when the guard keeps one.
+#[derive(Clone)]
+struct Audited(Option<(EventBus, AuditLog)>);
+
+impl Audited {
+    /// The exchange of call `id` in `audit`.
+    fn of(audit: Option<&AuditLog>, id: &str) -> Audited {
+        Audited(audit.map(|audit| {
+            let bus = EventBus::new();
+            audit.attach_exchange(
+                &bus,
+                Exchange {
+                    request: id.to_owned(),
+                    session: SESSION.to_owned(),
+                    turn: 0,
+                },
+            );
+            (bus, audit.clone())
+        }))
+    }
+
+    /// `chain` run over `value`, every decision audited.
+    fn run<S: SeamSpec>(
+        &self,
+        chain: &[crate::interception::Interceptor<S>],
+        lead: &S::Lead,
+        value: &S::Value,
+    ) -> ChainOutcome<S::Value> {
+        let facts = SessionFacts::new(SESSION);
+        let cx = ChainContext {
+            session: &facts,
+            events: None,
+        };
+        match &self.0 {
+            Some((bus, _)) => {
+                let sink = |record| bus.publish_audit(record);
+                run_chain_spent(chain, lead, value, &cx, Some(&sink), &|_| false)
+            }
+            None => run_chain_spent(chain, lead, value, &cx, None, &|_| false),
+        }
+    }
+
+    /// The exchange is over: its lines go to the log.
+    fn done(&self) {
+        if let Some((_, audit)) = &self.0 {
+            audit.write_out();
+        }
+    }
+}
+
+/// The session the chains run for, and the audit lines name: one per
+/// guard.
+const SESSION: &str = "mcp-guard";
 
 /// Relays between the client on `input`/`output` and the MCP server
 /// `command` (program and arguments) until the server's output ends,
 /// judging tool calls and results by `registry`'s chains (taken afresh
-/// for each message, so a hot swap applies to the next call). Returns the
-/// server's exit status.
+/// for each message, so a hot swap applies to the next call), each
+/// decision recorded in `audit` when given (one exchange per call, named
+/// by its JSON-RPC id). Returns the server's exit status.
 ///
 /// # Errors
 ///
@@ -56,6 +116,7 @@ pub fn guard(
     command: &[String],
     input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
+    audit: Option<AuditLog>,
 ) -> Result<ExitStatus, GuardError> {
     let (program, args) = command.split_first().ok_or_else(|| GuardError::Start {
         program: String::new(),
@@ -89,7 +150,16 @@ pub fn guard(
             Arc::clone(&client),
             Arc::clone(&in_flight),
         );
-        std::thread::spawn(move || relay_calls(&registry, input, to_server, &*client, &in_flight))
+        std::thread::spawn(move || {
+            relay_calls(
+                &registry,
+                input,
+                to_server,
+                &*client,
+                &in_flight,
+                audit.as_ref(),
+            )
+        })
     };
     let outcome = relay_results(registry, from_server, &*client, &in_flight);
     let outcome = match (outcome, calls.is_finished()) {
@@ -101,11 +171,6 @@ pub fn guard(
     }
     let status = server.wait().map_err(|e| GuardError::Io("server", e))?;
     outcome.map(|()| status)
-}
-
-/// The session the chains run for: one per guard.
-fn facts() -> SessionFacts {
-    SessionFacts::new("mcp-guard")
 }
 
 /// Reads one line (without its newline) into `line`; `false` at the end.
@@ -147,6 +212,7 @@ fn relay_calls<W: Write>(
     mut to_server: impl Write,
     client: &Mutex<W>,
     in_flight: &InFlight,
+    audit: Option<&AuditLog>,
 ) -> Result<(), GuardError> {
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
@@ -156,14 +222,11 @@ fn relay_calls<W: Write>(
             continue;
         };
         let chains = registry.get_all();
-        let facts = facts();
-        let cx = ChainContext {
-            session: &facts,
-            events: None,
-        };
-        let outcome = run_chain::<ToolCallSeam>(&chains.tool_call, &(), &call, &cx);
+        let audited = Audited::of(audit, &id.to_string());
+        let outcome = audited.run::<ToolCallSeam>(&chains.tool_call, &(), &call);
         match judged_call(outcome) {
             Judged::Refused(reason) => {
+                audited.done();
                 let refusal = json!({"jsonrpc": "2.0", "id": id, "result": error_result(&reason)});
                 let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
                 send(&mut *client, refusal.to_string().as_bytes(), "client")?;
@@ -176,7 +239,7 @@ fn relay_calls<W: Write>(
                 in_flight
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .insert(id.to_string(), effective.unwrap_or(call));
+                    .insert(id.to_string(), (effective.unwrap_or(call), audited));
                 send(&mut to_server, &forwarded, "server")?;
             }
         }
@@ -203,7 +266,11 @@ fn relay_results<W: Write>(
                 .map(|call| (call, message))
         });
         let relayed = match answered {
-            Some((call, message)) => judge_result(registry, &call, message),
+            Some(((call, audited), message)) => {
+                let relayed = judge_result(registry, &call, &audited, message);
+                audited.done();
+                relayed
+            }
             None => None,
         };
         let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
@@ -214,7 +281,10 @@ fn relay_results<W: Write>(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .drain()
-        .map(|(id, _)| id)
+        .map(|(id, (_, audited))| {
+            audited.done();
+            id
+        })
         .collect();
     let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
     for id in unanswered {
@@ -296,18 +366,18 @@ fn error_result(text: &str) -> Value {
 
 /// The answer to `call` after the `tool_result` chain: `None` when it
 /// passes unchanged.
-fn judge_result(registry: &Arc<Registry>, call: &ToolCall, mut message: Value) -> Option<Vec<u8>> {
+fn judge_result(
+    registry: &Arc<Registry>,
+    call: &ToolCall,
+    audited: &Audited,
+    mut message: Value,
+) -> Option<Vec<u8>> {
     let result = message.get_mut("result")?;
     let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
     let chains = registry.get_all();
     if chains.tool_result.is_empty() {
         return None;
     }
-    let facts = facts();
-    let cx = ChainContext {
-        session: &facts,
-        events: None,
-    };
     // Each text the client is shown: the content's text items, and every
     // string of the structured content (which carries the same data).
     let judge = |text: &str| {
@@ -316,7 +386,7 @@ fn judge_result(registry: &Arc<Registry>, call: &ToolCall, mut message: Value) -
         } else {
             ToolResult::ok(text)
         };
-        let outcome = run_chain::<ToolResultSeam>(&chains.tool_result, call, &seen, &cx);
+        let outcome = audited.run::<ToolResultSeam>(&chains.tool_result, call, &seen);
         match (outcome.blocked, outcome.replaced) {
             (Some(reason), _) => Err(reason),
             (None, Some(replaced)) => Ok(Some(replaced.error.unwrap_or(replaced.output))),
