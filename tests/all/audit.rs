@@ -42,7 +42,8 @@ fn secret_run(dir: &Path) -> (Ran, PathBuf) {
     (ran, audit)
 }
 
-fn lines(path: &Path) -> Vec<Value> {
+/// Each line of the audit log at `path`, as JSON.
+pub(crate) fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -50,7 +51,8 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn verify(dir: &Path, path: &Path, more: &[&str]) -> Ran {
+/// `chimera audit verify PATH` (and `more`), run in `dir`.
+pub(crate) fn verify(dir: &Path, path: &Path, more: &[&str]) -> Ran {
     let mut args = vec!["audit", "verify", path.to_str().unwrap()];
     args.extend_from_slice(more);
     chimera(dir, &args, &[], "")

@@ -6,30 +6,22 @@
 
 use super::args::McpGuardArgs;
 use super::failure::Failure;
-use super::run::{configure_isolation, configure_trust, watcher};
-use super::serve::{audit_log, operator_log};
-use super::wiring::load_packs;
-use chimera_host::config::search_path;
-use chimera_host::plugins::{PluginManager, Registry};
-use std::sync::Arc;
+use super::serve::audit_log;
+use super::wiring::{server_packs, ServerPacks};
 
 /// Runs `chimera mcp guard`; exits as the server did.
 pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
-    let registry = Arc::new(Registry::new());
-    let manager = Arc::new(PluginManager::with_search_path(
-        Arc::clone(&registry),
-        search_path(&args.search.plugins_dirs),
-    ));
-    let bus = operator_log("chimera mcp guard");
-    configure_trust(&manager, &args.trust, &bus)?;
-    configure_isolation(
-        &manager,
-        &args.packs,
-        &args.isolate,
-        args.trust.probe_timeout,
+    let ServerPacks {
+        registry,
+        manager,
+        watching,
+    } = server_packs(
+        "chimera mcp guard",
+        &args.search,
+        &args.trust,
+        (&args.packs, &args.isolate, args.watch),
+        |_| Ok(()),
     )?;
-    load_packs(&manager, &args.packs, &bus)?;
-    let watching = args.watch.then(|| watcher(&manager, &bus)).transpose()?;
     let audit = args
         .audit
         .as_deref()

@@ -4,13 +4,10 @@
 
 use super::args::{ServeArgs, StateArgs};
 use super::failure::Failure;
-use super::run::{configure_isolation, configure_trust, watcher};
-use super::wiring::load_packs;
-use chimera_host::agent::{AgentEvent, EventBus};
+use super::wiring::{server_packs, ServerPacks};
 use chimera_host::audit::AuditLog;
-use chimera_host::config::search_path;
 use chimera_host::gateway::{key_hash, Gateway, GatewayConfig, Upstream};
-use chimera_host::plugins::{PluginManager, Registry};
+use chimera_host::plugins::PluginManager;
 use chimera_host::providers::HttpSettings;
 use chimera_host::state::{FailPolicy, GateState, RedisStore, StateService};
 use chimera_host::tools::Workspace;
@@ -53,23 +50,21 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             )));
         }
     }
-    let registry = Arc::new(Registry::new());
-    let manager = Arc::new(PluginManager::with_search_path(
-        Arc::clone(&registry),
-        search_path(&args.search.plugins_dirs),
-    ));
-    let bus = operator_log("chimera serve");
-    configure_trust(&manager, &args.trust, &bus)?;
-    configure_isolation(
-        &manager,
-        &args.packs,
-        &args.isolate,
-        args.trust.probe_timeout,
-    )?;
     let state = gate_state(&args.state)?;
-    manager.set_state(state.clone());
-    load_packs(&manager, &args.packs, &bus)?;
-    let watching = args.watch.then(|| watcher(&manager, &bus)).transpose()?;
+    let ServerPacks {
+        registry,
+        manager,
+        watching,
+    } = server_packs(
+        "chimera serve",
+        &args.search,
+        &args.trust,
+        (&args.packs, &args.isolate, args.watch),
+        |manager| {
+            manager.set_state(state.clone());
+            Ok(())
+        },
+    )?;
     let root = tempfile::tempdir()
         .map_err(|e| Failure::run_failed(format!("cannot make the gateway's workspace: {e}")))?;
     let workspace = Workspace::new(root.path())
@@ -194,32 +189,6 @@ pub(crate) fn audit_log(
     let weak = Arc::downgrade(manager);
     log.set_pack_hashes(move |pack| weak.upgrade().and_then(|m| m.loaded_sha256(pack)));
     Ok(log)
-}
-
-/// The bus a server's own events go to (packs loaded, reloaded or
-/// quarantined): one line each on stderr, after `who`, since stdout
-/// carries only the server's own output.
-pub(crate) fn operator_log(who: &'static str) -> EventBus {
-    let bus = EventBus::new();
-    bus.subscribe(move |event| {
-        let line = match event {
-            AgentEvent::PackLoaded { name, version, .. } => {
-                format!("pack loaded: {name} {version}")
-            }
-            AgentEvent::PackReloaded { name, version, .. } => {
-                format!("pack reloaded: {name} {version}")
-            }
-            AgentEvent::PackReloadFailed { name, error } => {
-                format!("pack reload failed, the running version stays: {name}: {error}")
-            }
-            AgentEvent::PackQuarantined { name, reason } => {
-                format!("pack quarantined: {name}: {reason}")
-            }
-            _ => return,
-        };
-        eprintln!("{who}: {line}");
-    });
-    bus
 }
 
 /// The upstream `flag` names, with its key read from `key_env` and its
