@@ -7,7 +7,7 @@
 use super::args::McpGuardArgs;
 use super::failure::Failure;
 use super::serve::audit_log;
-use super::wiring::{server_packs, ServerPacks};
+use super::server::{server_packs, ServerPacks};
 
 /// Runs `chimera mcp guard`; exits as the server did.
 pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {

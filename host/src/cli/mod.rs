@@ -14,6 +14,7 @@ mod provider;
 mod render;
 mod run;
 mod serve;
+mod server;
 mod settings;
 mod spec;
 mod status;

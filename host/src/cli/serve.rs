@@ -4,7 +4,7 @@
 
 use super::args::{ServeArgs, StateArgs};
 use super::failure::Failure;
-use super::wiring::{server_packs, ServerPacks};
+use super::server::{server_packs, ServerPacks};
 use chimera_host::audit::AuditLog;
 use chimera_host::gateway::{key_hash, Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::PluginManager;

@@ -4,15 +4,14 @@
 //! (that wiring is `chimera_host::pack_test::setup`, shared with the policy
 //! test harness so a replayed case runs as a real session does).
 
-use super::args::{SearchArgs, TrustArgs};
+use super::args::SearchArgs;
 use super::failure::Failure;
 use super::render::Renderer;
-use super::run::{configure_isolation, configure_trust, watcher};
 use super::spec::parse_pack_spec;
-use chimera_host::agent::{AgentEvent, EventBus, SessionBuilder};
+use chimera_host::agent::{EventBus, SessionBuilder};
 use chimera_host::config::search_path;
 use chimera_host::pack_test::{load_in_order, session_builder, PackLoadError};
-use chimera_host::plugins::{LoadError, PluginManager, Registry, Watcher};
+use chimera_host::plugins::{LoadError, PluginManager, Registry};
 use chimera_host::providers::Provider;
 use chimera_host::tools::Workspace;
 use std::sync::Arc;
@@ -108,70 +107,4 @@ impl Host {
             bash_sandbox,
         )
     }
-}
-
-/// What a server (`serve`, `mcp guard`) holds while it serves: the
-/// registry its packs feed, their manager, and the watcher when it
-/// hot-swaps (its operator log lives on in the watcher).
-pub(crate) struct ServerPacks {
-    /// The chains the server merges.
-    pub(crate) registry: Arc<Registry>,
-    /// The packs' manager (kept while serving: the chains call its packs).
-    pub(crate) manager: Arc<PluginManager>,
-    /// Hot-swaps rebuilt packs, when asked to.
-    pub(crate) watching: Option<Watcher>,
-}
-
-/// The packs of a server named `who`: trust and isolation configured,
-/// `prepare` run on the manager (what it offers packs), the packs loaded
-/// in order, and watched when `watch`.
-pub(crate) fn server_packs(
-    who: &'static str,
-    search: &SearchArgs,
-    trust: &TrustArgs,
-    (packs, isolate, watch): (&[String], &[String], bool),
-    prepare: impl FnOnce(&PluginManager) -> Result<(), Failure>,
-) -> Result<ServerPacks, Failure> {
-    let registry = Arc::new(Registry::new());
-    let manager = Arc::new(PluginManager::with_search_path(
-        Arc::clone(&registry),
-        search_path(&search.plugins_dirs),
-    ));
-    let bus = operator_log(who);
-    configure_trust(&manager, trust, &bus)?;
-    configure_isolation(&manager, packs, isolate, trust.probe_timeout)?;
-    prepare(&manager)?;
-    load_packs(&manager, packs, &bus)?;
-    let watching = watch.then(|| watcher(&manager, &bus)).transpose()?;
-    Ok(ServerPacks {
-        registry,
-        manager,
-        watching,
-    })
-}
-
-/// The bus a server's own events go to (packs loaded, reloaded or
-/// quarantined): one line each on stderr, after `who`, since stdout
-/// carries only the server's own output.
-fn operator_log(who: &'static str) -> EventBus {
-    let bus = EventBus::new();
-    bus.subscribe(move |event| {
-        let line = match event {
-            AgentEvent::PackLoaded { name, version, .. } => {
-                format!("pack loaded: {name} {version}")
-            }
-            AgentEvent::PackReloaded { name, version, .. } => {
-                format!("pack reloaded: {name} {version}")
-            }
-            AgentEvent::PackReloadFailed { name, error } => {
-                format!("pack reload failed, the running version stays: {name}: {error}")
-            }
-            AgentEvent::PackQuarantined { name, reason } => {
-                format!("pack quarantined: {name}: {reason}")
-            }
-            _ => return,
-        };
-        eprintln!("{who}: {line}");
-    });
-    bus
 }
