@@ -242,3 +242,27 @@ fn the_official_mcp_python_client_sees_a_redaction_and_a_block_through_the_guard
     assert_eq!(seen["write_error"], true);
     assert!(!written.exists());
 }
+
+#[test]
+fn deny_refuses_an_mcp_tool_and_leaves_the_others() {
+    let Some(mut filesystem) = server("@modelcontextprotocol/server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("notes.txt"), "hello\n").unwrap();
+    filesystem.push(root.display().to_string());
+    let mut guarded = McpClient::start(guard(&["--deny", "read_text_file"], &filesystem));
+    let notes = root.join("notes.txt").display().to_string();
+    let denied = guarded.call("read_text_file", json!({"path": notes}));
+    assert_eq!(denied["isError"], true, "{denied}");
+    assert_eq!(
+        text(&denied),
+        "Permission denied for read_text_file (the guard has no operator to ask)"
+    );
+    let listed = guarded.call("list_allowed_directories", json!({}));
+    assert!(
+        text(&listed).contains(&root.display().to_string()),
+        "{listed}"
+    );
+}

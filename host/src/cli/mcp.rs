@@ -8,6 +8,9 @@ use super::args::McpGuardArgs;
 use super::failure::Failure;
 use super::serve::audit_log;
 use super::server::{server_packs, ServerPacks};
+use chimera_host::agent::{Permission, ToolRules};
+use chimera_host::mcp::Rules;
+use std::sync::Arc;
 
 /// Runs `chimera mcp guard`; exits as the server did.
 pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
@@ -32,7 +35,16 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         &args.command,
         std::io::stdin(),
         std::io::stdout(),
-        audit.clone(),
+        Rules {
+            policy: Arc::new(
+                args.deny
+                    .iter()
+                    .fold(ToolRules::new(Permission::Allow), |rules, tool| {
+                        rules.set(tool, Permission::Deny)
+                    }),
+            ),
+            audit: audit.clone(),
+        },
     )
     .map_err(|e| Failure::run_failed(format!("mcp guard: {e}")))?;
     if let Some(audit) = audit {

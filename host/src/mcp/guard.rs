@@ -1,7 +1,7 @@
 //! The relay itself: two threads (client to server, server to client),
 //! the calls in flight between them, and one writer for the client.
 
-use crate::agent::EventBus;
+use crate::agent::{EventBus, Permission, PermissionPolicy};
 use crate::audit::{AuditLog, Exchange};
 use crate::interception::{
     run_chain_spent, ChainContext, ChainOutcome, SeamSpec, SessionFacts, ToolCallSeam,
@@ -96,6 +96,17 @@ impl Audited {
     }
 }
 
+/// What the guard applies beside the packs: the permission policy (after
+/// the `tool_call` chain, as in the loop; a call it does not allow is
+/// refused, since there is no operator to ask) and the audit log.
+#[derive(Clone)]
+pub struct Rules {
+    /// Which calls may go to the server (`--deny TOOL`).
+    pub policy: Arc<dyn PermissionPolicy>,
+    /// Where every decision is recorded (`--audit FILE`).
+    pub audit: Option<AuditLog>,
+}
+
 /// The session the chains run for, and the audit lines name: one per
 /// guard.
 const SESSION: &str = "mcp-guard";
@@ -103,9 +114,10 @@ const SESSION: &str = "mcp-guard";
 /// Relays between the client on `input`/`output` and the MCP server
 /// `command` (program and arguments) until the server's output ends,
 /// judging tool calls and results by `registry`'s chains (taken afresh
-/// for each message, so a hot swap applies to the next call), each
-/// decision recorded in `audit` when given (one exchange per call, named
-/// by its JSON-RPC id). Returns the server's exit status.
+/// for each message, so a hot swap applies to the next call) and by
+/// `rules`' permission policy, each decision recorded in its audit log
+/// when there is one (one exchange per call, named by its JSON-RPC id).
+/// Returns the server's exit status.
 ///
 /// # Errors
 ///
@@ -116,7 +128,7 @@ pub fn guard(
     command: &[String],
     input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
-    audit: Option<AuditLog>,
+    rules: Rules,
 ) -> Result<ExitStatus, GuardError> {
     let (program, args) = command.split_first().ok_or_else(|| GuardError::Start {
         program: String::new(),
@@ -151,14 +163,7 @@ pub fn guard(
             Arc::clone(&in_flight),
         );
         std::thread::spawn(move || {
-            relay_calls(
-                &registry,
-                input,
-                to_server,
-                &*client,
-                &in_flight,
-                audit.as_ref(),
-            )
+            relay_calls(&registry, input, to_server, &*client, &in_flight, &rules)
         })
     };
     let outcome = relay_results(registry, from_server, &*client, &in_flight);
@@ -212,7 +217,7 @@ fn relay_calls<W: Write>(
     mut to_server: impl Write,
     client: &Mutex<W>,
     in_flight: &InFlight,
-    audit: Option<&AuditLog>,
+    rules: &Rules,
 ) -> Result<(), GuardError> {
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
@@ -222,9 +227,9 @@ fn relay_calls<W: Write>(
             continue;
         };
         let chains = registry.get_all();
-        let audited = Audited::of(audit, &id.to_string());
+        let audited = Audited::of(rules.audit.as_ref(), &id.to_string());
         let outcome = audited.run::<ToolCallSeam>(&chains.tool_call, &(), &call);
-        match judged_call(outcome) {
+        match judged_call(outcome, &call, rules.policy.as_ref()) {
             Judged::Refused(reason) => {
                 audited.done();
                 let refusal = json!({"jsonrpc": "2.0", "id": id, "result": error_result(&reason)});
@@ -304,7 +309,11 @@ enum Judged {
     Sent(Option<ToolCall>),
 }
 
-fn judged_call(outcome: ChainOutcome<ToolCall>) -> Judged {
+fn judged_call(
+    outcome: ChainOutcome<ToolCall>,
+    call: &ToolCall,
+    policy: &dyn PermissionPolicy,
+) -> Judged {
     if let Some(reason) = outcome.blocked {
         return Judged::Refused(format!("Blocked by interceptor: {reason}"));
     }
@@ -317,6 +326,13 @@ fn judged_call(outcome: ChainOutcome<ToolCall>) -> Judged {
                 question.prompt, question.default
             ));
         }
+    }
+    let effective = outcome.replaced.as_ref().unwrap_or(call);
+    if policy.evaluate(effective) != Permission::Allow {
+        return Judged::Refused(format!(
+            "Permission denied for {} (the guard has no operator to ask)",
+            effective.name
+        ));
     }
     Judged::Sent(outcome.replaced)
 }

@@ -33,4 +33,4 @@
 
 mod guard;
 
-pub use guard::{guard, GuardError, MAX_LINE};
+pub use guard::{guard, GuardError, Rules, MAX_LINE};
