@@ -222,7 +222,7 @@ pub(crate) struct McpGuardArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
     /// Refuse every call of the MCP tool TOOL (repeatable), after the
-    /// packs' tool_call chain, as `run --deny` does.
+    /// packs' `tool_call` chain, as `run --deny` does.
     #[arg(long = "deny", value_name = "TOOL")]
     pub(crate) deny: Vec<String>,
     #[command(flatten)]
