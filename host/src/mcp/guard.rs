@@ -276,6 +276,12 @@ fn relay_results<W: Write>(
                 audited.done();
                 relayed
             }
+            None if unasked_tool_result(&line) => {
+                // A second answer to a call, or one to no call: it would
+                // reach the client unjudged.
+                eprintln!("mcp guard: dropped a tool result the server sent for no call in flight");
+                continue;
+            }
             None => None,
         };
         let mut client = client.lock().unwrap_or_else(PoisonError::into_inner);
@@ -373,6 +379,13 @@ fn answer_of(line: &[u8]) -> Option<(String, Value)> {
     }
     let id = message.get("id")?.to_string();
     Some((id, message))
+}
+
+/// Whether `line` is a tool result (a response whose `result` has
+/// `content`: only `tools/call` is answered so) — here, one for no call in
+/// flight.
+fn unasked_tool_result(line: &[u8]) -> bool {
+    answer_of(line).is_some_and(|(_, message)| message["result"].get("content").is_some())
 }
 
 /// An MCP tool result saying `text` as an error.

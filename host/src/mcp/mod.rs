@@ -22,7 +22,10 @@
 //! `structuredContent` (which carries the same data, and must stay as the
 //! tool's output schema says). A block on `tool_call` answers the client
 //! an error result (`isError: true`) whose text is the reason; a block on
-//! `tool_result` replaces the whole result so. An operator's question (an `ask` decision) takes
+//! `tool_result` replaces the whole result so. A tool result the server
+//! sends for no call in flight (a second answer to one, or an answer to
+//! none) would reach the client unjudged: it is dropped, with one line on
+//! standard error. An operator's question (an `ask` decision) takes
 //! its default answer: there is no terminal on an MCP server's standard
 //! input. When the server ends, each call it did not answer is answered
 //! with an error result saying so, and the guard exits naming how the
