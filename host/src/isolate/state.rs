@@ -3,7 +3,7 @@
 //! names a scope and a key, never the pack (the host bound that), and a
 //! call may ask a bounded number of them.
 
-use super::wire::{StateAnswer, StateOp};
+use super::wire::{StateAnswer, StateKind, StateOp};
 use abi_stable::std_types::{RStr, RString};
 use chimera_plugin_api::abi::state::{StateScope, StateServiceArc};
 
@@ -13,70 +13,27 @@ pub(super) const MAX_STATE_OPS: u32 = 64;
 
 /// `op` asked of the host's gate state.
 pub(super) fn answer_state(state: &StateServiceArc, op: StateOp) -> StateAnswer {
+    let (scope, conversation, key) = (
+        StateScope(op.scope),
+        RStr::from_str(&op.conversation),
+        RStr::from_str(&op.key),
+    );
     let refused = |line: RString| StateAnswer::Refused(line.into_string());
-    match op {
-        StateOp::Incr {
-            scope,
-            conversation,
-            key,
-            n,
-            window_ms,
-        } => state
-            .incr_by(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                n,
-                window_ms,
-            )
+    match op.kind {
+        StateKind::Incr { n, window_ms } => state
+            .incr_by(scope, conversation, key, n, window_ms)
             .into_result()
             .map_or_else(refused, StateAnswer::Total),
-        StateOp::Add {
-            scope,
-            conversation,
-            key,
-            n,
-            window_ms,
-        } => state
-            .add(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                n,
-                window_ms,
-            )
+        StateKind::Add { n, window_ms } => state
+            .add(scope, conversation, key, n, window_ms)
             .into_result()
             .map_or_else(refused, |()| StateAnswer::Added),
-        StateOp::Get {
-            scope,
-            conversation,
-            key,
-            window_ms,
-        } => state
-            .get(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                window_ms,
-            )
+        StateKind::Get { window_ms } => state
+            .get(scope, conversation, key, window_ms)
             .into_result()
             .map_or_else(refused, StateAnswer::Total),
-        StateOp::Take {
-            scope,
-            conversation,
-            key,
-            n,
-            rate,
-            burst,
-        } => state
-            .take(
-                StateScope(scope),
-                RStr::from_str(&conversation),
-                RStr::from_str(&key),
-                n,
-                rate,
-                burst,
-            )
+        StateKind::Take { n, rate, burst } => state
+            .take(scope, conversation, key, n, rate, burst)
             .into_result()
             .map_or_else(refused, |taken| StateAnswer::Taken {
                 allowed: taken.allowed,

@@ -9,7 +9,7 @@
 
 use crate::isolate::sandbox::{confine_pack_host, Limits};
 use crate::isolate::transport::{spin_budget, Spinning, CHILD_SPIN};
-use crate::isolate::wire::{self, FromHost, Hello, StateAnswer, StateOp, WIRE_VERSION};
+use crate::isolate::wire::{self, FromHost, Hello, StateAnswer, StateKind, StateOp, WIRE_VERSION};
 use crate::plugins::loader::Loader;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RArc, RResult, RStr, RString};
@@ -173,20 +173,32 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn ask(&self, op: &StateOp) -> Result<StateAnswer, RString> {
-        match lock(&self.conn).ask(op) {
+    /// Asks the host `kind` of `key` in `scope`.
+    fn ask(
+        &self,
+        scope: StateScope,
+        conversation: RStr<'_>,
+        key: RStr<'_>,
+        kind: StateKind,
+    ) -> Result<StateAnswer, RString> {
+        let op = StateOp {
+            scope: scope.0,
+            conversation: conversation.as_str().to_owned(),
+            key: key.as_str().to_owned(),
+            kind,
+        };
+        match lock(&self.conn).ask(&op) {
             Ok(StateAnswer::Refused(line)) | Err(line) => Err(RString::from(line)),
             Ok(answer) => Ok(answer),
         }
     }
+}
 
-    fn total(&self, op: &StateOp) -> RResult<i64, RString> {
-        match self.ask(op) {
-            Ok(StateAnswer::Total(total)) => RResult::ROk(total),
-            Ok(_) => RResult::RErr(RString::from("the host answered with a take")),
-            Err(line) => RResult::RErr(line),
-        }
-    }
+/// An answer of another kind than the operation's.
+fn mismatch<T>() -> RResult<T, RString> {
+    RResult::RErr(RString::from(
+        "the host answered a state operation with another kind of answer",
+    ))
 }
 
 impl StateServiceAbi for Proxy {
@@ -198,13 +210,11 @@ impl StateServiceAbi for Proxy {
         n: i64,
         window_ms: u64,
     ) -> RResult<i64, RString> {
-        self.total(&StateOp::Incr {
-            scope: scope.0,
-            conversation: conversation.as_str().to_owned(),
-            key: key.as_str().to_owned(),
-            n,
-            window_ms,
-        })
+        match self.ask(scope, conversation, key, StateKind::Incr { n, window_ms }) {
+            Ok(StateAnswer::Total(total)) => RResult::ROk(total),
+            Ok(_) => mismatch(),
+            Err(line) => RResult::RErr(line),
+        }
     }
 
     fn add(
@@ -215,16 +225,9 @@ impl StateServiceAbi for Proxy {
         n: i64,
         window_ms: u64,
     ) -> RResult<(), RString> {
-        let op = StateOp::Add {
-            scope: scope.0,
-            conversation: conversation.as_str().to_owned(),
-            key: key.as_str().to_owned(),
-            n,
-            window_ms,
-        };
-        match self.ask(&op) {
+        match self.ask(scope, conversation, key, StateKind::Add { n, window_ms }) {
             Ok(StateAnswer::Added) => RResult::ROk(()),
-            Ok(_) => RResult::RErr(RString::from("the host answered an add with a value")),
+            Ok(_) => mismatch(),
             Err(line) => RResult::RErr(line),
         }
     }
@@ -236,12 +239,11 @@ impl StateServiceAbi for Proxy {
         key: RStr<'_>,
         window_ms: u64,
     ) -> RResult<i64, RString> {
-        self.total(&StateOp::Get {
-            scope: scope.0,
-            conversation: conversation.as_str().to_owned(),
-            key: key.as_str().to_owned(),
-            window_ms,
-        })
+        match self.ask(scope, conversation, key, StateKind::Get { window_ms }) {
+            Ok(StateAnswer::Total(total)) => RResult::ROk(total),
+            Ok(_) => mismatch(),
+            Err(line) => RResult::RErr(line),
+        }
     }
 
     fn take(
@@ -253,15 +255,7 @@ impl StateServiceAbi for Proxy {
         rate: f64,
         burst: u64,
     ) -> RResult<TakeAbi, RString> {
-        let op = StateOp::Take {
-            scope: scope.0,
-            conversation: conversation.as_str().to_owned(),
-            key: key.as_str().to_owned(),
-            n,
-            rate,
-            burst,
-        };
-        match self.ask(&op) {
+        match self.ask(scope, conversation, key, StateKind::Take { n, rate, burst }) {
             Ok(StateAnswer::Taken {
                 allowed,
                 wait_ms,
@@ -271,7 +265,7 @@ impl StateServiceAbi for Proxy {
                 wait_ms,
                 remaining,
             }),
-            Ok(_) => RResult::RErr(RString::from("the host answered with a total")),
+            Ok(_) => mismatch(),
             Err(line) => RResult::RErr(line),
         }
     }

@@ -53,41 +53,26 @@ pub(crate) enum FromChild {
 }
 
 /// A gate-state operation an isolated pack asks of the host (the
-/// arguments of `StateServiceAbi`'s methods).
+/// arguments of `StateServiceAbi`'s methods): where, and what.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum StateOp {
+pub(crate) struct StateOp {
+    pub(crate) scope: u8,
+    pub(crate) conversation: String,
+    pub(crate) key: String,
+    pub(crate) kind: StateKind,
+}
+
+/// Which operation, with its own arguments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum StateKind {
     /// `incr_by`.
-    Incr {
-        scope: u8,
-        conversation: String,
-        key: String,
-        n: i64,
-        window_ms: u64,
-    },
+    Incr { n: i64, window_ms: u64 },
     /// `add`.
-    Add {
-        scope: u8,
-        conversation: String,
-        key: String,
-        n: i64,
-        window_ms: u64,
-    },
+    Add { n: i64, window_ms: u64 },
     /// `get`.
-    Get {
-        scope: u8,
-        conversation: String,
-        key: String,
-        window_ms: u64,
-    },
+    Get { window_ms: u64 },
     /// `take`.
-    Take {
-        scope: u8,
-        conversation: String,
-        key: String,
-        n: u64,
-        rate: f64,
-        burst: u64,
-    },
+    Take { n: u64, rate: f64, burst: u64 },
 }
 
 /// The host's answer to a [`StateOp`]: a counter's total, a take, or the
@@ -227,48 +212,28 @@ pub(crate) fn shutdown(buf: &mut Vec<u8>) -> &[u8] {
 
 /// An interceptor's state operation, inside call `seq`.
 pub(crate) fn state_op<'b>(buf: &'b mut Vec<u8>, seq: u64, op: &StateOp) -> &'b [u8] {
+    let signed = |n: i64| u64::from_le_bytes(n.to_le_bytes());
     let mut f = Frame::start(buf, kind::STATE_OP);
     f.u64(seq);
-    let (code, scope, conversation, key) = match op {
-        StateOp::Incr {
-            scope,
-            conversation,
-            key,
-            ..
-        } => (0, scope, conversation, key),
-        StateOp::Get {
-            scope,
-            conversation,
-            key,
-            ..
-        } => (1, scope, conversation, key),
-        StateOp::Take {
-            scope,
-            conversation,
-            key,
-            ..
-        } => (2, scope, conversation, key),
-        StateOp::Add {
-            scope,
-            conversation,
-            key,
-            ..
-        } => (3, scope, conversation, key),
-    };
-    f.u8(code);
-    f.u8(*scope);
-    f.str(conversation);
-    f.str(key);
-    match op {
-        StateOp::Incr { n, window_ms, .. } | StateOp::Add { n, window_ms, .. } => {
-            f.u64(u64::from_le_bytes(n.to_le_bytes()));
-            f.u64(*window_ms);
+    f.u8(match op.kind {
+        StateKind::Incr { .. } => 0,
+        StateKind::Get { .. } => 1,
+        StateKind::Take { .. } => 2,
+        StateKind::Add { .. } => 3,
+    });
+    f.u8(op.scope);
+    f.str(&op.conversation);
+    f.str(&op.key);
+    match op.kind {
+        StateKind::Incr { n, window_ms } | StateKind::Add { n, window_ms } => {
+            f.u64(signed(n));
+            f.u64(window_ms);
         }
-        StateOp::Get { window_ms, .. } => f.u64(*window_ms),
-        StateOp::Take { n, rate, burst, .. } => {
-            f.u64(*n);
+        StateKind::Get { window_ms } => f.u64(window_ms),
+        StateKind::Take { n, rate, burst } => {
+            f.u64(n);
             f.u64(rate.to_bits());
-            f.u64(*burst);
+            f.u64(burst);
         }
     }
     f.finish()
@@ -305,36 +270,30 @@ pub(crate) fn state_answer<'b>(buf: &'b mut Vec<u8>, answer: &StateAnswer) -> &'
 fn decode_state_op(d: &mut Dec<'_>) -> Result<StateOp, WireError> {
     let code = d.u8()?;
     let (scope, conversation, key) = (d.u8()?, d.str()?, d.str()?);
-    Ok(match code {
-        0 => StateOp::Incr {
-            scope,
-            conversation,
-            key,
+    let kind = match code {
+        0 => StateKind::Incr {
             n: i64::from_le_bytes(d.u64()?.to_le_bytes()),
             window_ms: d.u64()?,
         },
-        1 => StateOp::Get {
-            scope,
-            conversation,
-            key,
+        1 => StateKind::Get {
             window_ms: d.u64()?,
         },
-        2 => StateOp::Take {
-            scope,
-            conversation,
-            key,
+        2 => StateKind::Take {
             n: d.u64()?,
             rate: f64::from_bits(d.u64()?),
             burst: d.u64()?,
         },
-        3 => StateOp::Add {
-            scope,
-            conversation,
-            key,
+        3 => StateKind::Add {
             n: i64::from_le_bytes(d.u64()?.to_le_bytes()),
             window_ms: d.u64()?,
         },
         other => return Err(WireError::Kind(other)),
+    };
+    Ok(StateOp {
+        scope,
+        conversation,
+        key,
+        kind,
     })
 }
 

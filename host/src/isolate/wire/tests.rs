@@ -342,35 +342,42 @@ fn hostile_frames_are_refused_with_an_error() {
 #[test]
 fn state_operations_and_their_answers_round_trip_and_a_bad_one_is_refused() {
     let mut buf = Vec::new();
+    let op = |scope: u8, conversation: &str, key: &str, kind| StateOp {
+        scope,
+        conversation: conversation.to_owned(),
+        key: key.to_owned(),
+        kind,
+    };
     let ops = [
-        StateOp::Incr {
-            scope: 1,
-            conversation: "key-ab/chat".to_owned(),
-            key: "calls".to_owned(),
-            n: -3,
-            window_ms: 60_000,
-        },
-        StateOp::Get {
-            scope: 0,
-            conversation: String::new(),
-            key: "spent".to_owned(),
-            window_ms: 0,
-        },
-        StateOp::Add {
-            scope: 1,
-            conversation: "c".to_owned(),
-            key: "spent".to_owned(),
-            n: 60,
-            window_ms: 86_400_000,
-        },
-        StateOp::Take {
-            scope: 0,
-            conversation: String::new(),
-            key: "requests".to_owned(),
-            n: 1,
-            rate: 0.25,
-            burst: 4,
-        },
+        op(
+            1,
+            "key-ab/chat",
+            "calls",
+            StateKind::Incr {
+                n: -3,
+                window_ms: 60_000,
+            },
+        ),
+        op(0, "", "spent", StateKind::Get { window_ms: 0 }),
+        op(
+            1,
+            "c",
+            "spent",
+            StateKind::Add {
+                n: 60,
+                window_ms: 86_400_000,
+            },
+        ),
+        op(
+            0,
+            "",
+            "requests",
+            StateKind::Take {
+                n: 1,
+                rate: 0.25,
+                burst: 4,
+            },
+        ),
     ];
     for op in ops {
         let frame = state_op(&mut buf, 9, &op).to_vec();
@@ -399,16 +406,8 @@ fn state_operations_and_their_answers_round_trip_and_a_bad_one_is_refused() {
         assert_eq!(back, answer);
     }
     // An operation this host does not know is refused, not guessed at.
-    let mut frame = state_op(&mut buf, 1, &ops_get())[4..].to_vec();
+    let get = op(0, "", "k", StateKind::Get { window_ms: 0 });
+    let mut frame = state_op(&mut buf, 1, &get)[4..].to_vec();
     frame[1 + 8] = 9;
     assert_eq!(decode_from_child(&frame).unwrap_err(), WireError::Kind(9));
-}
-
-fn ops_get() -> StateOp {
-    StateOp::Get {
-        scope: 0,
-        conversation: String::new(),
-        key: "k".to_owned(),
-        window_ms: 0,
-    }
 }
