@@ -56,6 +56,13 @@ where
     run(future)
 }
 
+/// A handle on the shared runtime, for work that outlives one call (the
+/// MCP client's connections, which its tools then wait on from blocking
+/// threads). `None` when the system refused the runtime a thread.
+pub(crate) fn handle() -> Option<Handle> {
+    runtime().map(|runtime| runtime.handle().clone())
+}
+
 /// Blocks on the shared runtime (outside any runtime).
 fn run<F: Future>(future: F) -> F::Output {
     match runtime() {

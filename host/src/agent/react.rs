@@ -96,6 +96,10 @@ impl AgentSession {
         self.turns += 1;
         self.facts.provider_calls_this_turn = 0;
         self.facts.tool_calls_this_turn = 0;
+        // A tool that went away (its MCP server died) is offered no more.
+        if self.tools.offered_count() != self.tool_list.len() {
+            self.tool_list = ToolList::new(self.tools.schemas());
+        }
         self.history.push(Message::user(input));
         let used_before = self.ledger.total();
         self.bus.emit(|| AgentEvent::User {

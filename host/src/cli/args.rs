@@ -338,12 +338,35 @@ pub(crate) enum AuditCommand {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolsCommand {
-    /// List the built-in tools with their argument schemas.
+    /// List the tools a run offers, with their argument schemas: the
+    /// built-in ones, then each MCP server's (`NAME__tool`).
     List {
         /// One JSON object per tool.
         #[arg(long)]
         json: bool,
+
+        #[command(flatten)]
+        mcp: McpArgs,
+
+        /// The directory MCP server commands start in (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
     },
+}
+
+/// The MCP servers whose tools a session offers.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct McpArgs {
+    /// An MCP server whose tools the model is offered, as `NAME__TOOL`
+    /// (repeatable; replaces the configuration file's `[mcp.servers]`):
+    /// `NAME=COMMAND [ARGS…]`, started in the workspace and spoken to on
+    /// stdio, or `NAME=URL`, a streamable-HTTP endpoint.
+    #[arg(long = "mcp", value_name = "NAME=COMMAND|URL")]
+    pub(crate) servers: Vec<String>,
+
+    /// The configuration file's `[mcp.servers]`, when no `--mcp` is given.
+    #[arg(skip)]
+    pub(crate) from_file: Vec<(String, chimera_host::config::McpServerEntry)>,
 }
 
 /// Where packs are found.
@@ -518,6 +541,9 @@ pub(crate) struct RunArgs {
     /// Never run these tools (repeatable).
     #[arg(long = "deny", value_name = "TOOL")]
     pub(crate) deny: Vec<String>,
+
+    #[command(flatten)]
+    pub(crate) mcp: McpArgs,
 
     /// Approve every `--ask` (and every pack's question) without prompting.
     #[arg(long, conflicts_with_all = ["approvals", "no"])]

@@ -39,7 +39,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
         ))
     })?;
     let provider: Arc<dyn Provider> = model.clone();
-    let mut session = host.session(provider, workspace, 25, true).build();
+    let mut session = host.session(provider, workspace, (25, true), &[]).build();
     let result = session.run_turn(PROMPT);
 
     if !args.json {

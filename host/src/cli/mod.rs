@@ -34,7 +34,9 @@ use std::process::ExitCode;
 /// `CHIMERA_LOG` (an env-filter, e.g. `debug`) changes the level.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CHIMERA_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // The MCP client's own logs stay quiet: what matters of a server
+        // (it failed, died, hung, sent garbage) is said in one line of ours.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -135,7 +137,12 @@ pub(crate) fn main() -> ExitCode {
         Command::Audit(AuditCommand::Verify { file, expect_head }) => {
             audit::verify(&file, expect_head.as_deref())
         }
-        Command::Tools(ToolsCommand::List { json }) => tools::list(json),
+        Command::Tools(ToolsCommand::List {
+            json,
+            mut mcp,
+            workspace,
+        }) => settings::apply_to_mcp(cli.config.as_deref(), &mut mcp)
+            .and_then(|()| tools::list(json, &mcp, workspace.as_deref())),
         Command::Mcp(McpCommand::Guard(args)) => mcp::guard(args),
         Command::PackHost(args) => pack_host(&args),
     };

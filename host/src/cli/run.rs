@@ -282,8 +282,15 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     for tool in &args.deny {
         rules = rules.set(tool.clone(), Permission::Deny);
     }
+    // Stopped when the run ends (dropped last).
+    let mcp = super::mcp::start_servers(&args.mcp, workspace.root())?;
     let mut builder = host
-        .session(provider, workspace, args.max_steps, !args.no_bash_sandbox)
+        .session(
+            provider,
+            workspace,
+            (args.max_steps, !args.no_bash_sandbox),
+            &mcp.tools(),
+        )
         .permissions(Arc::new(rules))
         .approver(approver)
         .prices(Arc::new(prices))

@@ -9,10 +9,12 @@
 //! itself is one idea, a flag over a file key, applied to `run`'s and
 //! `serve`'s arguments.
 
-use super::args::{Cli, RunArgs, SearchArgs, ServeArgs, StateArgs, StreamPolicyArg, TrustArgs};
+use super::args::{
+    Cli, McpArgs, RunArgs, SearchArgs, ServeArgs, StateArgs, StreamPolicyArg, TrustArgs,
+};
 use super::failure::Failure;
 use chimera_host::config::{
-    self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, ProviderSection,
+    self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, McpSection, ProviderSection,
     SessionSection, StateSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
 };
 use clap::parser::ValueSource;
@@ -218,7 +220,49 @@ fn merge(
     merge_provider(&mut m, args, &config.provider);
     merge_approvals(&mut m, args, &config.approvals);
     merge_session(&mut m, args, &config.session);
+    merge_mcp(&mut m, &mut args.mcp, &config.mcp);
     m.settings
+}
+
+/// `[mcp.servers]`, unless `--mcp` gave the servers (a list given on the
+/// command line replaces the file's).
+fn merge_mcp(m: &mut Merge<'_>, args: &mut McpArgs, section: &McpSection) {
+    if !args.servers.is_empty() {
+        m.record("mcp.servers", json!(args.servers), Origin::Flag);
+        return;
+    }
+    match (&section.servers, m.file) {
+        (Some(servers), Some(file)) => {
+            args.from_file = servers.clone().into_iter().collect();
+            let shown: serde_json::Map<String, Value> = servers
+                .iter()
+                .map(|(name, entry)| {
+                    let reached = match (&entry.command, &entry.url) {
+                        (Some(command), _) => {
+                            let mut words = vec![command.clone()];
+                            words.extend(entry.args.iter().flatten().cloned());
+                            json!(words.join(" "))
+                        }
+                        (None, url) => json!(url),
+                    };
+                    (name.clone(), reached)
+                })
+                .collect();
+            m.record("mcp.servers", Value::Object(shown), Origin::File(file.to_owned()));
+        }
+        _ => m.record("mcp.servers", json!({}), Origin::Default),
+    }
+}
+
+/// `tools list`: the file's `[mcp.servers]`, unless `--mcp` was given.
+pub(crate) fn apply_to_mcp(named: Option<&Path>, args: &mut McpArgs) -> Result<(), Failure> {
+    let loaded = load(named)?;
+    let config = loaded.as_ref().map(|l| &l.config);
+    let mut m = merger(loaded.as_ref(), &|_| false);
+    if let Some(config) = config {
+        merge_mcp(&mut m, args, &config.mcp);
+    }
+    Ok(())
 }
 
 /// The search path, the packs (and which are isolated) and `[trust]`.

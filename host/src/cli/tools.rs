@@ -1,15 +1,20 @@
-//! `chimera tools list [--json]`: the built-in tools a session offers the
-//! model — the standard set, `bash` and `delegate` — each with its
-//! description and the JSON schema of its arguments, exactly as `chimera
-//! run` offers them by default (bash sandboxed). What a pack's `tool_call`
-//! interceptor sees as a call's arguments follows these schemas.
+//! `chimera tools list [--json] [--mcp …]`: the tools a session offers
+//! the model — the standard set, `bash` and `delegate`, then each MCP
+//! server's (`[mcp.servers]` or `--mcp`, started for the listing and
+//! stopped after it) as `NAME__tool` — each with its description and the
+//! JSON schema of its arguments, exactly as `chimera run` offers them by
+//! default (bash sandboxed). What a pack's `tool_call` interceptor sees as
+//! a call's arguments follows these schemas.
 
+use super::args::McpArgs;
 use super::failure::Failure;
+use super::mcp::start_servers;
 use chimera_host::tools::{DelegateTool, SubAgent, ToolContext, ToolSet};
 use chimera_host::types::{terminal_safe, ToolSchema};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 
 /// `delegate`'s sub-agent for a listing: the tool is described, never run.
@@ -32,9 +37,21 @@ fn built_in() -> ToolSet {
     tools
 }
 
-pub(crate) fn list(json: bool) -> Result<(), Failure> {
+pub(crate) fn list(json: bool, mcp: &McpArgs, workspace: Option<&Path>) -> Result<(), Failure> {
+    let dir = workspace.unwrap_or_else(|| Path::new("."));
+    if !dir.is_dir() {
+        return Err(Failure::usage(format!(
+            "--workspace {}: not a directory",
+            dir.display()
+        )));
+    }
+    let servers = start_servers(mcp, dir)?;
+    let mut tools = built_in();
+    for tool in servers.tools() {
+        tools.insert(tool);
+    }
     let mut out = String::new();
-    for schema in built_in().schemas() {
+    for schema in tools.schemas() {
         if json {
             let line = serde_json::to_string(&schema)
                 .map_err(|e| Failure::run_failed(format!("cannot print {}: {e}", schema.name)))?;

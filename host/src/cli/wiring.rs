@@ -13,7 +13,7 @@ use chimera_host::config::search_path;
 use chimera_host::pack_test::{load_in_order, session_builder, PackLoadError};
 use chimera_host::plugins::{LoadError, PluginManager, Registry};
 use chimera_host::providers::Provider;
-use chimera_host::tools::Workspace;
+use chimera_host::tools::{Tool, Workspace};
 use std::sync::Arc;
 
 /// Loads `--pack` specs in order, publishing `pack_loaded` for each; the
@@ -89,14 +89,15 @@ impl Host {
     }
 
     /// A session on `provider` in `workspace` with the standard tools (bash
-    /// sandboxed unless `bash_sandbox` is false) and `delegate`, merging
-    /// this host's registry every turn and publishing on its bus.
+    /// sandboxed unless `bash_sandbox` is false), the `extra` tools (the
+    /// MCP servers') and `delegate`, merging this host's registry every
+    /// turn and publishing on its bus.
     pub(crate) fn session(
         &self,
         provider: Arc<dyn Provider>,
         workspace: Workspace,
-        max_steps: usize,
-        bash_sandbox: bool,
+        (max_steps, bash_sandbox): (usize, bool),
+        extra: &[Arc<dyn Tool>],
     ) -> SessionBuilder {
         session_builder(
             provider,
@@ -105,6 +106,7 @@ impl Host {
             self.bus.clone(),
             max_steps,
             bash_sandbox,
+            extra,
         )
     }
 }

@@ -42,6 +42,42 @@ pub struct FileConfig {
     /// Where gate state is kept.
     #[serde(default)]
     pub state: StateSection,
+    /// MCP servers whose tools a run offers.
+    #[serde(default)]
+    pub mcp: McpSection,
+}
+
+/// `[mcp]`: the MCP servers whose tools `chimera run` offers the model
+/// (as `NAME__tool`) and `chimera tools list` lists.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// `[mcp.servers.NAME]`, by name.
+    pub servers: Option<std::collections::BTreeMap<String, McpServerEntry>>,
+}
+
+/// `[mcp.servers.NAME]`: one server, either a `command` started in the
+/// workspace and spoken to on its standard input and output, or the `url`
+/// of a streamable-HTTP endpoint.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerEntry {
+    /// The program (looked up on `PATH` when it has no `/`).
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Option<Vec<String>>,
+    /// Variables added to the environment it inherits.
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// The streamable-HTTP endpoint, instead of a command.
+    pub url: Option<String>,
+    /// The environment variable holding a token sent as
+    /// `Authorization: Bearer …` to `url`.
+    pub bearer_token_env: Option<String>,
+    /// How long it may take to start and list its tools, in seconds.
+    pub startup_timeout_secs: Option<u64>,
+    /// How long one call may wait for its answer, in seconds; past it the
+    /// server is stopped and its tools go away.
+    pub call_timeout_secs: Option<u64>,
 }
 
 /// `[state]`: where gate state (budgets, rate limits, loop caps) is kept,

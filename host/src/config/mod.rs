@@ -11,7 +11,8 @@ mod search;
 mod trust;
 
 pub use file::{
-    parse, Answer, ApprovalsSection, FileConfig, PackEntry, ProviderSection, ServeSection,
+    parse, Answer, ApprovalsSection, FileConfig, McpSection, McpServerEntry, PackEntry,
+    ProviderSection, ServeSection,
     SessionScope, SessionSection, StateSection, StreamPolicyName, TrustSection, UpstreamSection,
     FILE_NAME,
 };

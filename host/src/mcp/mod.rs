@@ -35,5 +35,13 @@
 //! one line on standard error: it could not be judged whole.
 
 mod guard;
+mod servers;
+mod stdio;
+mod tool;
 
 pub use guard::{guard, GuardError, Rules, MAX_LINE};
+pub use servers::{
+    check_name, McpServers, ServerSpec, Transport, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,
+    MAX_SERVER_NAME,
+};
+pub use tool::{McpTool, MAX_DESCRIPTION_CHARS, MAX_RESULT_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS};

@@ -6,7 +6,7 @@
 use crate::agent::{AgentEvent, AgentSession, EventBus, SessionBuilder, SessionSubAgent};
 use crate::plugins::{LoadError, PackInfo, PluginManager, Registry};
 use crate::providers::Provider;
-use crate::tools::{BashTool, DelegateTool, ToolSet, Workspace};
+use crate::tools::{BashTool, DelegateTool, Tool, ToolSet, Workspace};
 use std::sync::Arc;
 
 /// The default system prompt.
@@ -60,8 +60,9 @@ pub fn load_in_order(
 }
 
 /// A session on `provider` in `workspace` with the standard tools (`bash`
-/// sandboxed unless `bash_sandbox` is false) and `delegate`, the default
-/// system prompt, merging `registry` every turn and publishing on `bus`.
+/// sandboxed unless `bash_sandbox` is false), the `extra` tools and
+/// `delegate`, the default system prompt, merging `registry` every turn
+/// and publishing on `bus`.
 #[must_use]
 pub fn session_builder(
     provider: Arc<dyn Provider>,
@@ -70,8 +71,9 @@ pub fn session_builder(
     bus: EventBus,
     max_steps: usize,
     bash_sandbox: bool,
+    extra: &[Arc<dyn Tool>],
 ) -> SessionBuilder {
-    let tools = standard_tools(&provider, &workspace, max_steps, bash_sandbox);
+    let tools = standard_tools(&provider, &workspace, max_steps, bash_sandbox, extra);
     AgentSession::builder(provider, workspace)
         .system(SYSTEM_PROMPT)
         .tools(tools)
@@ -80,14 +82,16 @@ pub fn session_builder(
         .max_steps(max_steps)
 }
 
-/// The standard tools plus `bash` and `delegate`, whose sub-agent runs on
-/// the same provider under the calling session's policy and merged chains.
+/// The standard tools plus `bash`, the `extra` tools (an MCP server's) and
+/// `delegate`, whose sub-agent runs on the same provider with the same
+/// tools under the calling session's policy and merged chains.
 #[must_use]
 pub fn standard_tools(
     provider: &Arc<dyn Provider>,
     workspace: &Workspace,
     max_steps: usize,
     bash_sandbox: bool,
+    extra: &[Arc<dyn Tool>],
 ) -> ToolSet {
     let mut tools = ToolSet::standard();
     let bash = BashTool::default().sandboxed(bash_sandbox);
@@ -95,6 +99,9 @@ pub fn standard_tools(
         tracing::warn!("{}", bash.sandbox_summary());
     }
     tools.insert(Arc::new(bash));
+    for tool in extra {
+        tools.insert(Arc::clone(tool));
+    }
     let sub_agent = SessionSubAgent::new(Arc::clone(provider), workspace.clone(), tools.clone())
         .max_steps(max_steps);
     tools.insert(Arc::new(DelegateTool::new(Arc::new(sub_agent))));

@@ -120,6 +120,13 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Whether the tool is offered to the model now. Built-in tools always
+    /// are; a tool of an MCP server stops being offered once its server is
+    /// gone (a session notices at the start of its next turn).
+    fn offered(&self) -> bool {
+        true
+    }
+
     /// The schema offered to the model.
     fn schema(&self) -> ToolSchema {
         ToolSchema {
@@ -361,10 +368,20 @@ impl ToolSet {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    /// Schemas of every tool, in order.
+    /// Schemas of every tool offered now ([`Tool::offered`]), in order.
     #[must_use]
     pub fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools.iter().map(|t| t.schema()).collect()
+        self.tools
+            .iter()
+            .filter(|t| t.offered())
+            .map(|t| t.schema())
+            .collect()
+    }
+
+    /// How many tools are offered now (it falls when an MCP server goes).
+    #[must_use]
+    pub fn offered_count(&self) -> usize {
+        self.tools.iter().filter(|t| t.offered()).count()
     }
 
     /// Tool names, in order.
