@@ -27,6 +27,7 @@ mod isolation;
 mod isolation_crash;
 mod loading;
 mod mcp;
+mod mcp_tools;
 mod merge;
 mod outward_seams;
 mod pack_authoring;

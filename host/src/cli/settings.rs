@@ -248,7 +248,11 @@ fn merge_mcp(m: &mut Merge<'_>, args: &mut McpArgs, section: &McpSection) {
                     (name.clone(), reached)
                 })
                 .collect();
-            m.record("mcp.servers", Value::Object(shown), Origin::File(file.to_owned()));
+            m.record(
+                "mcp.servers",
+                Value::Object(shown),
+                Origin::File(file.to_owned()),
+            );
         }
         _ => m.record("mcp.servers", json!({}), Origin::Default),
     }

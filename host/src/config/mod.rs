@@ -12,9 +12,8 @@ mod trust;
 
 pub use file::{
     parse, Answer, ApprovalsSection, FileConfig, McpSection, McpServerEntry, PackEntry,
-    ProviderSection, ServeSection,
-    SessionScope, SessionSection, StateSection, StreamPolicyName, TrustSection, UpstreamSection,
-    FILE_NAME,
+    ProviderSection, ServeSection, SessionScope, SessionSection, StateSection, StreamPolicyName,
+    TrustSection, UpstreamSection, FILE_NAME,
 };
 pub use pack_spec::{parse_pack_spec, PackSpec};
 pub use paths::{user_config_dir, user_data_dir};

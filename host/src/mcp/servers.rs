@@ -195,6 +195,17 @@ impl Server {
         self.gone.get().map(String::as_str)
     }
 
+    /// Why the server went away, waiting up to `within` for whoever
+    /// watches its connection to say (a call that failed because the
+    /// connection ended leaves the reason to what saw it end).
+    pub(crate) fn gone_within(&self, within: Duration) -> Option<&str> {
+        let until = std::time::Instant::now() + within;
+        while self.gone().is_none() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.gone()
+    }
+
     /// Takes the server away for `why` (the first reason is kept): one
     /// warning line, unless the session is ending, and its connection is
     /// stopped.
@@ -362,7 +373,6 @@ async fn connect(spec: &ServerSpec, dir: &Path, handle: Handle) -> Result<Starte
     match &spec.transport {
         Transport::Stdio { command, args, env } => {
             let child = stdio::spawn(command, args, env, dir)?;
-            let exit = child.exit.clone();
             let (transport, process) = (child.transport, child.process);
             let within = spec.startup_timeout;
             let handshake =
@@ -370,12 +380,8 @@ async fn connect(spec: &ServerSpec, dir: &Path, handle: Handle) -> Result<Starte
             match handshake {
                 Ok(Ok((running, listed))) => {
                     let server = server(spec, &running, handle);
-                    let supervisor = tokio::spawn(supervise_stdio(
-                        Arc::clone(&server),
-                        running,
-                        process,
-                        exit,
-                    ));
+                    let supervisor =
+                        tokio::spawn(supervise_stdio(Arc::clone(&server), running, process));
                     Ok(Started {
                         server,
                         listed,
@@ -384,14 +390,14 @@ async fn connect(spec: &ServerSpec, dir: &Path, handle: Handle) -> Result<Starte
                 }
                 Ok(Err(error)) => {
                     // The process's own end says more than the handshake's.
-                    let ended = stdio::reap(process, &exit, Duration::from_secs(2)).await;
+                    let ended = process.reap(Duration::from_secs(2)).await;
                     Err(match ended {
                         Exit::Killed => format!("the handshake failed: {error}"),
                         ended => ended.to_string(),
                     })
                 }
                 Err(_) => {
-                    stdio::reap(process, &exit, Duration::ZERO).await;
+                    process.reap(Duration::ZERO).await;
                     Err(format!(
                         "did not finish starting within {} s; stopped",
                         within.as_secs()
@@ -439,10 +445,7 @@ where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let running = config
-        .serve(transport)
-        .await
-        .map_err(|e| e.to_string())?;
+    let running = config.serve(transport).await.map_err(|e| e.to_string())?;
     let listed = running
         .peer()
         .list_all_tools()
@@ -466,19 +469,14 @@ fn server(spec: &ServerSpec, running: &Running, handle: Handle) -> Arc<Server> {
 /// Waits for a stdio server's connection to end (its output closed or
 /// unreadable, or the connection stopped), then for its process (killed if
 /// it does not end at once), and takes the server away saying how it ended.
-async fn supervise_stdio(
-    server: Arc<Server>,
-    running: Running,
-    process: tokio::process::Child,
-    exit: Arc<stdio::ExitCell>,
-) {
+async fn supervise_stdio(server: Arc<Server>, running: Running, process: stdio::Process) {
     let _ = running.waiting().await;
     let grace = if server.gone().is_some() {
         Duration::ZERO
     } else {
         Duration::from_secs(1)
     };
-    let ended = stdio::reap(process, &exit, grace).await;
+    let ended = process.reap(grace).await;
     server.go(ended.to_string());
 }
 

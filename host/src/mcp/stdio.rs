@@ -24,8 +24,15 @@ const LAST_WORDS: usize = 200;
 /// the process's input), and the process.
 pub(super) struct Child {
     pub(super) transport: (DuplexStream, ChildStdin),
-    pub(super) process: tokio::process::Child,
-    pub(super) exit: Arc<ExitCell>,
+    pub(super) process: Process,
+}
+
+/// A server's process, with what is known of how it ends.
+pub(super) struct Process {
+    child: tokio::process::Child,
+    /// Reads its standard error to the end.
+    stderr: tokio::task::JoinHandle<()>,
+    exit: Arc<ExitCell>,
 }
 
 /// What is known of how a server ends: the rule its output broke, if it
@@ -110,38 +117,41 @@ pub(super) fn spawn(
     let exit = Arc::new(ExitCell::default());
     let (checked, relay) = tokio::io::duplex(64 << 10);
     tokio::spawn(relay_messages(stdout, relay, Arc::clone(&exit)));
-    tokio::spawn(keep_last_words(stderr, Arc::clone(&exit)));
+    let stderr = tokio::spawn(keep_last_words(stderr, Arc::clone(&exit)));
     Ok(Child {
         transport: (checked, stdin),
-        process,
-        exit,
+        process: Process {
+            child: process,
+            stderr,
+            exit,
+        },
     })
 }
 
-/// Waits up to `grace` for `process` to end, kills it (and its process
-/// group) otherwise, and says how it ended.
-pub(super) async fn reap(
-    mut process: tokio::process::Child,
-    exit: &ExitCell,
-    grace: Duration,
-) -> Exit {
-    let status = match tokio::time::timeout(grace, process.wait()).await {
-        Ok(Ok(status)) => Some(status),
-        _ => {
-            kill_group(&process);
-            let _ = process.kill().await;
+impl Process {
+    /// Waits up to `grace` for the process to end, kills it (and its
+    /// process group) otherwise, and says how it ended.
+    pub(super) async fn reap(mut self, grace: Duration) -> Exit {
+        let status = if let Ok(Ok(status)) = tokio::time::timeout(grace, self.child.wait()).await {
+            Some(status)
+        } else {
+            kill_group(&self.child);
+            let _ = self.child.kill().await;
             None
+        };
+        if let Some(why) = self.exit.broke.get() {
+            return Exit::Broke(why.clone());
         }
-    };
-    if let Some(why) = exit.broke.get() {
-        return Exit::Broke(why.clone());
-    }
-    match status {
-        Some(status) => Exit::Ended {
+        let Some(status) = status else {
+            return Exit::Killed;
+        };
+        // Its last words are read to the end (what it started may hold
+        // the stream open: not for long).
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.stderr).await;
+        Exit::Ended {
             status,
-            last_words: exit.last_words(),
-        },
-        None => Exit::Killed,
+            last_words: self.exit.last_words(),
+        }
     }
 }
 
@@ -175,10 +185,9 @@ async fn relay_messages(stdout: ChildStdout, mut into: DuplexStream, exit: Arc<E
             Ok(_) => {}
         }
         if line.len() > MAX_LINE {
-            let _ = exit.broke.set(format!(
-                "sent a message longer than {} MiB",
-                MAX_LINE >> 20
-            ));
+            let _ = exit
+                .broke
+                .set(format!("sent a message longer than {} MiB", MAX_LINE >> 20));
             return;
         }
         let message = line.trim_ascii();
@@ -260,7 +269,11 @@ mod tests {
             b"\"text\"",
             b"{} {}",
         ] {
-            assert!(!is_json_rpc(garbage), "{}", String::from_utf8_lossy(garbage));
+            assert!(
+                !is_json_rpc(garbage),
+                "{}",
+                String::from_utf8_lossy(garbage)
+            );
         }
     }
 

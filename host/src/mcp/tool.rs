@@ -114,7 +114,9 @@ impl Tool for McpTool {
         let mut call = CallToolRequestParams::new(self.remote.clone());
         call.arguments = arguments;
         let interceptors_first = cx.deadline.is_some_and(|d| d < server.call_timeout);
-        let within = cx.deadline.map_or(server.call_timeout, |d| d.min(server.call_timeout));
+        let within = cx
+            .deadline
+            .map_or(server.call_timeout, |d| d.min(server.call_timeout));
         match self.wait(call, within) {
             Some(Ok(result)) => from_result(result),
             Some(Err(ServiceError::McpError(error))) => Err(ToolError::failed(format!(
@@ -122,10 +124,14 @@ impl Tool for McpTool {
                 server.name, error.message
             ))),
             Some(Err(error)) => {
-                let why = format!("its connection failed ({error})");
-                server.go(why.clone());
+                // The connection ended: what watches it says how (the
+                // process's end, the garbage it sent) unless it cannot.
+                if server.gone_within(Duration::from_secs(3)).is_none() {
+                    server.go(format!("its connection failed ({error})"));
+                }
+                let why = server.gone().unwrap_or("its connection failed");
                 Err(ToolError::failed(format!(
-                    "MCP server {}: {why}",
+                    "MCP server {} is gone ({why}): the call was not answered",
                     server.name
                 )))
             }
@@ -191,7 +197,9 @@ fn offered(
         ));
     }
     if !seen.insert(remote.clone()) {
-        return Err(format!("tool `{shown}` is listed twice; the second is skipped"));
+        return Err(format!(
+            "tool `{shown}` is listed twice; the second is skipped"
+        ));
     }
     let parameters = Value::Object((*tool.input_schema).clone());
     let is_object_schema = parameters
@@ -251,15 +259,28 @@ fn describe(out: &mut String, item: &ContentBlock) {
     match item {
         ContentBlock::Text(text) => out.push_str(&text.text),
         ContentBlock::Image(image) => {
-            let _ = write!(out, "[image {}, {} bytes of base64]", image.mime_type, image.data.len());
+            let _ = write!(
+                out,
+                "[image {}, {} bytes of base64]",
+                image.mime_type,
+                image.data.len()
+            );
         }
         ContentBlock::Audio(audio) => {
-            let _ = write!(out, "[audio {}, {} bytes of base64]", audio.mime_type, audio.data.len());
+            let _ = write!(
+                out,
+                "[audio {}, {} bytes of base64]",
+                audio.mime_type,
+                audio.data.len()
+            );
         }
         ContentBlock::Resource(embedded) => match &embedded.resource {
             ResourceContents::TextResourceContents { text, .. } => out.push_str(text),
             ResourceContents::BlobResourceContents {
-                uri, mime_type, blob, ..
+                uri,
+                mime_type,
+                blob,
+                ..
             } => {
                 let _ = write!(
                     out,

@@ -283,10 +283,18 @@ impl Harness {
         let provider: Arc<dyn Provider> = Arc::new(model);
         let answers = AnswersFile::parse(&case.answers)
             .map_err(|e| CaseError::new(&case.path, None, format!("answers: {e}")))?;
-        let mut builder = session_builder(provider, workspace, registry, bus, case.max_steps, true, &[])
-            .session_id(format!("case-{}", case.name))
-            .approver(Arc::new(answers))
-            .stream(case.stream);
+        let mut builder = session_builder(
+            provider,
+            workspace,
+            registry,
+            bus,
+            case.max_steps,
+            true,
+            &[],
+        )
+        .session_id(format!("case-{}", case.name))
+        .approver(Arc::new(answers))
+        .stream(case.stream);
         if let Some(system) = &case.system {
             builder = builder.system(system.clone());
         }
