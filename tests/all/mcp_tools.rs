@@ -531,3 +531,32 @@ fn a_streamable_http_server_offers_its_tools_and_answers_calls_in_the_loop() {
     let content = echoed["content"].as_str().unwrap();
     assert!(content.contains("my key is [redacted]"), "{echoed}");
 }
+
+#[test]
+fn the_readme_s_mcp_servers_example_is_accepted_as_written() {
+    let readme =
+        std::fs::read_to_string(chimera_tests::workspace_root().join("README.md")).unwrap();
+    let start = readme
+        .find("```toml\n[mcp.servers.")
+        .expect("the README shows [mcp.servers]")
+        + "```toml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chimera.toml");
+    std::fs::write(&file, &readme[start..end]).unwrap();
+    let file = file.display().to_string();
+    let shown = chimera(
+        dir.path(),
+        &["--config", &file, "config", "show", "--json"],
+        &[],
+        "",
+    );
+    assert_eq!(shown.status(), 0, "{}", shown.stderr());
+    let shown: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    let servers = &shown["settings"]["mcp.servers"]["value"];
+    assert_eq!(
+        servers["fs"], "npx -y @modelcontextprotocol/server-filesystem .",
+        "{shown}"
+    );
+    assert_eq!(servers["docs"], "https://mcp.example.com/mcp", "{shown}");
+}

@@ -7,6 +7,7 @@ mod audit;
 mod demo;
 mod failure;
 mod mcp;
+mod mcp_servers;
 mod pack_new;
 mod pack_test;
 mod packs;

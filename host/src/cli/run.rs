@@ -283,7 +283,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         rules = rules.set(tool.clone(), Permission::Deny);
     }
     // Stopped when the run ends (dropped last).
-    let mcp = super::mcp::start_servers(&args.mcp, workspace.root())?;
+    let mcp = super::mcp_servers::start_servers(&args.mcp, workspace.root())?;
     let mut builder = host
         .session(
             provider,

@@ -8,7 +8,7 @@
 
 use super::args::McpArgs;
 use super::failure::Failure;
-use super::mcp::start_servers;
+use super::mcp_servers::start_servers;
 use chimera_host::tools::{DelegateTool, SubAgent, ToolContext, ToolSet};
 use chimera_host::types::{terminal_safe, ToolSchema};
 use serde_json::Value;

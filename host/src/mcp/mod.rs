@@ -34,6 +34,7 @@
 //! refuses it), and a line longer than [`MAX_LINE`] ends the session with
 //! one line on standard error: it could not be judged whole.
 
+mod connection;
 mod guard;
 mod servers;
 mod stdio;

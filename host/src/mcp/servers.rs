@@ -13,18 +13,18 @@
 //! one warning line, and its tools go away: they are no longer offered
 //! from the next turn on, and a call to one is an error result naming why.
 
+use super::connection::Server;
 use super::stdio::{self, Exit};
 use super::tool::{listed_tools, McpTool};
 use crate::tools::Tool;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{Peer, RoleClient, RunningService, RunningServiceCancellationToken};
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Handle;
 
@@ -171,68 +171,6 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// A connected server, as its tools hold it.
-pub(crate) struct Server {
-    /// Its name.
-    pub(crate) name: String,
-    /// The client's end of the session.
-    pub(crate) peer: Peer<RoleClient>,
-    /// See [`ServerSpec::call_timeout`].
-    pub(crate) call_timeout: Duration,
-    /// The runtime its connection lives on, which calls wait on.
-    pub(crate) handle: Handle,
-    /// Why it went away, once it has.
-    gone: OnceLock<String>,
-    /// Set when the session ends: stopping then is said by nobody.
-    quiet: AtomicBool,
-    /// Stops the connection (taken by the first stop).
-    stop: Mutex<Option<RunningServiceCancellationToken>>,
-}
-
-impl Server {
-    /// Why the server went away, or `None` while it is there.
-    pub(crate) fn gone(&self) -> Option<&str> {
-        self.gone.get().map(String::as_str)
-    }
-
-    /// Why the server went away, waiting up to `within` for whoever
-    /// watches its connection to say (a call that failed because the
-    /// connection ended leaves the reason to what saw it end).
-    pub(crate) fn gone_within(&self, within: Duration) -> Option<&str> {
-        let until = std::time::Instant::now() + within;
-        while self.gone().is_none() && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.gone()
-    }
-
-    /// Takes the server away for `why` (the first reason is kept): one
-    /// warning line, unless the session is ending, and its connection is
-    /// stopped.
-    pub(crate) fn go(&self, why: impl Into<String>) {
-        if self.gone.set(why.into()).is_ok() && !self.quiet.load(Ordering::Relaxed) {
-            if let Some(why) = self.gone() {
-                tracing::warn!(
-                    "MCP server {}: {why}; its tools are no longer offered",
-                    self.name
-                );
-            }
-        }
-        self.stop_connection();
-    }
-
-    fn stop_connection(&self) {
-        let token = self
-            .stop
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(token) = token {
-            token.cancel();
-        }
-    }
-}
-
 /// The configured servers of one session, started, with their tools.
 /// Dropping it stops them all (without a line).
 pub struct McpServers {
@@ -333,8 +271,7 @@ impl McpServers {
 impl Drop for McpServers {
     fn drop(&mut self) {
         for server in &self.servers {
-            server.quiet.store(true, Ordering::Relaxed);
-            server.go("the session ended");
+            server.go_quietly("the session ended");
         }
         let Some(handle) = &self.handle else {
             return;
@@ -455,15 +392,13 @@ where
 }
 
 fn server(spec: &ServerSpec, running: &Running, handle: Handle) -> Arc<Server> {
-    Arc::new(Server {
-        name: spec.name.clone(),
-        peer: running.peer().clone(),
-        call_timeout: spec.call_timeout,
+    Arc::new(Server::new(
+        spec.name.clone(),
+        running.peer().clone(),
+        spec.call_timeout,
         handle,
-        gone: OnceLock::new(),
-        quiet: AtomicBool::new(false),
-        stop: Mutex::new(Some(running.cancellation_token())),
-    })
+        running.cancellation_token(),
+    ))
 }
 
 /// Waits for a stdio server's connection to end (its output closed or

@@ -10,7 +10,7 @@
 //! [`MAX_DESCRIPTION_CHARS`]; at most [`MAX_TOOLS`] are taken from one
 //! server. A result longer than [`MAX_RESULT_BYTES`] is cut, saying so.
 
-use super::servers::Server;
+use super::connection::Server;
 use crate::tools::{Tool, ToolContext, ToolError};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::ServiceError;
