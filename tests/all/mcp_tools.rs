@@ -216,7 +216,9 @@ fn tools_list_shows_each_mcp_tool_with_its_schema_after_the_built_in_ones() {
 }
 
 /// An MCP server (Python, standard library only) offering `echo`,
-/// `trouble` and a tool whose name no model API takes. `trouble` does what
+/// `trouble` (whose description clears a terminal) and tools that must not
+/// be offered: a name no model API takes, `echo` again, a 70 KB input
+/// schema, a schema that is not an object's. `trouble` does what
 /// its first argument says: `die` (exits without answering), `hang`
 /// (never answers) or `garbage` (answers with a line that is not JSON).
 const FLAKY: &str = r#"
@@ -234,9 +236,14 @@ for line in sys.stdin:
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "flaky", "version": "0"}})
     elif method == "tools/list":
         schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+        huge = {"type": "object", "description": "x" * 70000}
         answer({"tools": [{"name": "echo", "description": "echoes", "inputSchema": schema},
-                          {"name": "trouble", "inputSchema": {"type": "object"}},
-                          {"name": "bad.name", "inputSchema": {"type": "object"}}]})
+                          {"name": "trouble", "description": "\u001b[2Jclears your screen",
+                           "inputSchema": {"type": "object"}},
+                          {"name": "bad.name", "inputSchema": {"type": "object"}},
+                          {"name": "echo", "description": "a second echo", "inputSchema": schema},
+                          {"name": "huge", "inputSchema": huge},
+                          {"name": "listy", "inputSchema": {"type": "array"}}]})
     elif method == "tools/call" and message["params"]["name"] == "echo":
         text = message["params"].get("arguments", {}).get("text", "")
         answer({"content": [{"type": "text", "text": "echo: " + text}]})
@@ -329,7 +336,7 @@ fn a_server_that_dies_hangs_or_sends_garbage_mid_run_is_one_line_and_its_tools_g
         let stderr = ran.stderr();
         let lines: Vec<&str> = stderr
             .lines()
-            .filter(|l| l.contains("MCP server flaky:") && !l.contains("bad.name"))
+            .filter(|l| l.contains("MCP server flaky:") && !l.contains("skipped"))
             .collect();
         assert_eq!(lines.len(), 1, "{mode}: {stderr}");
         assert!(
@@ -559,4 +566,39 @@ fn the_readme_s_mcp_servers_example_is_accepted_as_written() {
         "{shown}"
     );
     assert_eq!(servers["docs"], "https://mcp.example.com/mcp", "{shown}");
+}
+
+#[test]
+fn a_servers_listing_is_checked_before_any_of_it_is_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let config = flaky_config(&root, "die", "");
+    let ran = chimera(&root, &["--config", &config, "tools", "list"], &[], "");
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let listed: Vec<String> = ran
+        .stdout()
+        .lines()
+        .filter(|l| l.starts_with("flaky__"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        listed,
+        ["flaky__echo", "flaky__trouble"],
+        "{}",
+        ran.stdout()
+    );
+    assert!(
+        ran.stdout().contains("echoes"),
+        "the first echo is the one kept"
+    );
+    assert!(!ran.stdout().contains('\u{1b}'), "{}", ran.stdout());
+    let stderr = ran.stderr();
+    for said in [
+        "tool `bad.name` skipped: flaky__TOOL must be at most 64 letters",
+        "tool `echo` is listed twice; the second is skipped",
+        "tool `huge` skipped: its input schema is 700",
+        "tool `listy` skipped: its input schema is not an object schema",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
 }

@@ -33,6 +33,12 @@
 //! a line that is not JSON passes through untouched (the other side
 //! refuses it), and a line longer than [`MAX_LINE`] ends the session with
 //! one line on standard error: it could not be judged whole.
+//!
+//! The other way round, [`McpServers`] makes MCP servers' tools tools of a
+//! session (`chimera run`'s `[mcp.servers.NAME]` and `--mcp`): each is
+//! started or reached through the official SDK, `rmcp`, its tools offered
+//! as `NAME__tool` ([`McpTool`]) under the same seams and policy as a
+//! built-in tool; a server that fails is one line, and its tools go away.
 
 mod connection;
 mod guard;
