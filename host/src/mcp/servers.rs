@@ -127,12 +127,16 @@ impl ServerSpec {
                 },
             );
         }
-        let Some(mut words) = shlex::split(rest).filter(|w| !w.is_empty()) else {
+        let Some(mut words) = shlex::split(rest) else {
             return Err(format!(
                 "--mcp {name}: cannot split `{rest}` into words (an unclosed quote?)"
             ));
         };
-        let command = words.remove(0);
+        let command = if words.is_empty() {
+            String::new()
+        } else {
+            words.remove(0)
+        };
         ServerSpec::new(
             name,
             Transport::Stdio {
