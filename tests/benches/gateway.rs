@@ -797,6 +797,33 @@ fn main() {
         redis_gates(&runtime, &client, &upstream, rates, seconds);
         return;
     }
+    if std::env::args().any(|a| a == "rss") {
+        // Only the memory figures: idle, then at 1 000 streams.
+        for (name, packs) in [
+            ("no packs", Vec::new()),
+            ("12 gates + 3 packs", all_packs()),
+        ] {
+            let process = chimera(&upstream, &packs);
+            let idle = process.rss_mib();
+            // Where the idle memory is: the heap (anonymous), the binary
+            // (file), the packs' sealed copies (shared memory).
+            if let Some(served) = &process.served {
+                let rollup =
+                    std::fs::read_to_string(format!("/proc/{}/smaps_rollup", served.pid()))
+                        .unwrap_or_default();
+                for line in rollup.lines().filter(|l| {
+                    ["Pss_Anon", "Pss_File", "Pss_Shmem"]
+                        .iter()
+                        .any(|key| l.starts_with(key))
+                }) {
+                    println!("  idle {line}");
+                }
+            }
+            let (peak, failed) = runtime.block_on(rss_at_streams(&client, &process, 1000));
+            println!("chimera, {name}: RSS idle {idle:.1} MiB, peak at 1000 streams {peak:.1} MiB ({failed} failed)");
+        }
+        return;
+    }
 
     // chimera first, with no LiteLLM process on the machine.
     let bare = chimera(&upstream, &[]);

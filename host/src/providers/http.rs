@@ -344,6 +344,10 @@ impl Reply {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .map(|v| one_line(v).chars().take(80).collect::<String>());
+        // The header values are slices of the connection's read buffer:
+        // kept while the stream lasts, they would pin that buffer and make
+        // the connection allocate another for the events.
+        drop(std::mem::take(self.response.headers_mut()));
         let mut problem = None;
         let mut reader = sse::Reader::new(self.limits, |event| match on_event(event) {
             Ok(go_on) => go_on,
