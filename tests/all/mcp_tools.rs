@@ -276,6 +276,28 @@ fn flaky_config(dir: &Path, mode: &str, extra: &str) -> String {
     config.display().to_string()
 }
 
+/// `chimera --config CONFIG run` in `root` on `script`, recording each
+/// request to `record`, with each line of `turns` a user turn.
+fn run_configured(root: &Path, config: &str, script: &str, record: &Path, turns: &str) -> Ran {
+    let record = record.display().to_string();
+    chimera(
+        root,
+        &[
+            "--config",
+            config,
+            "run",
+            "--json",
+            "--script",
+            script,
+            "--record-requests",
+            &record,
+            "--turns-from-stdin",
+        ],
+        &[],
+        turns,
+    )
+}
+
 #[test]
 fn a_server_that_dies_hangs_or_sends_garbage_mid_run_is_one_line_and_its_tools_go_away() {
     for (mode, said) in [
@@ -303,22 +325,7 @@ fn a_server_that_dies_hangs_or_sends_garbage_mid_run_is_one_line_and_its_tools_g
             ]),
         );
         let record = root.join("requests.jsonl");
-        let ran = chimera(
-            &root,
-            &[
-                "--config",
-                &config,
-                "run",
-                "--json",
-                "--script",
-                &script,
-                "--record-requests",
-                &record.display().to_string(),
-                "--turns-from-stdin",
-            ],
-            &[],
-            "go\nand again\n",
-        );
+        let ran = run_configured(&root, &config, &script, &record, "go\nand again\n");
         assert_eq!(ran.status(), 0, "{mode}: {}", ran.stderr());
         assert_eq!(result_of(&ran, "e1")["content"], "echo: hi", "{mode}");
         let trouble = result_of(&ran, "t1");
@@ -389,22 +396,7 @@ fn servers_that_cannot_start_exit_at_once_or_never_answer_are_one_line_each_and_
     );
     let record = root.join("requests.jsonl");
     let started = std::time::Instant::now();
-    let ran = chimera(
-        &root,
-        &[
-            "--config",
-            &config,
-            "run",
-            "--json",
-            "--script",
-            &script,
-            "--record-requests",
-            &record.display().to_string(),
-            "go",
-        ],
-        &[],
-        "",
-    );
+    let ran = run_configured(&root, &config, &script, &record, "go\n");
     assert_eq!(ran.status(), 0, "{}", ran.stderr());
     assert_eq!(result_of(&ran, "e1")["content"], "echo: still here");
     let stderr = ran.stderr();

@@ -10,7 +10,7 @@
 //! any userinfo in the URL) become `***` in every error text, and URLs are
 //! shown with their userinfo replaced (`http://***@host/v1`).
 //!
-//! Long with its tests: the code is its first 628 lines, and the last 196
+//! Long with its tests: the code is its first 632 lines, and the last 196
 //! are the tests that pin it, kept beside it.
 
 use super::sse::{self, Event, Limits, SseError};
