@@ -594,3 +594,52 @@ fn a_servers_listing_is_checked_before_any_of_it_is_offered() {
         assert!(stderr.contains(said), "{said}: {stderr}");
     }
 }
+
+#[test]
+fn hooks_see_and_rewrite_an_mcp_call_as_they_do_a_built_in_one() {
+    use chimera_host::agent::{Hooks, PreToolUse};
+    use chimera_host::mcp::{McpServers, ServerSpec, Transport};
+    use chimera_host::types::{ToolCall, ToolResult};
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("flaky.py");
+    std::fs::write(&program, FLAKY).unwrap();
+    let spec = ServerSpec::new(
+        "flaky",
+        Transport::Stdio {
+            command: "python3".into(),
+            args: vec![program.display().to_string(), "die".into()],
+            env: std::collections::BTreeMap::new(),
+        },
+    )
+    .unwrap();
+    let servers = McpServers::start(&[spec], dir.path());
+    assert_eq!(servers.started(), ["flaky"]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let hooks = Hooks::new()
+        .pre_tool_use(|call: &ToolCall| PreToolUse {
+            updated_input: (call.name == "flaky__echo")
+                .then(|| json!({"text": "rewritten"}).as_object().unwrap().clone()),
+            ..PreToolUse::default()
+        })
+        .post_tool_use(move |call: &ToolCall, result: &ToolResult| {
+            sink.lock()
+                .unwrap()
+                .push((call.name.clone(), result.output.clone()));
+        });
+    let mut harness = crate::harness::Harness::new(crate::harness::script(json!([
+        {"tool_calls": [{"id": "a", "name": "flaky__echo", "arguments": {"text": "hi"}}]},
+        {"content": "done"}
+    ])))
+    .hooks(hooks);
+    for tool in servers.tools() {
+        harness = harness.tool(tool);
+    }
+    let run = harness.run("go");
+    assert!(run.result.success, "{:?}", run.result);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("flaky__echo".to_owned(), "echo: rewritten".to_owned())]
+    );
+}
