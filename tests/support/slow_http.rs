@@ -42,9 +42,7 @@ impl SlowServer {
                     };
                     let counter = Arc::clone(&counter);
                     tokio::spawn(async move {
-                        if serve(stream, delay, tool_rounds).await.is_some() {
-                            counter.fetch_add(1, Ordering::SeqCst);
-                        }
+                        let _ = serve(stream, delay, tool_rounds, &counter).await;
                     });
                 }
             });
@@ -81,8 +79,15 @@ fn reply(request: &Value, tool_rounds: usize) -> Value {
     json!({"choices": [{"message": message}], "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
 }
 
-/// Reads one request, waits `delay`, answers it and closes.
-async fn serve(mut stream: TcpStream, delay: Duration, tool_rounds: usize) -> Option<()> {
+/// Reads one request, waits `delay`, answers it and closes, counting it
+/// in `answered` before the reply leaves (so a client holding its reply
+/// sees it counted).
+async fn serve(
+    mut stream: TcpStream,
+    delay: Duration,
+    tool_rounds: usize,
+    answered: &AtomicU64,
+) -> Option<()> {
     let mut received = Vec::new();
     let mut buffer = [0u8; 8192];
     let head_end = loop {
@@ -115,6 +120,7 @@ async fn serve(mut stream: TcpStream, delay: Duration, tool_rounds: usize) -> Op
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
+    answered.fetch_add(1, Ordering::SeqCst);
     stream.write_all(response.as_bytes()).await.ok()?;
     stream.shutdown().await.ok()
 }
