@@ -124,20 +124,21 @@ fn content_safety_switches_and_custom_patterns_decide_which_checks_run() {
     }));
     let bundle = manager.registry().get_all();
     assert_eq!(on_output(&bundle, "bob@example.com"), (None, None, None));
-    // A custom check is named by its name (or `custom`), never by its regex.
+    // A custom check is named by its name (or `custom-N`, its position),
+    // never by its regex.
     assert_eq!(
         on_output(&bundle, "bob@example.com on project-x"),
         (
-            Some("Content safety: custom".to_owned()),
-            Some("no: custom".to_owned()),
+            Some("Content safety: custom-1".to_owned()),
+            Some("no: custom-1".to_owned()),
             None
         )
     );
     assert_eq!(
         on_output(&bundle, "the deploy key omega, and project-x"),
         (
-            Some("Content safety: custom, deploy_key".to_owned()),
-            Some("no: custom, deploy_key".to_owned()),
+            Some("Content safety: custom-1, deploy_key".to_owned()),
+            Some("no: custom-1, deploy_key".to_owned()),
             None
         )
     );

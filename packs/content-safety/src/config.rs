@@ -41,7 +41,8 @@ pub struct Config {
     pub check_ip_internal: bool,
     /// More checks, one regular expression each: a string, or a table
     /// `{pattern, name}`. A check is named by its `name` in reasons and
-    /// notices (`custom` when it has none), never by its regex.
+    /// notices (`custom-N`, its position from 1, when it has none), never
+    /// by its regex.
     pub custom_patterns: Vec<CustomPattern>,
     /// Also gate tool results.
     pub scan_tool_results: bool,
@@ -53,22 +54,33 @@ pub struct Config {
     /// back until the next delta (or the end): with more than the text,
     /// nothing is shown before the final check.
     pub stream_hold_back: usize,
+    /// The most bytes of a possible match a stream may hold: when text
+    /// that could still become a match would be held longer than this, the
+    /// stream is blocked (it is never released unjudged). At least 1.
+    pub stream_hold_limit: usize,
 }
+
+/// The default [`Config::stream_hold_limit`]: 64 KiB.
+pub const DEFAULT_HOLD_LIMIT: usize = 64 * 1024;
 
 /// A custom check: its regular expression and the name a user reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomPattern {
     /// The regular expression.
     pub pattern: String,
-    /// The name shown in block reasons and notices (`custom` when `None`).
+    /// The name shown in block reasons and notices (`custom-N` when
+    /// `None`: N is its position among the custom patterns, from 1).
     pub name: Option<String>,
 }
 
 impl CustomPattern {
-    /// The name shown for this check.
+    /// The name shown for this check, the `position`-th (from 0) of the
+    /// custom patterns.
     #[must_use]
-    pub fn shown_name(&self) -> &str {
-        self.name.as_deref().unwrap_or("custom")
+    pub fn shown_name(&self, position: usize) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("custom-{}", position + 1))
     }
 }
 
@@ -130,6 +142,14 @@ fn check_name(name: &str) -> Result<(), String> {
             "custom pattern name {name:?} is a built-in check's name"
         ));
     }
+    if name
+        .strip_prefix("custom-")
+        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(format!(
+            "custom pattern name {name:?} is kept for unnamed patterns (custom-1, custom-2, …)"
+        ));
+    }
     Ok(())
 }
 
@@ -154,6 +174,7 @@ impl Default for Config {
             scan_llm_responses: false,
             scan_stream: None,
             stream_hold_back: 0,
+            stream_hold_limit: DEFAULT_HOLD_LIMIT,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::config::{Action, Config};
 use crate::scan::{Scanner, Verdict};
-use crate::stream;
+use crate::stream::{self, Rules, Why};
 use chimera_plugin_api::prelude::*;
 use std::sync::Arc;
 
@@ -10,6 +10,16 @@ use std::sync::Arc;
 /// text already shown, which cannot be taken back to redact it.
 pub const ESCALATED: &str =
     "It could not be redacted: part of it had already been shown, so the reply was stopped.";
+
+/// What a stream's block notice adds when text that could still become a
+/// match ran past the hold limit (`stream_hold_limit`) before it could be
+/// judged.
+#[must_use]
+pub fn over_limit(limit: usize) -> String {
+    format!(
+        "A possible match ran past the {limit}-byte hold limit before it could be judged, so the reply was stopped."
+    )
+}
 
 /// The content-safety gate.
 #[derive(Debug)]
@@ -86,6 +96,11 @@ impl Pack for ContentSafety {
     type Config = Config;
 
     fn new(config: Config) -> Result<Self, PackError> {
+        if config.stream_hold_limit == 0 {
+            return Err(PackError::msg(
+                "stream_hold_limit must be at least 1 (bytes a possible match may be held)",
+            ));
+        }
         let scanner = Scanner::new(&config)?;
         Ok(ContentSafety { scanner, config })
     }
@@ -116,16 +131,24 @@ impl Pack for ContentSafety {
                 Ok(stream::decide(
                     &me.scanner,
                     segment,
-                    me.config.stream_hold_back,
-                    me.config.action,
-                    |checks, escalated| {
+                    Rules::of(&me.config),
+                    |checks, why| {
                         let notice = me.notice(checks);
-                        session.notice(if escalated {
-                            format!("{notice} {ESCALATED}")
-                        } else {
-                            notice
-                        });
-                        format!("Content safety (llm.stream.chunk): {checks}")
+                        let reason = format!("Content safety (llm.stream.chunk): {checks}");
+                        match why {
+                            Why::Matched => {
+                                session.notice(notice);
+                                reason
+                            }
+                            Why::Escalated => {
+                                session.notice(format!("{notice} {ESCALATED}"));
+                                reason
+                            }
+                            Why::OverLimit(limit) => {
+                                session.notice(format!("{notice} {}", over_limit(limit)));
+                                format!("{reason} (a possible match held past {limit} bytes)")
+                            }
+                        }
                     },
                 ))
             });

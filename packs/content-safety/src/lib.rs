@@ -18,7 +18,7 @@
 //! | `password` | `check_secrets_password` | `password`/`passwd`/`pwd`/`secret`/`token`, then `:` or `=` and a value (any case) |
 //! | `credit_card` | `check_credit_card` | four groups of four digits (optional space or dash) that pass the Luhn check |
 //! | `ip_internal` | `check_ip_internal` | private IPv4: 10/8, 172.16/12, 192.168/16 |
-//! | its `name`, else `custom` | `custom_patterns` | each regular expression given (a string, or `{pattern, name}`) |
+//! | its `name`, else `custom-N` (its position, from 1) | `custom_patterns` | each regular expression given (a string, or `{pattern, name}`) |
 //!
 //! No check's regex scans the whole text: two literal prefilters (SIMD
 //! literal search for what matches start with or contain: `@`, `AKIA`,
@@ -46,8 +46,10 @@
 //! * `stream_chunk` (`scan_stream`): each delta is judged before it is
 //!   shown; what could still become a match is held until the next delta
 //!   (see [`stream::judge`] for the rule, and ARCHITECTURE.md, "The stream
-//!   release rule", for a worked example). The scan starts at most 4096
-//!   bytes before the released boundary; matches that end at or before it
+//!   release rule", for a worked example): every possible beginning of a
+//!   match is held, however far back ([`partial`]); a possible match that
+//!   would be held longer than `stream_hold_limit` blocks the stream
+//!   ([`over_limit`]); matches that end at or before the released boundary
 //!   were judged already. Block → `Content safety (llm.stream.chunk):
 //!   <checks>` and the reply becomes the notice; redact → the stream is
 //!   published with each match replaced by `[REDACTED]`, and that text is
@@ -73,20 +75,24 @@
 //! eight `check_*` switches, `custom_patterns` (default none),
 //! `scan_tool_results`, `scan_llm_responses` (both default false),
 //! `scan_stream` (see above), `stream_hold_back` (bytes always held at the
-//! end of a stream, default 0). A custom pattern is a regular expression,
+//! end of a stream, default 0), `stream_hold_limit` (the most bytes of a
+//! possible match a stream holds before it is blocked, default 65536, at
+//! least 1). A custom pattern is a regular expression,
 //! or a table `{pattern, name}`: block reasons and notices show its `name`
-//! (1 to 64 of `A-Z a-z 0-9 _ - .`, not a built-in check's), or `custom`,
-//! never the regex.
+//! (1 to 64 of `A-Z a-z 0-9 _ - .`, not a built-in check's and not
+//! `custom-N`), or `custom-N` (N its position among the custom patterns,
+//! from 1), never the regex.
 //! Unknown keys, another action, an invalid pattern and one that matches
 //! the empty text are load errors (one line).
 
 mod config;
 mod gate;
+pub mod partial;
 pub mod scan;
 pub mod stream;
 
-pub use config::{Action, Config, CustomPattern, DEFAULT_MESSAGE};
-pub use gate::{ContentSafety, ESCALATED};
+pub use config::{Action, Config, CustomPattern, DEFAULT_HOLD_LIMIT, DEFAULT_MESSAGE};
+pub use gate::{over_limit, ContentSafety, ESCALATED};
 pub use scan::{Scanner, Verdict, REDACTED};
 
 chimera_plugin_api::export_packs!(ContentSafety);

@@ -21,11 +21,10 @@
 //! are the tests that pin it, kept beside it.
 
 use crate::config::{Action, Config};
+use crate::partial::{Partial, Partials};
 use chimera_plugin_api::prelude::PackError;
 use regex::bytes::RegexSet;
-use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::meta::Regex;
-use regex_automata::util::pool::Pool;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input};
 use std::ops::Range;
@@ -60,9 +59,6 @@ struct Builtin {
     pattern: &'static str,
     anchor: Anchor,
     luhn: bool,
-    /// A match may contain whitespace and is not number-shaped: a stream
-    /// holds any of its possible beginnings (see [`Scanner::pending_from`]).
-    spaced: bool,
     enabled: fn(&Config) -> bool,
 }
 
@@ -73,7 +69,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
         anchor: Anchor::Within("@"),
         luhn: false,
-        spaced: false,
         enabled: |c| c.check_pii_email,
     },
     Builtin {
@@ -81,7 +76,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"(?:\+1[-. ]?)?(?:\(\d{3}\) ?|\b\d{3}[-. ])\d{3}[-. ]\d{4}\b",
         anchor: Anchor::Number,
         luhn: false,
-        spaced: false,
         enabled: |c| c.check_pii_phone,
     },
     Builtin {
@@ -89,7 +83,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\b\d{3}-\d{2}-\d{4}\b",
         anchor: Anchor::Number,
         luhn: false,
-        spaced: false,
         enabled: |c| c.check_pii_ssn,
     },
     Builtin {
@@ -97,7 +90,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\bAKIA[0-9A-Z]{16}\b|\bsk-[A-Za-z0-9]{20,}|\bghp_[A-Za-z0-9]{36}\b|\bxox[bporas]-[A-Za-z0-9-]{10,}",
         anchor: Anchor::Starts(r"AKIA|sk-|ghp_|xox[bporas]-"),
         luhn: false,
-        spaced: false,
         enabled: |c| c.check_secrets_api_key,
     },
     Builtin {
@@ -105,7 +97,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"-----BEGIN [A-Z ]*PRIVATE KEY",
         anchor: Anchor::Starts("-----BEGIN "),
         luhn: false,
-        spaced: true,
         enabled: |c| c.check_secrets_private_key,
     },
     Builtin {
@@ -113,7 +104,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"(?i)(?:password|passwd|pwd|secret|token)\s*[:=]\s*\S+",
         anchor: Anchor::Starts("(?i)password|passwd|pwd|secret|token"),
         luhn: false,
-        spaced: true,
         enabled: |c| c.check_secrets_password,
     },
     Builtin {
@@ -121,7 +111,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b",
         anchor: Anchor::Number,
         luhn: true,
-        spaced: false,
         enabled: |c| c.check_credit_card,
     },
     Builtin {
@@ -129,7 +118,6 @@ const BUILTINS: [Builtin; 8] = [
         pattern: r"\b(?:10\.\d{1,3}\.\d{1,3}\.\d{1,3}|172\.(?:1[6-9]|2\d|3[01])\.\d{1,3}\.\d{1,3}|192\.168\.\d{1,3}\.\d{1,3})\b",
         anchor: Anchor::Starts(r"10\.|172\.|192\.168\."),
         luhn: false,
-        spaced: false,
         enabled: |c| c.check_ip_internal,
     },
 ];
@@ -156,98 +144,8 @@ pub struct Scanner {
     number_checks: Vec<usize>,
     /// All custom patterns, and the check index of the first.
     custom: Option<(RegexSet, usize)>,
-    /// Lazy DFAs of the checks whose matches may contain whitespace (the
-    /// spaced built-ins and every custom pattern), for streams.
-    prefixes: Prefixes,
-}
-
-/// Lazy DFAs that tell where a match of some check could still begin: a
-/// position from which the check's automaton, run anchored over the text
-/// that follows, has not died by the end. A stream holds from there, so a
-/// phrase (`deploy key omega`, `password: …`) is never shown in part
-/// before it can be judged whole.
-struct Prefixes {
-    dfas: std::sync::Arc<Vec<DFA>>,
-    /// One cache per DFA, per thread that scans at a time.
-    caches: Pool<Vec<Cache>, CacheMaker>,
-}
-
-/// Makes a set of caches for [`Prefixes::dfas`].
-type CacheMaker =
-    Box<dyn Fn() -> Vec<Cache> + Send + Sync + std::panic::UnwindSafe + std::panic::RefUnwindSafe>;
-
-impl std::fmt::Debug for Prefixes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prefixes")
-            .field("dfas", &self.dfas.len())
-            .finish_non_exhaustive()
-    }
-}
-
-/// How far back from the end of the text a possible beginning of a match
-/// is looked for: matches longer than this are not held whole.
-pub const PREFIX_REACH: usize = 4096;
-
-impl Prefixes {
-    fn new(patterns: &[(&str, bool)]) -> Result<Prefixes, String> {
-        let mut dfas = Vec::with_capacity(patterns.len());
-        for &(pattern, unicode) in patterns {
-            let dfa = DFA::builder()
-                .syntax(syntax::Config::new().unicode(unicode).utf8(false))
-                .build(pattern)
-                .map_err(|e| one_line(&e))?;
-            dfas.push(dfa);
-        }
-        let dfas = std::sync::Arc::new(dfas);
-        let made = std::sync::Arc::clone(&dfas);
-        let maker: CacheMaker = Box::new(move || made.iter().map(DFA::create_cache).collect());
-        Ok(Prefixes {
-            dfas,
-            caches: Pool::new(maker),
-        })
-    }
-
-    /// The first position of `bytes` in `from..` (and within
-    /// [`PREFIX_REACH`] of the end) where a match of some DFA could begin
-    /// and has not ended yet: its automaton, anchored there, is still
-    /// alive after the last byte. `None` when there is none. An automaton
-    /// that gives up (a Unicode word boundary, a full cache) counts as
-    /// alive: holding is the safe side.
-    fn alive_from(&self, bytes: &[u8], from: usize) -> Option<usize> {
-        if self.dfas.is_empty() {
-            return None;
-        }
-        let mut caches = self.caches.get();
-        let start = from.max(bytes.len().saturating_sub(PREFIX_REACH));
-        (start..bytes.len()).find(|&at| {
-            self.dfas
-                .iter()
-                .zip(caches.iter_mut())
-                .any(|(dfa, cache)| alive(dfa, cache, bytes, at))
-        })
-    }
-}
-
-/// True when `dfa`, started anchored at `at`, is not dead after the end of
-/// `bytes` (no end-of-input is fed: the text may go on).
-fn alive(dfa: &DFA, cache: &mut Cache, bytes: &[u8], at: usize) -> bool {
-    let input = Input::new(bytes).range(at..).anchored(Anchored::Yes);
-    let Ok(mut state) = dfa.start_state_forward(cache, &input) else {
-        return true;
-    };
-    for &byte in &bytes[at..] {
-        state = match dfa.next_state(cache, state, byte) {
-            Ok(next) => next,
-            Err(_) => return true,
-        };
-        if state.is_dead() {
-            return false;
-        }
-        if state.is_quit() {
-            return true;
-        }
-    }
-    true
+    /// Where a match of any check could still be under way, for streams.
+    partials: Partials,
 }
 
 /// The enabled checks' names and patterns, in check order, as written:
@@ -263,7 +161,8 @@ pub fn patterns(config: &Config) -> Vec<(String, String)> {
             config
                 .custom_patterns
                 .iter()
-                .map(|p| (p.shown_name().to_owned(), p.pattern.clone())),
+                .enumerate()
+                .map(|(i, p)| (p.shown_name(i), p.pattern.clone())),
         )
         .collect()
 }
@@ -338,12 +237,13 @@ impl Scanner {
             literals.push((regex, owners));
         }
         let first_custom = checks.len();
-        let mut spaced: Vec<(&str, bool)> = BUILTINS
+        // Every check's pattern, in check order, for the stream holds.
+        let mut all: Vec<(&str, bool)> = BUILTINS
             .iter()
-            .filter(|b| b.spaced && (b.enabled)(config))
+            .filter(|b| (b.enabled)(config))
             .map(|b| (b.pattern, false))
             .collect();
-        for custom in &config.custom_patterns {
+        for (position, custom) in config.custom_patterns.iter().enumerate() {
             let pattern = custom.pattern.as_str();
             let regex = Regex::builder()
                 .syntax(syntax::Config::new().utf8(false))
@@ -358,12 +258,12 @@ impl Scanner {
                 )));
             }
             checks.push(Check {
-                name: custom.shown_name().to_owned(),
+                name: custom.shown_name(position),
                 regex,
                 anchor: None,
                 luhn: false,
             });
-            spaced.push((pattern, true));
+            all.push((pattern, true));
         }
         let custom = if config.custom_patterns.is_empty() {
             None
@@ -372,14 +272,14 @@ impl Scanner {
                 .map_err(|e| PackError::msg(format!("custom patterns: {}", one_line(&e))))?;
             Some((set, first_custom))
         };
-        let prefixes =
-            Prefixes::new(&spaced).map_err(|e| PackError::msg(format!("custom patterns: {e}")))?;
+        let partials =
+            Partials::new(&all).map_err(|e| PackError::msg(format!("custom patterns: {e}")))?;
         Ok(Scanner {
             checks,
             literals,
             number_checks,
             custom,
-            prefixes,
+            partials,
         })
     }
 
@@ -527,13 +427,21 @@ impl Scanner {
         names.join(", ")
     }
 
-    /// Where, in `bytes` from `from` on (and within [`PREFIX_REACH`] of
-    /// the end), a match of a check that may contain whitespace could
-    /// still be under way: the check's automaton, started there, is alive
-    /// after the last byte. `None` when nothing could.
+    /// The earliest position of `bytes` from `from` on where a match of
+    /// some check could be under way at the end — `bytes[p..]` begins a
+    /// possible match, however long — and that check (see [`Partials`]).
+    /// `None` when nothing could.
     #[must_use]
-    pub fn pending_from(&self, bytes: &[u8], from: usize) -> Option<usize> {
-        self.prefixes.alive_from(bytes, from)
+    pub fn partial_from(&self, bytes: &[u8], from: usize) -> Option<Partial> {
+        self.partials.earliest(bytes, from)
+    }
+
+    /// The name of check `index`.
+    #[must_use]
+    pub fn name(&self, index: usize) -> &str {
+        self.checks
+            .get(index)
+            .map_or("", |check| check.name.as_str())
     }
 
     /// `text` with every match of every firing check replaced by
@@ -779,7 +687,7 @@ mod tests {
                 &all,
                 "launch code 10.0.0.1, then 123-45-6789 and bob@example.com"
             ),
-            "email, ssn, ip_internal, custom"
+            "email, ssn, ip_internal, custom-1"
         );
         let named = scanner(serde_json::json!({"custom_patterns": [
             {"pattern": "launch code", "name": "launch_code"},
@@ -788,7 +696,7 @@ mod tests {
         ]}));
         assert_eq!(
             fired(&named, "launch code omega alpha"),
-            "launch_code, custom"
+            "launch_code, custom-2, custom-3"
         );
     }
 
@@ -798,6 +706,7 @@ mod tests {
             ("", "must be 1 to 64"),
             ("two words", "must be 1 to 64"),
             ("email", "is a built-in check's name"),
+            ("custom-2", "is kept for unnamed patterns"),
         ] {
             let config = serde_json::json!({"custom_patterns": [{"pattern": "x", "name": name}]});
             let refused = serde_json::from_value::<Config>(config)
@@ -810,20 +719,23 @@ mod tests {
     }
 
     #[test]
-    fn a_possible_beginning_of_a_spaced_match_is_found_and_prose_is_not_held() {
+    fn a_possible_beginning_of_a_match_is_found_and_prose_is_not_held() {
         let phrase = scanner(serde_json::json!({"custom_patterns": [r"deploy\s+key\s+omega"]}));
-        let at = |text: &str| phrase.pending_from(text.as_bytes(), 0);
+        let at = |text: &str| phrase.partial_from(text.as_bytes(), 0).map(|p| p.start);
         assert_eq!(at("the deploy "), Some(4));
         assert_eq!(at("the deploy key "), Some(4));
         assert_eq!(at("the deploy keys "), None);
-        // A trailing partial word may begin anything (`s` may be `secret`).
-        assert_eq!(at("the deploy keys"), Some(14));
+        // A trailing word may begin an address (`keys@host.org`).
+        assert_eq!(at("the deploy keys"), Some(11));
         assert_eq!(at("a plain sentence, "), None);
+        let found = phrase.partial_from(b"the deploy ", 0).unwrap();
+        assert_eq!(phrase.name(found.check), "custom-1");
         let builtins = scanner(serde_json::json!({}));
-        let at = |text: &str| builtins.pending_from(text.as_bytes(), 0);
+        let at = |text: &str| builtins.partial_from(text.as_bytes(), 0).map(|p| p.start);
         assert_eq!(at("set password : "), Some(4));
         assert_eq!(at("-----BEGIN RSA "), Some(0));
         assert_eq!(at("passwords are long and "), None);
+        assert_eq!(at("call 555-12"), Some(5));
     }
 
     #[test]

@@ -6,8 +6,11 @@ use crate::scan::{replace_spans, Scanner};
 use chimera_plugin_api::prelude::{Segment, StreamRewrite};
 use std::ops::Range;
 
-/// How far before the released boundary a scan starts at most: a match
-/// ending after the boundary and starting further back is not seen.
+/// How far before the released boundary a scan starts at most. A match
+/// cannot begin in released text — the release rule holds every possible
+/// beginning of a match, however far back, so released text is only ever
+/// text no match can start in — but a scan that also looks this far back
+/// is a safety net: a match found straddling the boundary still blocks.
 pub const LOOK_BEHIND: usize = 4096;
 
 /// How many whitespace-separated tokens before the boundary a built-in
@@ -93,6 +96,43 @@ fn window_start(full: &str, released: usize, custom: bool) -> usize {
     start
 }
 
+/// How a stream is judged: the configured action and holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// Block or redact.
+    pub action: Action,
+    /// At least this many bytes at the end are held (`stream_hold_back`).
+    pub hold_back: usize,
+    /// A possible match held longer than this blocks the stream
+    /// (`stream_hold_limit`).
+    pub hold_limit: usize,
+}
+
+impl Rules {
+    /// The rules of `config`.
+    #[must_use]
+    pub fn of(config: &crate::Config) -> Rules {
+        Rules {
+            action: config.action,
+            hold_back: config.stream_hold_back,
+            hold_limit: config.stream_hold_limit,
+        }
+    }
+}
+
+/// Why a stream is blocked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// A match was found (block mode).
+    Matched,
+    /// Redact mode: a match began in text already shown, so it could not
+    /// be redacted.
+    Escalated,
+    /// Text that could still become a match would be held longer than
+    /// this many bytes (the hold limit): it is never released unjudged.
+    OverLimit(usize),
+}
+
 /// What the gate does with one segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Judgement {
@@ -109,14 +149,13 @@ pub enum Judgement {
         /// Where the hold starts in the rewritten text.
         hold_from: usize,
     },
-    /// Block the stream, naming the checks that fired. `escalated`: in
-    /// redact mode, a match began in text already shown, so it could not
-    /// be redacted.
+    /// Block the stream, naming the checks that fired (or the check whose
+    /// possible match ran past the hold limit).
     Block {
         /// The checks, in check order.
         checks: String,
-        /// A redaction that had to become a block.
-        escalated: bool,
+        /// Why.
+        why: Why,
     },
 }
 
@@ -139,124 +178,159 @@ pub enum Judgement {
 /// * the trailing run of non-whitespace (a trailing `123-4` may become an
 ///   SSN, `bob@exa` an address);
 /// * a trailing run of number-shaped text (`4111 1111 ` may become a card);
-/// * a possible beginning of a match that may contain whitespace (a
-///   custom pattern, a password assignment, a PEM header), up to
-///   [`PREFIX_REACH`](crate::scan::PREFIX_REACH) bytes back;
+/// * the earliest position from which the text is the beginning of a
+///   possible match of any check, however far back
+///   ([`Scanner::partial_from`]);
 /// * the last `hold_back` bytes.
+///
+/// When the first two runs alone would hold more than `hold_limit`
+/// bytes, only the exact beginnings are held; when a possible match
+/// itself would be held longer, the stream is blocked ([`Why::OverLimit`]).
 #[must_use]
 pub fn judge(
     scanner: &Scanner,
     full: &str,
     released: usize,
     last: bool,
-    hold_back: usize,
-    action: Action,
+    rules: Rules,
 ) -> Judgement {
     let start = window_start(full, released, scanner.has_custom());
     let window = &full.as_bytes()[start..];
     // The judged matches, as (check, span).
     let mut found: Vec<(usize, Range<usize>)> = Vec::new();
-    // Where the text not judged yet begins.
-    let mut pending = full.len();
+    // Where the text not judged yet begins, and the check of a match there.
+    let mut pending = (full.len(), None);
     for (index, span) in scanner.matches(window) {
         let (from, to) = (start + span.start, start + span.end);
         if to <= released {
             continue;
         }
         if !last && to == full.len() {
-            pending = pending.min(from);
+            if from < pending.0 {
+                pending = (from, Some(index));
+            }
             continue;
         }
         found.push((index, from..to));
     }
     let straddled = found.iter().any(|(_, span)| span.start < released);
-    if !found.is_empty() && (action == Action::Block || straddled) {
+    if !found.is_empty() && (rules.action == Action::Block || straddled) {
         let mut fired: Vec<usize> = found.iter().map(|(index, _)| *index).collect();
         fired.sort_unstable();
         fired.dedup();
         return Judgement::Block {
             checks: scanner.names(&fired),
-            escalated: straddled && action == Action::Redact,
+            why: if straddled && rules.action == Action::Redact {
+                Why::Escalated
+            } else {
+                Why::Matched
+            },
         };
     }
     // Redact mode: a judged match reaching into what is not judged yet
     // waits with it (redacting it now could hide the start of a longer
     // match); the rest is replaced now.
-    let mut spans: Vec<Range<usize>> = found.into_iter().map(|(_, span)| span).collect();
-    spans.sort_unstable_by_key(|span| span.start);
-    while let Some(reaching) = spans.iter().position(|span| span.end > pending) {
-        pending = pending.min(spans[reaching].start);
-        spans.retain(|span| span.end <= pending);
+    let mut spans: Vec<(usize, Range<usize>)> = found;
+    spans.sort_unstable_by_key(|(_, span)| span.start);
+    while let Some(reaching) = spans.iter().position(|(_, span)| span.end > pending.0) {
+        let (index, start) = (spans[reaching].0, spans[reaching].1.start);
+        if start < pending.0 {
+            pending = (start, Some(index));
+        }
+        spans.retain(|(_, span)| span.end <= pending.0);
     }
+    let held = |text: &str, pending: (usize, Option<usize>)| match hold(
+        scanner, text, released, last, rules, pending,
+    ) {
+        Ok(from) => Ok(from),
+        Err(check) => Err(Judgement::Block {
+            checks: scanner.name(check).to_owned(),
+            why: Why::OverLimit(rules.hold_limit),
+        }),
+    };
     if spans.is_empty() {
-        return Judgement::HoldFrom(hold(scanner, full, released, last, hold_back, pending));
+        return held(full, pending).map_or_else(|block| block, Judgement::HoldFrom);
     }
     let shifted = spans
         .into_iter()
-        .map(|span| span.start - released..span.end - released)
+        .map(|(_, span)| span.start - released..span.end - released)
         .collect();
     let candidate = replace_spans(&full[released..], shifted);
     let grown = released + candidate.len();
     // Everything changed lies before `pending`: it moves by the growth.
-    let pending = (pending + grown).saturating_sub(full.len());
+    let pending = ((pending.0 + grown).saturating_sub(full.len()), pending.1);
     let mut rewritten = String::with_capacity(grown);
     rewritten.push_str(&full[..released]);
     rewritten.push_str(&candidate);
-    let hold_from = hold(scanner, &rewritten, released, last, hold_back, pending);
-    Judgement::Redact {
-        candidate,
-        hold_from,
+    match held(&rewritten, pending) {
+        Ok(hold_from) => Judgement::Redact {
+            candidate,
+            hold_from,
+        },
+        Err(block) => block,
     }
 }
 
 /// Where the hold of `full` starts (see [`judge`]): `full.len()` at the
 /// final check, else the earliest of `pending` and the holds of the
-/// unreleased text.
+/// unreleased text. `Err(check)`: a possible match of `check` would be held
+/// longer than the limit.
 fn hold(
     scanner: &Scanner,
     full: &str,
     released: usize,
     last: bool,
-    hold_back: usize,
-    pending: usize,
-) -> usize {
+    rules: Rules,
+    pending: (usize, Option<usize>),
+) -> Result<usize, usize> {
     if last {
-        return full.len();
+        return Ok(full.len());
     }
     let candidate = full.get(released..).unwrap_or("");
-    let own = hold_from(candidate, hold_back).min(number_from(candidate));
-    let spaced = scanner
-        .pending_from(full.as_bytes(), released)
-        .unwrap_or(full.len());
-    pending.min(released + own).min(spaced)
+    let rough = released + hold_from(candidate, 0).min(number_from(candidate));
+    let partial = scanner.partial_from(full.as_bytes(), released);
+    let (exact, check) = match partial {
+        Some(partial) if partial.start <= pending.0 => (partial.start, Some(partial.check)),
+        _ => pending,
+    };
+    let mut from = rough.min(exact);
+    if full.len() - from > rules.hold_limit {
+        // The rough runs hold too much: keep only what could really
+        // become a match.
+        from = exact;
+        if full.len() - from > rules.hold_limit {
+            return Err(check.unwrap_or(0));
+        }
+    }
+    Ok(from.min(full.len().saturating_sub(rules.hold_back)))
 }
 
 /// [`judge`] on one segment, as the seam's answer: `block` builds the
-/// block reason (and the notice) from the check names and whether a
-/// redaction had to be escalated. On a host that cannot rewrite streamed
-/// text, a redaction is a block too.
+/// block reason (and the notice) from the check names and why. On a host
+/// that cannot rewrite streamed text, a redaction is a block too.
 pub fn decide(
     scanner: &Scanner,
     segment: Segment<'_>,
-    hold_back: usize,
-    action: Action,
-    block: impl FnOnce(&str, bool) -> String,
+    rules: Rules,
+    block: impl FnOnce(&str, Why) -> String,
 ) -> StreamRewrite {
     let full = segment.full();
-    let action = if segment.can_replace() {
-        action
+    let rules = if segment.can_replace() {
+        rules
     } else {
-        Action::Block
+        Rules {
+            action: Action::Block,
+            ..rules
+        }
     };
     match judge(
         scanner,
         full,
         segment.released_offset(),
         segment.is_final(),
-        hold_back,
-        action,
+        rules,
     ) {
-        Judgement::Block { checks, escalated } => StreamRewrite::Block(block(&checks, escalated)),
+        Judgement::Block { checks, why } => StreamRewrite::Block(block(&checks, why)),
         Judgement::HoldFrom(offset) if offset >= full.len() => StreamRewrite::Release,
         Judgement::HoldFrom(offset) => StreamRewrite::HoldFrom(offset),
         Judgement::Redact {
@@ -267,6 +341,59 @@ pub fn decide(
             hold_from,
         },
     }
+}
+
+/// What a simulated stream came to (see [`simulate`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Streamed {
+    /// The text released after each offer (the final check last).
+    pub released: Vec<String>,
+    /// The block, if any: the checks named and why.
+    pub blocked: Option<(String, Why)>,
+}
+
+impl Streamed {
+    /// Everything shown, in order.
+    #[must_use]
+    pub fn shown(&self) -> String {
+        self.released.concat()
+    }
+}
+
+/// Drives [`judge`] as a host does, for tests and benchmarks: each delta
+/// appended and offered on its own, a rewrite applied to the unreleased
+/// text, the hold applied, then a final check with holds ignored.
+#[must_use]
+pub fn simulate(scanner: &Scanner, deltas: &[&str], rules: Rules) -> Streamed {
+    let mut full = String::new();
+    let mut released = 0;
+    let mut out = Streamed {
+        released: Vec::new(),
+        blocked: None,
+    };
+    let last = deltas.len();
+    for (i, delta) in deltas.iter().copied().chain([""]).enumerate() {
+        full.push_str(delta);
+        let offset = match judge(scanner, &full, released, i == last, rules) {
+            Judgement::Block { checks, why } => {
+                out.blocked = Some((checks, why));
+                return out;
+            }
+            Judgement::HoldFrom(offset) => offset,
+            Judgement::Redact {
+                candidate,
+                hold_from,
+            } => {
+                full.truncate(released);
+                full.push_str(&candidate);
+                hold_from
+            }
+        };
+        let end = released.max(offset.min(full.len()));
+        out.released.push(full[released..end].to_owned());
+        released = end;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -310,60 +437,23 @@ mod tests {
         assert_eq!(number_from("4111"), 0);
     }
 
-    /// What a simulated stream came to: the text released after each
-    /// delta (the final check last), and the block, if any.
-    #[derive(Debug, PartialEq)]
-    struct Streamed {
-        released: Vec<String>,
-        blocked: Option<String>,
-    }
-
-    impl Streamed {
-        /// Everything shown, in order.
-        fn shown(&self) -> String {
-            self.released.concat()
-        }
-    }
-
-    /// Drives `judge` as the host does: each delta appended, a rewrite
-    /// applied to the unreleased text, the hold applied, a final check with
-    /// holds ignored.
+    /// Drives `judge` as the host does (see [`simulate`]).
     fn stream_as(scanner: &Scanner, deltas: &[&str], hold_back: usize, action: Action) -> Streamed {
-        let mut full = String::new();
-        let mut released = 0;
-        let mut out = Streamed {
-            released: Vec::new(),
-            blocked: None,
-        };
-        let last = deltas.len();
-        for (i, delta) in deltas.iter().copied().chain([""]).enumerate() {
-            full.push_str(delta);
-            let offset = match judge(scanner, &full, released, i == last, hold_back, action) {
-                Judgement::Block { checks, .. } => {
-                    out.blocked = Some(checks);
-                    return out;
-                }
-                Judgement::HoldFrom(offset) => offset,
-                Judgement::Redact {
-                    candidate,
-                    hold_from,
-                } => {
-                    full.truncate(released);
-                    full.push_str(&candidate);
-                    hold_from
-                }
-            };
-            let end = released.max(offset.min(full.len()));
-            out.released.push(full[released..end].to_owned());
-            released = end;
+        simulate(scanner, deltas, rules(action, hold_back))
+    }
+
+    fn rules(action: Action, hold_back: usize) -> Rules {
+        Rules {
+            action,
+            hold_back,
+            hold_limit: crate::DEFAULT_HOLD_LIMIT,
         }
-        out
     }
 
     /// [`stream_as`] in block mode: (shown, block).
     fn stream(scanner: &Scanner, deltas: &[&str], hold_back: usize) -> (String, Option<String>) {
         let out = stream_as(scanner, deltas, hold_back, Action::Block);
-        (out.shown(), out.blocked)
+        (out.shown(), out.blocked.map(|(checks, _)| checks))
     }
 
     #[test]
@@ -423,7 +513,13 @@ mod tests {
         let released = "alpha ok ";
         let full = format!("{released}more");
         assert_eq!(
-            judge(&phrase, &full, released.len(), false, 0, Action::Block),
+            judge(
+                &phrase,
+                &full,
+                released.len(),
+                false,
+                rules(Action::Block, 0)
+            ),
             Judgement::HoldFrom(released.len())
         );
     }
@@ -432,7 +528,7 @@ mod tests {
     fn a_phrase_spanning_whitespace_is_held_from_its_possible_beginning() {
         let phrase = scanner(serde_json::json!({"custom_patterns": [r"launch\s+code\s+alpha"]}));
         let deltas = ["the launch ", "code ", "alpha is set"];
-        let blocked = Some("custom".to_owned());
+        let blocked = Some("custom-1".to_owned());
         assert_eq!(
             stream(&phrase, &deltas, 0),
             ("the ".to_owned(), blocked.clone())
@@ -457,7 +553,7 @@ mod tests {
         let deltas = ["the deploy ", "key ", "omega now"];
         let block = stream_as(&gate, &deltas, 0, Action::Block);
         assert_eq!(block.released, ["the ", ""]);
-        assert_eq!(block.blocked.as_deref(), Some("deploy_key"));
+        assert_eq!(block.blocked, Some(("deploy_key".to_owned(), Why::Matched)));
         let redact = stream_as(&gate, &deltas, 0, Action::Redact);
         assert_eq!(redact.released, ["the ", "", "[REDACTED] ", "now"]);
         assert_eq!(redact.blocked, None);
@@ -507,17 +603,17 @@ mod tests {
         // block can still stop the rest.
         let full = "mail bob@example.com ok";
         assert_eq!(
-            judge(&all, full, 9, false, 0, Action::Redact),
+            judge(&all, full, 9, false, rules(Action::Redact, 0)),
             Judgement::Block {
                 checks: "email".to_owned(),
-                escalated: true
+                why: Why::Escalated
             }
         );
         assert_eq!(
-            judge(&all, full, 9, false, 0, Action::Block),
+            judge(&all, full, 9, false, rules(Action::Block, 0)),
             Judgement::Block {
                 checks: "email".to_owned(),
-                escalated: false
+                why: Why::Matched
             }
         );
     }
@@ -529,13 +625,13 @@ mod tests {
         // Released: `start` lies more than 4096 bytes behind the boundary.
         let full = format!("{long}end ");
         assert_eq!(
-            judge(&phrase, &full, long.len(), false, 0, Action::Block),
+            judge(&phrase, &full, long.len(), false, rules(Action::Block, 0)),
             Judgement::HoldFrom(full.len())
         );
         let short = "startxx";
         let full = format!("{short}end ");
         assert!(matches!(
-            judge(&phrase, &full, short.len(), false, 0, Action::Block),
+            judge(&phrase, &full, short.len(), false, rules(Action::Block, 0)),
             Judgement::Block { .. }
         ));
     }
