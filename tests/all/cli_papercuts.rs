@@ -58,7 +58,7 @@ fn pty() -> Pty {
 
 /// `chimera <args>` in `cwd` with a terminal for stdin on which `typed` is
 /// typed (`\x04`, Ctrl-D, ends the input), run to completion.
-fn chimera_on_a_terminal(cwd: &Path, args: &[&str], typed: &str) -> Ran {
+pub(crate) fn chimera_on_a_terminal(cwd: &Path, args: &[&str], typed: &str) -> Ran {
     let Pty {
         mut keyboard,
         terminal,

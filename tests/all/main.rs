@@ -32,6 +32,7 @@ mod merge;
 mod outward_seams;
 mod pack_authoring;
 mod packs;
+mod permission_questions;
 mod plugins_in_the_loop;
 mod providers;
 mod registry;

@@ -73,12 +73,13 @@ pub enum AgentEvent {
         /// The model called instead.
         to: String,
     },
-    /// An interceptor asks the operator (a terminal prompt, an answers
-    /// file, `--yes`).
+    /// An interceptor or the permission policy (`--ask`) asks the operator
+    /// (a terminal prompt, an answers file, `--yes`, `--no`).
     ApprovalRequested {
-        /// The seam it runs on.
+        /// The seam it runs on; `permission` for the permission policy.
         seam: &'static str,
-        /// Its display name (`<pack>/<name>`).
+        /// Its display name (`<pack>/<name>`); `permission-policy` for the
+        /// permission policy.
         interceptor: String,
         /// What it asks about: the tool name, or `provider request`.
         subject: String,
@@ -95,6 +96,12 @@ pub enum AgentEvent {
         interceptor: String,
         /// The answer.
         answer: &'static str,
+        /// What was asked about (the question's `subject`).
+        subject: String,
+        /// Where the answer came from ([`Approver::source`](super::Approver::source):
+        /// `terminal`, `no_terminal`, `approvals_file`, `yes`, `no`, or
+        /// what an embedder's approver says).
+        source: String,
     },
     /// An `output` interceptor asked the model again: the request carries
     /// exactly the current answer and this feedback.
@@ -361,7 +368,9 @@ impl EventBus {
     /// Adds a subscriber to the audit channel: it receives every decision
     /// an interceptor makes, a sub-agent's too — allows, and each
     /// replacement with what it changed ([`AuditRecord`]) — which the
-    /// subscribers of [`subscribe`](Self::subscribe) never see. With none,
+    /// subscribers of [`subscribe`](Self::subscribe) never see, and the
+    /// permission policy's questions (an `ask` on seam `permission` by
+    /// `permission-policy`). With none,
     /// the chains build nothing for it.
     pub fn subscribe_audit(&self, subscriber: impl Fn(&AuditRecord) + Send + Sync + 'static) {
         self.auditors

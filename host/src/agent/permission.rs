@@ -94,7 +94,9 @@ impl OperatorAnswer {
 pub type Answering<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The operator: answers the permission policy's `Ask` and interceptors'
-/// questions — one operator for both.
+/// questions — one operator for both. Each question and its answer are
+/// published as `approval_requested` / `approval_answered` events, the
+/// answer naming where it came from ([`source`](Self::source)).
 ///
 /// The loop asks through the `async` methods ([`approve_async`](Self::approve_async),
 /// [`answer_async`](Self::answer_async)). By default they answer with the
@@ -111,6 +113,15 @@ pub trait Approver: Send + Sync {
     fn answer(&self, subject: &str, question: &Question) -> OperatorAnswer {
         let _ = subject;
         OperatorAnswer::default_of(question)
+    }
+
+    /// Where this approver's answers come from, as the `approval_answered`
+    /// event and the audit log name it: `terminal`, `no_terminal`,
+    /// `approvals_file`, `yes` or `no` for the host's own approvers. The
+    /// default, `custom`, stands for an approver of the embedder's that does
+    /// not say; one that wraps another should give the inner one's.
+    fn source(&self) -> &str {
+        "custom"
     }
 
     /// [`approve`](Self::approve), waited for asynchronously. The default
@@ -141,6 +152,11 @@ impl Approver for ApproveAll {
     fn answer(&self, _subject: &str, _question: &Question) -> OperatorAnswer {
         OperatorAnswer::Allow
     }
+
+    /// `yes`.
+    fn source(&self) -> &str {
+        "yes"
+    }
 }
 
 /// Denies everything.
@@ -153,6 +169,11 @@ impl Approver for DenyAll {
 
     fn answer(&self, _subject: &str, _question: &Question) -> OperatorAnswer {
         OperatorAnswer::Reject
+    }
+
+    /// `no`.
+    fn source(&self) -> &str {
+        "no"
     }
 }
 
@@ -230,6 +251,17 @@ impl Approver for TerminalApprover {
             _ => OperatorAnswer::default_of(question),
         }
     }
+
+    /// `terminal`; `no_terminal` when stdin is not one (nobody was asked: a
+    /// permission question is rejected, a pack's takes its default).
+    fn source(&self) -> &str {
+        if std::io::stdin().is_terminal() {
+            "terminal"
+        } else {
+            "no_terminal"
+        }
+    }
+
     /// Prompts on a blocking thread, so the executor is not held while the
     /// person types.
     fn approve_async<'a>(&'a self, call: &'a ToolCall) -> Answering<'a, bool> {
@@ -338,6 +370,11 @@ impl AnswersFile {
 }
 
 impl Approver for AnswersFile {
+    /// `approvals_file`.
+    fn source(&self) -> &str {
+        "approvals_file"
+    }
+
     fn approve(&self, call: &ToolCall) -> bool {
         let next = self
             .answers

@@ -433,6 +433,8 @@ impl AgentSession {
             seam: S::NAME,
             interceptor: interceptor.to_owned(),
             answer: answer.as_str(),
+            subject,
+            source: self.approver.source().to_owned(),
         });
         match answer {
             OperatorAnswer::Allow => Ok(None),

@@ -4,7 +4,9 @@ use super::events::AgentEvent;
 use super::permission::Permission;
 use super::session::AgentSession;
 use super::subagent::Inherited;
-use crate::interception::{withheld_result, Interceptors};
+use crate::interception::{
+    withheld_result, AuditRecord, EventDecision, InterceptorEvent, Interceptors,
+};
 use crate::tools::Tool;
 use crate::tools::ToolContext;
 use crate::types::{Message, ToolCall, ToolResult};
@@ -116,7 +118,7 @@ impl AgentSession {
         };
         let allowed = match permission {
             Permission::Allow => true,
-            Permission::Ask => self.approver.approve_async(&effective).await,
+            Permission::Ask => self.ask_permission(&effective).await,
             Permission::Deny => false,
         };
         if allowed {
@@ -125,6 +127,46 @@ impl AgentSession {
             let text = format!("Permission denied for {}", effective.name);
             Gate::Refuse(effective, text)
         }
+    }
+
+    /// Puts the permission policy's `Ask` for `call` to the approver, as a
+    /// pack's question is put: an `approval_requested` event before (and an
+    /// `ask` record on the audit channel), an `approval_answered` after.
+    /// True when it was allowed.
+    async fn ask_permission(&self, call: &ToolCall) -> bool {
+        let prompt = permission_prompt(call);
+        if self.bus.is_audited() {
+            self.bus.publish_audit(AuditRecord {
+                event: InterceptorEvent {
+                    seam: PERMISSION_SEAM,
+                    decision: EventDecision::Ask,
+                    reason: prompt.clone(),
+                    tool_name: call.name.clone(),
+                    call_id: call.id.clone(),
+                    interceptor: PERMISSION_POLICY.to_owned(),
+                },
+                from_pack: false,
+                changes: None,
+                depth: 0,
+                parent_call_id: None,
+            });
+        }
+        self.bus.emit(|| AgentEvent::ApprovalRequested {
+            seam: PERMISSION_SEAM,
+            interceptor: PERMISSION_POLICY.to_owned(),
+            subject: call.name.clone(),
+            prompt,
+            choices: vec!["allow".to_owned(), "reject".to_owned()],
+        });
+        let allowed = self.approver.approve_async(call).await;
+        self.bus.emit(|| AgentEvent::ApprovalAnswered {
+            seam: PERMISSION_SEAM,
+            interceptor: PERMISSION_POLICY.to_owned(),
+            answer: if allowed { "allow" } else { "reject" },
+            subject: call.name.clone(),
+            source: self.approver.source().to_owned(),
+        });
+        allowed
     }
 
     /// What this session hands down with a call (for `delegate`'s sub-agent).
@@ -271,6 +313,29 @@ impl AgentSession {
     }
 }
 
+/// The seam the permission policy's questions are published on.
+const PERMISSION_SEAM: &str = "permission";
+
+/// The name the permission policy asks by, where a pack's question names
+/// its interceptor.
+const PERMISSION_POLICY: &str = "permission-policy";
+
+/// At most this many bytes of a call's arguments are quoted in its
+/// permission question.
+const PROMPT_ARGUMENTS_CAP: usize = 200;
+
+/// The permission question about `call`: `Allow bash({"command":"ls"})?`,
+/// the arguments cut at [`PROMPT_ARGUMENTS_CAP`] bytes (with `…`).
+fn permission_prompt(call: &ToolCall) -> String {
+    let arguments = call.arguments.as_str();
+    let mut cut = arguments.len().min(PROMPT_ARGUMENTS_CAP);
+    while !arguments.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let more = if cut < arguments.len() { "…" } else { "" };
+    format!("Allow {}({}{more})?", call.name, &arguments[..cut])
+}
+
 /// The result of a call whose tool panicked.
 fn panicked(call: &ToolCall) -> ToolResult {
     ToolResult::err(format!("the {} tool panicked", call.name))
@@ -292,5 +357,28 @@ fn run_tool(tool: &dyn Tool, call: &ToolCall, cx: &ToolContext<'_>) -> ToolResul
     })) {
         Ok(outcome) => ToolResult::from(outcome),
         Err(_) => panicked(call),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_permission_question_names_the_tool_and_quotes_its_arguments_cut_on_a_character() {
+        let call = ToolCall::new("c1", "bash", serde_json::json!({"command": "ls"}));
+        assert_eq!(
+            permission_prompt(&call),
+            "Allow bash({\"command\":\"ls\"})?"
+        );
+        let long = "é".repeat(PROMPT_ARGUMENTS_CAP);
+        let call = ToolCall::new("c1", "write_file", serde_json::json!({ "content": long }));
+        let prompt = permission_prompt(&call);
+        assert!(
+            prompt.starts_with("Allow write_file({\"content\":\"é"),
+            "{prompt}"
+        );
+        assert!(prompt.ends_with("é…)?"), "{prompt}");
+        assert!(prompt.len() <= PROMPT_ARGUMENTS_CAP + "Allow write_file(…)?".len());
     }
 }

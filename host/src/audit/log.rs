@@ -125,6 +125,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     answer: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     change: Option<&'a [Change]>,
     #[serde(skip_serializing_if = "is_zero")]
     change_omitted: usize,
@@ -180,7 +182,8 @@ impl AuditLog {
 
     /// Records what `bus` carries: every interceptor decision (its audit
     /// channel: allows too, and what each replacement changed), the
-    /// operator's answers to packs' questions, and the turns, whose ends
+    /// operator's answers (to packs' questions and to the permission
+    /// policy's, with where each came from), and the turns, whose ends
     /// write the turn's lines out. `hashes` names the file hash of a
     /// loaded pack (`PluginManager::loaded_sha256`).
     pub fn attach(
@@ -256,24 +259,13 @@ impl Writer {
         match event {
             AgentEvent::User { .. } => self.turn = Some(self.turn.map_or(0, |t| t + 1)),
             AgentEvent::RunEnd { .. } => self.flush(),
-            AgentEvent::ApprovalAnswered {
-                seam,
-                interceptor,
-                answer,
-            } => self.answered(TOP, seam, interceptor, answer),
+            AgentEvent::ApprovalAnswered { .. } => self.answered(TOP, event),
             AgentEvent::Nested(nested) => {
-                if let AgentEvent::ApprovalAnswered {
-                    seam,
-                    interceptor,
-                    answer,
-                } = &*nested.event
-                {
-                    let origin = Origin {
-                        depth: Some(nested.depth),
-                        parent_call_id: Some(&nested.parent_call_id),
-                    };
-                    self.answered(origin, seam, interceptor, answer);
-                }
+                let origin = Origin {
+                    depth: Some(nested.depth),
+                    parent_call_id: Some(&nested.parent_call_id),
+                };
+                self.answered(origin, &nested.event);
             }
             _ => {}
         }
@@ -313,6 +305,7 @@ impl Writer {
                 tool,
                 call_id,
                 answer: None,
+                source: None,
                 change: changes.map(|c| c.spans.as_slice()),
                 change_omitted: changes.map_or(0, |c| c.omitted),
             },
@@ -320,11 +313,24 @@ impl Writer {
         );
     }
 
-    fn answered(&mut self, origin: Origin<'_>, seam: &str, interceptor: &str, answer: &str) {
+    /// The operator's answer (an `approval_answered` event; any other is
+    /// ignored) to the question asked last: a pack's, or the permission
+    /// policy's.
+    fn answered(&mut self, origin: Origin<'_>, event: &AgentEvent) {
+        let AgentEvent::ApprovalAnswered {
+            seam,
+            interceptor,
+            answer,
+            source,
+            ..
+        } = event
+        else {
+            return;
+        };
         let asked = self
             .asked
             .take()
-            .filter(|asked| asked.interceptor == interceptor);
+            .filter(|asked| asked.interceptor == *interceptor);
         let asked = asked.as_ref();
         self.record(
             origin,
@@ -337,6 +343,7 @@ impl Writer {
                 tool: asked.and_then(|a| a.tool.as_deref()),
                 call_id: asked.and_then(|a| a.call_id.as_deref()),
                 answer: Some(answer),
+                source: Some(source),
                 change: None,
                 change_omitted: 0,
             },
@@ -370,6 +377,7 @@ impl Writer {
             tool: record.tool.map(capped),
             call_id: record.call_id.map(capped),
             answer: record.answer,
+            source: record.source.map(capped),
             change: record.change,
             change_omitted: record.change_omitted,
         };
@@ -422,6 +430,7 @@ struct Record<'a> {
     tool: Option<&'a str>,
     call_id: Option<&'a str>,
     answer: Option<&'a str>,
+    source: Option<&'a str>,
     change: Option<&'a [Change]>,
     change_omitted: usize,
 }

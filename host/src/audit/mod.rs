@@ -14,9 +14,12 @@
 //!  "hash":"<SHA-256 of this line up to here>"}
 //! ```
 //!
-//! `decision` is `allowed`, `replaced`, `blocked`, `error`, `ask` (a pack
-//! asks the operator; `answered` follows with the `answer`), `retry` (an
-//! `output` gate asks the model again) or `pause` (a rate limiter waits).
+//! `decision` is `allowed`, `replaced`, `blocked`, `error`, `ask` (a pack,
+//! or the permission policy under `--ask` — seam `permission`, interceptor
+//! `permission-policy` — asks the operator; `answered` follows with the
+//! `answer` and its `source`: `terminal`, `approvals_file`, `yes`, `no`, …),
+//! `retry` (an `output` gate asks the model again) or `pause` (a rate
+//! limiter waits).
 //! `pack` and `sha256` are `null` for host interceptors. Behind the
 //! gateway (`chimera serve --audit FILE`) a line also carries `request`,
 //! the id of the reply the client got, after `session` (the conversation)

@@ -302,8 +302,15 @@ fn gate_line(event: &AgentEvent) -> String {
         AgentEvent::ApprovalAnswered {
             interceptor,
             answer,
+            source,
             ..
-        } => paint(DIM, &clean(&format!("  ? {interceptor}: answered {answer}"))),
+        } => paint(
+            DIM,
+            &clean(&format!(
+                "  ? {interceptor}: answered {answer} ({})",
+                answered_by(source)
+            )),
+        ),
         AgentEvent::GateRetry {
             interceptor,
             attempt,
@@ -465,6 +472,18 @@ fn interceptor(e: &InterceptorEvent) -> String {
             e.seam, e.decision, e.interceptor
         )),
     )
+}
+
+/// Where an operator's answer came from, as the readable view says it.
+fn answered_by(source: &str) -> &str {
+    match source {
+        "terminal" => "on the terminal",
+        "no_terminal" => "no terminal to ask on",
+        "approvals_file" => "from the approvals file",
+        "yes" => "yes to every question",
+        "no" => "no to every question",
+        other => other,
+    }
 }
 
 fn pack_line(verb: &str, name: &str, version: &str, path: Option<&str>) -> String {

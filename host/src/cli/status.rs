@@ -210,6 +210,10 @@ impl Approver for Announced {
         announce(&waiting_text(timeout, &question.default));
         self.inner.answer(subject, question)
     }
+
+    fn source(&self) -> &str {
+        self.inner.source()
+    }
 }
 
 #[cfg(test)]

@@ -377,6 +377,10 @@ impl Approver for RecordingApprover {
         self.inner.approve(call)
     }
 
+    fn source(&self) -> &str {
+        self.inner.source()
+    }
+
     fn answer(&self, subject: &str, question: &Question) -> OperatorAnswer {
         let answer = self.inner.answer(subject, question);
         let payload = match &answer {

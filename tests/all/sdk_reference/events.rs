@@ -104,6 +104,8 @@ fn samples() -> Vec<AgentEvent> {
             seam: "tool_call",
             interceptor: text("p/n"),
             answer: "allow",
+            subject: text("bash"),
+            source: text("approvals_file"),
         },
         AgentEvent::GateRetry {
             interceptor: text("p/n"),
