@@ -55,31 +55,72 @@ impl std::fmt::Debug for JsonSchema {
     }
 }
 
+/// Why an answer breaks the schema, worded twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// For the retry prompt's `{error}`: every violation as the validator
+    /// words it, a `pattern`'s regular expression included (the model
+    /// needs it to correct the answer, and is shown the schema anyway).
+    pub for_model: String,
+    /// For the block reason and the notice: a `pattern` (or a `not`
+    /// schema, which may hold one) named by where it sits in the schema,
+    /// never by its regular expression.
+    pub for_user: String,
+}
+
+/// `error` for a user: as the validator words it, except a failed
+/// `pattern` (`"abc" does not match the pattern at /properties/id/pattern`)
+/// and a failed `not` (`... is not allowed by the schema at /not`), whose
+/// wording would quote the schema's regular expression.
+fn for_user(error: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let at = error.schema_path().as_str();
+    match error.kind() {
+        Kind::Pattern { .. } => {
+            format!("{} does not match the pattern at {at}", error.instance())
+        }
+        Kind::Not { .. } => {
+            format!("{} is not allowed by the schema at {at}", error.instance())
+        }
+        Kind::PropertyNames { error } => for_user(error),
+        _ => error.to_string(),
+    }
+}
+
 /// The schema text as JSON, the key it came from naming a failure.
 fn parse_schema(key: &str, text: &str) -> Result<Value, PackError> {
     serde_json::from_str(text).map_err(|e| PackError::msg(format!("{key}: invalid JSON: {e}")))
 }
 
 impl JsonSchema {
-    /// The JSON text of `answer` when it is valid, else the error.
+    /// The JSON text of `answer` when it is valid, else why not.
     ///
     /// # Errors
     ///
-    /// `invalid JSON: …` when the JSON text taken from `answer` does not parse;
-    /// else every way it breaks the schema, joined by `; `.
-    pub fn validate<'a>(&self, answer: &'a str) -> Result<&'a str, String> {
+    /// [`Invalid`]: `invalid JSON: …` when the JSON text taken from
+    /// `answer` does not parse; else every way it breaks the schema,
+    /// joined by `; `.
+    pub fn validate<'a>(&self, answer: &'a str) -> Result<&'a str, Invalid> {
         let text = extract(answer);
-        let instance: Value =
-            serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
-        let errors: Vec<String> = self
+        let instance: Value = serde_json::from_str(text).map_err(|e| {
+            let error = format!("invalid JSON: {e}");
+            Invalid {
+                for_model: error.clone(),
+                for_user: error,
+            }
+        })?;
+        let (for_model, for_user): (Vec<String>, Vec<String>) = self
             .validator
             .iter_errors(&instance)
-            .map(|e| e.to_string())
-            .collect();
-        if errors.is_empty() {
+            .map(|e| (e.to_string(), for_user(&e)))
+            .unzip();
+        if for_model.is_empty() {
             Ok(text)
         } else {
-            Err(errors.join("; "))
+            Err(Invalid {
+                for_model: for_model.join("; "),
+                for_user: for_user.join("; "),
+            })
         }
     }
 
@@ -146,20 +187,20 @@ impl Pack for JsonSchema {
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         registrar.output_gate("schema", move |session, answer| {
-            let error = match self.validate(answer) {
+            let invalid = match self.validate(answer) {
                 Ok(json) if json == answer => return Ok(OutputDecision::Allow),
                 Ok(json) => return Ok(OutputDecision::Replace(json.to_owned())),
-                Err(error) => error,
+                Err(invalid) => invalid,
             };
             let used = self.retries.get(session);
-            let (reason, notice) = Self::failure(&error, used);
+            let (reason, notice) = Self::failure(&invalid.for_user, used);
             if used >= self.max_retries {
                 session.notice(notice);
                 return Ok(OutputDecision::Block(reason));
             }
             self.retries.update(session, |used| *used += 1);
             Ok(OutputDecision::Retry(Retry {
-                feedback: self.feedback(answer, &error),
+                feedback: self.feedback(answer, &invalid.for_model),
                 max: self.max_retries,
                 exhausted: Exhausted::Block(reason),
             }))
@@ -195,11 +236,47 @@ mod tests {
     fn errors_say_why_in_one_line() {
         let gate = named();
         let error = gate.validate("not json").unwrap_err();
-        assert!(error.starts_with("invalid JSON: expected "), "{error}");
+        assert!(
+            error.for_user.starts_with("invalid JSON: expected "),
+            "{error:?}"
+        );
+        assert_eq!(error.for_model, error.for_user);
         let strict = gate_of_two_rules();
-        let error = strict.validate("{\"age\":\"old\"}").unwrap_err();
+        let error = strict.validate("{\"age\":\"old\"}").unwrap_err().for_user;
         assert_eq!(error.matches("; ").count(), 1, "{error}");
         assert!(error.contains("\"name\" is a required property"), "{error}");
+    }
+
+    #[test]
+    fn a_failed_pattern_is_named_by_its_place_for_the_user_and_shown_to_the_model() {
+        let gate = gate(json!({"schema": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "pattern": "^[A-Z]{3}-\\d+$"},
+                "tag": {"not": {"pattern": "^tmp-"}}
+            },
+            "propertyNames": {"pattern": "^[a-z]+$"}
+        }}))
+        .unwrap();
+        let pattern = gate.validate(r#"{"id": "abc"}"#).unwrap_err();
+        assert_eq!(
+            pattern.for_user,
+            "\"abc\" does not match the pattern at /properties/id/pattern"
+        );
+        assert!(pattern.for_model.contains("^[A-Z]{3}-\\d+$"), "{pattern:?}");
+        let not = gate.validate(r#"{"tag": "tmp-1"}"#).unwrap_err().for_user;
+        assert_eq!(
+            not,
+            "\"tmp-1\" is not allowed by the schema at /properties/tag/not"
+        );
+        let names = gate.validate(r#"{"Bad": 1}"#).unwrap_err().for_user;
+        assert!(
+            names.starts_with("\"Bad\" does not match the pattern at /propertyNames"),
+            "{names}"
+        );
+        for text in [pattern.for_user, not, names] {
+            assert!(!text.contains('^') && !text.contains('['), "{text}");
+        }
     }
 
     fn gate_of_two_rules() -> JsonSchema {

@@ -17,7 +17,14 @@
 //!   `Response failed JSON schema validation after <N> retries: <error>`.
 //!
 //! The error is `invalid JSON: <parser error>` for text that does not
-//! parse, else every schema violation, `; `-joined. `retry_prompt`
+//! parse, else every schema violation, `; `-joined. In the reason and the
+//! notice, which a user reads, a failed `pattern` is named by where it
+//! sits in the schema, never by its regular expression
+//! (`"abc" does not match the pattern at /properties/id/pattern`), and so
+//! is a failed `not` (`... is not allowed by the schema at
+//! /properties/tag/not`), whose schema may hold one; the retry prompt's
+//! `{error}`, which the model reads to correct its answer, words them as
+//! the validator does, the pattern included ([`Invalid`]). `retry_prompt`
 //! placeholders: `{schema}` (the schema as compact JSON), `{error}`,
 //! `{content}` (the answer being retried); rendered in one pass, unknown
 //! ones kept as they are. The host never offers a substitute reply (a
@@ -38,6 +45,6 @@ mod extract;
 mod gate;
 
 pub use extract::extract;
-pub use gate::{Config, JsonSchema, DEFAULT_RETRY_PROMPT};
+pub use gate::{Config, Invalid, JsonSchema, DEFAULT_RETRY_PROMPT};
 
 chimera_plugin_api::export_packs!(JsonSchema);

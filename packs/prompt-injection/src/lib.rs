@@ -10,27 +10,65 @@
 //! (the history's transcript).
 //!
 //! All patterns — the eleven defaults in [`DEFAULT_PATTERNS`] and the
-//! configured ones — are one `RegexSet`: one pass over each text. On a
-//! match:
+//! configured ones — are one `RegexSet`: one pass over each text. Every
+//! pattern has a name, and a reason shows the name, never the regular
+//! expression (a user reads the reason; a regex tells them nothing and
+//! shows how to slip past it). On a match:
 //!
 //! * `action: "block"`: the request is blocked with
-//!   `Prompt injection detected: <pattern>` (the source of the first
-//!   matching pattern, in list order) and the notice `message`;
+//!   `Prompt injection detected: <name>` (the name of the first matching
+//!   pattern, in list order: the defaults, then the configured ones) and
+//!   the notice `message`;
 //! * `action: "warn"`: the request goes on, with the notice
 //!   `Warning: potential prompt injection detected in input.`
 //!
-//! Configuration (JSON, every key optional): `action` (`block` | `warn`,
-//! default `block`), `message` (default
-//! `Input blocked: potential prompt injection detected.`), `patterns`
-//! (extra regexes, a list or one string, added to the defaults),
-//! `patterns_file` (a path, `~/` expanded: one regex per line, blank and
-//! `#` lines skipped; at most 1 MiB, UTF-8). An invalid extra pattern, or
-//! an unreadable file, refuses the load with one line naming it (Nexus
-//! logged and skipped it: a gate that silently checks less than it was
-//! told to is not what its user asked for).
+//! ## The default patterns
+//!
+//! | name | matches (any case unless said) |
+//! |---|---|
+//! | `ignore-previous-instructions` | `ignore (all) previous/prior/above instructions` |
+//! | `you-are-now` | `you are now ` |
+//! | `system-prompt` | `system prompt:` |
+//! | `disregard-previous` | `disregard (all) previous/prior/earlier` |
+//! | `new-instructions` | `new instruction(s):` |
+//! | `override-safety` | `override system/safety/previous` |
+//! | `inst-token` | `[INST]` (this case only) |
+//! | `im-start-token` | `<\|im_start\|>` |
+//! | `system-token` | `<\|system\|>` |
+//! | `pretend-you-are` | `pretend you are` |
+//! | `no-restrictions` | `act as if you (have) no restrictions/rules/guidelines` |
+//!
+//! ## Configuration
+//!
+//! JSON, every key optional: `action` (`block` | `warn`, default `block`),
+//! `message` (default `Input blocked: potential prompt injection
+//! detected.`), `patterns` (extra patterns added to the defaults: one, or
+//! a list; each a regular expression, or a table `{pattern, name}` whose
+//! `name` is optional), `patterns_file` (a path, `~/` expanded: one
+//! regular expression per line, blank and `#` lines skipped; at most
+//! 1 MiB, UTF-8).
+//!
+//! A configured pattern without a name is named `custom-<n>`, `<n>` its
+//! position (from 1) among the configured patterns: the `patterns`
+//! entries (named or not), then the `patterns_file` lines, which carry no
+//! names and continue that numbering. With `"patterns": ["(?i)sudo",
+//! {"pattern": "(?i)dev mode", "name": "dev-mode"}]` and a file of two
+//! lines, those lines are `custom-3` and `custom-4`. A name is 1 to 64 of
+//! `A-Z a-z 0-9 _ - .`, not a default pattern's, and given to one pattern
+//! only.
+//!
+//! A bad name, an invalid pattern (named by its name, and by its line in
+//! `patterns_file`), or an unreadable file refuses the load with one line
+//! (Nexus logged and skipped an invalid pattern: a gate that silently
+//! checks less than it was told to is not what its user asked for).
 
+mod config;
 mod gate;
 
-pub use gate::{Action, Config, PromptInjection, DEFAULT_MESSAGE, DEFAULT_PATTERNS, WARNING};
+pub use config::{
+    check_name, custom_name, Action, Config, CustomPattern, DefaultPattern, DEFAULT_MESSAGE,
+    DEFAULT_PATTERNS, WARNING,
+};
+pub use gate::PromptInjection;
 
 chimera_plugin_api::export_packs!(PromptInjection);

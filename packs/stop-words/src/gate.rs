@@ -1,9 +1,10 @@
 //! The gate: one word set, judged on four seams.
 
-use crate::config::Config;
+use crate::config::{Config, Named};
 use crate::tokens::{hold_from, is_word_byte, scan_from, tokens};
 use chimera_plugin_api::prelude::*;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::fmt;
 use std::sync::Arc;
 
 /// How many streamed bytes the gate takes per judgement
@@ -12,10 +13,30 @@ use std::sync::Arc;
 /// host still offers sooner when text has waited 25 ms.
 pub(crate) const STREAM_WINDOW: usize = 1024;
 
+/// A banned word found in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found<'a> {
+    /// The word as configured (lower-cased unless case-sensitive).
+    pub word: &'a str,
+    /// The name it was given (in `words`, or with its `word_files` entry).
+    pub name: Option<&'a str>,
+}
+
+/// What a reason shows: the name when there is one, else the word quoted.
+impl fmt::Display for Found<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name {
+            Some(name) => f.write_str(name),
+            None => write!(f, "\"{}\"", self.word),
+        }
+    }
+}
+
 /// The loaded gate.
 #[derive(Debug)]
 pub struct StopWords {
-    words: HashSet<String>,
+    /// Each banned word (lower-cased unless case-sensitive), with its name.
+    words: HashMap<String, Option<String>>,
     /// The length of the longest word (all are ASCII: bytes are characters).
     longest: usize,
     /// The length of the shortest word: a token of another length is no
@@ -29,9 +50,9 @@ pub struct StopWords {
 
 impl StopWords {
     /// The first banned word in `text`, as configured (lower-cased unless
-    /// case-sensitive).
+    /// case-sensitive), and its name.
     #[must_use]
-    pub fn find(&self, text: &str) -> Option<&str> {
+    pub fn find(&self, text: &str) -> Option<Found<'_>> {
         let mut lowered = String::new();
         let (shortest, longest) = (self.shortest, self.longest);
         tokens(text).find_map(|token| {
@@ -46,20 +67,23 @@ impl StopWords {
                 lowered.make_ascii_lowercase();
                 lowered.as_str()
             };
-            self.words.get(key).map(String::as_str)
+            self.words.get_key_value(key).map(|(word, name)| Found {
+                word,
+                name: name.as_deref(),
+            })
         })
     }
 
     /// The first banned word in any of `texts`.
-    fn find_in<'t>(&self, texts: impl IntoIterator<Item = &'t str>) -> Option<&str> {
+    fn find_in<'t>(&self, texts: impl IntoIterator<Item = &'t str>) -> Option<Found<'_>> {
         texts.into_iter().find_map(|text| self.find(text))
     }
 
-    /// A block of `word` found in `what` (`Input`, `Output`, `Response`),
-    /// with the notice.
-    fn block<T>(&self, session: Session<'_>, what: &str, word: &str) -> Decision<T> {
+    /// A block of `found` in `what` (`Input`, `Output`, `Response`), with
+    /// the notice.
+    fn block<T>(&self, session: Session<'_>, what: &str, found: Found<'_>) -> Decision<T> {
         session.notice(self.message.as_str());
-        Decision::Block(reason(what, word))
+        Decision::Block(reason(what, found))
     }
 
     /// The stream verdict on one offer.
@@ -67,14 +91,16 @@ impl StopWords {
     pub fn judge_stream(&self, full: &str, released: usize) -> StreamDecision {
         let from = scan_from(full, released, self.longest);
         match self.find(&full[from..]) {
-            Some(word) => StreamDecision::Block(reason("Response", word)),
+            Some(found) => StreamDecision::Block(reason("Response", found)),
             None => StreamDecision::HoldFrom(hold_from(full, self.longest)),
         }
     }
 }
 
-fn reason(what: &str, word: &str) -> String {
-    format!("{what} contains prohibited term: \"{word}\"")
+/// `Input contains prohibited term: "forbidden"`, or with the word's name
+/// (unquoted) when it has one: `Input contains prohibited term: codename`.
+fn reason(what: &str, found: Found<'_>) -> String {
+    format!("{what} contains prohibited term: {found}")
 }
 
 impl Pack for StopWords {
@@ -92,26 +118,46 @@ impl Pack for StopWords {
 
     fn new(config: Config) -> Result<Self, PackError> {
         let mut listed = config.words;
-        for path in &config.word_files {
-            let text = gate_kit::read_config_file("word_files", path)?;
-            listed.extend(gate_kit::config_lines(&text).map(str::to_owned));
+        for file in &config.word_files {
+            let text = gate_kit::read_config_file("word_files", &file.value)?;
+            listed.extend(gate_kit::config_lines(&text).map(|word| Named {
+                value: word.to_owned(),
+                name: file.name.clone(),
+            }));
         }
-        let mut words = HashSet::with_capacity(listed.len());
-        for word in listed {
+        let mut words: HashMap<String, Option<String>> = HashMap::with_capacity(listed.len());
+        for Named { value: word, name } in listed {
             if word.is_empty() || !word.bytes().all(is_word_byte) {
                 return Err(PackError::msg(format!(
                     "{word:?} can never match: a word is one token of ASCII letters, digits, ', _ and -"
                 )));
             }
-            words.insert(if config.case_sensitive {
+            let word = if config.case_sensitive {
                 word
             } else {
                 word.to_ascii_lowercase()
-            });
+            };
+            match words.get(&word) {
+                Some(before) if *before != name => {
+                    let shown = |name: &Option<String>| {
+                        name.as_deref()
+                            .map_or("no name".to_owned(), |n| format!("name {n:?}"))
+                    };
+                    return Err(PackError::msg(format!(
+                        "{word:?} is listed twice, with {} and with {}",
+                        shown(before),
+                        shown(&name)
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    words.insert(word, name);
+                }
+            }
         }
         Ok(StopWords {
-            longest: words.iter().map(String::len).max().unwrap_or(0),
-            shortest: words.iter().map(String::len).min().unwrap_or(0),
+            longest: words.keys().map(String::len).max().unwrap_or(0),
+            shortest: words.keys().map(String::len).min().unwrap_or(0),
             words,
             case_sensitive: config.case_sensitive,
             message: config.message,
@@ -131,14 +177,14 @@ impl Pack for StopWords {
             }
             let texts = gate_kit::new_input(request.messages()).flat_map(gate_kit::message_texts);
             Ok(match gate.find_in(texts) {
-                Some(word) => gate.block(session, "Input", word),
+                Some(found) => gate.block(session, "Input", found),
                 None => Decision::Allow,
             })
         });
         let gate = Arc::clone(&self);
         registrar.output("output", move |session, answer| {
             Ok(match gate.find(answer) {
-                Some(word) => gate.block(session, "Output", word),
+                Some(found) => gate.block(session, "Output", found),
                 None => Decision::Allow,
             })
         });
@@ -147,7 +193,7 @@ impl Pack for StopWords {
             let gate = Arc::clone(&self);
             registrar.model_response("response", move |session, reply| {
                 Ok(match gate.find(reply.content()) {
-                    Some(word) => gate.block(session, "Response", word),
+                    Some(found) => gate.block(session, "Response", found),
                     None => Decision::Allow,
                 })
             });
@@ -180,19 +226,134 @@ mod tests {
         StopWords::new(serde_json::from_value(config).unwrap()).unwrap()
     }
 
+    /// The word found in `text`, as configured.
+    fn word<'g>(gate: &'g StopWords, text: &str) -> Option<&'g str> {
+        gate.find(text).map(|found| found.word)
+    }
+
+    /// The reason's end for what is found in `text`.
+    fn shown(gate: &StopWords, text: &str) -> Option<String> {
+        gate.find(text).map(|found| found.to_string())
+    }
+
+    fn load_error(config: serde_json::Value) -> String {
+        match serde_json::from_value::<Config>(config) {
+            Ok(config) => StopWords::new(config).unwrap_err().to_string(),
+            Err(error) => error.to_string(),
+        }
+    }
+
     #[test]
     fn a_word_matches_whole_tokens_only() {
         let gate = gate(serde_json::json!({"words": ["forbidden"]}));
-        assert_eq!(gate.find("a FORBIDDEN kingdom."), Some("forbidden"));
-        assert_eq!(gate.find("FORBIDDEN_WORD and forbid"), None);
-        assert_eq!(gate.find("unforbidden-ness"), None);
+        assert_eq!(word(&gate, "a FORBIDDEN kingdom."), Some("forbidden"));
+        assert_eq!(word(&gate, "FORBIDDEN_WORD and forbid"), None);
+        assert_eq!(word(&gate, "unforbidden-ness"), None);
     }
 
     #[test]
     fn case_sensitive_words_match_their_case_only() {
         let gate = gate(serde_json::json!({"words": "FORBIDDEN", "case_sensitive": true}));
-        assert_eq!(gate.find("forbidden"), None);
-        assert_eq!(gate.find("so FORBIDDEN"), Some("FORBIDDEN"));
+        assert_eq!(word(&gate, "forbidden"), None);
+        assert_eq!(word(&gate, "so FORBIDDEN"), Some("FORBIDDEN"));
+    }
+
+    #[test]
+    fn a_bare_word_is_shown_quoted_and_a_named_word_by_its_name_only() {
+        let named = gate(serde_json::json!({"words": [
+            "forbidden",
+            {"word": "ProjectX", "name": "codename"},
+            {"word": "projecty", "name": "codename"},
+            {"word": "hush"},
+        ]}));
+        assert_eq!(
+            shown(&named, "a FORBIDDEN word").as_deref(),
+            Some("\"forbidden\"")
+        );
+        assert_eq!(shown(&named, "about projectx").as_deref(), Some("codename"));
+        assert_eq!(shown(&named, "about PROJECTY").as_deref(), Some("codename"));
+        assert_eq!(shown(&named, "hush now").as_deref(), Some("\"hush\""));
+        assert_eq!(
+            reason("Input", named.find("about projectx").unwrap()),
+            "Input contains prohibited term: codename"
+        );
+        assert_eq!(
+            named.judge_stream("so projectx ", 0),
+            StreamDecision::Block("Response contains prohibited term: codename".into())
+        );
+        // One table is a list of one.
+        let one = gate(serde_json::json!({"words": {"word": "x", "name": "n"}}));
+        assert_eq!(shown(&one, "x").as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn a_named_word_file_names_every_word_in_it() {
+        let dir = std::env::temp_dir().join(format!("stop-words-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secret.txt");
+        std::fs::write(&secret, "# confidential\nprojectx\n\n  ProjectY \n").unwrap();
+        let plain = dir.join("plain.txt");
+        std::fs::write(&plain, "forbidden\n").unwrap();
+        let gate = gate(serde_json::json!({"word_files": [
+            {"path": secret.display().to_string(), "name": "confidential"},
+            plain.display().to_string(),
+        ]}));
+        assert_eq!(shown(&gate, "projectx").as_deref(), Some("confidential"));
+        assert_eq!(shown(&gate, "so projecty").as_deref(), Some("confidential"));
+        assert_eq!(shown(&gate, "forbidden").as_deref(), Some("\"forbidden\""));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_bad_name_or_a_word_named_two_ways_refuses_the_load_in_one_line() {
+        let cases = [
+            (
+                serde_json::json!({"words": [{"word": "x", "name": "two words"}]}),
+                "name \"two words\" must be 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'",
+            ),
+            (
+                serde_json::json!({"words": [{"word": "x", "name": ""}]}),
+                "must be 1 to 64",
+            ),
+            (
+                serde_json::json!({"words": [{"word": "x", "name": "y".repeat(65)}]}),
+                "must be 1 to 64",
+            ),
+            (
+                serde_json::json!({"words": [{"word": "x", "label": "y"}]}),
+                "unknown field `label`, expected `word` or `name`",
+            ),
+            (
+                serde_json::json!({"words": [{"name": "y"}]}),
+                "missing `word`",
+            ),
+            (
+                serde_json::json!({"word_files": [{"path": "p", "name": "bad name"}]}),
+                "name \"bad name\" must be",
+            ),
+            (
+                serde_json::json!({"words": [["x", "y"]]}),
+                "a word, or a table {word, name}",
+            ),
+            (
+                serde_json::json!({"words": ["x", {"word": "X", "name": "y"}]}),
+                "\"x\" is listed twice, with no name and with name \"y\"",
+            ),
+            (
+                serde_json::json!({"words": [{"word": "x", "name": "a"}, {"word": "x", "name": "b"}]}),
+                "\"x\" is listed twice, with name \"a\" and with name \"b\"",
+            ),
+        ];
+        for (config, expected) in cases {
+            let error = load_error(config.clone());
+            assert!(error.contains(expected), "{config}: {error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+        // The same word twice, the same way, is one word.
+        let twice = gate(
+            serde_json::json!({"words": ["x", "X", {"word": "y", "name": "n"}, {"word": "y", "name": "n"}]}),
+        );
+        assert_eq!(shown(&twice, "X").as_deref(), Some("\"x\""));
     }
 
     #[test]

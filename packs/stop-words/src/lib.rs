@@ -31,26 +31,40 @@
 //!   the stream with the `Response ...` reason (the reply becomes
 //!   `message`).
 //!
-//! Every block carries the notice `message`. The `<word>` of a reason is
-//! the configured word (lower-cased unless `case_sensitive`); the blocked
-//! text is never quoted.
+//! Every block carries the notice `message`. The `"<word>"` of a reason is
+//! the configured word, quoted (lower-cased unless `case_sensitive`); the
+//! blocked text is never quoted. A word given a name is shown by its name
+//! instead, unquoted — `Input contains prohibited term: codename` — so an
+//! operator with a confidential list keeps its terms out of what users
+//! see (reasons, events, audit lines).
 //!
-//! Configuration (JSON, every key optional): `words` (a list, or one
-//! string), `word_files` (paths, `~/` expanded; one word per line, blank
-//! and `#` lines skipped; at most 1 MiB each, UTF-8; an unreadable file
-//! refuses the load with one line), `case_sensitive` (default false),
-//! `message` (default `Content blocked: contains prohibited terms.`),
+//! ## Configuration
+//!
+//! JSON, every key optional: `words` (one, or a list; each a word, or a
+//! table `{word, name}`), `word_files` (one, or a list; each a path, or a
+//! table `{path, name}`; `~/` expanded; one word per line, blank and `#`
+//! lines skipped; at most 1 MiB each, UTF-8; an unreadable file refuses
+//! the load with one line), `case_sensitive` (default false), `message`
+//! (default `Content blocked: contains prohibited terms.`),
 //! `scan_llm_responses` (default false), `scan_stream` (default
-//! `scan_llm_responses`). A word that is not one token (`two words`,
-//! `café`) could never match and refuses the load. An empty list never
-//! blocks: the pack then registers nothing and logs nothing.
+//! `scan_llm_responses`).
+//!
+//! A line of a word file carries no name of its own: a file's `name`
+//! stands for every word in it, and the words of a file given as a bare
+//! path are shown as themselves. A name is 1 to 64 of `A-Z a-z 0-9 _ -
+//! .`; several words may share one (a category). A word listed twice with
+//! different names (or once named and once bare) refuses the load: it
+//! could not be both hidden and shown. So does a bad name, and a word that
+//! is not one token (`two words`, `café`), which could never match. An
+//! empty list never blocks: the pack then registers nothing and logs
+//! nothing.
 
 mod config;
 mod gate;
 mod tokens;
 
-pub use config::{Config, DEFAULT_MESSAGE};
-pub use gate::StopWords;
+pub use config::{check_name, Config, Named, DEFAULT_MESSAGE};
+pub use gate::{Found, StopWords};
 pub use tokens::{hold_from, is_word_byte, scan_from, tokens};
 
 chimera_plugin_api::export_packs!(StopWords);
