@@ -3,6 +3,9 @@
 //! local server, with the bundled `content-safety` (and `output-length`)
 //! loaded by name. What the user is shown is the `assistant_delta` events.
 
+#[path = "../../packs/content-safety/tests/oracle/mod.rs"]
+mod oracle;
+
 use chimera_tests::cli::{chimera, Ran};
 use chimera_tests::http::{Reply, Server};
 use serde_json::{json, Value};
@@ -235,4 +238,102 @@ fn run_end_says_when_a_gate_vetoed_the_answer_and_which() {
         (&end["success"], &end["vetoed"], &end["vetoed_by"]),
         (&json!(false), &json!(true), &json!("content-safety/output"))
     );
+}
+
+/// `chimera run --json --stream` with the scripted model streaming
+/// `deltas` at reading pace (each judged on its own) through
+/// content-safety configured with `config`.
+fn scripted(deltas: &[String], config: Value) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let responses = json!({"responses": [{"deltas": deltas, "pace_ms": 40}]});
+    std::fs::write(&script, responses.to_string()).unwrap();
+    let script = script.display().to_string();
+    let pack = content_safety(config);
+    let args = [
+        "run", "--json", "--stream", "--script", &script, "--pack", &pack, "go",
+    ];
+    chimera(dir.path(), &args, &[], "")
+}
+
+/// What the binary showed: the released text, and whether (and why) the
+/// stream was blocked.
+fn outcome(ran: &Ran) -> oracle::Outcome {
+    let blocked = ran.of_type("stream_retract").first().map(|retract| {
+        retract["reason"]
+            .as_str()
+            .is_some_and(|r| r.ends_with("(a possible match held past 64 bytes)"))
+    });
+    oracle::Outcome {
+        shown: deltas_shown(ran).concat(),
+        per_offer: None,
+        blocked,
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+    /// The release rule's property (see `oracle`) through the binary: no
+    /// byte of a match, and no byte of a possible match held past the
+    /// limit, is ever shown, in block and redact mode.
+    #[test]
+    fn through_the_binary_no_span_of_any_length_is_shown_in_part((text, deltas) in oracle::text_and_deltas(6)) {
+        let ran = scripted(&deltas, oracle::config("block"));
+        let out = outcome(&ran);
+        let checked = oracle::check_block(&text, &deltas, &out);
+        proptest::prop_assert!(checked.is_ok(), "block: {}: {out:?}", checked.unwrap_err());
+        let ran = scripted(&deltas, oracle::config("redact"));
+        let out = outcome(&ran);
+        let checked = oracle::check_redact(&text, &deltas, &out);
+        proptest::prop_assert!(checked.is_ok(), "redact: {}: {out:?}", checked.unwrap_err());
+    }
+}
+
+#[test]
+fn a_phrase_padded_with_five_thousand_spaces_is_never_shown_in_either_mode() {
+    // Regression (stream gating that no span defeats): the look-back for
+    // live partial matches stopped at 4 KiB, so this phrase was streamed
+    // in full, in both modes, with no retract.
+    let config = |action: &str| {
+        json!({"action": action, "scan_stream": true,
+               "custom_patterns": [{"pattern": r"launch\s+code\s+alpha", "name": "launch_code"}]})
+    };
+    let deltas: Vec<String> = ["the launch", &" ".repeat(5000), "code ", "alpha is set"]
+        .map(str::to_owned)
+        .to_vec();
+    let ran = scripted(&deltas, config("block"));
+    assert_eq!(deltas_shown(&ran).concat(), "the ");
+    let retract = &ran.of_type("stream_retract")[0];
+    assert_eq!(
+        (&retract["released"], &retract["reason"]),
+        (
+            &json!(4),
+            &json!("Content safety (llm.stream.chunk): launch_code")
+        )
+    );
+    let ran = scripted(&deltas, config("redact"));
+    assert_eq!(deltas_shown(&ran).concat(), "the [REDACTED] is set");
+    assert!(ran.of_type("stream_retract").is_empty());
+    // Padded past the hold limit, the phrase is never released: blocked.
+    let padded: Vec<String> = ["the launch", &" ".repeat(70_000), "pad"]
+        .map(str::to_owned)
+        .to_vec();
+    for action in ["block", "redact"] {
+        let ran = scripted(&padded, config(action));
+        assert_eq!(deltas_shown(&ran).concat(), "the ", "{action}");
+        let retract = &ran.of_type("stream_retract")[0];
+        assert_eq!(
+            retract["reason"],
+            "Content safety (llm.stream.chunk): launch_code (a possible match held past 65536 bytes)"
+        );
+        let notice = &ran.of_type("notice")[0]["text"];
+        assert!(
+            notice
+                .as_str()
+                .unwrap()
+                .ends_with(&content_safety::over_limit(65536)),
+            "{notice}"
+        );
+    }
 }
