@@ -29,6 +29,7 @@ mod loading;
 mod mcp;
 mod mcp_tools;
 mod merge;
+mod mockllm;
 mod outward_seams;
 mod pack_authoring;
 mod packs;

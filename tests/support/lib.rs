@@ -288,6 +288,8 @@ pub mod cli;
 
 pub mod python;
 
+pub mod real_parts;
+
 pub mod redis;
 
 pub mod serve;

@@ -3,8 +3,11 @@
 //! tests own (`target/mcp-servers`, installed once per machine: `.ci/run`
 //! installs them before the tests, and the first test that needs them
 //! does otherwise). Where they cannot be had (no `npm`, no registry), the
-//! MCP tests say so in one line and are skipped.
+//! MCP tests say so in one line and skip, or fail with that line when
+//! `CHIMERA_REQUIRE_REAL_PARTS` is set, as `.ci/run` sets it (see
+//! [`real_parts`]).
 
+use super::real_parts;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -24,19 +27,27 @@ pub fn servers_dir() -> PathBuf {
 
 /// The command that runs server `package` (`node …/dist/index.js`), or
 /// `None` (said once, on stderr) when the servers cannot be installed.
+///
+/// # Panics
+///
+/// When they cannot be installed and `CHIMERA_REQUIRE_REAL_PARTS` is set.
 pub fn server(package: &str) -> Option<Vec<String>> {
-    static INSTALLED: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let dir = INSTALLED
-        .get_or_init(|| match install() {
-            Ok(dir) => Some(dir),
-            Err(why) => {
-                eprintln!("skipping the MCP server tests: {why}");
-                None
-            }
-        })
-        .as_deref()?;
-    let script = entry(dir, package);
-    Some(vec!["node".to_owned(), script.display().to_string()])
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let mut first = false;
+    let installed = INSTALLED.get_or_init(|| {
+        first = true;
+        install()
+    });
+    match installed {
+        Ok(dir) => {
+            let script = entry(dir, package);
+            Some(vec!["node".to_owned(), script.display().to_string()])
+        }
+        Err(why) => {
+            real_parts::missing(&format!("the MCP servers cannot be had: {why}"), first);
+            None
+        }
+    }
 }
 
 fn entry(dir: &Path, package: &str) -> PathBuf {
@@ -44,6 +55,13 @@ fn entry(dir: &Path, package: &str) -> PathBuf {
 }
 
 fn install() -> Result<PathBuf, String> {
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("node cannot run ({e}); .ci/run installs it"))?;
+    if !node.status.success() {
+        return Err("node --version failed; .ci/run installs node".to_owned());
+    }
     let dir = servers_dir();
     if SERVERS
         .iter()

@@ -1,35 +1,61 @@
 //! The official `openai`, `anthropic` and `mcp` Python SDKs, for tests
-//! that drive a server the way real clients do. They live in a venv the tests own
-//! (`target/sdk-venv`, made once per machine: `.ci/run` makes it before
-//! the tests, and the first test that needs it makes it otherwise). Where
-//! it cannot be made (no Python, no network to the package index), the
-//! SDK tests say so in one line and are skipped.
+//! that drive a server the way real clients do, and `mockllm` (pinned), a
+//! mock model server some users test against. They live in a venv the
+//! tests own (`target/sdk-venv`, made once per machine: `.ci/run` makes it
+//! before the tests, and the first test that needs it makes it otherwise).
+//! Where it cannot be made (no Python, no network to the package index),
+//! the tests that need it say so in one line and skip, or fail with that
+//! line when `CHIMERA_REQUIRE_REAL_PARTS` is set, as `.ci/run` sets it (see
+//! [`real_parts`]).
 
+use super::real_parts;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The Python SDKs installed into the venv.
-pub const PACKAGES: &[&str] = &["openai", "anthropic", "mcp"];
+/// The Python packages installed into the venv (`.ci/run` installs the
+/// same list).
+pub const PACKAGES: &[&str] = &["openai", "anthropic", "mcp", "mockllm==0.0.8"];
 
-/// The venv's Python with the SDKs importable, or `None` (said once, on
-/// stderr) when they cannot be installed here.
+/// The venv's Python with the packages importable, or `None` (said once,
+/// on stderr) when they cannot be installed here.
+///
+/// # Panics
+///
+/// When they cannot be installed and `CHIMERA_REQUIRE_REAL_PARTS` is set.
 pub fn sdk_python() -> Option<&'static Path> {
-    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| match install() {
-            Ok(python) => Some(python),
-            Err(why) => {
-                eprintln!("skipping the Python SDK tests: {why}");
-                None
-            }
-        })
-        .as_deref()
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let mut first = false;
+    let python = PYTHON.get_or_init(|| {
+        first = true;
+        install()
+    });
+    match python {
+        Ok(python) => Some(python),
+        Err(why) => {
+            real_parts::missing(&format!("the Python SDKs cannot be had: {why}"), first);
+            None
+        }
+    }
 }
 
+/// Whether every package imports, a pinned one at its version.
 fn importable(python: &Path) -> bool {
+    let mut check = String::from("import importlib.metadata\n");
+    for package in PACKAGES {
+        let name = match package.split_once("==") {
+            Some((name, version)) => {
+                check.push_str(&format!(
+                    "assert importlib.metadata.version('{name}') == '{version}'\n"
+                ));
+                name
+            }
+            None => package,
+        };
+        check.push_str(&format!("import {name}\n"));
+    }
     Command::new(python)
-        .args(["-c", "import openai, anthropic, mcp"])
+        .args(["-c", &check])
         .output()
         .is_ok_and(|out| out.status.success())
 }
@@ -46,9 +72,11 @@ fn install() -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("cannot run python3: {e}"))?;
     if !made.status.success() {
+        let said = String::from_utf8_lossy(&made.stderr);
+        let last = said.lines().rev().find(|l| !l.trim().is_empty());
         return Err(format!(
             "python3 -m venv failed: {}",
-            String::from_utf8_lossy(&made.stderr).trim()
+            last.unwrap_or("no output")
         ));
     }
     let pip = Command::new(&python)
@@ -70,13 +98,13 @@ fn install() -> Result<PathBuf, String> {
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
         return Err(format!(
-            "pip could not install {} (offline?): {last}",
+            "pip could not install {} (offline?): {last}; .ci/run installs them",
             PACKAGES.join(", ")
         ));
     }
     if importable(&python) {
         Ok(python)
     } else {
-        Err("the SDKs installed but do not import".to_owned())
+        Err("they installed but do not import".to_owned())
     }
 }

@@ -1,8 +1,11 @@
 //! A real `redis-server` for the tests, on a loopback port of its own,
 //! with nothing saved to disk; stopped when dropped. `.ci/run` installs
 //! Debian's package when it is missing; where it cannot be had, the tests
-//! that need it say so in one line and skip.
+//! that need it say so in one line and skip, or fail with that line when
+//! `CHIMERA_REQUIRE_REAL_PARTS` is set, as `.ci/run` sets it (see
+//! [`real_parts`]).
 
+use super::real_parts;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -17,18 +20,27 @@ pub struct RedisServer {
 
 impl RedisServer {
     /// Starts one on a free port; `None` (said on stderr) when
-    /// `redis-server` is not installed.
+    /// `redis-server` cannot run here.
+    ///
+    /// # Panics
+    ///
+    /// When it cannot run and `CHIMERA_REQUIRE_REAL_PARTS` is set, or it
+    /// runs but does not answer.
     pub fn start() -> Option<RedisServer> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
         let mut server = RedisServer { child: None, port };
-        if server.restart() {
-            Some(server)
-        } else {
-            eprintln!("redis-server is not installed: skipping (.ci/run installs it)");
-            None
+        match server.run() {
+            Ok(()) => Some(server),
+            Err(why) => {
+                real_parts::missing(
+                    &format!("redis-server cannot run ({why}); .ci/run installs it"),
+                    true,
+                );
+                None
+            }
         }
     }
 
@@ -47,21 +59,25 @@ impl RedisServer {
 
     /// Starts it again on the same port, empty; `false` when it cannot run.
     pub fn restart(&mut self) -> bool {
+        self.run().is_ok()
+    }
+
+    /// Starts it on its port, empty (killing a running one first); why
+    /// not when it cannot run.
+    fn run(&mut self) -> Result<(), String> {
         self.kill();
-        let Ok(child) = Command::new("redis-server")
+        let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-        else {
-            return false;
-        };
+            .map_err(|error| error.to_string())?;
         self.child = Some(child);
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(10) {
             if self.ping() {
-                return true;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
         }

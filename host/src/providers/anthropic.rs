@@ -184,19 +184,13 @@ impl Provider for AnthropicProvider {
 }
 
 /// The Messages API's event stream: text and tool-use blocks as they
-/// arrive, usage from `message_start` and `message_delta`; an `error`
-/// event fails the call with its message.
+/// arrive, usage from `message_start` and `message_delta`, until
+/// `message_stop` or `[DONE]`; an `error` event fails the call with its
+/// message.
 async fn stream_reply(reply: Reply, on_delta: DeltaSink<'_>) -> Result<(), ProviderError> {
     let mut blocks = Blocks::default();
     reply
-        .events(|event| {
-            let data: Value = serde_json::from_str(&event.data).map_err(|error| {
-                ProviderError::msg(format!(
-                    "malformed response from the provider: a stream event is not JSON: {error}"
-                ))
-            })?;
-            blocks.event(&data, on_delta)
-        })
+        .events(|event| blocks.data(&event.data, on_delta))
         .await
 }
 
@@ -210,6 +204,29 @@ struct Blocks {
 }
 
 impl Blocks {
+    /// One event's data: `Ok(false)` at the end of the stream. Anthropic
+    /// ends it with `message_stop`; servers that copy the chat-completions
+    /// stream (mock servers, some proxies) end it with `data: [DONE]`, which
+    /// ends it here too (the official SDK passes over it: it reads only
+    /// named events). Any other data that is not JSON fails the call in
+    /// one line.
+    fn data(
+        &mut self,
+        data: &str,
+        on_delta: &mut dyn FnMut(StreamDelta),
+    ) -> Result<bool, ProviderError> {
+        if data.trim() == "[DONE]" {
+            on_delta(StreamDelta::Usage(self.usage));
+            return Ok(false);
+        }
+        let data: Value = serde_json::from_str(data).map_err(|error| {
+            ProviderError::msg(format!(
+                "malformed response from the provider: a stream event is not JSON: {error}"
+            ))
+        })?;
+        self.event(&data, on_delta)
+    }
+
     /// One event: `Ok(false)` at `message_stop`.
     fn event(
         &mut self,
@@ -430,5 +447,45 @@ mod tests {
                 .to_string(),
             "the provider's stream reported an error: Overloaded"
         );
+    }
+
+    #[test]
+    fn done_ends_a_messages_stream_and_any_other_data_that_is_not_json_fails_in_one_line() {
+        let mut blocks = Blocks::default();
+        let mut deltas = Vec::new();
+        let start = json!({"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}})
+            .to_string();
+        let text = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}})
+            .to_string();
+        for data in [start.as_str(), text.as_str()] {
+            assert!(blocks.data(data, &mut |d| deltas.push(d)).unwrap());
+        }
+        assert!(
+            !blocks.data("[DONE]", &mut |d| deltas.push(d)).unwrap(),
+            "[DONE] ends the stream"
+        );
+        assert_eq!(
+            deltas,
+            [
+                StreamDelta::Text("hi".into()),
+                StreamDelta::Usage(Usage {
+                    input_tokens: 3,
+                    output_tokens: 1
+                }),
+            ]
+        );
+        for not_json in ["[DONE", "[done]", "data: {}", "{\"type\": \"message_stop\""] {
+            let error = Blocks::default()
+                .data(not_json, &mut |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.starts_with(
+                    "malformed response from the provider: a stream event is not JSON: "
+                ),
+                "{not_json}: {error}"
+            );
+            assert_eq!(error.lines().count(), 1, "{not_json}: {error}");
+        }
     }
 }
