@@ -1,11 +1,37 @@
 //! # chimera-host
 //!
-//! The host side of Chimera: host-native conversation [`types`], the
-//! [`interception`] seams and their chains, the [`plugins`] registry,
-//! manager and loader that bring compiled policy packs into a process, the
-//! [`agent`] session and its loop, the workspace-confined [`tools`], the
-//! model [`providers`], and the tamper-evident [`audit`] log of every
-//! interceptor decision.
+//! The host side of Chimera:
+//!
+//! - [`types`]: host-native conversation types, which interceptors,
+//!   providers, tools and the transcript all speak.
+//! - [`interception`]: the seven seams, their chains, the runner, and
+//!   merging.
+//! - [`plugins`]: the interceptor registry, in-process plugins, and the
+//!   manager and loader that bring compiled policy packs into a process.
+//! - [`isolate`]: isolated packs, each run in a sandboxed child process
+//!   (the pack host).
+//! - [`agent`]: the session (a conversation across turns), its `ReAct`
+//!   loop and the other strategies a turn can run.
+//! - [`tools`]: the tools the agent can call, confined to a workspace
+//!   directory.
+//! - [`providers`]: model providers: the scripted model, OpenAI-compatible
+//!   chat completions and Anthropic's Messages API.
+//! - [`audit`]: the tamper-evident log of every interceptor decision, and
+//!   its check.
+//! - [`config`]: the `chimera.toml` schema, the plugin search path, the
+//!   per-user directories and pack specs, shared by every command that
+//!   runs packs.
+//! - [`files`]: the files a user names and the files the host writes for
+//!   them, read as hostile until checked.
+//! - [`state`]: gate state that outlives one process (counters and token
+//!   buckets, in process or in Redis), so gateway replicas enforce one
+//!   budget.
+//! - [`gateway`]: `chimera serve`, the packs as a guardrail gateway
+//!   speaking the chat-completions and Messages wires.
+//! - [`mcp`]: MCP under the same seams: `chimera mcp guard` in front of a
+//!   stdio MCP server, and tools from MCP servers.
+//! - [`pack_test`]: policy test cases for packs (`chimera pack test`), and
+//!   real sessions recorded to become such cases.
 //!
 //! Load packs by name and run a session under them:
 //!

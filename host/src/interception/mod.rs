@@ -1,4 +1,17 @@
-//! Interception: the four seams, their chains, the runner, and merging.
+//! Interception: the seven seams, their chains, the runner, and merging.
+//!
+//! Every interceptor answers *allow*, *replace* or *block* (see
+//! [`InterceptDecision`]); some seams take more:
+//!
+//! | seam | what it sees, and when | beyond allow / replace / block |
+//! |---|---|---|
+//! | `context` | the messages about to be sent, before each provider call | — |
+//! | `provider_request` | the request envelope {model, messages, tools, kwargs, headers}, before the wire | *ask* an operator; *pause* the turn (retry after a wait) or ask for compaction |
+//! | `stream_chunk` | the turn's streamed text so far, at each delta, before it is shown | *hold* the candidate's end until the next delta |
+//! | `model_response` | each model reply, before it enters the conversation | — |
+//! | `output` | the final answer, before the user sees it | *retry*: the model is asked again with the interceptor's feedback |
+//! | `tool_call` | each proposed call, before hooks and the permission policy (fail-closed) | *ask* an operator; a deadline for the allowed call |
+//! | `tool_result` | what an executed tool returned, before truncation and hooks | — |
 //!
 //! # Ordering
 //!
@@ -6,6 +19,11 @@
 //!  before each provider call
 //!    history ─▶ before-model middleware ─▶ context ─▶ provider_request ─▶ wire (headers per call)
 //!               (durable)                  (ephemeral)  (ephemeral)
+//!
+//!  each model reply
+//!    streamed: each delta ─▶ stream_chunk ─▶ shown
+//!    ─▶ model_response ─▶ history ─▶ no tool calls: output ─▶ the user
+//!                        (a block: one substitute reply, not judged again)
 //!
 //!  per proposed tool call
 //!    call ─▶ tool_call ─▶ PreToolUse ─▶ permission ─▶ execute ─▶ tool_result ─▶ truncate

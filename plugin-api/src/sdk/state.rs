@@ -67,8 +67,9 @@ pub struct Taken {
 /// Why a state operation did not count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateError {
-    /// The host offered no state service (one that predates it, or an
-    /// isolated pack's): keep counting in process.
+    /// The host offered no state service (a host that predates it): keep
+    /// counting in process. An isolated pack is offered one: its pack host
+    /// relays each operation to the host's service.
     NotOffered,
     /// The store is unavailable and this pack's policy is to refuse, or an
     /// argument is out of range: the host's one line.
