@@ -287,6 +287,32 @@ fn a_stream_is_redacted_by_content_safety_before_any_byte_reaches_the_client() {
 }
 
 #[test]
+fn the_metrics_show_a_stream_hold_and_how_it_ended() {
+    let deltas = ["the launch ", "code ", "pad is set"];
+    let upstream = Server::start(vec![Reply::Model(
+        deltas.iter().map(|d| (*d).to_owned()).collect(),
+        Duration::from_millis(40),
+    )]);
+    let config = json!({"scan_stream": true,
+        "custom_patterns": [{"pattern": r"launch\s+code\s+alpha", "name": "launch_code"}]})
+    .to_string();
+    let gateway = serve(&upstream, &["--pack", &format!("content-safety={config}")]);
+    let mut body = user("status?");
+    body["stream"] = json!(true);
+    let (status, text) = post_chat(&gateway, &[], &body);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(streamed_text(&text).0.concat(), "the launch code pad is set");
+    let (_, metrics) = exchange(&gateway, "GET", "/metrics", &[], "");
+    for line in [
+        "chimera_gateway_stream_holds_total{gate=\"content-safety/stream_chunk\"} 1",
+        "chimera_gateway_stream_hold_ends_total{gate=\"content-safety/stream_chunk\",outcome=\"released\"} 1",
+        "chimera_gateway_streams_held 0",
+    ] {
+        assert!(metrics.contains(line), "{line} not in:\n{metrics}");
+    }
+}
+
+#[test]
 fn bad_input_gets_an_error_in_the_clients_wire_format() {
     let upstream = Server::start(vec![Reply::Model(vec!["x".into()], Duration::ZERO)]);
     let gateway = serve(&upstream, &["--body-cap", "4096"]);

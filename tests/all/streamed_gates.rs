@@ -245,15 +245,22 @@ fn run_end_says_when_a_gate_vetoed_the_answer_and_which() {
 /// content-safety configured with `config`.
 fn scripted(deltas: &[String], config: Value) -> Ran {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("script.json");
+    scripted_in(dir.path(), deltas, config, &[])
+}
+
+/// [`scripted`] in `dir`, with `extra` arguments.
+fn scripted_in(dir: &std::path::Path, deltas: &[String], config: Value, extra: &[&str]) -> Ran {
+    let script = dir.join("script.json");
     let responses = json!({"responses": [{"deltas": deltas, "pace_ms": 40}]});
     std::fs::write(&script, responses.to_string()).unwrap();
     let script = script.display().to_string();
     let pack = content_safety(config);
-    let args = [
-        "run", "--json", "--stream", "--script", &script, "--pack", &pack, "go",
+    let mut args = vec![
+        "run", "--json", "--stream", "--script", &script, "--pack", &pack,
     ];
-    chimera(dir.path(), &args, &[], "")
+    args.extend(extra);
+    args.push("go");
+    chimera(dir, &args, &[], "")
 }
 
 /// What the binary showed: the released text, and whether (and why) the
@@ -336,4 +343,106 @@ fn a_phrase_padded_with_five_thousand_spaces_is_never_shown_in_either_mode() {
             "{notice}"
         );
     }
+}
+
+#[test]
+fn a_hold_beyond_the_trailing_word_is_one_event_at_each_edge_in_the_transcript_and_the_audit_log() {
+    let config = json!({"scan_stream": true,
+        "custom_patterns": [{"pattern": r"launch\s+code\s+alpha", "name": "launch_code"}]});
+    let gate = "content-safety/stream_chunk";
+    // A phrase held while it may become a match, which turns out clean:
+    // the hold starts, ends released, and the whole text is published.
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let deltas: Vec<String> = ["the launch ", "code ", "pad ", "is set"]
+        .map(str::to_owned)
+        .to_vec();
+    let extra = ["--audit", audit.to_str().unwrap()];
+    let ran = scripted_in(dir.path(), &deltas, config.clone(), &extra);
+    assert_eq!(deltas_shown(&ran).concat(), "the launch code pad is set");
+    let types: Vec<String> = ran
+        .events()
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .filter(|t| t.starts_with("stream_hold") || t == "assistant_delta")
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "assistant_delta",
+            "stream_hold",
+            "stream_hold_end",
+            "assistant_delta",
+            "assistant_delta",
+            "assistant_delta"
+        ],
+        "one event at each edge, however long the hold lasts"
+    );
+    assert_eq!(
+        ran.of_type("stream_hold"),
+        [json!({"type": "stream_hold", "gate": gate, "held": 7})]
+    );
+    assert_eq!(
+        ran.of_type("stream_hold_end"),
+        [json!({"type": "stream_hold_end", "gate": gate, "held": 12, "outcome": "released"})]
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let held: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| {
+            l["decision"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("hold"))
+        })
+        .map(|l| {
+            (
+                l["decision"].as_str().unwrap(),
+                l["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        held,
+        [
+            ("hold", "holding 7 bytes"),
+            ("hold_end", "released: 12 bytes were held")
+        ]
+    );
+    assert!(lines
+        .iter()
+        .all(|l| l["interceptor"] == gate || l["decision"] != "hold"));
+    let verified = chimera(
+        dir.path(),
+        &["audit", "verify", audit.to_str().unwrap()],
+        &[],
+        "",
+    );
+    assert_eq!(verified.status(), 0, "{}", verified.stderr());
+
+    // A held phrase that becomes the match: the hold ends blocked.
+    let deltas: Vec<String> = ["the launch ", "code ", "alpha now"]
+        .map(str::to_owned)
+        .to_vec();
+    let ran = scripted(&deltas, config.clone());
+    assert_eq!(
+        ran.of_type("stream_hold_end")[0]["outcome"],
+        "blocked",
+        "{}",
+        ran.stdout()
+    );
+    // Held when the stream ends: the final check judges it, `ended`.
+    let deltas: Vec<String> = ["the launch ", "code"].map(str::to_owned).to_vec();
+    let ran = scripted(&deltas, config.clone());
+    assert_eq!(ran.of_type("stream_hold_end")[0]["outcome"], "ended");
+    assert_eq!(deltas_shown(&ran).concat(), "the launch code");
+    // The ordinary trailing-word lag raises no event.
+    let deltas: Vec<String> = ["a perfectly ordin", "ary answer"]
+        .map(str::to_owned)
+        .to_vec();
+    let ran = scripted(&deltas, config);
+    assert!(ran.of_type("stream_hold").is_empty(), "{}", ran.stdout());
 }

@@ -124,6 +124,26 @@ pub enum AgentEvent {
         /// The block reason.
         reason: String,
     },
+    /// A `stream_chunk` gate started holding streamed text beyond the
+    /// ordinary trailing-word lag (held text that spans a separator: a
+    /// phrase that may become a match). A display may show "checking…"
+    /// until the `stream_hold_end` that follows.
+    StreamHold {
+        /// The holding interceptor (`<pack>/<name>`).
+        gate: String,
+        /// Bytes held.
+        held: usize,
+    },
+    /// The hold a `stream_hold` announced ended.
+    StreamHoldEnd {
+        /// The interceptor that held (`<pack>/<name>`).
+        gate: String,
+        /// Bytes held when it ended.
+        held: usize,
+        /// `released` (the gate let the text go), `blocked` (the stream was
+        /// blocked) or `ended` (the stream ended while it was held).
+        outcome: &'static str,
+    },
     /// Streaming was turned off for this run: these packs gate whole replies
     /// (`model_response` or `output`) but not streamed text (`stream_chunk`),
     /// so text streamed before their verdict could not be taken back.

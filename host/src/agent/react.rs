@@ -9,10 +9,10 @@ use super::config::StreamPolicy;
 use super::events::{AgentEvent, RunUsage};
 use super::outcome::{blocked_run, shown_for_block, EndReason, Judged, RunResult, Stepped};
 use super::session::AgentSession;
-use super::stream::{StreamBlock, StreamGate};
+use super::stream::{HoldEdge, StreamBlock, StreamGate};
 use crate::interception::{
-    ContentRole, Interceptors, ModelResponseInterceptor, ReplyFacts, SeamName,
-    StreamChunkInterceptor,
+    AuditRecord, ContentRole, EventDecision, InterceptorEvent, Interceptors,
+    ModelResponseInterceptor, ReplyFacts, SeamName, StreamChunkInterceptor,
 };
 use crate::providers::{Assembler, ModelResponse, Provider, ProviderCall, Usage};
 use crate::types::{Headers, Message, ProviderRequest, Role, ToolList};
@@ -293,6 +293,9 @@ impl AgentSession {
                 self.gated_delta(&mut gate, chain, "", true);
             }
             let end = gate.finish();
+            if let (Some(edge), Some(chain)) = (end.hold_end, chain) {
+                self.publish_hold(chain, edge);
+            }
             stream_blocked = end.blocked;
             streamed.map(|()| {
                 let mut reply = assembler.finish();
@@ -420,7 +423,16 @@ impl AgentSession {
         delta: &str,
         last: bool,
     ) {
-        let offered = gate.offer(delta, last, |facts, text| self.run_seam(chain, facts, text));
+        let mut offered = gate.offer(delta, last, |facts, text| self.run_seam(chain, facts, text));
+        // A hold's end comes before the text it let go; its start after
+        // the text released before it.
+        let started = match offered.hold.take() {
+            Some(ended @ HoldEdge::Ended { .. }) => {
+                self.publish_hold(chain, ended);
+                None
+            }
+            started => started,
+        };
         if let Some(range) = offered.release {
             self.bus.emit(|| AgentEvent::AssistantDelta {
                 content: gate.text()[range].to_owned(),
@@ -430,6 +442,57 @@ impl AgentSession {
             self.bus
                 .emit(|| AgentEvent::StreamRetract { released, reason });
         }
+        if let Some(edge) = started {
+            self.publish_hold(chain, edge);
+        }
+    }
+
+    /// A hold edge as an event (`stream_hold` / `stream_hold_end`) and an
+    /// audit line (`hold` / `hold_end`, the bytes and the outcome in the
+    /// reason).
+    fn publish_hold(&self, chain: &[StreamChunkInterceptor], edge: HoldEdge) {
+        let (gate, decision, reason) = match &edge {
+            HoldEdge::Started { gate, held } => {
+                (gate, EventDecision::Hold, format!("holding {held} bytes"))
+            }
+            HoldEdge::Ended {
+                gate,
+                held,
+                outcome,
+            } => (
+                gate,
+                EventDecision::HoldEnd,
+                format!("{outcome}: {held} bytes were held"),
+            ),
+        };
+        if self.bus.is_audited() {
+            self.bus.publish_audit(AuditRecord {
+                event: InterceptorEvent {
+                    seam: "stream_chunk",
+                    decision,
+                    reason,
+                    tool_name: String::new(),
+                    call_id: String::new(),
+                    interceptor: gate.clone(),
+                },
+                from_pack: chain.iter().any(|i| i.name() == gate && i.is_pack()),
+                changes: None,
+                depth: 0,
+                parent_call_id: None,
+            });
+        }
+        self.bus.emit(|| match edge {
+            HoldEdge::Started { gate, held } => AgentEvent::StreamHold { gate, held },
+            HoldEdge::Ended {
+                gate,
+                held,
+                outcome,
+            } => AgentEvent::StreamHoldEnd {
+                gate,
+                held,
+                outcome,
+            },
+        });
     }
 
     /// The `model_response` seam on one reply: a replacement redacts the

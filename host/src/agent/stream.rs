@@ -58,6 +58,9 @@ pub struct StreamGate {
     blocked: Option<StreamBlock>,
     /// True once an interceptor rewrote the text.
     rewritten: bool,
+    /// The hold beyond the trailing word under way: the gate holding, and
+    /// the bytes it held at the last offer.
+    holding: Option<(String, usize)>,
 }
 
 /// A `stream_chunk` block.
@@ -71,11 +74,40 @@ pub struct StreamBlock {
     pub by: String,
 }
 
+/// An edge of a hold beyond the ordinary trailing-word lag: a gate started
+/// holding text that spans a separator (a phrase that may become a match,
+/// a number that may become a card), or such a hold ended. One edge each
+/// way per hold, so a display can show "checking…" while it lasts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldEdge {
+    /// A gate started holding.
+    Started {
+        /// The holding interceptor (`<pack>/<name>`).
+        gate: String,
+        /// Bytes held.
+        held: usize,
+    },
+    /// The hold ended.
+    Ended {
+        /// The interceptor that held (`<pack>/<name>`).
+        gate: String,
+        /// Bytes held when it ended.
+        held: usize,
+        /// How it ended: `released` (the gate let the text go), `blocked`
+        /// (the stream was blocked) or `ended` (the stream ended while it
+        /// was held; the final check judged it).
+        outcome: &'static str,
+    },
+}
+
 /// How a gated stream ended.
 #[derive(Debug, Default)]
 pub struct StreamEnd {
     /// The stream was blocked.
     pub blocked: Option<StreamBlock>,
+    /// A hold still under way when the stream stopped without its final
+    /// check (the provider failed mid-stream): its end, `ended`.
+    pub hold_end: Option<HoldEdge>,
     /// The turn's text as the interceptors rewrote it (everything shown,
     /// then anything released by the final check), when any did.
     pub rewritten: Option<String>,
@@ -95,6 +127,8 @@ pub struct Offered {
     pub notices: Vec<Notice>,
     /// The stream was blocked by this offer: the released length and the reason.
     pub retract: Option<(usize, String)>,
+    /// A hold beyond the trailing word started or ended with this offer.
+    pub hold: Option<HoldEdge>,
 }
 
 impl StreamGate {
@@ -157,6 +191,7 @@ impl StreamGate {
             release: None,
             notices: Vec::new(),
             retract: None,
+            hold: None,
         };
         if self.blocked.is_some() {
             return offered;
@@ -180,6 +215,7 @@ impl StreamGate {
         if let Some(reason) = outcome.blocked {
             let notice = offered.notices.last().map(|n| n.text.clone());
             offered.retract = Some((self.released, reason.clone()));
+            offered.hold = self.end_hold("blocked");
             self.blocked = Some(StreamBlock {
                 reason,
                 notice,
@@ -206,7 +242,42 @@ impl StreamGate {
             offered.release = Some(self.released..end);
             self.released = end;
         }
+        offered.hold = self.track_hold(last, outcome.held_by);
         offered
+    }
+
+    /// The hold edge this offer makes, if any: a hold beyond the trailing
+    /// word is one whose held text contains a separator.
+    fn track_hold(&mut self, last: bool, by: Option<String>) -> Option<HoldEdge> {
+        let held = &self.text.as_bytes()[self.released..];
+        let beyond = held
+            .iter()
+            .any(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        match (&mut self.holding, beyond && !last) {
+            (Some((_, bytes)), true) => {
+                *bytes = held.len();
+                None
+            }
+            (None, true) => {
+                let gate = by.unwrap_or_default();
+                self.holding = Some((gate.clone(), held.len()));
+                Some(HoldEdge::Started {
+                    gate,
+                    held: held.len(),
+                })
+            }
+            (Some(_), false) => self.end_hold(if last { "ended" } else { "released" }),
+            (None, false) => None,
+        }
+    }
+
+    /// Ends the hold under way, if any, with `outcome`.
+    fn end_hold(&mut self, outcome: &'static str) -> Option<HoldEdge> {
+        self.holding.take().map(|(gate, held)| HoldEdge::Ended {
+            gate,
+            held,
+            outcome,
+        })
     }
 
     /// The gate's text (for publishing a released range).
@@ -217,8 +288,9 @@ impl StreamGate {
 
     /// How the stream ended: blocked, or the rewritten text.
     #[must_use]
-    pub fn finish(self) -> StreamEnd {
+    pub fn finish(mut self) -> StreamEnd {
         StreamEnd {
+            hold_end: self.end_hold("ended"),
             rewritten: (self.rewritten && self.blocked.is_none()).then_some(self.text),
             blocked: self.blocked,
         }

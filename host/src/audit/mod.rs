@@ -18,15 +18,18 @@
 //! or the permission policy under `--ask` — seam `permission`, interceptor
 //! `permission-policy` — asks the operator; `answered` follows with the
 //! `answer` and its `source`: `terminal`, `approvals_file`, `yes`, `no`, …),
-//! `retry` (an `output` gate asks the model again) or `pause` (a rate
-//! limiter waits).
+//! `retry` (an `output` gate asks the model again), `pause` (a rate
+//! limiter waits), or `hold` and `hold_end` (a `stream_chunk` gate held
+//! streamed text beyond the trailing word, and that hold ended: `reason`
+//! says `holding N bytes`, then `released`, `blocked` or `ended` and the
+//! bytes held).
 //! `pack` and `sha256` are `null` for host interceptors. Behind the
 //! gateway (`chimera serve --audit FILE`) a line also carries `request`,
 //! the id of the reply the client got, after `session` (the conversation)
 //! and `turn` is the request's turn in that conversation. A sub-agent's
 //! decisions carry `depth` and `parent_call_id`. Allows on `stream_chunk`
-//! (one per streamed delta and gate) and its holds are not recorded; its
-//! blocks are.
+//! (one per streamed delta and gate) and the ordinary hold of a trailing
+//! word are not recorded; its blocks and its holds beyond the word are.
 //!
 //! # The chain
 //!

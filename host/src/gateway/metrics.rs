@@ -60,12 +60,20 @@ impl Histogram {
 /// Decisions counted by (interceptor, seam, decision).
 type Decisions = BTreeMap<(String, &'static str, String), u64>;
 
+/// Stream holds counted by gate, and their ends by (gate, outcome).
+#[derive(Default)]
+struct Holds {
+    started: BTreeMap<String, u64>,
+    ended: BTreeMap<(String, &'static str), u64>,
+}
+
 /// The gateway's counters.
 #[derive(Default)]
 pub(super) struct Metrics {
     requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
     decisions: Arc<Mutex<Decisions>>,
     retracts: Arc<AtomicU64>,
+    holds: Arc<Mutex<Holds>>,
     upstream: Histogram,
     overhead: Histogram,
 }
@@ -83,10 +91,11 @@ impl Metrics {
         self.overhead.observe(total.saturating_sub(upstream));
     }
 
-    /// Counts every decision and retract `bus` carries.
+    /// Counts every decision, retract and stream hold `bus` carries.
     pub(super) fn watch(&self, bus: &EventBus) {
         let decisions = Arc::clone(&self.decisions);
         let retracts = Arc::clone(&self.retracts);
+        let holds = Arc::clone(&self.holds);
         bus.subscribe(move |event| match event {
             AgentEvent::Interceptor(event) => {
                 *lock(&decisions)
@@ -99,6 +108,15 @@ impl Metrics {
             }
             AgentEvent::StreamRetract { .. } => {
                 retracts.fetch_add(1, Ordering::Relaxed);
+            }
+            AgentEvent::StreamHold { gate, .. } => {
+                *lock(&holds).started.entry(gate.clone()).or_default() += 1;
+            }
+            AgentEvent::StreamHoldEnd { gate, outcome, .. } => {
+                *lock(&holds)
+                    .ended
+                    .entry((gate.clone(), outcome))
+                    .or_default() += 1;
             }
             _ => {}
         });
@@ -135,6 +153,7 @@ impl Metrics {
              chimera_gateway_stream_retracts_total {}",
             self.retracts.load(Ordering::Relaxed)
         );
+        self.render_holds(&mut out);
         self.upstream.render(
             &mut out,
             "chimera_gateway_upstream_seconds",
@@ -149,6 +168,45 @@ impl Metrics {
             render_state(&mut out, state);
         }
         out
+    }
+}
+
+impl Metrics {
+    /// The stream holds: begun by gate, ended by gate and outcome, and how
+    /// many streams are held now (begun − ended).
+    fn render_holds(&self, out: &mut String) {
+        let holds = lock(&self.holds);
+        out.push_str(
+            "# HELP chimera_gateway_stream_holds_total Streamed text a gate began holding beyond the trailing word, by gate.\n\
+             # TYPE chimera_gateway_stream_holds_total counter\n",
+        );
+        for (gate, count) in &holds.started {
+            let _ = writeln!(
+                out,
+                "chimera_gateway_stream_holds_total{{gate=\"{}\"}} {count}",
+                label(gate)
+            );
+        }
+        out.push_str(
+            "# HELP chimera_gateway_stream_hold_ends_total Stream holds ended, by gate and outcome (released, blocked, ended).\n\
+             # TYPE chimera_gateway_stream_hold_ends_total counter\n",
+        );
+        for ((gate, outcome), count) in &holds.ended {
+            let _ = writeln!(
+                out,
+                "chimera_gateway_stream_hold_ends_total{{gate=\"{}\",outcome=\"{outcome}\"}} {count}",
+                label(gate)
+            );
+        }
+        let started: u64 = holds.started.values().sum();
+        let ended: u64 = holds.ended.values().sum();
+        let _ = writeln!(
+            out,
+            "# HELP chimera_gateway_streams_held Streams a gate holds text of now.\n\
+             # TYPE chimera_gateway_streams_held gauge\n\
+             chimera_gateway_streams_held {}",
+            started.saturating_sub(ended)
+        );
     }
 }
 
@@ -233,6 +291,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("chimera_state_failures_total{store=\"in process\"} 0"));
+        assert!(text.contains("chimera_gateway_streams_held 0"));
         assert_eq!(label("a\"b\\"), "a\\\"b\\\\");
     }
 }

@@ -26,6 +26,9 @@ pub struct ChainOutcome<V> {
     /// `stream_chunk` only: how many trailing bytes to withhold (the largest
     /// hold any interceptor answered; 0 releases everything).
     pub held: usize,
+    /// `stream_chunk` only: the interceptor that answered that largest hold
+    /// (its display name), when any held.
+    pub held_by: Option<String>,
     /// User-facing notices the interceptors attached, in chain order. Shown
     /// to the user, never sent to the model.
     pub notices: Vec<Notice>,
@@ -57,6 +60,7 @@ impl<V> Default for ChainOutcome<V> {
             blocked: None,
             blocked_by: None,
             held: 0,
+            held_by: None,
             notices: Vec::new(),
             retry: None,
             ask: None,
@@ -200,7 +204,10 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                 if let Some(new) = rewritten {
                     outcome.replaced = Some(new);
                 }
-                outcome.held = outcome.held.max(bytes);
+                if bytes > outcome.held {
+                    outcome.held = bytes;
+                    outcome.held_by = Some(name());
+                }
                 continue;
             }
             Flow::Act(Act::Deadline(within, on_timeout)) => {

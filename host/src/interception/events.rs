@@ -24,6 +24,12 @@ pub enum EventDecision {
     Retry,
     /// Audit log only: a `provider_request` interceptor paused the turn.
     Pause,
+    /// Audit log only: a `stream_chunk` interceptor started holding
+    /// streamed text beyond the trailing word.
+    Hold,
+    /// Audit log only: that hold ended (the reason says how).
+    #[serde(rename = "hold_end")]
+    HoldEnd,
 }
 
 impl fmt::Display for EventDecision {
@@ -36,6 +42,8 @@ impl fmt::Display for EventDecision {
             EventDecision::Ask => "ask",
             EventDecision::Retry => "retry",
             EventDecision::Pause => "pause",
+            EventDecision::Hold => "hold",
+            EventDecision::HoldEnd => "hold_end",
         })
     }
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 const NESTED: &str = "Sub-agent events (any type)";
 
 /// How many variants [`variant`] knows: bump it with a new arm.
-const VARIANTS: usize = 23;
+const VARIANTS: usize = 25;
 
 /// Which variant `event` is. No wildcard: a new variant does not compile
 /// until it has an arm here, and the test below then wants a sample of it
@@ -43,6 +43,8 @@ fn variant(event: &AgentEvent) -> usize {
         AgentEvent::InterceptorSlow { .. } => 20,
         AgentEvent::RunEnd { .. } => 21,
         AgentEvent::Nested(_) => 22,
+        AgentEvent::StreamHold { .. } => 23,
+        AgentEvent::StreamHoldEnd { .. } => 24,
     }
 }
 
@@ -119,6 +121,15 @@ fn samples() -> Vec<AgentEvent> {
         },
         AgentEvent::StreamingDowngraded {
             packs: vec![text("p")],
+        },
+        AgentEvent::StreamHold {
+            gate: text("content-safety/stream_chunk"),
+            held: 12,
+        },
+        AgentEvent::StreamHoldEnd {
+            gate: text("content-safety/stream_chunk"),
+            held: 12,
+            outcome: "released",
         },
         AgentEvent::AssistantDelta {
             content: text("su"),
