@@ -25,6 +25,13 @@
 //! * `gates_stream/streamed_16b_every_delta`: the same, every delta
 //!   offered on its own (no window).
 //!
+//! * `release_rule/{prose,long_partials}/…`: `content-safety` with a
+//!   whitespace-spanning custom pattern (`launch\s+code\s+alpha`), its
+//!   1 KiB window, over 1 MiB of prose and over 1 MiB that holds a 60 KB
+//!   live partial match (`launch`, 60 000 spaces, then `pad`) every
+//!   128 KiB — each held whole until it turns out clean — against one
+//!   scan of each text.
+//!
 //! A gate that rescans the turn's whole text on every delta (as the
 //! Nexus gates do) is quadratic: about 32 768 scans of half the text on
 //! average here. The target is at most 3× one scan.
@@ -213,7 +220,65 @@ fn gates_stream(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, stream_gate, gates_stream);
+/// `text` with a long live partial match of `launch\s+code\s+alpha`
+/// every 128 KiB: `launch`, 60 000 spaces (under the 64 KiB hold limit),
+/// then `pad ` (so it turns out clean and is released), at the same length.
+fn with_long_partials(text: &str) -> String {
+    let padded = format!("launch{}pad ", " ".repeat(60_000));
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let take = (128 * 1024 - padded.len()).min(text.len() - at);
+        let mut end = at + take;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&text[at..end]);
+        at = end;
+        if out.len() + padded.len() <= text.len() {
+            out.push_str(&padded);
+        }
+    }
+    out.truncate(MIB);
+    out
+}
+
+/// content-safety's release rule with a whitespace-spanning custom
+/// pattern: 1 MiB of prose, and 1 MiB holding a 60 KB live partial match
+/// every 128 KiB, against one scan of the same text.
+fn release_rule(c: &mut Criterion) {
+    let config = r#"{"scan_stream": true, "custom_patterns": [{"pattern": "launch\\s+code\\s+alpha", "name": "launch_code"}]}"#;
+    let chain = chain_of(&[("content-safety", config)]);
+    let scanner = content_safety::Scanner::new(&serde_json::from_str(config).expect("parses"))
+        .expect("scanner builds");
+    let prose = answer();
+    let partials = with_long_partials(&prose);
+    assert_eq!(partials.len(), MIB);
+    for text in [&prose, &partials] {
+        assert!(scanner.triggered(text).is_empty(), "the text is clean");
+        assert_eq!(
+            offer_all(&chain, &deltas(text), true, false),
+            MIB,
+            "a clean stream is released whole"
+        );
+    }
+    let mut group = c.benchmark_group("release_rule");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    for (name, text) in [("prose", &prose), ("long_partials", &partials)] {
+        let deltas = deltas(text);
+        group.bench_function(format!("{name}/one_scan"), |b| {
+            b.iter(|| black_box(scanner.triggered(black_box(text))));
+        });
+        group.bench_function(format!("{name}/streamed_16b_window_1k"), |b| {
+            b.iter(|| black_box(offer_all(&chain, &deltas, true, false)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, stream_gate, gates_stream, release_rule);
 
 fn main() {
     benches();
