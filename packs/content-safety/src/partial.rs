@@ -101,8 +101,8 @@ impl Partials {
     /// The earliest position `p` in `from..bytes.len()` from which
     /// `bytes[p..]` is the beginning of a possible match of some check
     /// (matches that end exactly at the end included), with that check;
-    /// `None` when there is none. Moved back to a character boundary when
-    /// `bytes` is UTF-8 text. An automaton that gives up (never expected:
+    /// `None` when there is none. Moved back to the start of a UTF-8
+    /// character when it falls inside one. An automaton that gives up (never expected:
     /// it has no look-around) answers `from`: holding is the safe side.
     #[must_use]
     pub fn earliest(&self, bytes: &[u8], from: usize) -> Option<Partial> {
@@ -147,10 +147,10 @@ impl Partials {
             at -= 1;
         }
         found.map(|mut partial| {
-            if let Ok(text) = std::str::from_utf8(bytes) {
-                while !text.is_char_boundary(partial.start) {
-                    partial.start -= 1;
-                }
+            // Back over UTF-8 continuation bytes to the character's start
+            // (looked at locally: the text may be long).
+            while partial.start > 0 && bytes.get(partial.start).is_some_and(|b| b & 0xC0 == 0x80) {
+                partial.start -= 1;
             }
             partial
         })
