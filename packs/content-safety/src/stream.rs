@@ -6,21 +6,18 @@ use crate::scan::{replace_spans, Scanner};
 use chimera_plugin_api::prelude::{Segment, StreamRewrite};
 use std::ops::Range;
 
-/// How far before the released boundary a scan starts at most. A match
-/// cannot begin in released text — the release rule holds every possible
-/// beginning of a match, however far back, so released text is only ever
-/// text no match can start in — but a scan that also looks this far back
-/// is a safety net: a match found straddling the boundary still blocks.
+/// How far before the released boundary a scan starts at most (see
+/// [`TOKENS_BEHIND`]).
 pub const LOOK_BEHIND: usize = 4096;
 
-/// How many whitespace-separated tokens before the boundary a built-in
-/// check's match can start. Only a match that contains a separator can
-/// straddle the boundary (the hold keeps a trailing run unreleased), and
-/// the built-in checks that may contain one are short phrases: a spaced
-/// phone or card number (four groups), a PEM header (`-----BEGIN RSA
-/// PRIVATE KEY`), a password assignment (`password : value`). Six tokens
-/// cover them all; custom patterns, which may span anything, get the whole
-/// [`LOOK_BEHIND`].
+/// How many whitespace-separated tokens before the boundary a scan starts.
+/// A match cannot begin in released text — the release rule holds every
+/// possible beginning of a match of any check, however far back — so this
+/// look-behind is a safety net (a match found straddling the boundary
+/// still blocks) and the context a check's `\b` reads. Six tokens cover
+/// every built-in check that may contain a separator: a spaced phone or
+/// card number (four groups), a PEM header (`-----BEGIN RSA PRIVATE
+/// KEY`), a password assignment (`password : value`).
 pub const TOKENS_BEHIND: usize = 6;
 
 /// How many streamed bytes the gate takes per judgement
@@ -67,33 +64,31 @@ pub fn number_from(content: &str) -> usize {
 }
 
 /// The start of the scan window: [`TOKENS_BEHIND`] tokens before
-/// `released` (the token it may cut included), or — with custom patterns —
-/// [`LOOK_BEHIND`] bytes; never more than [`LOOK_BEHIND`]; moved back to a
-/// character start. Scanning only this keeps a stream's cost linear with a
-/// small constant: what lies further back cannot change a verdict.
-fn window_start(full: &str, released: usize, custom: bool) -> usize {
+/// `released` (the token it may cut included), never more than
+/// [`LOOK_BEHIND`] bytes, moved back to a character start. Scanning only
+/// this keeps an offer's cost in what is held: no match can begin in
+/// released text (the release rule holds every possible beginning), so
+/// what lies further back cannot change a verdict; the tokens are a
+/// safety net and the context of `\b`.
+fn window_start(full: &str, released: usize) -> usize {
     let floor = released.saturating_sub(LOOK_BEHIND);
-    let mut start = floor;
-    if !custom {
-        let bytes = full.as_bytes();
-        let mut at = released;
+    let bytes = full.as_bytes();
+    let mut at = released;
+    while at > floor && !is_separator(bytes[at - 1]) {
+        at -= 1;
+    }
+    for _ in 0..TOKENS_BEHIND {
+        while at > floor && is_separator(bytes[at - 1]) {
+            at -= 1;
+        }
         while at > floor && !is_separator(bytes[at - 1]) {
             at -= 1;
         }
-        for _ in 0..TOKENS_BEHIND {
-            while at > floor && is_separator(bytes[at - 1]) {
-                at -= 1;
-            }
-            while at > floor && !is_separator(bytes[at - 1]) {
-                at -= 1;
-            }
-        }
-        start = at;
     }
-    while !full.is_char_boundary(start) {
-        start -= 1;
+    while !full.is_char_boundary(at) {
+        at -= 1;
     }
-    start
+    at
 }
 
 /// How a stream is judged: the configured action and holds.
@@ -194,7 +189,7 @@ pub fn judge(
     last: bool,
     rules: Rules,
 ) -> Judgement {
-    let start = window_start(full, released, scanner.has_custom());
+    let start = window_start(full, released);
     let window = &full.as_bytes()[start..];
     // The judged matches, as (check, span).
     let mut found: Vec<(usize, Range<usize>)> = Vec::new();
