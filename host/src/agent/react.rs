@@ -35,6 +35,23 @@ pub(crate) struct Received {
     pub(crate) headers: Option<Headers>,
 }
 
+impl Received {
+    /// A reply the gateway read from the upstream itself.
+    pub(crate) fn relayed(
+        response: ModelResponse,
+        streamed: bool,
+        stream_blocked: Option<StreamBlock>,
+    ) -> Self {
+        Received {
+            response,
+            streamed,
+            stream_blocked,
+            model: None,
+            headers: None,
+        }
+    }
+}
+
 /// Why the pre-provider seams did not produce a request.
 enum Halt {
     /// An interceptor blocked (the reason, the interceptor): the run ends.
@@ -60,16 +77,16 @@ static CALL_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 /// What the pre-provider seams changed for one call; `None` fields mean
 /// "as the session has it" (the durable history, the session's tools).
 #[derive(Default)]
-struct Outgoing {
-    messages: Option<Vec<Message>>,
+pub(super) struct Outgoing {
+    pub(super) messages: Option<Vec<Message>>,
     /// The model, when an interceptor sent the call to another one.
-    model: Option<String>,
-    tools: Option<ToolList>,
+    pub(super) model: Option<String>,
+    pub(super) tools: Option<ToolList>,
     /// The extra call options, when an interceptor replaced the envelope.
-    kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(super) kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// Headers for this call only, when an interceptor replaced the
     /// envelope and the provider has a header surface.
-    headers: Option<Headers>,
+    pub(super) headers: Option<Headers>,
 }
 
 impl AgentSession {
@@ -356,7 +373,7 @@ impl AgentSession {
     /// then the request is rebuilt from the history and the seams run
     /// again; after [`MAX_PAUSES`] pauses for one provider call the run ends
     /// with one line saying so. A block ends the run.
-    async fn outgoing_after_pauses(
+    pub(super) async fn outgoing_after_pauses(
         &mut self,
         bundle: Option<&Interceptors>,
         tools: &ToolList,
@@ -423,6 +440,28 @@ impl AgentSession {
         delta: &str,
         last: bool,
     ) {
+        let offered = self.stream_offer(gate, chain, delta, last);
+        if let Some(range) = offered.release {
+            self.bus.emit(|| AgentEvent::AssistantDelta {
+                content: gate.text()[range].to_owned(),
+            });
+        }
+        if let Some(started) = offered.hold {
+            self.publish_hold(chain, started);
+        }
+    }
+
+    /// Offers `delta` to `chain` through `gate` and publishes what the
+    /// offer says besides the text it releases: a hold's end (it comes
+    /// before that text) and a retract. The released range and a hold's
+    /// start (it comes after the text) are the caller's to publish.
+    pub(super) fn stream_offer(
+        &self,
+        gate: &mut StreamGate,
+        chain: &[StreamChunkInterceptor],
+        delta: &str,
+        last: bool,
+    ) -> super::stream::Offered {
         let mut offered = gate.offer(delta, last, |facts, text| self.run_seam(chain, facts, text));
         // A hold's end comes before the text it let go; its start after
         // the text released before it.
@@ -433,24 +472,18 @@ impl AgentSession {
             }
             started => started,
         };
-        if let Some(range) = offered.release {
-            self.bus.emit(|| AgentEvent::AssistantDelta {
-                content: gate.text()[range].to_owned(),
-            });
-        }
-        if let Some((released, reason)) = offered.retract {
+        if let Some((released, reason)) = offered.retract.clone() {
             self.bus
                 .emit(|| AgentEvent::StreamRetract { released, reason });
         }
-        if let Some(edge) = started {
-            self.publish_hold(chain, edge);
-        }
+        offered.hold = started;
+        offered
     }
 
     /// A hold edge as an event (`stream_hold` / `stream_hold_end`) and an
     /// audit line (`hold` / `hold_end`, the bytes and the outcome in the
     /// reason).
-    fn publish_hold(&self, chain: &[StreamChunkInterceptor], edge: HoldEdge) {
+    pub(super) fn publish_hold(&self, chain: &[StreamChunkInterceptor], edge: HoldEdge) {
         let (gate, decision, reason) = match &edge {
             HoldEdge::Started { gate, held } => {
                 (gate, EventDecision::Hold, format!("holding {held} bytes"))
@@ -643,10 +676,16 @@ impl AgentSession {
             });
         }
         let lent = context.replaced.is_none();
-        let surface = self.provider.request_headers();
+        let (base_model, surface) = match &self.relay {
+            Some(relay) => (relay.model.clone(), relay.headers.clone()),
+            None => (
+                self.provider.model().to_owned(),
+                self.provider.request_headers(),
+            ),
+        };
         let has_surface = surface.is_some();
         let envelope = ProviderRequest {
-            model: self.provider.model().to_owned(),
+            model: base_model.clone(),
             messages: context
                 .replaced
                 .unwrap_or_else(|| std::mem::take(&mut self.history)),
@@ -691,7 +730,7 @@ impl AgentSession {
         if let Some(halt) = halt {
             return Err(halt);
         }
-        let model = (sent.model != self.provider.model()).then_some(sent.model);
+        let model = (sent.model != base_model).then_some(sent.model);
         Ok(Outgoing {
             messages: Some(sent.messages),
             model,

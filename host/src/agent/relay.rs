@@ -1,79 +1,132 @@
 //! One exchange relayed for a client that runs its own agent: the seams
-//! of a turn applied to a request and its reply, without executing
-//! anything. A gateway (`chimera serve`) hands the client's conversation
-//! here and gets back what to answer.
+//! of a turn applied to views of a request and of its reply, without
+//! executing anything. A gateway (`chimera serve`) reads the client's
+//! document, hands the views here, writes back what the seams changed,
+//! and forwards the rest as it came.
 //!
 //! ```text
-//!  client's messages ─▶ tool_result (each tool result in them, once per session)
-//!                    ─▶ context ─▶ provider_request ─▶ the upstream (streamed or not)
-//!                    ─▶ stream_chunk (each delta) ─▶ model_response
-//!  tool calls        ─▶ tool_call (each: refused, rewritten with its id kept, or passed)
-//!  an answer         ─▶ output (gate retries ask the upstream again)
+//!  begin_exchange           the turn's counters; the merged chains, once
+//!  judge_request  views ─▶ tool_result (each tool result in the history)
+//!                       ─▶ context ─▶ provider_request (pauses waited)
+//!                       ─▶ the request as the seams left it, or a refusal
+//!  (the gateway forwards it and reads the reply)
+//!  charge_upstream          what the upstream said the call cost
+//!  stream_gate / offer      each streamed text ─▶ stream_chunk
+//!  judge_choice   a reply  ─▶ model_response ─▶ tool_call (each proposed call:
+//!                             passed, rewritten with its id kept, or refused)
+//!                          ─▶ output, for an answer (gate retries ask the
+//!                             upstream again through the session's provider)
 //! ```
 //!
-//! It is the loop's own machinery — [`call_provider`](AgentSession::call_provider),
-//! `judge_reply`, the tool gate, `finish_answer` — so a pack behaves the
-//! same behind the gateway as inside `chimera run`; what differs is that
-//! tools are the client's to run, so a step ends where the loop would
-//! execute them.
+//! It is the loop's own machinery — the pre-provider seams of
+//! [`call_provider`](AgentSession::call_provider), `judge_reply`, the tool
+//! gate, `finish_answer` — so a pack behaves the same behind the gateway
+//! as inside `chimera run`; what differs is that tools are the client's to
+//! run, so a reply ends where the loop would execute them, and that the
+//! whole history is the client's to write: every message of every role is
+//! judged on every request (the session view says `"relayed":true`).
 
 use super::outcome::{EndReason, Judged};
-use super::session::AgentSession;
+use super::react::Received;
+use super::session::{AgentSession, RelaySurface};
+use super::stream::{Offered, StreamBlock, StreamGate};
 use super::tool_step::Gate;
 use super::usage::Ledger;
 use crate::interception::Interceptors;
-use crate::providers::{ProviderError, Usage};
-use crate::types::{Message, Role, ToolCall, ToolList, ToolResult};
+use crate::providers::{ModelResponse, Usage};
+use crate::types::{Headers, Message, Role, ToolCall, ToolList, ToolResult};
 use std::sync::Arc;
 
-/// One request to relay.
-#[derive(Debug, Clone, Default)]
-pub struct Relay {
-    /// The client's conversation, as it sent it.
+/// A request as the seams see it: views of the client's document.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RelayRequest {
+    /// The model asked for.
+    pub model: String,
+    /// The whole conversation, every role, as the client sent it.
     pub messages: Vec<Message>,
-    /// The tools the client offers the model.
+    /// The tools the client offers the model (names, descriptions, schemas).
     pub tools: ToolList,
-    /// Every other option of the request (`temperature`, `max_tokens`, …),
-    /// sent on as given unless a `provider_request` replacement changes it.
+    /// Every other option of the request (`temperature`, `max_tokens`, …).
     pub kwargs: serde_json::Map<String, serde_json::Value>,
-    /// The client asked for a stream: text is published
-    /// (`assistant_delta`) as the `stream_chunk` seam releases it.
-    pub stream: bool,
+    /// The headers that go upstream (the client's, without its key), for
+    /// `provider_request` interceptors to read and change.
+    pub headers: Headers,
 }
 
-/// How a relayed exchange ended.
-#[derive(Debug, Clone)]
-pub enum Relayed {
-    /// The reply for the client.
-    Reply(Reply),
-    /// A seam before the upstream refused the request: nothing was sent.
-    Blocked {
-        /// The block's reason.
-        reason: String,
-        /// The interceptor that blocked (`<pack>/<name>`), when one did.
-        by: Option<String>,
-    },
-    /// The upstream failed (after the transport's retries).
-    Failed(ProviderError),
+/// Why a relayed request or reply was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The block's reason.
+    pub reason: String,
+    /// The interceptor that blocked (`<pack>/<name>`), when one did.
+    pub by: Option<String>,
 }
 
-/// A judged reply.
+/// One exchange under way: the chains merged when it began, used by every
+/// seam of the exchange (a hot swap takes effect at the next one).
+#[derive(Clone, Default)]
+pub struct Exchange {
+    bundle: Option<Arc<Interceptors>>,
+}
+
+impl Exchange {
+    /// True when no interceptor judges streamed text: a stream passes as
+    /// it comes.
+    #[must_use]
+    pub fn streams_unjudged(&self) -> bool {
+        self.bundle
+            .as_ref()
+            .is_none_or(|bundle| bundle.stream_chunk.is_empty())
+    }
+}
+
+/// One choice of a reply, as the upstream gave it.
 #[derive(Debug, Clone, Default)]
-pub struct Reply {
-    /// Its text: the model's (perhaps redacted), or a gate's notice.
+pub struct Choice {
+    /// Its text (for a stream: the text as the `stream_chunk` seam left
+    /// it, everything shown and anything still held).
     pub content: String,
-    /// The tool calls the client may run, after the `tool_call` seam (a
-    /// rewritten call keeps its id).
+    /// The tool calls it proposes, as proposed.
     pub tool_calls: Vec<ToolCall>,
-    /// The calls the `tool_call` seam refused, each with the line saying
-    /// why (`Blocked by interceptor: …`).
-    pub refused: Vec<(ToolCall, String)>,
+    /// The `stream_chunk` seam blocked its stream.
+    pub stream_blocked: Option<StreamBlock>,
+    /// It was streamed.
+    pub streamed: bool,
+}
+
+/// What became of one proposed tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallVerdict {
+    /// The client may run it: as proposed, or as the `tool_call` seam
+    /// rewrote it (the id is always the proposed one).
+    Pass(ToolCall),
+    /// Refused, with the line saying why (`Blocked by interceptor: …`).
+    Refused(ToolCall, String),
+}
+
+/// A judged choice.
+#[derive(Debug, Clone, Default)]
+pub struct JudgedChoice {
+    /// Its text: the model's (perhaps rewritten), or a gate's notice.
+    pub content: String,
     /// The interceptor whose veto `content` is, when a gate refused the
     /// model's text (`stream_chunk`, `model_response` or `output`).
     pub vetoed_by: Option<String>,
-    /// Tokens the upstream reported for this exchange (gate retries
-    /// included).
-    pub usage: Usage,
+    /// Each proposed call's fate, in order (none after a veto).
+    pub calls: Vec<CallVerdict>,
+    /// An `output` gate retry replaced the answer with another upstream
+    /// reply's text.
+    pub retried: bool,
+}
+
+impl JudgedChoice {
+    /// The calls the client may run.
+    pub fn passed(&self) -> impl Iterator<Item = &ToolCall> {
+        self.calls.iter().filter_map(|verdict| match verdict {
+            CallVerdict::Pass(call) => Some(call),
+            CallVerdict::Refused(..) => None,
+        })
+    }
 }
 
 /// What a conversation carries from one relayed exchange to the next:
@@ -133,92 +186,254 @@ impl AgentSession {
         }
     }
 
-    /// Relays one exchange (see the module docs) as the conversation's
-    /// next turn. The session's facts and ledger carry what the
-    /// conversation did before; the history becomes the client's messages,
-    /// with each tool result as the `tool_result` seam left it.
-    pub async fn relay(&mut self, relay: Relay) -> Relayed {
+    /// Begins the conversation's next exchange: a new turn, and the chains
+    /// every seam of it runs (merged once).
+    pub fn begin_exchange(&mut self) -> Exchange {
         self.facts.turn_index = self.turns;
         self.turns += 1;
         self.facts.provider_calls_this_turn = 0;
         self.facts.tool_calls_this_turn = 0;
-        let bundle = self.effective_interceptors();
-        let Relay {
+        self.relay.get_or_insert_with(RelaySurface::default);
+        self.refresh_facts();
+        Exchange {
+            bundle: self.effective_interceptors(),
+        }
+    }
+
+    /// The request seams on `request` (see the module docs): the request
+    /// as they left it — every part a replacement did not touch is the
+    /// very same value — or the refusal of the first that blocked.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused`] when a seam blocked (or a rate limiter's pauses ran out).
+    pub async fn judge_request(
+        &mut self,
+        exchange: &Exchange,
+        request: RelayRequest,
+    ) -> Result<RelayRequest, Refused> {
+        let RelayRequest {
+            model,
             messages,
             tools,
             kwargs,
-            stream,
-        } = relay;
+            headers,
+        } = request;
         self.history = messages;
-        if let Some(bundle) = bundle.as_deref() {
-            self.judge_tool_results(bundle);
-        }
-        self.config.stream = stream;
-        self.streaming = stream && !self.downgrade(bundle.as_deref());
-        let used_before = self.ledger.total();
-        let received = match self
-            .call_provider_with(bundle.as_deref(), &tools, &kwargs)
-            .await
-        {
-            Ok(received) => received,
-            Err(run) => return ended(run),
+        let Some(bundle) = exchange.bundle.as_deref() else {
+            return Ok(RelayRequest {
+                model,
+                messages: std::mem::take(&mut self.history),
+                tools,
+                kwargs,
+                headers,
+            });
         };
+        self.judge_tool_results(bundle);
+        self.relay = Some(RelaySurface {
+            model: model.clone(),
+            headers: Some(headers.clone()),
+        });
+        self.refresh_facts();
+        let outgoing = self
+            .outgoing_after_pauses(Some(bundle), &tools, &kwargs)
+            .await;
+        let outgoing = outgoing.map_err(|run| Refused {
+            reason: run.output,
+            by: run.vetoed_by,
+        })?;
+        Ok(RelayRequest {
+            model: outgoing.model.unwrap_or(model),
+            messages: outgoing.messages.unwrap_or_else(|| self.history.clone()),
+            tools: outgoing.tools.unwrap_or(tools),
+            kwargs: outgoing.kwargs.unwrap_or(kwargs),
+            headers: outgoing.headers.unwrap_or(headers),
+        })
+    }
+
+    /// Records in the audit log (when one listens) that the parts named
+    /// by `parts` (`image ×2, document`) of what passed `seam` were not
+    /// judged: no pack reads them.
+    pub fn note_unjudged(&self, seam: &'static str, parts: &str) {
+        if parts.is_empty() || !self.bus.is_audited() {
+            return;
+        }
+        self.bus.publish_audit(crate::interception::AuditRecord {
+            event: crate::interception::InterceptorEvent {
+                seam,
+                decision: crate::interception::EventDecision::Allowed,
+                reason: format!("not judged: {parts}"),
+                tool_name: String::new(),
+                call_id: String::new(),
+                interceptor: "gateway".to_owned(),
+            },
+            from_pack: false,
+            changes: None,
+            depth: 0,
+            parent_call_id: None,
+        });
+    }
+
+    /// Charges one upstream call of this exchange: `usage` at `model`.
+    pub fn charge_upstream(&mut self, model: &str, usage: Usage) {
+        self.facts.provider_calls_this_turn += 1;
+        self.charge(model, usage);
+    }
+
+    /// A stream gate for the exchange's `stream_chunk` chain (one per
+    /// streamed text: each choice, each text block).
+    #[must_use]
+    pub fn stream_gate(&self, exchange: &Exchange) -> StreamGate {
+        exchange
+            .bundle
+            .as_deref()
+            .map_or_else(StreamGate::default, |b| StreamGate::for_chain(&b.stream_chunk))
+    }
+
+    /// Offers `delta` (or, with `last`, what is held) to the exchange's
+    /// `stream_chunk` chain through `gate`: what to release, as a range of
+    /// the gate's text. Holds, retracts and notices are published as in
+    /// the loop; the released text is the caller's to send.
+    pub fn offer(&self, exchange: &Exchange, gate: &mut StreamGate, delta: &str, last: bool) -> Offered {
+        match exchange.bundle.as_deref().map(|b| b.stream_chunk.as_slice()) {
+            Some(chain) if !chain.is_empty() => self.stream_offer(gate, chain, delta, last),
+            _ => gate.offer(delta, last, |_, _| crate::interception::ChainOutcome::default()),
+        }
+    }
+
+    /// Ends a stream gate: a hold still under way ends (`ended`); the
+    /// block, if any, and the rewritten text.
+    pub fn finish_stream(&self, exchange: &Exchange, gate: StreamGate) -> super::StreamEnd {
+        let mut end = gate.finish();
+        if let (Some(edge), Some(chain)) = (
+            end.hold_end.take(),
+            exchange.bundle.as_deref().map(|b| b.stream_chunk.as_slice()),
+        ) {
+            self.publish_hold(chain, edge);
+        }
+        end
+    }
+
+    /// Publishes a hold's start that [`offer`](Self::offer) returned (after
+    /// the text it released was sent).
+    pub fn publish_hold_edge(&self, exchange: &Exchange, edge: super::stream::HoldEdge) {
+        if let Some(bundle) = exchange.bundle.as_deref() {
+            self.publish_hold(&bundle.stream_chunk, edge);
+        }
+    }
+
+    /// Whether a streamed reply must be held whole until it is judged:
+    /// `policy` is `Downgrade` and a pack gates whole replies
+    /// (`model_response`, `output`) without judging streamed text (said
+    /// once per pack set: one log line, one `streaming_downgraded` event).
+    pub fn hold_stream(&mut self, exchange: &Exchange, policy: super::StreamPolicy) -> bool {
+        self.config.stream = true;
+        self.config.stream_policy = policy;
+        self.downgrade(exchange.bundle.as_deref())
+    }
+
+    /// Text the upstream wrote outside a reply (an error's message) judged
+    /// as a reply's text is, by `model_response` and then `output`: the
+    /// text as they left it, or the notice of the first that blocked. A
+    /// retry asked for by `output` is not made (an error is not an answer
+    /// to ask again).
+    #[must_use]
+    pub fn judge_text(&self, exchange: &Exchange, text: &str) -> String {
+        let Some(bundle) = exchange.bundle.as_deref() else {
+            return text.to_owned();
+        };
+        let facts = crate::interception::ReplyFacts {
+            tool_calls: Vec::new(),
+            streamed: false,
+        };
+        let mut current = text.to_owned();
+        let reply = self.run_seam(&bundle.model_response, &facts, &current);
+        if let Some(reason) = reply.blocked {
+            return reply.notices.last().map_or(reason, |n| n.text.clone());
+        }
+        if let Some(replaced) = reply.replaced {
+            current = replaced;
+        }
+        let output = self.run_seam(&bundle.output, &(), &current);
+        if let Some(reason) = output.blocked {
+            return output.notices.last().map_or(reason, |n| n.text.clone());
+        }
+        output.replaced.unwrap_or(current)
+    }
+
+    /// The reply seams on one choice (see the module docs).
+    pub async fn judge_choice(&mut self, exchange: &Exchange, choice: Choice) -> JudgedChoice {
+        let bundle = exchange.bundle.clone();
+        let received = Received::relayed(
+            ModelResponse {
+                content: choice.content,
+                tool_calls: choice.tool_calls,
+                usage: Usage::default(),
+            },
+            choice.streamed,
+            choice.stream_blocked,
+        );
         let judged = self.judge_reply(bundle.as_deref(), received);
-        let mut reply = if judged.tool_calls.is_empty() || judged.vetoed() {
-            match self.relay_answer(bundle.as_ref(), judged).await {
-                Ok(reply) => reply,
-                Err(end) => return end,
-            }
+        if judged.tool_calls.is_empty() || judged.vetoed() {
+            self.relay_answer(bundle.as_ref(), judged).await
         } else {
             self.relay_calls(bundle.as_ref(), judged).await
-        };
-        let spent = self.ledger.total();
-        reply.usage = Usage {
-            input_tokens: spent.input_tokens.saturating_sub(used_before.input_tokens),
-            output_tokens: spent
-                .output_tokens
-                .saturating_sub(used_before.output_tokens),
-        };
-        Relayed::Reply(reply)
+        }
     }
 
     /// A reply that proposes tool calls: each passes the tool gate (the
     /// `tool_call` seam; an operator's question takes its default answer).
-    async fn relay_calls(&mut self, bundle: Option<&Arc<Interceptors>>, judged: Judged) -> Reply {
-        let mut reply = Reply {
+    async fn relay_calls(
+        &mut self,
+        bundle: Option<&Arc<Interceptors>>,
+        judged: Judged,
+    ) -> JudgedChoice {
+        let mut choice = JudgedChoice {
             content: judged.content,
-            ..Reply::default()
+            ..JudgedChoice::default()
         };
         for call in judged.tool_calls {
             self.facts.tool_calls_this_turn += 1;
-            match self.gate(&call, bundle.map(Arc::as_ref)).await {
-                Gate::Run(effective, _) => reply.tool_calls.push(effective),
-                Gate::Refuse(effective, line) => reply.refused.push((effective, line)),
-            }
+            choice
+                .calls
+                .push(match self.gate(&call, bundle.map(Arc::as_ref)).await {
+                    Gate::Run(effective, _) => CallVerdict::Pass(effective),
+                    Gate::Refuse(effective, line) => CallVerdict::Refused(effective, line),
+                });
         }
-        reply
+        choice
     }
 
-    /// A final answer: the `output` seam, gate retries included.
+    /// A final answer: the `output` seam, gate retries included. A run
+    /// that ends otherwise (a retry's upstream call failed) keeps the text
+    /// the client would have had, vetoed by the gate that asked.
     async fn relay_answer(
         &mut self,
         bundle: Option<&Arc<Interceptors>>,
         judged: Judged,
-    ) -> Result<Reply, Relayed> {
+    ) -> JudgedChoice {
         let Judged { content, veto, .. } = judged;
         self.history
             .push(Message::assistant(content.clone(), Vec::new()));
         let finish_reason = veto.is_some().then_some("vetoed");
+        let calls_before = self.facts.provider_calls_this_turn;
         let run = self
             .finish_answer(bundle.map(Arc::as_ref), content, veto, finish_reason)
             .await;
+        let retried = self.facts.provider_calls_this_turn > calls_before;
         match run.reason {
-            EndReason::Completed | EndReason::OutputBlocked { .. } => Ok(Reply {
+            EndReason::Completed | EndReason::OutputBlocked { .. } => JudgedChoice {
                 content: run.output,
                 vetoed_by: run.vetoed_by,
-                ..Reply::default()
-            }),
-            _ => Err(ended(run)),
+                calls: Vec::new(),
+                retried,
+            },
+            _ => JudgedChoice {
+                vetoed_by: Some(run.vetoed_by.unwrap_or_default()),
+                content: run.output,
+                calls: Vec::new(),
+                retried,
+            },
         }
     }
 
@@ -247,30 +462,33 @@ impl AgentSession {
                     name: String::new(),
                     arguments: crate::types::Arguments::empty(),
                 });
-            let result = ToolResult::ok(message.content.clone());
-            let judged = self.result_seam(bundle, &call, result);
-            let text = judged.transcript_text();
-            if text != self.history[index].content {
-                self.history[index].content = text;
-                self.history[index].blocks.clear();
+            // A result of several parts: each text part is judged on its
+            // own, so a rewrite lands where its text is.
+            if message.blocks.is_empty() {
+                let text = message.content.clone();
+                if let Some(judged) = self.judged_result(bundle, &call, text) {
+                    self.history[index].content = judged;
+                }
+            } else {
+                for part in 0..message.blocks.len() {
+                    let block = &self.history[index].blocks[part];
+                    if block.kind != "text" {
+                        continue;
+                    }
+                    let text = block.text.clone();
+                    if let Some(judged) = self.judged_result(bundle, &call, text) {
+                        self.history[index].blocks[part].text = judged;
+                    }
+                }
             }
         }
     }
-}
 
-/// The relay's end for a run that ended before an answer.
-fn ended(run: super::RunResult) -> Relayed {
-    match run.reason {
-        EndReason::ProviderError(error) => Relayed::Failed(error),
-        EndReason::InterceptorBlocked { reason } | EndReason::OutputBlocked { reason } => {
-            Relayed::Blocked {
-                reason,
-                by: run.vetoed_by,
-            }
-        }
-        _ => Relayed::Blocked {
-            reason: run.output,
-            by: run.vetoed_by,
-        },
+    /// The `tool_result` seam on one text of a result of `call`: its new
+    /// text, when the seam changed it.
+    fn judged_result(&self, bundle: &Interceptors, call: &ToolCall, text: String) -> Option<String> {
+        let judged = self.result_seam(bundle, call, ToolResult::ok(text.clone()));
+        let after = judged.transcript_text();
+        (after != text).then_some(after)
     }
 }

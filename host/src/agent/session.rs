@@ -62,6 +62,19 @@ pub struct AgentSession {
     /// compaction keeps it, so a pack counting calls in a shared store
     /// counts each once.
     pub(crate) call_id: u64,
+    /// What a relayed exchange judges instead of this session's own
+    /// request (see [`relay`](super::relay)): the client's history is
+    /// hostile, so the session view says `"relayed":true`.
+    pub(crate) relay: Option<RelaySurface>,
+}
+
+/// What a relayed request puts in the `provider_request` envelope where the
+/// session's own provider would: the model the client asked for and the
+/// headers that go upstream.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RelaySurface {
+    pub(crate) model: String,
+    pub(crate) headers: Option<crate::types::Headers>,
 }
 
 /// A builder setter: documented, `#[must_use]`, storing its one argument
@@ -228,6 +241,7 @@ impl AgentSession {
                 prices_json: String::new(),
                 last_call: None,
                 call_id: 0,
+                relay: None,
             },
         }
     }
@@ -261,15 +275,18 @@ impl AgentSession {
     /// session's charges and the price table.
     pub(crate) fn refresh_facts(&mut self) {
         self.facts.gate_retry = self.source == CallSource::GateRetry;
-        let members = serde_json::json!({
+        let mut members = serde_json::json!({
             "source": self.source.as_str(),
-            "model": self.provider.model(),
+            "model": self.relay.as_ref().map_or_else(|| self.provider.model(), |r| r.model.as_str()),
             "cost_usd": self.ledger.cost_usd(),
             "usage": self.ledger.to_json(),
             "last_call": self.last_call,
             "call": self.call_id,
-        })
-        .to_string();
+        });
+        if self.relay.is_some() {
+            members["relayed"] = serde_json::Value::Bool(true);
+        }
+        let members = members.to_string();
         // `{...}` without its braces, then the prices (rendered once).
         let members = &members[1..members.len() - 1];
         self.facts

@@ -141,6 +141,16 @@ pub(crate) struct ServeArgs {
     /// reply, in seconds (then the client gets a 502, or an error event).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub(crate) upstream_timeout: u64,
+    /// How often the gateway itself retries an upstream 429 or 5xx (0: it
+    /// passes them on with their retry-after, and the client retries).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) upstream_retries: u32,
+    /// A streamed request when a pack gates whole replies only (json-schema,
+    /// output-length, a model_response gate): `downgrade` holds each
+    /// reply's text until the reply is judged whole; `allow` streams it and
+    /// appends the verdict.
+    #[arg(long, value_name = "downgrade|allow", default_value = "downgrade")]
+    pub(crate) stream_policy: StreamPolicyArg,
     /// Append every decision on every request to this audit log (each line
     /// names its request).
     #[arg(long, value_name = "FILE")]

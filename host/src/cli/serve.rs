@@ -140,6 +140,8 @@ fn gateway_config(
             read_timeout: Duration::from_secs(args.upstream_timeout.max(1)),
             ..HttpSettings::default()
         },
+        upstream_retries: args.upstream_retries.min(10),
+        stream_policy: args.stream_policy.into(),
     }
 }
 

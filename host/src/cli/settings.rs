@@ -362,6 +362,18 @@ fn merge_for_serve(
         &mut args.upstream_timeout,
         serve.upstream_timeout,
     );
+    m.take(
+        "serve.upstream_retries",
+        "upstream_retries",
+        &mut args.upstream_retries,
+        serve.upstream_retries,
+    );
+    m.take(
+        "serve.stream_policy",
+        "stream_policy",
+        &mut args.stream_policy,
+        serve.stream_policy.map(Into::into),
+    );
     m.take("serve.watch", "watch", &mut args.watch, serve.watch);
     let audit = m.path(serve.audit.as_ref()).map(Some);
     m.take("serve.audit", "audit", &mut args.audit, audit);

@@ -121,6 +121,13 @@ pub struct ServeSection {
     /// How long an upstream may take to answer (and then to send its
     /// whole reply), in seconds.
     pub upstream_timeout: Option<u64>,
+    /// How often the gateway itself retries an upstream 429 or 5xx (0,
+    /// the default: the client's SDK retries).
+    pub upstream_retries: Option<u32>,
+    /// A streamed request when a pack gates whole replies only:
+    /// `downgrade` holds each reply until it is judged whole, `allow`
+    /// streams it and appends the verdict.
+    pub stream_policy: Option<StreamPolicyName>,
     /// Hot-swap rebuilt packs.
     pub watch: Option<bool>,
     /// The audit log of every decision (as `--audit FILE`).

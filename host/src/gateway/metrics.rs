@@ -74,11 +74,18 @@ pub(super) struct Metrics {
     decisions: Arc<Mutex<Decisions>>,
     retracts: Arc<AtomicU64>,
     holds: Arc<Mutex<Holds>>,
+    upstream_retries: AtomicU64,
     upstream: Histogram,
     overhead: Histogram,
 }
 
 impl Metrics {
+    /// Counts one retry of an upstream call the gateway made itself
+    /// (`upstream_retries`).
+    pub(super) fn upstream_retry(&self) {
+        self.upstream_retries.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts one answered request.
     pub(super) fn request(&self, wire: &'static str, status: u16) {
         *lock(&self.requests).entry((wire, status)).or_default() += 1;
@@ -154,6 +161,13 @@ impl Metrics {
             self.retracts.load(Ordering::Relaxed)
         );
         self.render_holds(&mut out);
+        let _ = writeln!(
+            out,
+            "# HELP chimera_gateway_upstream_retries_total Upstream calls the gateway retried itself (upstream_retries).\n\
+             # TYPE chimera_gateway_upstream_retries_total counter\n\
+             chimera_gateway_upstream_retries_total {}",
+            self.upstream_retries.load(Ordering::Relaxed)
+        );
         self.upstream.render(
             &mut out,
             "chimera_gateway_upstream_seconds",

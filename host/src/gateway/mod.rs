@@ -4,13 +4,23 @@
 //!
 //! ```text
 //!  client ──POST /v1/chat/completions | /v1/messages──▶ key check ─▶ body cap
-//!         ─▶ read (400 on bad input) ─▶ model (404 unless served on that wire)
+//!         ─▶ parse once (400 on what cannot be read) ─▶ views ─▶ model (404)
 //!         ─▶ concurrency slot (429 when full)
-//!         ─▶ AgentSession::relay: tool_result ─▶ context ─▶ provider_request ─▶ upstream
-//!            ─▶ stream_chunk (each delta; only judged text is sent) ─▶ model_response
+//!         ─▶ tool_result ─▶ context ─▶ provider_request on the views
+//!         ─▶ the client's own body, with what the seams changed spliced in ─▶ upstream
+//!         ─▶ its reply: stream_chunk (each text delta) ─▶ model_response
 //!            ─▶ tool_call (each proposed call) ─▶ output (gate retries re-ask upstream)
-//!  client ◀── reply | event stream | error object, in the client's wire ◀──
+//!  client ◀── the upstream's reply, status and headers, with the verdicts written in ◀──
 //! ```
+//!
+//! The gateway judges views of the client's own document and relays
+//! everything else unchanged: unknown fields, key order, numbers as
+//! written, `cache_control`, `thinking` blocks and signatures, images,
+//! documents, server tools, `n`, beta and version headers (see
+//! [`views`](self::views) and each wire's module for what a view is and
+//! where a replacement is written). Every text the model reads is judged
+//! on every request — each system block, every message of every role, tool
+//! results, tool descriptions — because a client can send any history.
 //!
 //! Each request is relayed by a session of its own on the shared registry,
 //! so every pack the registry holds (load order first, then the host's
@@ -22,33 +32,42 @@
 //!
 //! # Status codes
 //!
+//! The upstream's own statuses pass through with their headers
+//! (`retry-after`, request ids) and bodies (the error message judged); the
+//! gateway does not retry for the client unless `upstream_retries` says
+//! so. Its own answers:
+//!
 //! | status | when | chat completions `error.type` / `code` | messages `error.type` |
 //! |---|---|---|---|
 //! | 400 | the body is not a request of the wire (the line names the field) | `invalid_request_error` | `invalid_request_error` |
 //! | 401 | client keys are configured and the key is not one of them | `authentication_error` / `invalid_api_key` | `authentication_error` |
 //! | 403 | a gate blocked the request before the upstream was asked | `permission_error` / `blocked_by_policy` | `permission_error` |
-//! | 404 | the model is not one the gateway serves on that wire | `invalid_request_error` / `model_not_found` | `invalid_request_error` |
+//! | 404 | the model is not one the gateway serves on that wire, or the route is unknown | `invalid_request_error` / `not_found` | `not_found_error` |
 //! | 413 | the body is over the cap | `invalid_request_error` / `body_too_large` | `request_too_large` |
 //! | 431 | the headers are over the cap | `invalid_request_error` / `headers_too_large` | `invalid_request_error` |
 //! | 429 | every request slot is taken (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` | `rate_limit_error` |
-//! | 502 | the upstream failed (after its retries) | `upstream_error` / `upstream_failed` | `api_error` |
+//! | 502 | the upstream gave no answer, or one that cannot be read | `upstream_error` / `upstream_failed` | `api_error` |
 //!
-//! A reply a gate vetoed is a 200 whose text is the gate's notice, ending
-//! with `finish_reason: content_filter` (chat completions) or
-//! `stop_reason: refusal` (messages); a refused tool call is dropped and
-//! its refusal line joins the text. A stream whose upstream dies ends with
-//! an error event (a chunk carrying `error`; an `error` event) and no end
-//! marker.
+//! Every refusal but 429 and 502 carries `x-should-retry: false`. A reply
+//! a gate vetoed is a 200 whose text is the gate's notice, ending with
+//! `finish_reason: content_filter` (chat completions) or `stop_reason:
+//! end_turn` (messages: with `refusal`, Claude Code shows its own
+//! usage-policy message instead of the notice); a refused tool call is
+//! dropped and its refusal line joins the text (Messages: its block
+//! becomes a text block). A stream the upstream ends early, or that
+//! breaks off, ends with an error event and no end marker.
 
 mod anthropic;
+mod events;
+mod exchange;
+mod forward;
 mod metrics;
 mod openai;
 pub mod sessions;
-mod stream;
-mod timed;
+mod views;
 mod wire;
 
-use crate::agent::{AgentEvent, AgentSession, EventBus, Relayed};
+use crate::agent::{AgentSession, EventBus, StreamPolicy};
 use crate::audit::{AuditLog, Exchange};
 pub use crate::config::SessionScope;
 use crate::plugins::Registry;
@@ -60,24 +79,23 @@ use crate::tools::Workspace;
 use crate::types::Headers;
 use anthropic::Anthropic;
 use axum::body::Body;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use forward::{Forwarder, KeyStyle};
 use metrics::Metrics;
 use openai::OpenAi;
 use serde_json::{json, Value};
 use sessions::{Conversations, Lease, Resumed};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-use timed::Timed;
 use tokio::sync::Semaphore;
-use wire::{Head, Kind, Refusal, Wire};
+use wire::{Kind, Refusal, Wire};
 
 /// The largest request body taken by default (4 MiB).
 pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
@@ -99,7 +117,9 @@ pub struct Upstream {
     /// The gateway's own key for it; a client's key never goes upstream,
     /// nor into a pack.
     pub key: Option<String>,
-    /// The model names clients may ask for (each passed upstream as it is).
+    /// The model names clients may ask for, each a name or a pattern
+    /// (`*` any run of characters, `?` one: `claude-*`, `*`); the name a
+    /// client asks for goes upstream as it is.
     pub models: Vec<String>,
 }
 
@@ -123,8 +143,15 @@ pub struct GatewayConfig {
     /// The most bytes of request headers taken (names and values); more
     /// are answered 431.
     pub header_cap: usize,
-    /// Timeouts, retries and size limits of the calls to the upstreams.
+    /// Timeouts and size limits of the calls to the upstreams.
     pub http: HttpSettings,
+    /// How often the gateway itself retries an upstream 429 or 5xx (0: it
+    /// passes them to the client, whose SDK retries).
+    pub upstream_retries: u32,
+    /// A streamed request when a pack gates whole replies only:
+    /// `Downgrade` holds each reply's text until the reply is judged whole,
+    /// `Allow` streams it and appends the verdict.
+    pub stream_policy: StreamPolicy,
 }
 
 impl Default for GatewayConfig {
@@ -140,6 +167,8 @@ impl Default for GatewayConfig {
             session_scope: SessionScope::Header,
             header_cap: DEFAULT_HEADER_CAP,
             http: HttpSettings::default(),
+            upstream_retries: 0,
+            stream_policy: StreamPolicy::Downgrade,
         }
     }
 }
@@ -156,19 +185,120 @@ pub fn key_hash(key: &str) -> String {
         })
 }
 
-/// The models of one wire, each with its provider.
-type Served = BTreeMap<String, Arc<dyn Provider>>;
+/// The most providers kept for the gateway's own calls (gate retries,
+/// summaries), one per model name asked for.
+const PROVIDERS_KEPT: usize = 64;
+
+/// One wire's upstream as the gateway uses it.
+struct Served {
+    upstream: Upstream,
+    kind: Kind,
+    forwarder: Forwarder,
+    http: HttpSettings,
+    /// A provider per model name, for the calls the gateway makes itself.
+    providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
+}
+
+impl Served {
+    fn new(upstream: &Upstream, kind: Kind, config: &GatewayConfig) -> Self {
+        let base = upstream.base_url.trim_end_matches('/');
+        let (url, style) = match kind {
+            Kind::OpenAi => (format!("{base}/chat/completions"), KeyStyle::Bearer),
+            Kind::Anthropic => (format!("{base}/v1/messages"), KeyStyle::Anthropic),
+        };
+        Served {
+            upstream: upstream.clone(),
+            kind,
+            forwarder: Forwarder::new(url, upstream.key.clone(), style, &config.http, config.upstream_retries),
+            http: config.http,
+            providers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether a client may ask for `model`.
+    fn serves(&self, model: &str) -> bool {
+        self.upstream.models.iter().any(|pattern| glob(pattern, model))
+    }
+
+    /// The served names, for an error line.
+    fn listed(&self) -> String {
+        if self.upstream.models.is_empty() {
+            "none".to_owned()
+        } else {
+            self.upstream.models.join(", ")
+        }
+    }
+
+    /// The provider for the gateway's own calls at `model`.
+    fn provider(&self, model: &str) -> Arc<dyn Provider> {
+        let mut providers = self.providers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(provider) = providers.get(model) {
+            return Arc::clone(provider);
+        }
+        if providers.len() >= PROVIDERS_KEPT {
+            providers.clear();
+        }
+        let upstream = &self.upstream;
+        let provider: Arc<dyn Provider> = match self.kind {
+            Kind::OpenAi => Arc::new(OpenAiProvider::new(OpenAiConfig {
+                base_url: upstream.base_url.clone(),
+                model: model.to_owned(),
+                api_key: upstream.key.clone(),
+                headers: Headers::default(),
+                http: self.http,
+            })),
+            Kind::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig {
+                base_url: upstream.base_url.clone(),
+                model: model.to_owned(),
+                api_key: upstream.key.clone(),
+                max_tokens: anthropic::DEFAULT_MAX_TOKENS,
+                http: self.http,
+            })),
+        };
+        providers.insert(model.to_owned(), Arc::clone(&provider));
+        provider
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` any run of characters, `?` one).
+fn glob(pattern: &str, name: &str) -> bool {
+    let (pattern, name): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut p, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, n));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == name[n] => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    p = sp + 1;
+                    n = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
 
 /// A running gateway's shared state.
 pub struct Gateway {
-    openai: Served,
-    anthropic: Served,
+    openai: Option<Served>,
+    anthropic: Option<Served>,
     registry: Arc<Registry>,
     workspace: Workspace,
     client_keys: BTreeSet<String>,
     body_cap: usize,
     header_cap: usize,
     session_scope: SessionScope,
+    stream_policy: StreamPolicy,
     audit: Option<AuditLog>,
     slots: Arc<Semaphore>,
     conversations: Arc<Conversations>,
@@ -182,46 +312,16 @@ impl Gateway {
     /// tools, but a session is rooted somewhere).
     #[must_use]
     pub fn new(config: &GatewayConfig, registry: Arc<Registry>, workspace: Workspace) -> Self {
-        let served = |upstream: &Option<Upstream>,
-                      make: &dyn Fn(&Upstream, &str) -> Arc<dyn Provider>|
-         -> Served {
-            upstream
-                .iter()
-                .flat_map(|upstream| {
-                    upstream
-                        .models
-                        .iter()
-                        .map(|model| (model.clone(), make(upstream, model)))
-                })
-                .collect()
-        };
-        let openai = served(&config.openai, &|upstream, model| {
-            Arc::new(OpenAiProvider::new(OpenAiConfig {
-                base_url: upstream.base_url.clone(),
-                model: model.to_owned(),
-                api_key: upstream.key.clone(),
-                headers: Headers::default(),
-                http: config.http,
-            }))
-        });
-        let anthropic = served(&config.anthropic, &|upstream, model| {
-            Arc::new(AnthropicProvider::new(AnthropicConfig {
-                base_url: upstream.base_url.clone(),
-                model: model.to_owned(),
-                api_key: upstream.key.clone(),
-                max_tokens: anthropic::DEFAULT_MAX_TOKENS,
-                http: config.http,
-            }))
-        });
         Gateway {
-            openai,
-            anthropic,
+            openai: config.openai.as_ref().map(|u| Served::new(u, Kind::OpenAi, config)),
+            anthropic: config.anthropic.as_ref().map(|u| Served::new(u, Kind::Anthropic, config)),
             registry,
             workspace,
             client_keys: config.client_key_hashes.iter().cloned().collect(),
             body_cap: config.body_cap,
             header_cap: config.header_cap,
             session_scope: config.session_scope,
+            stream_policy: config.stream_policy,
             audit: None,
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
             conversations: Arc::new(Conversations::new(config.max_sessions)),
@@ -247,7 +347,8 @@ impl Gateway {
     }
 
     /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`,
-    /// `GET /v1/models`, `GET /metrics`, `GET /healthz`, `GET /readyz`.
+    /// `GET /v1/models`, `GET /metrics`, `GET /healthz`, `GET /readyz`;
+    /// anything else is a 404 error in the wire its path names.
     pub fn router(self: Arc<Self>) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(relay::<OpenAi>))
@@ -256,6 +357,7 @@ impl Gateway {
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ready" }))
+            .fallback(unknown_route)
             .with_state(self)
     }
 
@@ -282,11 +384,11 @@ impl Gateway {
             .await
     }
 
-    /// The models wire `W` serves.
-    fn served<W: Wire>(&self) -> &Served {
+    /// The upstream wire `W` goes to, when one is configured.
+    fn served<W: Wire>(&self) -> Option<&Served> {
         match W::KIND {
-            Kind::OpenAi => &self.openai,
-            Kind::Anthropic => &self.anthropic,
+            Kind::OpenAi => self.openai.as_ref(),
+            Kind::Anthropic => self.anthropic.as_ref(),
         }
     }
 
@@ -345,13 +447,15 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// `refusal` saying `message`, in wire `W`'s shape (a 429 with
-/// `Retry-After: 1`).
+/// `Retry-After: 1`; a final refusal with `x-should-retry: false`).
 fn refuse<W: Wire>(refusal: Refusal, message: &str) -> Response {
     let mut response = json_response(refusal.status(), &W::error(refusal, message));
+    let headers = response.headers_mut();
     if refusal == Refusal::Busy {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    if refusal.final_answer() {
+        headers.insert("x-should-retry", HeaderValue::from_static("false"));
     }
     response
 }
@@ -368,35 +472,18 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-/// The response for a relay that ended without a reply.
-fn refused<W: Wire>(relayed: Relayed) -> Response {
-    match relayed {
-        Relayed::Blocked { reason, by } => {
-            let by = by.map(|by| format!(" ({by})")).unwrap_or_default();
-            refuse::<W>(
-                Refusal::Blocked,
-                &format!("blocked by policy{by}: {reason}"),
-            )
-        }
-        Relayed::Failed(failure) => refuse::<W>(
-            Refusal::Upstream,
-            &format!("the upstream failed: {}", failure.message()),
-        ),
-        Relayed::Reply(reply) => {
-            json_response(StatusCode::OK, &W::reply(&reply, &new_head::<W>("")))
-        }
-    }
-}
-
-/// `GET /v1/models`: every model served, on either wire.
+/// `GET /v1/models`: every model served by name, on either wire (a
+/// pattern is not a model: it is not listed).
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
     if !gateway.accepts_key(&headers) {
         return refuse::<OpenAi>(Refusal::BadKey, BAD_KEY);
     }
     let data: Vec<Value> = gateway
         .openai
-        .keys()
-        .chain(gateway.anthropic.keys())
+        .iter()
+        .chain(gateway.anthropic.iter())
+        .flat_map(|served| served.upstream.models.iter())
+        .filter(|name| !name.contains(['*', '?']))
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "chimera", "type": "model", "display_name": id}))
         .collect();
     json_response(
@@ -405,17 +492,26 @@ async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Resp
     )
 }
 
+/// Any other route: a 404 in the wire its path names (Messages for
+/// `/v1/messages…`, chat completions otherwise).
+async fn unknown_route(uri: Uri) -> Response {
+    let line = format!("no route {} on this gateway", wire::one_word(uri.path()));
+    if uri.path().starts_with("/v1/messages") {
+        refuse::<Anthropic>(Refusal::NotFound, &line)
+    } else {
+        refuse::<OpenAi>(Refusal::NotFound, &line)
+    }
+}
+
 const BAD_KEY: &str = "the API key is missing or not accepted by this gateway";
 
-/// A fresh reply head for `model`.
-fn new_head<W: Wire>(model: &str) -> Head {
-    Head {
-        id: format!("{}{:016x}", W::ID_PREFIX, fastrand::u64(..)),
-        model: model.to_owned(),
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    }
+/// A fresh id for a request of wire `kind` (what its audit lines name).
+fn new_id(kind: Kind) -> String {
+    let prefix = match kind {
+        Kind::OpenAi => "chatcmpl-",
+        Kind::Anthropic => "msg_",
+    };
+    format!("{prefix}{:016x}", fastrand::u64(..))
 }
 
 /// `GET /metrics`.
@@ -434,131 +530,33 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
 /// `POST` of wire `W`, counted by status.
 async fn relay<W: Wire>(
     State(gateway): State<Arc<Gateway>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let response = answer::<W>(Arc::clone(&gateway), &headers, body).await;
+    let response = exchange::answer::<W>(Arc::clone(&gateway), &headers, query, body).await;
     gateway.metrics.request(W::NAME, response.status().as_u16());
     response
 }
 
-/// Key, body cap, read, model, slot, then the relay.
-async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, body: Body) -> Response {
-    let started = Instant::now();
-    let header_bytes: usize = headers
-        .iter()
-        .map(|(name, value)| name.as_str().len() + value.len())
-        .sum();
-    if header_bytes > gateway.header_cap {
-        return refuse::<W>(
-            Refusal::HeadersTooLarge,
-            &format!(
-                "the request headers are over this gateway's cap of {} bytes",
-                gateway.header_cap
-            ),
-        );
-    }
-    if !gateway.accepts_key(headers) {
-        return refuse::<W>(Refusal::BadKey, BAD_KEY);
-    }
-    let conversation =
-        match sessions::conversation(headers, presented_key(headers), gateway.session_scope) {
-            Ok(conversation) => conversation,
-            Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
-        };
-    let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
-        return refuse::<W>(
-            Refusal::TooLarge,
-            &format!(
-                "the request body is over this gateway's cap of {} bytes (or broke off)",
-                gateway.body_cap
-            ),
-        );
-    };
-    let request = match W::parse(&body) {
-        Ok(request) => request,
-        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
-    };
-    let Some(provider) = gateway.served::<W>().get(&request.model).cloned() else {
-        let served: Vec<&str> = gateway.served::<W>().keys().map(String::as_str).collect();
-        return refuse::<W>(
-            Refusal::UnknownModel,
-            &format!(
-                "the model '{}' is not served here on {} (served: {})",
-                wire::one_word(&request.model),
-                W::NAME,
-                if served.is_empty() {
-                    "none".to_owned()
-                } else {
-                    served.join(", ")
-                }
-            ),
-        );
-    };
-    let Ok(slot) = Arc::clone(&gateway.slots).try_acquire_owned() else {
-        return refuse::<W>(
-            Refusal::Busy,
-            "the gateway is at its concurrency limit; retry shortly",
-        );
-    };
-    let head = new_head::<W>(&request.model);
-    let timed = Arc::new(Timed::new(provider));
-    if request.relay.stream {
-        let relaying = stream::Relaying {
-            gateway,
-            timed,
-            started,
-            _slot: slot,
-        };
-        stream::respond::<W>(relaying, request, head, conversation).await
-    } else {
-        let provider: Arc<dyn Provider> = Arc::clone(&timed) as Arc<dyn Provider>;
-        let mut lease = gateway.session(provider, EventBus::new(), &head.id, conversation);
-        let relayed = lease.session().relay(request.relay).await;
-        drop(lease);
-        drop(slot);
-        gateway.metrics.timing(timed.spent(), started.elapsed());
-        match relayed {
-            Relayed::Reply(reply) => json_response(StatusCode::OK, &W::reply(&reply, &head)),
-            other => refused::<W>(other),
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn model_patterns_match_names_the_operator_cannot_foresee() {
+        for (pattern, name, matches) in [
+            ("claude-*", "claude-opus-4-8", true),
+            ("claude-*", "gpt-4o", false),
+            ("*", "anything", true),
+            ("gpt-4o", "gpt-4o", true),
+            ("gpt-4o", "gpt-4o-mini", false),
+            ("gpt-?o", "gpt-4o", true),
+            ("*-mini", "gpt-4o-mini", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "aXbY", false),
+        ] {
+            assert_eq!(glob(pattern, name), matches, "{pattern} {name}");
         }
-    }
-}
-
-/// The text a relayed session released, as its `assistant_delta` events
-/// come, waiting to be sent.
-#[derive(Clone, Default)]
-struct Released(Arc<Mutex<VecDeque<String>>>);
-
-impl Released {
-    /// A bus whose deltas land here.
-    fn bus(&self) -> EventBus {
-        let bus = EventBus::new();
-        let queue = Arc::clone(&self.0);
-        bus.subscribe(move |event| {
-            if let AgentEvent::AssistantDelta { content } = event {
-                if !content.is_empty() {
-                    queue
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push_back(content.clone());
-                }
-            }
-        });
-        bus
-    }
-
-    fn pop(&self) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_empty()
     }
 }

@@ -1,36 +1,18 @@
-//! What a client wire is to the gateway: how its request body is read,
-//! and how a relayed reply, a stream and a refusal are written in it. The
-//! gateway's handling (keys, caps, models, slots, the relay) is written
+//! What a client wire is to the gateway: how its request is read into
+//! views and written back, how a reply is read and written back, how its
+//! stream is relayed, and how the gateway's own answers look in it. The
+//! gateway's handling (keys, caps, models, slots, the exchange) is written
 //! once over this trait; each wire is a module of its own.
 
-use crate::agent::{Relay, Reply};
+use super::events::StreamWire;
+use crate::agent::{Choice, JudgedChoice, RelayRequest};
+use crate::jsondoc::Node;
+use crate::providers::Usage;
 use axum::http::StatusCode;
 use serde_json::Value;
+use std::ops::Range;
 
-/// A request body, read.
-#[derive(Debug)]
-pub(super) struct Parsed {
-    /// The model the client asked for.
-    pub(super) model: String,
-    /// What to relay.
-    pub(super) relay: Relay,
-    /// A stream's last event carries the usage (`OpenAI`'s
-    /// `stream_options.include_usage`; always on a Messages stream).
-    pub(super) include_usage: bool,
-}
-
-/// What every event of one reply repeats.
-#[derive(Debug)]
-pub(super) struct Head {
-    /// The reply's id (`chatcmpl-…`, `msg_…`).
-    pub(super) id: String,
-    /// The model, as the client asked for it.
-    pub(super) model: String,
-    /// Unix seconds.
-    pub(super) created: u64,
-}
-
-/// Why the gateway answers with an error, whatever the wire.
+/// Why the gateway answers with an error of its own, whatever the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Refusal {
     /// The body is not a request of this wire (400).
@@ -39,15 +21,16 @@ pub(super) enum Refusal {
     BadKey,
     /// A gate blocked the request before the upstream was asked (403).
     Blocked,
-    /// The model is not one the gateway serves (404).
-    UnknownModel,
+    /// The model is not one the gateway serves, or the route is unknown
+    /// (404).
+    NotFound,
     /// The body is over the cap (413).
     TooLarge,
     /// The headers are over the cap (431).
     HeadersTooLarge,
     /// Every request slot is taken (429).
     Busy,
-    /// The upstream failed (502).
+    /// The upstream gave no answer, or one the gateway cannot read (502).
     Upstream,
 }
 
@@ -58,12 +41,19 @@ impl Refusal {
             Refusal::BadRequest => StatusCode::BAD_REQUEST,
             Refusal::BadKey => StatusCode::UNAUTHORIZED,
             Refusal::Blocked => StatusCode::FORBIDDEN,
-            Refusal::UnknownModel => StatusCode::NOT_FOUND,
+            Refusal::NotFound => StatusCode::NOT_FOUND,
             Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Refusal::Busy => StatusCode::TOO_MANY_REQUESTS,
             Refusal::Upstream => StatusCode::BAD_GATEWAY,
         }
+    }
+
+    /// Whether a client should not try again as it is: policy and input
+    /// refusals say `x-should-retry: false` (Claude Code retries a 401
+    /// for minutes otherwise).
+    pub(super) fn final_answer(self) -> bool {
+        !matches!(self, Refusal::Busy | Refusal::Upstream)
     }
 }
 
@@ -77,85 +67,45 @@ pub(super) enum Kind {
 }
 
 /// A client wire.
-pub(super) trait Wire: Send + Sync + 'static {
+pub(super) trait Wire: StreamWire + Send + Sync + 'static {
     /// Which wire it is.
     const KIND: Kind;
     /// Its name in lines the operator reads (`chat completions`).
     const NAME: &'static str;
-    /// The prefix of its reply ids.
-    const ID_PREFIX: &'static str;
+    /// A request read into views.
+    type Read: Send + Sync;
+    /// A reply read into views.
+    type Reply: Send;
 
-    /// Reads a request body.
-    fn parse(body: &[u8]) -> Result<Parsed, String>;
+    /// Reads a request (`root` parsed from `src`); one line naming what
+    /// is wrong otherwise.
+    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String>;
+    /// What the seams see of it.
+    fn request(read: &Self::Read) -> &RelayRequest;
+    /// The request with the seams' changes written back.
+    fn write(src: &[u8], root: &Node, read: &Self::Read, judged: &RelayRequest) -> Result<Vec<u8>, String>;
 
-    /// A whole judged reply.
-    fn reply(reply: &Reply, head: &Head) -> Value;
+    /// Reads a reply; one line when it cannot be read.
+    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String>;
+    /// Its choices, as the seams see them.
+    fn choices(reply: &Self::Reply) -> Vec<Choice>;
+    /// The tokens it reports.
+    fn usage(reply: &Self::Reply) -> Usage;
+    /// The reply with each choice's judgement written back.
+    fn write_reply(src: &[u8], root: &Node, reply: &Self::Reply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String>;
 
-    /// The error body of `refusal` saying `message`.
+    /// The error body of the gateway's own `refusal` saying `message`.
     fn error(refusal: Refusal, message: &str) -> Value;
-
-    /// The events that open a stream.
-    fn stream_start(head: &Head) -> String;
-
-    /// The event carrying released `text`.
-    fn stream_text(head: &Head, text: &str) -> String;
-
-    /// The events that close a stream once the reply is judged: what of
-    /// its text was not `sent` yet, its tool calls, why it ended, its
-    /// usage (when `include_usage`), and the wire's end marker.
-    fn stream_end(head: &Head, reply: &Reply, sent: &str, include_usage: bool) -> String;
-
-    /// The event that ends a stream whose relay failed, saying `message`.
-    fn stream_error(message: &str) -> String;
 }
 
-/// The text the client reads: the reply's, then one line per refused call
-/// (the model proposed it; a gate refused it).
-pub(super) fn shown_text(reply: &Reply) -> String {
-    let mut text = reply.content.clone();
-    for (_, line) in &reply.refused {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(line);
-    }
-    text
-}
-
-/// What of the reply's shown text has not been streamed yet, when `sent`
-/// went out: the rest, or — when a gate's notice stands for what was
-/// streamed — the notice, on a line of its own after what the client has.
-pub(super) fn unsent(reply: &Reply, sent: &str) -> String {
-    let text = shown_text(reply);
-    match text.strip_prefix(sent) {
-        Some(rest) => rest.to_owned(),
-        None if sent.is_empty() => text,
-        None => format!("\n{text}"),
-    }
+/// Where an upstream error body (`{"error": {"message": …}}` on both
+/// wires) says what went wrong, and what it says.
+pub(super) fn error_message(src: &[u8], root: &Node) -> Option<(Range<usize>, String)> {
+    let message = root.get(src, "error")?.get(src, "message")?;
+    Some((message.span.clone(), message.text(src)?.into_owned()))
 }
 
 /// A client's word, cut short and made printable for an error line.
 pub(super) fn one_word(text: &str) -> String {
     crate::types::one_line(&text.chars().take(40).collect::<String>())
-}
-
-/// The text of an array of content parts (`{"type": "text", "text": …}`).
-/// Parts of any other type are refused rather than dropped: a gate never
-/// judges what it cannot see. `what` names them in the error (`content
-/// parts`, `content blocks`).
-pub(super) fn text_of(parts: &[Value], what: &str) -> Result<String, String> {
-    let mut text = String::new();
-    for part in parts {
-        match (part["type"].as_str(), part["text"].as_str()) {
-            (Some("text"), Some(piece)) => text.push_str(piece),
-            (Some(kind), _) => {
-                return Err(format!(
-                    "{what} of type '{}' are not supported by this gateway",
-                    one_word(kind)
-                ))
-            }
-            (None, _) => return Err(format!("each of the {what} needs a `type`")),
-        }
-    }
-    Ok(text)
 }

@@ -95,7 +95,7 @@ impl AnthropicProvider {
 /// blocks of a user turn, and consecutive turns of the same role are merged
 /// (the API wants them alternating). A turn left with one plain text block
 /// is sent as a string.
-fn messages(conversation: &[Message]) -> Vec<Value> {
+pub(crate) fn messages(conversation: &[Message]) -> Vec<Value> {
     let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
     for message in conversation {
         let (role, blocks) = match message.role {

@@ -91,9 +91,10 @@ mod assemble;
 mod http;
 mod openai;
 mod scripted;
-mod sse;
+pub(crate) mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub(crate) use anthropic::messages as anthropic_turns;
 pub(crate) use assemble::Assembler;
 pub use http::{HttpSettings, RetryObserver, RetryPolicy, RetryWait};
 pub(crate) use openai::arguments_from_text;

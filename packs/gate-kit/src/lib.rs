@@ -20,7 +20,7 @@
 //! * [`render`]: one-pass `{name}` template substitution;
 //! * [`one_or_many`]: a list key that also takes a single string.
 
-use chimera_plugin_api::prelude::{MessageRef, Messages, PackError, Session};
+use chimera_plugin_api::prelude::{MessageRef, Messages, PackError, RequestRef, Session};
 use serde::{Deserialize, Deserializer};
 use std::collections::HashMap;
 use std::io::Read;
@@ -101,6 +101,35 @@ pub fn new_input(messages: Messages<'_>) -> impl Iterator<Item = MessageRef<'_>>
         .rposition(|m| m.role() == "assistant")
         .map_or(0, |i| i + 1);
     messages.iter().skip(start).filter(|m| m.role() == "user")
+}
+
+/// The texts an input gate judges on a `provider_request`: the new input
+/// of the turn ([`new_input`]: its user messages' texts) — or, when the
+/// host relays a conversation it did not run ([`Session::is_relayed`]: a
+/// gateway, where the client wrote the whole history and any of it may
+/// carry an injection), every text of every message of every role, then
+/// each tool's name and description.
+pub fn input_texts<'a>(session: Session<'_>, request: RequestRef<'a>) -> Vec<&'a str> {
+    if !session.is_relayed() {
+        return new_input(request.messages())
+            .flat_map(message_texts)
+            .collect();
+    }
+    request.messages().iter().flat_map(message_texts).collect()
+}
+
+/// The names and descriptions of the tools of `tools_json` (the
+/// envelope's `[{"name", "description", "parameters"}]`), as owned texts.
+#[must_use]
+pub fn tool_texts(tools_json: &str) -> Vec<String> {
+    let Ok(serde_json::Value::Array(tools)) = serde_json::from_str(tools_json) else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .flat_map(|tool| ["name", "description"].map(|key| tool[key].as_str().unwrap_or_default().to_owned()))
+        .filter(|text| !text.is_empty())
+        .collect()
 }
 
 /// Every text of a message a content gate reads: its content, then its

@@ -109,8 +109,14 @@ impl Pack for PromptInjection {
             if !gate_kit::is_agent_call(session) {
                 return Ok(Decision::Allow);
             }
-            let found = gate_kit::new_input(request.messages())
-                .flat_map(gate_kit::message_texts)
+            let tools = if session.is_relayed() {
+                gate_kit::tool_texts(request.tools_json())
+            } else {
+                Vec::new()
+            };
+            let found = gate_kit::input_texts(session, request)
+                .into_iter()
+                .chain(tools.iter().map(String::as_str))
                 .find_map(|text| self.find(text));
             let Some(name) = found else {
                 return Ok(Decision::Allow);

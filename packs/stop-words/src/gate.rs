@@ -175,7 +175,13 @@ impl Pack for StopWords {
             if !gate_kit::is_agent_call(session) {
                 return Ok(Decision::Allow);
             }
-            let texts = gate_kit::new_input(request.messages()).flat_map(gate_kit::message_texts);
+            let tools = if session.is_relayed() {
+                gate_kit::tool_texts(request.tools_json())
+            } else {
+                Vec::new()
+            };
+            let texts = gate_kit::input_texts(session, request);
+            let texts = texts.into_iter().chain(tools.iter().map(String::as_str));
             Ok(match gate.find_in(texts) {
                 Some(found) => gate.block(session, "Input", found),
                 None => Decision::Allow,

@@ -44,6 +44,17 @@ impl<'a> Session<'a> {
             .as_str()
             .contains("\"gate_retry\":true")
     }
+    /// True when the host relays a conversation it did not run (a gateway
+    /// in front of a client's own agent): the client wrote the whole
+    /// history, so every message of every role is new input to a gate
+    /// that judges input, and so are the tools' descriptions.
+    #[must_use]
+    pub fn is_relayed(&self) -> bool {
+        self.0
+            .extension_json
+            .as_str()
+            .contains("\"relayed\":true")
+    }
     /// Zero-based index of the current user turn.
     #[must_use]
     pub fn turn_index(&self) -> u64 {

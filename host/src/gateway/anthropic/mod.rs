@@ -1,0 +1,75 @@
+//! The Anthropic Messages wire as the gateway speaks it
+//! (`POST /v1/messages`): views of the client's request and of the
+//! upstream's reply or stream, and the gateway's own errors in its shape.
+//! A veto is the notice as the reply's text with `stop_reason: end_turn`
+//! (with `refusal`, Claude Code shows its own usage-policy message, not the
+//! notice); a refused tool call's block becomes a text block of its
+//! refusal line (`end_turn` when no call is left).
+
+mod events;
+mod reply;
+mod request;
+
+use super::wire::{Kind, Refusal, Wire};
+use crate::agent::{Choice, JudgedChoice, RelayRequest};
+use crate::jsondoc::Node;
+use crate::providers::Usage;
+use serde_json::{json, Value};
+
+/// `max_tokens` the gateway's own calls send (a gate retry, a compaction's
+/// summary): the Messages API requires it.
+pub(super) const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// The Messages wire.
+pub(super) struct Anthropic;
+
+impl Wire for Anthropic {
+    const KIND: Kind = Kind::Anthropic;
+    const NAME: &'static str = "messages";
+    type Read = request::Read;
+    type Reply = reply::ReadReply;
+
+    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
+        request::read(src, root)
+    }
+
+    fn request(read: &Self::Read) -> &RelayRequest {
+        &read.request
+    }
+
+    fn write(src: &[u8], root: &Node, read: &Self::Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+        request::write(src, root, read, judged)
+    }
+
+    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String> {
+        reply::read(src, root)
+    }
+
+    fn choices(reply: &Self::Reply) -> Vec<Choice> {
+        vec![reply.choice.clone()]
+    }
+
+    fn usage(reply: &Self::Reply) -> Usage {
+        reply.usage
+    }
+
+    fn write_reply(src: &[u8], _root: &Node, reply: &Self::Reply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+        match judged.first() {
+            Some(judged) => reply::write(src, reply, judged),
+            None => Ok(src.to_vec()),
+        }
+    }
+
+    fn error(refusal: Refusal, message: &str) -> Value {
+        let kind = match refusal {
+            Refusal::BadRequest | Refusal::HeadersTooLarge => "invalid_request_error",
+            Refusal::NotFound => "not_found_error",
+            Refusal::BadKey => "authentication_error",
+            Refusal::Blocked => "permission_error",
+            Refusal::TooLarge => "request_too_large",
+            Refusal::Busy => "rate_limit_error",
+            Refusal::Upstream => "api_error",
+        };
+        json!({"type": "error", "error": {"type": kind, "message": message}})
+    }
+}

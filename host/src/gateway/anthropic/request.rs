@@ -1,0 +1,346 @@
+//! A Messages request read into views (every text the model will read:
+//! each `system` block, every message of every role, tool results with
+//! their nested content, tool descriptions) and written back with what the
+//! seams changed. `cache_control`, `thinking` blocks and their
+//! signatures, images, documents, server tools, `is_error` and every
+//! field the gateway does not know stay exactly as the client wrote them.
+//!
+//! | wire | what the seams see | place |
+//! |---|---|---|
+//! | top-level `system` (a string, or text blocks) | a system message, first | the string, or each block's `text` |
+//! | a `system` message (Claude Code sends them mid-conversation) | a system message | its text |
+//! | a `user` message | a user message: its text, or its blocks (`text` judged; `image`, `document`, … kept, not judged) | the string, or each text block's `text` |
+//! | a `tool_result` block | a tool message (`tool_call_id` = `tool_use_id`), its content a string or blocks | the string, or each text block's `text` |
+//! | an `assistant` message | an assistant message: `text` blocks judged; `thinking`, `redacted_thinking` and server-tool blocks kept as blocks with no text; `tool_use` blocks as tool calls | each text block's `text`; each call's `input` |
+//! | `tools` | tools: name, description, `input_schema` (a server tool: its name) | each `description` |
+//! | every other member | the envelope's `kwargs` | the member's value |
+
+use super::super::views::{self, ArgsSlot, Placed, PlacedTool, Slot};
+use crate::agent::RelayRequest;
+use crate::jsondoc::{Kind, Node, Splice};
+use crate::types::{Arguments, ContentBlock, Message, Role, ToolCall, ToolList, ToolSchema};
+use serde_json::{json, Map, Value};
+
+/// A request read.
+#[derive(Debug, Clone)]
+pub(in crate::gateway) struct Read {
+    /// What the seams see (the headers are the gateway's to fill in).
+    pub(in crate::gateway) request: RelayRequest,
+    /// Where each message's texts live (the top-level `system`'s is
+    /// `wire: usize::MAX`).
+    pub(in crate::gateway) placed: Vec<Placed>,
+    /// Where each tool lives.
+    pub(in crate::gateway) tools: Vec<PlacedTool>,
+}
+
+/// The `wire` of the top-level `system`'s message.
+const SYSTEM: usize = usize::MAX;
+
+/// Reads a Messages request (`root` parsed from `src`).
+///
+/// # Errors
+///
+/// One line naming the member that is missing or not what the wire says.
+pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> {
+    let Some(members) = root.as_object() else {
+        return Err("the request body is not a JSON object".to_owned());
+    };
+    let model = match root.get(src, "model") {
+        Some(node) => match node.text(src) {
+            Some(model) if !model.is_empty() => model.into_owned(),
+            _ => return Err("`model` must be a non-empty string".to_owned()),
+        },
+        None => return Err("`model` is required".to_owned()),
+    };
+    let mut messages = Vec::new();
+    let mut placed = Vec::new();
+    if let Some(system) = root.get(src, "system").filter(|n| !n.is_null()) {
+        let (message, place) = content_of(src, system, Role::System, SYSTEM, "text blocks")
+            .map_err(|e| format!("system: {e}"))?;
+        messages.push(message);
+        placed.push(place);
+    }
+    let wire = match root.get(src, "messages").map(|n| (n, n.as_array())) {
+        Some((_, Some(list))) => list,
+        Some(_) => return Err("`messages` must be an array".to_owned()),
+        None => return Err("`messages` is required".to_owned()),
+    };
+    for (index, message) in wire.iter().enumerate() {
+        turn_of(src, message, index, &mut messages, &mut placed).map_err(|e| format!("messages[{index}]: {e}"))?;
+    }
+    let (tools, tool_places) = match root.get(src, "tools") {
+        None => (Vec::new(), Vec::new()),
+        Some(node) if node.is_null() => (Vec::new(), Vec::new()),
+        Some(node) => match node.as_array() {
+            Some(tools) => tools
+                .iter()
+                .enumerate()
+                .map(|(index, tool)| tool_of(src, tool).map_err(|e| format!("tools[{index}]: {e}")))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .unzip(),
+            None => return Err("`tools` must be an array".to_owned()),
+        },
+    };
+    match root.get(src, "stream") {
+        Some(node) if !node.is_null() && node.as_bool().is_none() => {
+            return Err("`stream` must be a boolean".to_owned())
+        }
+        _ => {}
+    }
+    let mut kwargs = Map::new();
+    for (key, node) in members {
+        if ["model", "system", "messages", "tools"].iter().any(|k| key.is(src, k)) {
+            continue;
+        }
+        kwargs.insert(key.text(src).into_owned(), node.to_value(src));
+    }
+    Ok(Read {
+        request: RelayRequest {
+            model,
+            messages,
+            tools: ToolList::new(tools),
+            kwargs,
+            headers: crate::types::Headers::default(),
+        },
+        placed,
+        tools: tool_places,
+    })
+}
+
+/// One wire message: its host messages (a user message's `tool_result`
+/// blocks become tool messages of their own, in block order).
+fn turn_of(src: &[u8], wire: &Node, index: usize, messages: &mut Vec<Message>, placed: &mut Vec<Placed>) -> Result<(), String> {
+    if wire.as_object().is_none() {
+        return Err("a message must be an object".to_owned());
+    }
+    let role = match wire.get(src, "role").and_then(|r| r.text(src)).as_deref() {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some("system") => Role::System,
+        Some(other) => return Err(format!("unknown role '{}'", super::super::wire::one_word(other))),
+        None => return Err("`role` is required".to_owned()),
+    };
+    let content = wire.get(src, "content").ok_or("`content` is required")?;
+    let Some(blocks) = content.as_array() else {
+        let (message, place) = content_of(src, content, role, index, "content blocks")?;
+        messages.push(message);
+        placed.push(place);
+        return Ok(());
+    };
+    // Consecutive blocks that are not tool results make one message.
+    let mut current: Option<(Message, Placed)> = None;
+    for (at, block) in blocks.iter().enumerate() {
+        let kind = block_kind(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
+        if role == Role::User && kind == "tool_result" {
+            if let Some(done) = current.take() {
+                messages.push(done.0);
+                placed.push(done.1);
+            }
+            let (message, place) = tool_result_of(src, block, index).map_err(|e| format!("content[{at}]: {e}"))?;
+            messages.push(message);
+            placed.push(place);
+            continue;
+        }
+        let (message, place) = current.get_or_insert_with(|| {
+            let mut message = Message::user(String::new());
+            message.role = role;
+            (message, Placed { wire: index, ..Placed::default() })
+        });
+        if role == Role::Assistant && kind == "tool_use" {
+            let (call, slot) = tool_use_of(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
+            message.tool_calls.push(call);
+            place.calls.push(slot);
+            continue;
+        }
+        let (content_block, slot) = block_of(src, block, &kind, message.blocks.len()).map_err(|e| format!("content[{at}]: {e}"))?;
+        message.blocks.push(content_block);
+        place.slots.extend(slot);
+    }
+    if let Some(done) = current {
+        messages.push(done.0);
+        placed.push(done.1);
+    }
+    Ok(())
+}
+
+/// A block's `type`.
+fn block_kind(src: &[u8], block: &Node) -> Result<String, String> {
+    if block.as_object().is_none() {
+        return Err("a content block must be an object".to_owned());
+    }
+    block
+        .get(src, "type")
+        .and_then(|t| t.text(src))
+        .map(std::borrow::Cow::into_owned)
+        .ok_or_else(|| "a content block needs a `type`".to_owned())
+}
+
+/// One block that is not a tool call or result: a text block (judged,
+/// with its place), or any other kind kept as written with no text.
+fn block_of(src: &[u8], block: &Node, kind: &str, index: usize) -> Result<(ContentBlock, Option<Slot>), String> {
+    if kind == "text" {
+        let node = block.get(src, "text").ok_or("a text block needs `text`")?;
+        let text = views::text(src, node).ok_or("`text` must be a string")?;
+        return Ok((ContentBlock::text(text), Some(Slot::Block(index, node.span.clone()))));
+    }
+    let data = serde_json::value::RawValue::from_string(String::from_utf8_lossy(block.raw(src)).into_owned()).ok();
+    Ok((
+        ContentBlock {
+            kind: kind.to_owned(),
+            text: String::new(),
+            data,
+        },
+        None,
+    ))
+}
+
+/// A `content` (or `system`) that is a string or an array of blocks, as one
+/// message of `role`.
+fn content_of(src: &[u8], content: &Node, role: Role, wire: usize, what: &str) -> Result<(Message, Placed), String> {
+    let mut message = Message::user(String::new());
+    message.role = role;
+    let mut place = Placed { wire, ..Placed::default() };
+    match &content.kind {
+        Kind::String { .. } => {
+            message.content = views::text(src, content).unwrap_or_default();
+            place.slots.push(Slot::Content(content.span.clone()));
+        }
+        Kind::Array(blocks) => {
+            for (at, block) in blocks.iter().enumerate() {
+                let kind = block_kind(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
+                let (block, slot) = block_of(src, block, &kind, message.blocks.len()).map_err(|e| format!("content[{at}]: {e}"))?;
+                message.blocks.push(block);
+                place.slots.extend(slot);
+            }
+        }
+        _ => return Err(format!("must be a string or an array of {what}")),
+    }
+    Ok((message, place))
+}
+
+/// A `tool_result` block as a tool message.
+fn tool_result_of(src: &[u8], block: &Node, wire: usize) -> Result<(Message, Placed), String> {
+    let id = block
+        .get(src, "tool_use_id")
+        .and_then(|n| n.text(src))
+        .ok_or("a tool_result needs `tool_use_id`")?;
+    let (mut message, place) = match block.get(src, "content").filter(|n| !n.is_null()) {
+        Some(content) => content_of(src, content, Role::Tool, wire, "content blocks")?,
+        None => (Message::tool(String::new(), String::new()), Placed { wire, ..Placed::default() }),
+    };
+    message.role = Role::Tool;
+    message.tool_call_id = Some(id.into_owned());
+    Ok((message, place))
+}
+
+/// A `tool_use` block as a tool call, its `input` the arguments.
+fn tool_use_of(src: &[u8], block: &Node) -> Result<(ToolCall, ArgsSlot), String> {
+    let id = block.get(src, "id").and_then(|n| n.text(src)).ok_or("a tool_use needs an `id`")?;
+    let name = block.get(src, "name").and_then(|n| n.text(src)).ok_or("a tool_use needs a `name`")?;
+    let input = block.get(src, "input").ok_or("a tool_use needs `input`")?;
+    let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src))).map_err(|e| format!("`input` cannot be read: {e}"))?;
+    Ok((
+        ToolCall {
+            id: id.into_owned(),
+            name: name.into_owned(),
+            arguments,
+        },
+        ArgsSlot::Object(input.span.clone()),
+    ))
+}
+
+/// One tool: a client tool (name, description, `input_schema`) or a
+/// server tool (its name, the rest the upstream's).
+fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> {
+    if tool.as_object().is_none() {
+        return Err("a tool must be an object".to_owned());
+    }
+    let mut place = PlacedTool {
+        value: tool.span.clone(),
+        description: None,
+    };
+    let name = tool.get(src, "name").and_then(|n| n.text(src)).ok_or("a tool needs a `name`")?;
+    let description = match tool.get(src, "description") {
+        Some(node) if !node.is_null() => {
+            place.description = Some(node.span.clone());
+            views::text(src, node).ok_or("`description` must be a string")?
+        }
+        _ => String::new(),
+    };
+    let parameters = tool
+        .get(src, "input_schema")
+        .map_or_else(|| tool.to_value(src), |schema| schema.to_value(src));
+    Ok((
+        ToolSchema {
+            name: name.into_owned(),
+            description,
+            parameters,
+        },
+        place,
+    ))
+}
+
+/// The request with the seams' changes written back (see the module docs).
+///
+/// # Errors
+///
+/// One line when the edits cannot be rendered (a bug, never the client's).
+pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+    let before = &read.request;
+    let mut splice = Splice::new();
+    let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    if judged.model != before.model {
+        members.push(("model".to_owned(), Some(crate::jsondoc::string_literal(&judged.model).into_bytes())));
+    }
+    if views::all_same_shape(&before.messages, &judged.messages) {
+        views::write_texts(&mut splice, &before.messages, &judged.messages, &read.placed);
+    } else {
+        // A new shape (a compaction): the conversation re-encoded.
+        let system: Vec<Value> = judged
+            .messages
+            .iter()
+            .take_while(|m| m.role == Role::System)
+            .map(|m| json!({"type": "text", "text": system_text(m)}))
+            .collect();
+        let rest: Vec<Message> = judged.messages.iter().skip(system.len()).cloned().collect();
+        members.push((
+            "system".to_owned(),
+            (!system.is_empty()).then(|| Value::Array(system).to_string().into_bytes()),
+        ));
+        members.push(("messages".to_owned(), Some(Value::Array(crate::providers::anthropic_turns(&rest)).to_string().into_bytes())));
+    }
+    if !views::write_tools(&mut splice, &before.tools, &judged.tools, &read.tools) {
+        let array = views::tools_array(src, &before.tools, &judged.tools, &read.tools, |tool| {
+            json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters})
+                .to_string()
+                .into_bytes()
+        });
+        members.push(("tools".to_owned(), (!judged.tools.is_empty()).then_some(array)));
+    }
+    for (key, value) in &judged.kwargs {
+        if before.kwargs.get(key) != Some(value) {
+            members.push((key.clone(), Some(value.to_string().into_bytes())));
+        }
+    }
+    for key in before.kwargs.keys() {
+        if !judged.kwargs.contains_key(key) {
+            members.push((key.clone(), None));
+        }
+    }
+    views::write_members(src, root, splice, &members)
+}
+
+/// A system message's text: its content, or its text blocks joined.
+fn system_text(message: &Message) -> String {
+    if message.blocks.is_empty() {
+        return message.content.clone();
+    }
+    message
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "text")
+        .map(|b| b.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

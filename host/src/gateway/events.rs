@@ -1,0 +1,185 @@
+//! A streamed reply relayed: the upstream's events read one by one, each
+//! forwarded as it came unless a gate changes or holds what it carries,
+//! and re-written only where a judged view changed.
+//!
+//! ```text
+//!  upstream SSE ─▶ Pump (bounded: body and line limits) ─▶ the wire's relay
+//!     text deltas ─▶ stream_chunk (a gate per choice / text block) ─▶ released text
+//!     tool-call deltas ─▶ held until the reply ends ─▶ model_response, tool_call
+//!     everything else ─▶ as it came, in order
+//!  ─▶ Out (a bounded channel: a client that stops reading holds back the
+//!     upstream, never memory) ─▶ the client
+//! ```
+//!
+//! A stream the upstream ends early (no end marker) ends with the wire's
+//! error event, never a normal finish. An event that is not JSON where the
+//! wire promises JSON ends the stream the same way: what cannot be read
+//! is never forwarded.
+
+use crate::agent::{AgentSession, Exchange};
+use crate::providers::sse::{Event, Limits, Reader, SseError};
+use crate::providers::Usage;
+use axum::body::Bytes;
+use std::future::Future;
+use std::pin::Pin;
+use tokio::sync::mpsc;
+
+/// How a stream ended, for the gateway's bookkeeping.
+#[derive(Debug, Default)]
+pub(super) struct Streamed {
+    /// The tokens the upstream reported.
+    pub(super) usage: Usage,
+    /// Why it ended early, when it did (said to the client as an error
+    /// event).
+    pub(super) broken: Option<String>,
+}
+
+/// Where a relay writes what goes to the client.
+pub(super) struct Out {
+    sender: mpsc::Sender<Bytes>,
+    /// The client is gone: nothing more is written (the relay still reads
+    /// the upstream to its end, for the usage it reports).
+    gone: bool,
+}
+
+impl Out {
+    /// A writer into `sender`.
+    pub(super) fn new(sender: mpsc::Sender<Bytes>) -> Self {
+        Out { sender, gone: false }
+    }
+
+    /// Sends `text` (nothing when empty), waiting while the client reads.
+    pub(super) async fn send(&mut self, text: String) {
+        if text.is_empty() || self.gone {
+            return;
+        }
+        if self.sender.send(Bytes::from(text)).await.is_err() {
+            self.gone = true;
+        }
+    }
+
+}
+
+/// Where the reader puts the events it completes.
+type Queue = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Event>>>;
+
+/// The reader's sink: each complete event into the queue.
+type Sink = Box<dyn FnMut(Event) -> bool + Send>;
+
+/// The upstream's event stream, read within limits.
+pub(super) struct Pump {
+    response: reqwest::Response,
+    reader: Reader<Sink>,
+    queue: Queue,
+    done: bool,
+}
+
+impl Pump {
+    /// Reads `response`'s body as events, at most `max_bytes` of it and
+    /// lines of at most 1 MiB.
+    pub(super) fn new(response: reqwest::Response, max_bytes: u64) -> Self {
+        let queue = Queue::default();
+        let into = std::sync::Arc::clone(&queue);
+        let sink: Sink = Box::new(move |event| {
+            into.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push_back(event);
+            true
+        });
+        Pump {
+            response,
+            reader: Reader::new(
+                Limits {
+                    max_bytes,
+                    max_line: 1 << 20,
+                },
+                sink,
+            ),
+            queue,
+            done: false,
+        }
+    }
+
+    /// The next event; `Ok(None)` when the body ended.
+    ///
+    /// # Errors
+    ///
+    /// One line when the body broke off or passed a limit.
+    pub(super) async fn next(&mut self) -> Result<Option<Event>, String> {
+        loop {
+            let queued = self
+                .queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop_front();
+            if let Some(event) = queued {
+                return Ok(Some(event));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.response.chunk().await {
+                Ok(Some(piece)) => {
+                    self.reader.feed(&piece).map_err(describe)?;
+                }
+                Ok(None) => {
+                    self.reader.finish();
+                    self.done = true;
+                }
+                Err(error) => {
+                    return Err(format!(
+                        "the upstream's stream broke off: {}",
+                        crate::types::one_line(&error.to_string())
+                    ))
+                }
+            }
+        }
+    }
+}
+
+fn describe(error: SseError) -> String {
+    match error {
+        SseError::Io(e) => format!("the upstream's stream broke off: {e}"),
+        SseError::BodyTooLarge(limit) => format!("the upstream's stream is over the limit of {limit} bytes"),
+        SseError::LineTooLong(limit) => format!("a line of the upstream's stream is over {limit} bytes"),
+    }
+}
+
+/// One server-sent event as the gateway writes it: `event: NAME` (when it
+/// has one), then its data, one `data:` line per line.
+pub(super) fn sse(kind: &str, data: &str) -> String {
+    let mut out = String::with_capacity(data.len() + kind.len() + 16);
+    if !kind.is_empty() {
+        out.push_str("event: ");
+        out.push_str(kind);
+        out.push('\n');
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+/// What a wire's stream relay is given.
+pub(super) struct StreamContext<'a> {
+    /// The session judging the exchange.
+    pub(super) session: &'a mut AgentSession,
+    /// The exchange's chains.
+    pub(super) exchange: &'a Exchange,
+    /// The upstream's events.
+    pub(super) pump: Pump,
+    /// Where the client's events go.
+    pub(super) out: Out,
+    /// Hold every text to the reply's end (`--stream-policy downgrade`
+    /// with a pack that gates whole replies only).
+    pub(super) hold_all: bool,
+}
+
+/// A wire's stream relay.
+pub(super) trait StreamWire {
+    /// Relays the upstream's events to the client (see the module docs).
+    fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>>;
+}

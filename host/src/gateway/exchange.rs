@@ -1,0 +1,261 @@
+//! One request relayed, over any wire:
+//!
+//! ```text
+//!  key ─▶ body cap ─▶ parse (400: what cannot be read is never forwarded)
+//!      ─▶ views (400) ─▶ model (404) ─▶ slot (429)
+//!      ─▶ tool_result, context, provider_request on the views (403 on a block)
+//!      ─▶ the client's body with what they changed spliced in ─▶ the upstream
+//!  non-2xx ─▶ its error text judged (model_response, output) ─▶ its status,
+//!             headers (`retry-after`, request ids) and body, as they came
+//!  JSON    ─▶ each choice judged (model_response, tool_call, output) ─▶ written back
+//!  SSE     ─▶ the wire's stream relay (events::StreamWire)
+//! ```
+
+use super::events::{Out, Pump, StreamContext};
+use super::forward::{read_body, returned_headers, Forwarder};
+use super::wire::{error_message, Refusal, Wire};
+use super::{refuse, Gateway, BAD_KEY};
+use crate::agent::{AgentSession, EventBus, Exchange};
+use crate::jsondoc::{parse, string_literal, Limits, Splice};
+use crate::types::Headers;
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// How many written pieces of a stream wait for a slow client before the
+/// relay stops reading the upstream.
+const STREAM_BACKLOG: usize = 8;
+
+/// Key, caps, read, model, slot, then the exchange.
+pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, query: Option<String>, body: Body) -> Response {
+    let started = Instant::now();
+    let header_bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if header_bytes > gateway.header_cap {
+        return refuse::<W>(
+            Refusal::HeadersTooLarge,
+            &format!("the request headers are over this gateway's cap of {} bytes", gateway.header_cap),
+        );
+    }
+    if !gateway.accepts_key(headers) {
+        return refuse::<W>(Refusal::BadKey, BAD_KEY);
+    }
+    let conversation = match super::sessions::conversation(headers, super::presented_key(headers), gateway.session_scope) {
+        Ok(conversation) => conversation,
+        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
+    };
+    let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
+        return refuse::<W>(
+            Refusal::TooLarge,
+            &format!("the request body is over this gateway's cap of {} bytes (or broke off)", gateway.body_cap),
+        );
+    };
+    let root = match parse(&body, &Limits::default()) {
+        Ok(root) => root,
+        Err(error) => return refuse::<W>(Refusal::BadRequest, &format!("the request body cannot be read as JSON: {error}")),
+    };
+    let read = match W::read(&body, &root) {
+        Ok(read) => read,
+        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
+    };
+    let model = W::request(&read).model.clone();
+    let Some(served) = gateway.served::<W>() else {
+        return refuse::<W>(Refusal::NotFound, &format!("this gateway serves no {} upstream", W::NAME));
+    };
+    if !served.serves(&model) {
+        return refuse::<W>(
+            Refusal::NotFound,
+            &format!(
+                "the model '{}' is not served here on {} (served: {})",
+                super::wire::one_word(&model),
+                W::NAME,
+                served.listed()
+            ),
+        );
+    }
+    let Ok(slot) = Arc::clone(&gateway.slots).try_acquire_owned() else {
+        return refuse::<W>(Refusal::Busy, "the gateway is at its concurrency limit; retry shortly");
+    };
+    let id = super::new_id(W::KIND);
+    let mut lease = gateway.session(served.provider(&model), EventBus::new(), &id, conversation);
+    let session = lease.session();
+    let exchange = session.begin_exchange();
+    let mut request = W::request(&read).clone();
+    request.headers = Headers(Forwarder::upstream_headers(headers));
+    session.note_unjudged("provider_request", &unjudged(&request.messages));
+    let judged = match session.judge_request(&exchange, request).await {
+        Ok(judged) => judged,
+        Err(refused) => {
+            let by = refused.by.map(|by| format!(" ({by})")).unwrap_or_default();
+            return refuse::<W>(Refusal::Blocked, &format!("blocked by policy{by}: {}", refused.reason));
+        }
+    };
+    let sent = match W::write(&body, &root, &read, &judged) {
+        Ok(sent) => sent,
+        Err(line) => return refuse::<W>(Refusal::Upstream, &line),
+    };
+    let upstream_started = Instant::now();
+    let counted = Arc::clone(&gateway);
+    let response = match served
+        .forwarder
+        .send(query.as_deref(), &judged.headers.0, Bytes::from(sent), &move || counted.metrics.upstream_retry())
+        .await
+    {
+        Ok(response) => response,
+        Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
+    };
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let headers_back = returned_headers(response.headers());
+    let is_stream = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if status.is_success() && is_stream {
+        let hold_all = session.hold_stream(&exchange, gateway.stream_policy);
+        let limit = served.forwarder.max_body();
+        let timing = Timing {
+            gateway: Arc::clone(&gateway),
+            started,
+            upstream_started,
+        };
+        return stream::<W>(lease, exchange, response, headers_back, hold_all, limit, judged.model, slot, timing);
+    }
+    let bytes = match read_body(response, served.forwarder.max_body()).await {
+        Ok(bytes) => bytes,
+        Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
+    };
+    let upstream_spent = upstream_started.elapsed();
+    let body = if status.is_success() {
+        match judge_reply::<W>(session, &exchange, &judged.model, &bytes).await {
+            Ok(body) => body,
+            Err(line) => return refuse::<W>(Refusal::Upstream, &line),
+        }
+    } else {
+        judge_error(session, &exchange, &bytes)
+    };
+    drop(lease);
+    drop(slot);
+    gateway.metrics.timing(upstream_spent, started.elapsed());
+    respond(status, headers_back, body)
+}
+
+/// The kinds of block no pack reads (images, documents, thinking, server
+/// tools' blocks), counted: `image ×2, document`.
+fn unjudged(messages: &[crate::types::Message]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for block in messages.iter().flat_map(|m| m.blocks.iter()) {
+        if block.kind == "text" {
+            continue;
+        }
+        match counts.iter_mut().find(|(kind, _)| *kind == block.kind) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((&block.kind, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(kind, count)| if *count == 1 { (*kind).to_owned() } else { format!("{kind} ×{count}") })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A whole reply judged and written back.
+async fn judge_reply<W: Wire>(session: &mut AgentSession, exchange: &Exchange, model: &str, bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let root = parse(bytes, &Limits::default()).map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
+    let reply = W::read_reply(bytes, &root)?;
+    session.charge_upstream(model, W::usage(&reply));
+    let mut judged = Vec::new();
+    for choice in W::choices(&reply) {
+        judged.push(session.judge_choice(exchange, choice).await);
+    }
+    W::write_reply(bytes, &root, &reply, &judged)
+}
+
+/// An upstream error body with its message judged as the model's text is
+/// (a secret in it is redacted, a gate's block puts its notice there);
+/// every other byte as it came. A body that is not JSON is judged whole.
+fn judge_error(session: &AgentSession, exchange: &Exchange, bytes: &[u8]) -> Vec<u8> {
+    if let Ok(root) = parse(bytes, &Limits::default()) {
+        let Some((span, message)) = error_message(bytes, &root) else {
+            return bytes.to_vec();
+        };
+        let judged = session.judge_text(exchange, &message);
+        if judged == message {
+            return bytes.to_vec();
+        }
+        let mut splice = Splice::new();
+        splice.replace(span, string_literal(&judged));
+        return splice.render(bytes).unwrap_or_else(|_| bytes.to_vec());
+    }
+    let text = String::from_utf8_lossy(bytes);
+    session.judge_text(exchange, &text).into_bytes()
+}
+
+/// A response of `status` with the upstream's `headers` and `body`.
+fn respond(status: StatusCode, mut headers: HeaderMap, body: Vec<u8>) -> Response {
+    if !headers.contains_key(header::CONTENT_TYPE) {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    (status, headers, body).into_response()
+}
+
+/// What a stream reports when it ends.
+struct Timing {
+    gateway: Arc<Gateway>,
+    started: Instant,
+    upstream_started: Instant,
+}
+
+/// A streamed reply: the wire's relay runs as a task of its own, writing
+/// into a bounded channel the response body reads (a client that stops
+/// reading holds back the upstream, never memory; one that hangs up ends
+/// the writing, not the reading: the usage still counts).
+#[allow(clippy::too_many_arguments, reason = "one call site: the pieces of one exchange, handed over whole")]
+fn stream<W: Wire>(
+    mut lease: super::sessions::Lease,
+    exchange: Exchange,
+    response: reqwest::Response,
+    mut headers: HeaderMap,
+    hold_all: bool,
+    limit: u64,
+    model: String,
+    slot: tokio::sync::OwnedSemaphorePermit,
+    timing: Timing,
+) -> Response {
+    let (sender, receiver) = mpsc::channel::<Bytes>(STREAM_BACKLOG);
+    tokio::spawn(async move {
+        let session = lease.session();
+        let streamed = W::relay(StreamContext {
+            session,
+            exchange: &exchange,
+            pump: Pump::new(response, limit),
+            out: Out::new(sender),
+            hold_all,
+        })
+        .await;
+        session.charge_upstream(&model, streamed.usage);
+        drop(lease);
+        drop(slot);
+        timing.gateway.metrics.timing(timing.upstream_started.elapsed(), timing.started.elapsed());
+    });
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    (StatusCode::OK, headers, Body::from_stream(Chunks(receiver))).into_response()
+}
+
+/// A stream's body: what the relay wrote, as it comes.
+struct Chunks(mpsc::Receiver<Bytes>);
+
+impl futures_core::Stream for Chunks {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
+    }
+}

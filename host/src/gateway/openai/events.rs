@@ -1,0 +1,389 @@
+//! A chat-completions stream relayed (see [`events`](super::super::events)):
+//! each `chat.completion.chunk` forwarded as it came when every text it
+//! carries was released as it is; otherwise written again with what was
+//! released in place of its text and its tool-call deltas taken out.
+//!
+//! Per choice (`n` of them, each judged on its own): `delta.content` and
+//! `delta.refusal` through a stream gate each; `delta.tool_calls` held
+//! until the choice finishes. A chunk with a `finish_reason` finishes its
+//! choice: the gates' final check, then `model_response`, `tool_call` on
+//! each assembled call and `output`; then what was held goes out — each
+//! passed call as one delta with its whole arguments (ids as proposed), a
+//! refused call's line as text, a veto's notice as text — and the finish
+//! chunk, its `finish_reason` the upstream's unless a veto made it
+//! `content_filter` or no call was left (`stop`). The usage chunk and
+//! `[DONE]` pass as they came; a stream without `[DONE]` ends with an
+//! error chunk.
+
+use super::super::events::{sse, StreamContext, StreamWire, Streamed};
+use super::super::views;
+use super::reply::{shown, usage_of};
+use super::request::{arguments_of, arguments_text};
+use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, StreamGate};
+use crate::jsondoc::{array_from, parse, string_literal, Limits, Node};
+use crate::types::ToolCall;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+/// One choice's stream so far.
+#[derive(Default)]
+struct ChoiceState {
+    content: StreamGate,
+    refusal: StreamGate,
+    /// Text held whole (`hold_all`): offered once, at the end.
+    held: String,
+    /// Text sent to the client, content then refusal.
+    sent: String,
+    /// Calls by the upstream's tool index.
+    calls: BTreeMap<u64, CallState>,
+    finished: bool,
+    /// Held whole and blocked at the end (`hold_all`).
+    blocked: Option<crate::agent::StreamBlock>,
+}
+
+/// A tool call's deltas, assembled.
+#[derive(Default)]
+struct CallState {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The relay's state.
+struct Relay<'a> {
+    session: &'a mut AgentSession,
+    exchange: &'a Exchange,
+    hold_all: bool,
+    choices: BTreeMap<u64, ChoiceState>,
+    /// The first chunk's members but `choices` and `usage`: what a chunk
+    /// the gateway writes repeats.
+    template: Vec<(String, Vec<u8>)>,
+}
+
+impl StreamWire for super::OpenAi {
+    fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>> {
+        Box::pin(relay(cx))
+    }
+}
+
+async fn relay(cx: StreamContext<'_>) -> Streamed {
+    let StreamContext {
+        session,
+        exchange,
+        mut pump,
+        mut out,
+        hold_all,
+    } = cx;
+    let mut relay = Relay {
+        session,
+        exchange,
+        hold_all,
+        choices: BTreeMap::new(),
+        template: Vec::new(),
+    };
+    let mut streamed = Streamed::default();
+    let mut done = false;
+    loop {
+        let event = match pump.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(line) => {
+                streamed.broken = Some(line);
+                break;
+            }
+        };
+        if event.data.trim() == "[DONE]" {
+            // The end marker: a choice the upstream never finished ends
+            // here (as it would have, with `stop`), judged like any other.
+            let open: Vec<u64> = relay.choices.iter().filter(|(_, c)| !c.finished).map(|(i, _)| *i).collect();
+            for index in open {
+                let text = relay.finish(index, "stop").await;
+                out.send(text).await;
+            }
+            done = true;
+            continue;
+        }
+        let src = event.data.as_bytes();
+        let Ok(root) = parse(src, &Limits::default()) else {
+            streamed.broken = Some("the upstream sent an event that is not JSON".to_owned());
+            break;
+        };
+        if let Some((span, message)) = super::super::wire::error_message(src, &root) {
+            let judged = relay.session.judge_text(relay.exchange, &message);
+            let mut splice = crate::jsondoc::Splice::new();
+            if judged != message {
+                splice.replace(span, string_literal(&judged));
+            }
+            let data = splice.render(src).unwrap_or_default();
+            out.send(sse(&event.kind, &String::from_utf8_lossy(&data))).await;
+            streamed.broken = Some(String::new());
+            return streamed;
+        }
+        if relay.template.is_empty() {
+            relay.template = root
+                .as_object()
+                .unwrap_or_default()
+                .iter()
+                .filter(|(k, _)| !k.is(src, "choices") && !k.is(src, "usage"))
+                .map(|(k, v)| (k.text(src).into_owned(), v.raw(src).to_vec()))
+                .collect();
+        }
+        if root.get(src, "usage").is_some_and(|u| !u.is_null()) {
+            streamed.usage = usage_of(src, &root);
+        }
+        let text = relay.chunk(&event.kind, src, &root).await;
+        out.send(text).await;
+    }
+    if streamed.broken.is_none() && !done {
+        streamed.broken = Some("the upstream's stream ended before its end".to_owned());
+    }
+    match &streamed.broken {
+        None => out.send("data: [DONE]\n\n".to_owned()).await,
+        Some(line) if !line.is_empty() => out.send(error_chunk(line)).await,
+        Some(_) => {}
+    }
+    streamed
+}
+
+/// The error chunk a broken stream ends with.
+fn error_chunk(line: &str) -> String {
+    let body = serde_json::json!({"error": {"message": line, "type": "upstream_error", "param": null, "code": "upstream_failed"}});
+    sse("", &body.to_string())
+}
+
+impl Relay<'_> {
+    /// One chunk: what goes to the client for it.
+    async fn chunk(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        let choices = root.get(src, "choices").and_then(Node::as_array).unwrap_or_default();
+        let mut clean = true;
+        let mut rewritten: Vec<Vec<u8>> = Vec::with_capacity(choices.len());
+        let mut finishing = Vec::new();
+        for choice in choices {
+            let index = choice
+                .get(src, "index")
+                .and_then(|n| n.number_text(src))
+                .and_then(|t| t.parse::<u64>().ok())
+                .unwrap_or(0);
+            let finish = choice.get(src, "finish_reason").filter(|n| !n.is_null());
+            let (delta_bytes, same) = self.delta(src, choice, index);
+            clean &= same && finish.is_none();
+            if let Some(finish) = finish {
+                finishing.push((index, finish.text(src).map(std::borrow::Cow::into_owned).unwrap_or_default()));
+            }
+            let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(delta_bytes))];
+            if finish.is_some() {
+                set.push(("finish_reason", Some(b"null".to_vec())));
+            }
+            let rebuilt = views::rebuild_object(src, choice, &set);
+            if worth_sending(&rebuilt) {
+                rewritten.push(rebuilt);
+            }
+        }
+        if clean {
+            return sse(kind, &String::from_utf8_lossy(src));
+        }
+        let mut out = String::new();
+        let usage = root.get(src, "usage").filter(|u| !u.is_null());
+        if !rewritten.is_empty() {
+            out.push_str(&self.write(&rewritten, None));
+        }
+        for (index, reason) in finishing {
+            out.push_str(&self.finish(index, &reason).await);
+        }
+        if let Some(usage) = usage {
+            out.push_str(&self.write(&[], Some(usage.raw(src))));
+        }
+        out
+    }
+
+    /// One choice's delta offered: its rewritten bytes (text as released,
+    /// tool calls taken out), and whether it is unchanged.
+    fn delta(&mut self, src: &[u8], choice: &Node, index: u64) -> (Vec<u8>, bool) {
+        let state = self.choices.entry(index).or_default();
+        let Some(delta) = choice.get(src, "delta").filter(|d| d.as_object().is_some()) else {
+            return (b"{}".to_vec(), true);
+        };
+        let mut set: Vec<(&str, Option<Vec<u8>>)> = Vec::new();
+        let mut same = true;
+        for field in ["content", "refusal"] {
+            let Some(text) = delta.get(src, field).and_then(|n| n.text(src)) else {
+                continue;
+            };
+            let released = if self.hold_all {
+                state.held.push_str(&text);
+                String::new()
+            } else {
+                let gate = if field == "content" { &mut state.content } else { &mut state.refusal };
+                let offered = self.session.offer(self.exchange, gate, &text, false);
+                let released = offered.release.map(|r| gate.text()[r].to_owned()).unwrap_or_default();
+                if let Some(started) = offered.hold {
+                    self.session.publish_hold_edge(self.exchange, started);
+                }
+                released
+            };
+            state.sent.push_str(&released);
+            same &= released == text;
+            set.push((field, Some(string_literal(&released).into_bytes())));
+        }
+        if let Some(calls) = delta.get(src, "tool_calls").and_then(Node::as_array) {
+            same = false;
+            for call in calls {
+                let at = call
+                    .get(src, "index")
+                    .and_then(|n| n.number_text(src))
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .unwrap_or(0);
+                let held = state.calls.entry(at).or_default();
+                if let Some(id) = call.get(src, "id").and_then(|n| n.text(src)) {
+                    held.id.push_str(&id);
+                }
+                if let Some(function) = call.get(src, "function") {
+                    if let Some(name) = function.get(src, "name").and_then(|n| n.text(src)) {
+                        held.name.push_str(&name);
+                    }
+                    if let Some(arguments) = function.get(src, "arguments").and_then(|n| n.text(src)) {
+                        held.arguments.push_str(&arguments);
+                    }
+                }
+            }
+            set.push(("tool_calls", None));
+        }
+        if same {
+            return (delta.raw(src).to_vec(), true);
+        }
+        (views::rebuild_object(src, delta, &set), false)
+    }
+
+    /// Finishes choice `index` (see the module docs): what goes out.
+    async fn finish(&mut self, index: u64, reason: &str) -> String {
+        let mut state = self.choices.remove(&index).unwrap_or_default();
+        let mut out = String::new();
+        // The gates' final check.
+        let mut text = String::new();
+        if state.blocked.is_none() {
+            if self.hold_all {
+                let mut gate = self.session.stream_gate(self.exchange);
+                let held = std::mem::take(&mut state.held);
+                let offered = self.session.offer(self.exchange, &mut gate, &held, true);
+                let released = offered.release.map(|r| gate.text()[r].to_owned()).unwrap_or_default();
+                if offered.retract.is_some() {
+                    state.blocked = self.session.finish_stream(self.exchange, gate).blocked;
+                } else {
+                    state.content = gate;
+                    text = released;
+                }
+            } else {
+                let mut delta = serde_json::Map::new();
+                for (field, gate) in [("content", &mut state.content), ("refusal", &mut state.refusal)] {
+                    let offered = self.session.offer(self.exchange, gate, "", true);
+                    if let Some(range) = offered.release.filter(|r| !r.is_empty()) {
+                        let released = gate.text()[range].to_owned();
+                        state.sent.push_str(&released);
+                        delta.insert(field.to_owned(), serde_json::Value::String(released));
+                    }
+                }
+                if !delta.is_empty() {
+                    out.push_str(&self.write_delta(index, &serde_json::Value::Object(delta), None));
+                }
+            }
+        }
+        if !text.is_empty() {
+            state.sent.push_str(&text);
+            out.push_str(&self.write_delta(index, &serde_json::json!({"content": text}), None));
+        }
+        let content_end = self.session.finish_stream(self.exchange, std::mem::take(&mut state.content));
+        let refusal_end = self.session.finish_stream(self.exchange, std::mem::take(&mut state.refusal));
+        let mut content = content_end.rewritten.unwrap_or_default();
+        if content.is_empty() {
+            content.clone_from(&state.sent);
+        }
+        let calls: Vec<ToolCall> = state
+            .calls
+            .values()
+            .map(|call| ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: arguments_of(&call.arguments),
+            })
+            .collect();
+        let choice = Choice {
+            content,
+            tool_calls: calls,
+            stream_blocked: state.blocked.clone().or(content_end.blocked).or(refusal_end.blocked),
+            streamed: true,
+        };
+        let judged = self.session.judge_choice(self.exchange, choice).await;
+        let shown = shown(&judged);
+        let unsent = match shown.strip_prefix(state.sent.as_str()) {
+            Some(rest) => rest.to_owned(),
+            None if state.sent.is_empty() => shown,
+            None => format!("\n{shown}"),
+        };
+        if !unsent.is_empty() {
+            out.push_str(&self.write_delta(index, &serde_json::json!({"content": unsent}), None));
+        }
+        let mut kept = 0;
+        for verdict in &judged.calls {
+            if let CallVerdict::Pass(call) = verdict {
+                let delta = serde_json::json!({"tool_calls": [{
+                    "index": kept, "id": call.id, "type": "function",
+                    "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
+                }]});
+                out.push_str(&self.write_delta(index, &delta, None));
+                kept += 1;
+            }
+        }
+        let reason = if judged.vetoed_by.is_some() {
+            "content_filter"
+        } else if kept == 0 && !judged.calls.is_empty() {
+            "stop"
+        } else {
+            reason
+        };
+        out.push_str(&self.write_delta(index, &serde_json::json!({}), Some(reason)));
+        self.choices.insert(
+            index,
+            ChoiceState {
+                finished: true,
+                ..ChoiceState::default()
+            },
+        );
+        out
+    }
+
+    /// A chunk carrying `delta` for choice `index` (and `finish_reason`).
+    fn write_delta(&self, index: u64, delta: &serde_json::Value, finish: Option<&str>) -> String {
+        let choice = serde_json::json!({"index": index, "delta": delta, "finish_reason": finish});
+        self.write(&[choice.to_string().into_bytes()], None)
+    }
+
+    /// A chunk of the stream's own (the first chunk's members) with these
+    /// choices (and `usage`).
+    fn write(&self, choices: &[Vec<u8>], usage: Option<&[u8]>) -> String {
+        let mut members: Vec<(&str, Vec<u8>)> = self.template.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        members.push(("choices", array_from(choices)));
+        if let Some(usage) = usage {
+            members.push(("usage", usage.to_vec()));
+        }
+        let data = crate::jsondoc::object_from(members.iter().map(|(k, v)| (*k, v.as_slice())));
+        sse("", &String::from_utf8_lossy(&data))
+    }
+}
+
+/// Whether a rewritten choice says anything: more than an index and an
+/// empty delta.
+fn worth_sending(choice: &[u8]) -> bool {
+    let Ok(root) = parse(choice, &Limits::default()) else {
+        return true;
+    };
+    let delta_empty = root.get(choice, "delta").is_none_or(|d| {
+        d.as_object().is_none_or(|members| {
+            members.iter().all(|(k, v)| {
+                (k.is(choice, "content") || k.is(choice, "refusal")) && v.text(choice).is_some_and(|t| t.is_empty())
+            })
+        })
+    });
+    let finish = root.get(choice, "finish_reason").is_some_and(|n| !n.is_null());
+    !delta_empty || finish || root.get(choice, "logprobs").is_some_and(|n| !n.is_null())
+}

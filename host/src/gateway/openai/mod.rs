@@ -1,0 +1,70 @@
+//! The `OpenAI` chat-completions wire as the gateway speaks it
+//! (`POST /v1/chat/completions`): views of the client's request and of
+//! the upstream's reply or stream, and the gateway's own errors in its
+//! shape. A veto is the notice as the choice's text with
+//! `finish_reason: content_filter`; a refused tool call is dropped and its
+//! refusal line joins the text (`finish_reason: stop` when no call is
+//! left).
+
+mod events;
+mod reply;
+mod request;
+
+
+use super::wire::{Kind, Refusal, Wire};
+use crate::agent::{Choice, JudgedChoice, RelayRequest};
+use crate::jsondoc::Node;
+use crate::providers::Usage;
+use serde_json::{json, Value};
+
+/// The chat-completions wire.
+pub(super) struct OpenAi;
+
+impl Wire for OpenAi {
+    const KIND: Kind = Kind::OpenAi;
+    const NAME: &'static str = "chat completions";
+    type Read = request::Read;
+    type Reply = reply::ReadReply;
+
+    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
+        request::read(src, root)
+    }
+
+    fn request(read: &Self::Read) -> &RelayRequest {
+        &read.request
+    }
+
+    fn write(src: &[u8], root: &Node, read: &Self::Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+        request::write(src, root, read, judged)
+    }
+
+    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String> {
+        reply::read(src, root)
+    }
+
+    fn choices(reply: &Self::Reply) -> Vec<Choice> {
+        reply.choices.iter().map(|c| c.choice.clone()).collect()
+    }
+
+    fn usage(reply: &Self::Reply) -> Usage {
+        reply.usage
+    }
+
+    fn write_reply(src: &[u8], root: &Node, reply: &Self::Reply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+        reply::write(src, root, reply, judged)
+    }
+
+    fn error(refusal: Refusal, message: &str) -> Value {
+        let (kind, code) = match refusal {
+            Refusal::BadRequest => ("invalid_request_error", None),
+            Refusal::BadKey => ("authentication_error", Some("invalid_api_key")),
+            Refusal::Blocked => ("permission_error", Some("blocked_by_policy")),
+            Refusal::NotFound => ("invalid_request_error", Some("not_found")),
+            Refusal::TooLarge => ("invalid_request_error", Some("body_too_large")),
+            Refusal::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),
+            Refusal::Busy => ("rate_limit_error", Some("gateway_busy")),
+            Refusal::Upstream => ("upstream_error", Some("upstream_failed")),
+        };
+        json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+    }
+}
