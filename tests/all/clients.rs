@@ -300,4 +300,179 @@ mod fidelity {
             }
         }
     }
+
+    /// Each hand-made file, and texts that show it holds what
+    /// `tests/data/fidelity/README.md` says it does.
+    const HANDMADE: &[(&str, &[&str])] = &[
+        (
+            "messages-request.json",
+            &[
+                r#""cache_control": {"type": "ephemeral", "ttl": "1h"}"#,
+                r#"{"role": "system", "content": "#,
+                r#""type": "thinking""#,
+                r#""type": "redacted_thinking""#,
+                r#""signature": "#,
+                r#""is_error": true"#,
+                r#""type": "tool_result""#,
+                r#""type": "document""#,
+                r#""type": "image""#,
+                r#""type": "web_search_20250305""#,
+                r#""type": "server_tool_use""#,
+                r#""type": "web_search_tool_result""#,
+                r#"\ud83d\ude00"#,
+                "1e400",
+                "12345678901234567890",
+                "chimera_unknown_field",
+            ],
+        ),
+        (
+            "messages-request-stream.json",
+            &[
+                r#"{"stream":true,"#,
+                r#"{"role":"system","content":"#,
+                r#""type":"redacted_thinking""#,
+                r#""defer_loading":true"#,
+                "1e400",
+                "12345678901234567890",
+            ],
+        ),
+        (
+            "chat-request.json",
+            &[
+                r#""n": 2"#,
+                r#""role": "developer""#,
+                r#""type": "image_url""#,
+                r#""tool_calls": ["#,
+                r#""role": "tool""#,
+                r#""response_format": {"type": "json_schema""#,
+                "1e400",
+                "12345678901234567890",
+                "chimera_unknown_field",
+            ],
+        ),
+        (
+            "chat-request-stream.json",
+            &[
+                r#""stream_options":{"include_usage":true}"#,
+                r#""n":2"#,
+                r#""response_format":{"type":"json_object"}"#,
+                "1e400",
+            ],
+        ),
+        (
+            "messages-reply.json",
+            &[
+                r#""type": "thinking""#,
+                r#""type": "redacted_thinking""#,
+                r#""type": "tool_use""#,
+                r#""type": "web_search_tool_result""#,
+                r#""stop_reason": "tool_use""#,
+            ],
+        ),
+        (
+            "messages-reply-max-tokens.json",
+            &[r#""stop_reason":"max_tokens""#],
+        ),
+        (
+            "messages-reply-refusal.json",
+            &[r#""stop_reason":"refusal""#],
+        ),
+        (
+            "messages-reply-stream.sse",
+            &[
+                r#""type":"thinking_delta""#,
+                r#""type":"signature_delta""#,
+                r#""type":"redacted_thinking""#,
+                r#""type":"input_json_delta""#,
+                r#""type":"citations_delta""#,
+                r#""stop_reason":"tool_use""#,
+                "event: message_stop",
+            ],
+        ),
+        (
+            "messages-reply-stream-max-tokens.sse",
+            &[r#""stop_reason":"max_tokens""#],
+        ),
+        (
+            "messages-reply-stream-crlf.sse",
+            &["\r\n\r\n", r#""stop_reason":"max_tokens""#],
+        ),
+        (
+            "messages-reply-stream-error.sse",
+            &[r#"event: error"#, r#""type":"overloaded_error""#],
+        ),
+        (
+            "chat-reply.json",
+            &[
+                r#""index": 1"#,
+                r#""finish_reason": "tool_calls""#,
+                r#""finish_reason": "length""#,
+            ],
+        ),
+        ("chat-reply-refusal.json", &[r#""refusal":"I'm sorry"#]),
+        (
+            "chat-reply-stream.sse",
+            &[
+                r#""index":1"#,
+                r#""function":{"arguments":"#,
+                r#""finish_reason":"length""#,
+                r#""choices":[],"usage":{"#,
+                "data: [DONE]",
+            ],
+        ),
+        (
+            "chat-reply-stream-refusal.sse",
+            &[r#""refusal":"I'm sorry, "}"#, "data: [DONE]"],
+        ),
+    ];
+
+    /// Whether `text` is one JSON value (numbers are checked for syntax
+    /// only, so `1e400` passes).
+    fn is_json(text: &str) -> bool {
+        serde_json::from_str::<Box<serde_json::value::RawValue>>(text).is_ok()
+    }
+
+    #[test]
+    fn the_hand_made_bodies_are_well_formed_and_hold_every_block_type_they_claim() {
+        let dir = corpus_dir().join("handmade");
+        let mut present: Vec<String> = std::fs::read_dir(&dir)
+            .expect("the hand-made directory")
+            .map(|entry| entry.expect("an entry").file_name().into_string().unwrap())
+            .collect();
+        present.sort();
+        let mut listed: Vec<String> = HANDMADE.iter().map(|(f, _)| (*f).to_owned()).collect();
+        listed.sort();
+        assert_eq!(
+            present, listed,
+            "every hand-made file is listed, and only those"
+        );
+        let readme = std::fs::read_to_string(corpus_dir().join("README.md")).expect("README");
+        for (file, holds) in HANDMADE {
+            assert!(
+                readme.contains(&format!("`{file}`")),
+                "the README tells {file}"
+            );
+            let text = std::fs::read_to_string(dir.join(file)).expect("a UTF-8 file");
+            for needle in *holds {
+                assert!(text.contains(needle), "{file} holds {needle}");
+            }
+            if file.ends_with(".json") {
+                assert!(is_json(&text), "{file} is JSON");
+                continue;
+            }
+            let separator = if text.contains("\r\n") { "\r\n" } else { "\n" };
+            let blank = separator.repeat(2);
+            assert!(text.ends_with(&blank), "{file} ends with a blank line");
+            for event in text[..text.len() - blank.len()].split(&blank) {
+                for line in event.split(separator) {
+                    let (field, value) = line.split_once(": ").expect("a field line");
+                    match field {
+                        "event" => assert!(!value.is_empty()),
+                        "data" => assert!(value == "[DONE]" || is_json(value), "{file}: {line}"),
+                        _ => panic!("{file}: unexpected field {line}"),
+                    }
+                }
+            }
+        }
+    }
 }
