@@ -6,7 +6,7 @@
 //! `chimera_tests::clients`; the fidelity corpus they recorded is
 //! `tests/data/fidelity` (see [`fidelity`]).
 
-use chimera_tests::clients::{self, Client, RoundTrip, MCP_INSTRUCTIONS};
+use chimera_tests::clients::{Client, RoundTrip, MCP_INSTRUCTIONS};
 use chimera_tests::http::{tool_results, Request, Server, ANSWER_PREFIX};
 
 /// The key every client is given (a made-up one: the model never checks).
@@ -158,10 +158,9 @@ fn the_anthropic_python_sdk_does_a_streamed_tool_round_trip_by_hand() {
 }
 
 #[test]
-fn every_client_the_harness_knows_has_a_test_and_a_corpus_name() {
+fn every_client_has_a_corpus_name_of_its_own() {
     let names: std::collections::BTreeSet<&str> = Client::ALL.iter().map(|c| c.name()).collect();
     assert_eq!(names.len(), Client::ALL.len());
-    assert!(clients::RUN_LIMIT.as_secs() >= 60);
 }
 
 mod fidelity {
