@@ -301,7 +301,10 @@ fn the_metrics_show_a_stream_hold_and_how_it_ended() {
     body["stream"] = json!(true);
     let (status, text) = post_chat(&gateway, &[], &body);
     assert_eq!(status, 200, "{text}");
-    assert_eq!(streamed_text(&text).0.concat(), "the launch code pad is set");
+    assert_eq!(
+        streamed_text(&text).0.concat(),
+        "the launch code pad is set"
+    );
     let (_, metrics) = exchange(&gateway, "GET", "/metrics", &[], "");
     for line in [
         "chimera_gateway_stream_holds_total{gate=\"content-safety/stream_chunk\"} 1",

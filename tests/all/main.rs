@@ -16,6 +16,7 @@ mod audit;
 mod chains;
 mod cli;
 mod cli_papercuts;
+mod clients;
 mod config_file;
 mod content_safety;
 mod gateway;

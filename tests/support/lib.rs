@@ -278,6 +278,8 @@ pub const SHIPPED_PACKS: &[&str] = &[
     "tool-timeout",
 ];
 
+pub mod clients;
+
 pub mod http;
 
 pub mod mcp;

@@ -1,8 +1,11 @@
 //! The official `openai`, `anthropic` and `mcp` Python SDKs, for tests
-//! that drive a server the way real clients do, and `mockllm` (pinned), a
-//! mock model server some users test against. They live in a venv the
-//! tests own (`target/sdk-venv`, made once per machine: `.ci/run` makes it
-//! before the tests, and the first test that needs it makes it otherwise).
+//! that drive a server the way real clients do, `mockllm` (pinned), a
+//! mock model server some users test against, and the agent frameworks
+//! the client tests run (pinned: the `OpenAI` Agents SDK and `LangChain`'s
+//! `OpenAI` and Anthropic chat models, see [`clients`](super::clients)).
+//! They live in a venv the tests own (`target/sdk-venv`, made once per
+//! machine: `.ci/run` makes it before the tests, and the first test that
+//! needs it makes it otherwise).
 //! Where it cannot be made (no Python, no network to the package index),
 //! the tests that need it say so in one line and skip, or fail with that
 //! line when `CHIMERA_REQUIRE_REAL_PARTS` is set, as `.ci/run` sets it (see
@@ -15,7 +18,15 @@ use std::sync::OnceLock;
 
 /// The Python packages installed into the venv (`.ci/run` installs the
 /// same list).
-pub const PACKAGES: &[&str] = &["openai", "anthropic", "mcp", "mockllm==0.0.8"];
+pub const PACKAGES: &[&str] = &[
+    "openai",
+    "anthropic",
+    "mcp",
+    "mockllm==0.0.8",
+    "openai-agents==0.24.0",
+    "langchain-openai==1.8.1",
+    "langchain-anthropic==1.7.10",
+];
 
 /// The venv's Python with the packages importable, or `None` (said once,
 /// on stderr) when they cannot be installed here.
@@ -39,20 +50,16 @@ pub fn sdk_python() -> Option<&'static Path> {
     }
 }
 
-/// Whether every package imports, a pinned one at its version.
+/// Whether every package is installed, a pinned one at its version.
 fn importable(python: &Path) -> bool {
     let mut check = String::from("import importlib.metadata\n");
     for package in PACKAGES {
-        let name = match package.split_once("==") {
-            Some((name, version)) => {
-                check.push_str(&format!(
-                    "assert importlib.metadata.version('{name}') == '{version}'\n"
-                ));
-                name
-            }
-            None => package,
-        };
-        check.push_str(&format!("import {name}\n"));
+        match package.split_once("==") {
+            Some((name, version)) => check.push_str(&format!(
+                "assert importlib.metadata.version('{name}') == '{version}'\n"
+            )),
+            None => check.push_str(&format!("importlib.metadata.version('{package}')\n")),
+        }
     }
     Command::new(python)
         .args(["-c", &check])
