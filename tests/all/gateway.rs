@@ -77,6 +77,19 @@ fn exchange_at(
     headers: &[&str],
     body: &str,
 ) -> (u16, String) {
+    let (status, _, body) = exchange_with_head(address, method, path, headers, body);
+    (status, body)
+}
+
+/// [`exchange_at`], with the response's head (status line and headers)
+/// too.
+fn exchange_with_head(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(address).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -105,7 +118,17 @@ fn exchange_at(
     } else {
         rest.to_owned()
     };
-    (status, body)
+    (status, head.to_owned(), body)
+}
+
+/// The value of header `name` in a response `head`.
+fn head_value(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
 }
 
 fn dechunk(mut rest: &str) -> String {
@@ -578,7 +601,7 @@ fn message_stream(deltas: &[&str], pace: Duration) -> Reply {
 }
 
 #[test]
-fn the_messages_wire_drops_a_blocked_tool_use_and_keeps_the_gateways_key() {
+fn the_messages_wire_turns_a_blocked_tool_use_into_its_refusal_line_and_keeps_the_gateways_key() {
     let upstream = Server::start(vec![message_reply(&json!([
         {"type": "text", "text": "cleaning"},
         {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "rm -rf build"}}
@@ -593,13 +616,14 @@ fn the_messages_wire_drops_a_blocked_tool_use_and_keeps_the_gateways_key() {
     assert_eq!(status, 200, "{text}");
     let reply: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(reply["type"], "message");
+    // The tool_use block's place holds a text block of its refusal line
+    // (block indexes stay as they were); no call is left.
     let blocks = reply["content"].as_array().unwrap();
-    assert_eq!(blocks.len(), 1, "the tool_use block is dropped: {reply}");
-    let shown = blocks[0]["text"].as_str().unwrap();
-    assert!(
-        shown.starts_with("cleaning\nBlocked by interceptor"),
-        "{shown}"
-    );
+    assert_eq!(blocks.len(), 2, "{reply}");
+    assert_eq!(blocks[0], json!({"type": "text", "text": "cleaning"}));
+    assert_eq!(blocks[1]["type"], "text");
+    let shown = blocks[1]["text"].as_str().unwrap();
+    assert!(shown.starts_with("Blocked by interceptor"), "{shown}");
     assert_eq!(reply["stop_reason"], "end_turn");
     let asked = &upstream.requests()[0];
     assert_eq!(asked.header("x-api-key"), Some("the-gateways-key"));
@@ -610,7 +634,7 @@ fn the_messages_wire_drops_a_blocked_tool_use_and_keeps_the_gateways_key() {
     assert_eq!(status, 404, "{text}");
     assert_eq!(
         serde_json::from_str::<Value>(&text).unwrap()["error"]["type"],
-        "invalid_request_error"
+        "not_found_error"
     );
 }
 

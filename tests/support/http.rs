@@ -500,9 +500,11 @@ fn serve(
                 paced(&mut stream, &openai_text_stream(&deltas), *pace);
             } else {
                 let whole = serde_json::json!({
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "id": "chatcmpl-loopback", "object": "chat.completion", "created": 1,
+                    "model": asked["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": null,
                         "message": {"role": "assistant", "content": deltas.concat()}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
                 })
                 .to_string();
                 let _ = stream.write_all(

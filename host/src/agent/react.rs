@@ -72,7 +72,7 @@ const MAX_PAUSE: Duration = Duration::from_secs(60);
 const MAX_PAUSES: u32 = 5;
 
 /// The last provider-call id given out in this process.
-static CALL_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(super) static CALL_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What the pre-provider seams changed for one call; `None` fields mean
 /// "as the session has it" (the durable history, the session's tools).

@@ -230,6 +230,10 @@ impl AgentSession {
             });
         };
         self.judge_tool_results(bundle);
+        // A provider call of its own, as the loop's are: a request paused
+        // and offered again keeps its number.
+        self.call_id =
+            super::react::CALL_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         self.relay = Some(RelaySurface {
             model: model.clone(),
             headers: Some(headers.clone()),
@@ -287,17 +291,31 @@ impl AgentSession {
         exchange
             .bundle
             .as_deref()
-            .map_or_else(StreamGate::default, |b| StreamGate::for_chain(&b.stream_chunk))
+            .map_or_else(StreamGate::default, |b| {
+                StreamGate::for_chain(&b.stream_chunk)
+            })
     }
 
     /// Offers `delta` (or, with `last`, what is held) to the exchange's
     /// `stream_chunk` chain through `gate`: what to release, as a range of
     /// the gate's text. Holds, retracts and notices are published as in
     /// the loop; the released text is the caller's to send.
-    pub fn offer(&self, exchange: &Exchange, gate: &mut StreamGate, delta: &str, last: bool) -> Offered {
-        match exchange.bundle.as_deref().map(|b| b.stream_chunk.as_slice()) {
+    pub fn offer(
+        &self,
+        exchange: &Exchange,
+        gate: &mut StreamGate,
+        delta: &str,
+        last: bool,
+    ) -> Offered {
+        match exchange
+            .bundle
+            .as_deref()
+            .map(|b| b.stream_chunk.as_slice())
+        {
             Some(chain) if !chain.is_empty() => self.stream_offer(gate, chain, delta, last),
-            _ => gate.offer(delta, last, |_, _| crate::interception::ChainOutcome::default()),
+            _ => gate.offer(delta, last, |_, _| {
+                crate::interception::ChainOutcome::default()
+            }),
         }
     }
 
@@ -307,7 +325,10 @@ impl AgentSession {
         let mut end = gate.finish();
         if let (Some(edge), Some(chain)) = (
             end.hold_end.take(),
-            exchange.bundle.as_deref().map(|b| b.stream_chunk.as_slice()),
+            exchange
+                .bundle
+                .as_deref()
+                .map(|b| b.stream_chunk.as_slice()),
         ) {
             self.publish_hold(chain, edge);
         }
@@ -486,7 +507,12 @@ impl AgentSession {
 
     /// The `tool_result` seam on one text of a result of `call`: its new
     /// text, when the seam changed it.
-    fn judged_result(&self, bundle: &Interceptors, call: &ToolCall, text: String) -> Option<String> {
+    fn judged_result(
+        &self,
+        bundle: &Interceptors,
+        call: &ToolCall,
+        text: String,
+    ) -> Option<String> {
         let judged = self.result_seam(bundle, call, ToolResult::ok(text.clone()));
         let after = judged.transcript_text();
         (after != text).then_some(after)

@@ -45,7 +45,10 @@ pub(super) struct Out {
 impl Out {
     /// A writer into `sender`.
     pub(super) fn new(sender: mpsc::Sender<Bytes>) -> Self {
-        Out { sender, gone: false }
+        Out {
+            sender,
+            gone: false,
+        }
     }
 
     /// Sends `text` (nothing when empty), waiting while the client reads.
@@ -57,7 +60,6 @@ impl Out {
             self.gone = true;
         }
     }
-
 }
 
 /// Where the reader puts the events it completes.
@@ -140,8 +142,12 @@ impl Pump {
 fn describe(error: SseError) -> String {
     match error {
         SseError::Io(e) => format!("the upstream's stream broke off: {e}"),
-        SseError::BodyTooLarge(limit) => format!("the upstream's stream is over the limit of {limit} bytes"),
-        SseError::LineTooLong(limit) => format!("a line of the upstream's stream is over {limit} bytes"),
+        SseError::BodyTooLarge(limit) => {
+            format!("the upstream's stream is over the limit of {limit} bytes")
+        }
+        SseError::LineTooLong(limit) => {
+            format!("a line of the upstream's stream is over {limit} bytes")
+        }
     }
 }
 

@@ -25,12 +25,22 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
+/// The header naming the request a reply answers (what the audit log's
+/// lines and the gateway's own log call it); the body is the upstream's,
+/// with its own id.
+pub(super) const REQUEST_ID: &str = "x-chimera-request-id";
+
 /// How many written pieces of a stream wait for a slow client before the
 /// relay stops reading the upstream.
 const STREAM_BACKLOG: usize = 8;
 
 /// Key, caps, read, model, slot, then the exchange.
-pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, query: Option<String>, body: Body) -> Response {
+pub(super) async fn answer<W: Wire>(
+    gateway: Arc<Gateway>,
+    headers: &HeaderMap,
+    query: Option<String>,
+    body: Body,
+) -> Response {
     let started = Instant::now();
     let header_bytes: usize = headers
         .iter()
@@ -39,25 +49,40 @@ pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, 
     if header_bytes > gateway.header_cap {
         return refuse::<W>(
             Refusal::HeadersTooLarge,
-            &format!("the request headers are over this gateway's cap of {} bytes", gateway.header_cap),
+            &format!(
+                "the request headers are over this gateway's cap of {} bytes",
+                gateway.header_cap
+            ),
         );
     }
     if !gateway.accepts_key(headers) {
         return refuse::<W>(Refusal::BadKey, BAD_KEY);
     }
-    let conversation = match super::sessions::conversation(headers, super::presented_key(headers), gateway.session_scope) {
+    let conversation = match super::sessions::conversation(
+        headers,
+        super::presented_key(headers),
+        gateway.session_scope,
+    ) {
         Ok(conversation) => conversation,
         Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
     };
     let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
         return refuse::<W>(
             Refusal::TooLarge,
-            &format!("the request body is over this gateway's cap of {} bytes (or broke off)", gateway.body_cap),
+            &format!(
+                "the request body is over this gateway's cap of {} bytes (or broke off)",
+                gateway.body_cap
+            ),
         );
     };
     let root = match parse(&body, &Limits::default()) {
         Ok(root) => root,
-        Err(error) => return refuse::<W>(Refusal::BadRequest, &format!("the request body cannot be read as JSON: {error}")),
+        Err(error) => {
+            return refuse::<W>(
+                Refusal::BadRequest,
+                &format!("the request body cannot be read as JSON: {error}"),
+            )
+        }
     };
     let read = match W::read(&body, &root) {
         Ok(read) => read,
@@ -65,11 +90,14 @@ pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, 
     };
     let model = W::request(&read).model.clone();
     let Some(served) = gateway.served::<W>() else {
-        return refuse::<W>(Refusal::NotFound, &format!("this gateway serves no {} upstream", W::NAME));
+        return refuse::<W>(
+            Refusal::NotFound,
+            &format!("this gateway serves no {} upstream", W::NAME),
+        );
     };
     if !served.serves(&model) {
         return refuse::<W>(
-            Refusal::NotFound,
+            Refusal::UnknownModel,
             &format!(
                 "the model '{}' is not served here on {} (served: {})",
                 super::wire::one_word(&model),
@@ -79,9 +107,13 @@ pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, 
         );
     }
     let Ok(slot) = Arc::clone(&gateway.slots).try_acquire_owned() else {
-        return refuse::<W>(Refusal::Busy, "the gateway is at its concurrency limit; retry shortly");
+        return refuse::<W>(
+            Refusal::Busy,
+            "the gateway is at its concurrency limit; retry shortly",
+        );
     };
     let id = super::new_id(W::KIND);
+    let id_header = HeaderValue::from_str(&id).ok();
     let mut lease = gateway.session(served.provider(&model), EventBus::new(), &id, conversation);
     let session = lease.session();
     let exchange = session.begin_exchange();
@@ -92,7 +124,18 @@ pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, 
         Ok(judged) => judged,
         Err(refused) => {
             let by = refused.by.map(|by| format!(" ({by})")).unwrap_or_default();
-            return refuse::<W>(Refusal::Blocked, &format!("blocked by policy{by}: {}", refused.reason));
+            drop(lease);
+            gateway
+                .metrics
+                .timing(std::time::Duration::ZERO, started.elapsed());
+            let mut response = refuse::<W>(
+                Refusal::Blocked,
+                &format!("blocked by policy{by}: {}", refused.reason),
+            );
+            if let Some(id) = id_header {
+                response.headers_mut().insert(REQUEST_ID, id);
+            }
+            return response;
         }
     };
     let sent = match W::write(&body, &root, &read, &judged) {
@@ -103,14 +146,23 @@ pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, 
     let counted = Arc::clone(&gateway);
     let response = match served
         .forwarder
-        .send(query.as_deref(), &judged.headers.0, Bytes::from(sent), &move || counted.metrics.upstream_retry())
+        .send(
+            query.as_deref(),
+            &judged.headers.0,
+            Bytes::from(sent),
+            &move || counted.metrics.upstream_retry(),
+        )
         .await
     {
         Ok(response) => response,
         Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
     };
-    let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let headers_back = returned_headers(response.headers());
+    let status =
+        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut headers_back = returned_headers(response.headers());
+    if let Some(id) = id_header {
+        headers_back.insert(REQUEST_ID, id);
+    }
     let is_stream = response
         .headers()
         .get("content-type")
@@ -124,7 +176,17 @@ pub(super) async fn answer<W: Wire>(gateway: Arc<Gateway>, headers: &HeaderMap, 
             started,
             upstream_started,
         };
-        return stream::<W>(lease, exchange, response, headers_back, hold_all, limit, judged.model, slot, timing);
+        return stream::<W>(
+            lease,
+            exchange,
+            response,
+            headers_back,
+            hold_all,
+            limit,
+            judged.model,
+            slot,
+            timing,
+        );
     }
     let bytes = match read_body(response, served.forwarder.max_body()).await {
         Ok(bytes) => bytes,
@@ -160,14 +222,26 @@ fn unjudged(messages: &[crate::types::Message]) -> String {
     }
     counts
         .iter()
-        .map(|(kind, count)| if *count == 1 { (*kind).to_owned() } else { format!("{kind} ×{count}") })
+        .map(|(kind, count)| {
+            if *count == 1 {
+                (*kind).to_owned()
+            } else {
+                format!("{kind} ×{count}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// A whole reply judged and written back.
-async fn judge_reply<W: Wire>(session: &mut AgentSession, exchange: &Exchange, model: &str, bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let root = parse(bytes, &Limits::default()).map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
+async fn judge_reply<W: Wire>(
+    session: &mut AgentSession,
+    exchange: &Exchange,
+    model: &str,
+    bytes: &[u8],
+) -> Result<Vec<u8>, String> {
+    let root = parse(bytes, &Limits::default())
+        .map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
     let reply = W::read_reply(bytes, &root)?;
     session.charge_upstream(model, W::usage(&reply));
     let mut judged = Vec::new();
@@ -200,7 +274,10 @@ fn judge_error(session: &AgentSession, exchange: &Exchange, bytes: &[u8]) -> Vec
 /// A response of `status` with the upstream's `headers` and `body`.
 fn respond(status: StatusCode, mut headers: HeaderMap, body: Vec<u8>) -> Response {
     if !headers.contains_key(header::CONTENT_TYPE) {
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
     }
     (status, headers, body).into_response()
 }
@@ -216,7 +293,10 @@ struct Timing {
 /// into a bounded channel the response body reads (a client that stops
 /// reading holds back the upstream, never memory; one that hangs up ends
 /// the writing, not the reading: the usage still counts).
-#[allow(clippy::too_many_arguments, reason = "one call site: the pieces of one exchange, handed over whole")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site: the pieces of one exchange, handed over whole"
+)]
 fn stream<W: Wire>(
     mut lease: super::sessions::Lease,
     exchange: Exchange,
@@ -242,9 +322,15 @@ fn stream<W: Wire>(
         session.charge_upstream(&model, streamed.usage);
         drop(lease);
         drop(slot);
-        timing.gateway.metrics.timing(timing.upstream_started.elapsed(), timing.started.elapsed());
+        timing
+            .gateway
+            .metrics
+            .timing(timing.upstream_started.elapsed(), timing.started.elapsed());
     });
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     (StatusCode::OK, headers, Body::from_stream(Chunks(receiver))).into_response()
 }
@@ -255,7 +341,10 @@ struct Chunks(mpsc::Receiver<Bytes>);
 impl futures_core::Stream for Chunks {
     type Item = Result<Bytes, std::convert::Infallible>;
 
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
         self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
     }
 }

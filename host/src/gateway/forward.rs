@@ -12,8 +12,8 @@
 //! in `/metrics`.
 
 use crate::providers::HttpSettings;
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
 
 /// Request headers that never go upstream: the client's credentials,
@@ -82,7 +82,13 @@ pub(super) struct ForwardError(pub(super) String);
 impl Forwarder {
     /// A client for `url` (the wire's endpoint on the upstream), sending
     /// `key` the way `style` says.
-    pub(super) fn new(url: String, key: Option<String>, style: KeyStyle, http: &HttpSettings, retries: u32) -> Self {
+    pub(super) fn new(
+        url: String,
+        key: Option<String>,
+        style: KeyStyle,
+        http: &HttpSettings,
+        retries: u32,
+    ) -> Self {
         let client = reqwest::Client::builder()
             .use_rustls_tls()
             .redirect(reqwest::redirect::Policy::none())
@@ -112,7 +118,9 @@ impl Forwarder {
         headers
             .iter()
             .filter(|(name, _)| !NOT_FORWARDED.contains(&name.as_str()))
-            .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
             .collect()
     }
 
@@ -151,17 +159,21 @@ impl Forwarder {
                     if let Some(key) = key {
                         request = request.header("x-api-key", key.as_str());
                     }
-                    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("anthropic-version")) {
+                    if !headers
+                        .iter()
+                        .any(|(n, _)| n.eq_ignore_ascii_case("anthropic-version"))
+                    {
                         request = request.header("anthropic-version", "2023-06-01");
                     }
                 }
                 (KeyStyle::Bearer, None) => {}
             }
-            let response = request
-                .body(body.clone())
-                .send()
-                .await
-                .map_err(|e| ForwardError(format!("the upstream did not answer: {}", crate::types::one_line(&error_chain(&e)))))?;
+            let response = request.body(body.clone()).send().await.map_err(|e| {
+                ForwardError(format!(
+                    "the upstream did not answer: {}",
+                    crate::types::one_line(&error_chain(&e))
+                ))
+            })?;
             let status = response.status().as_u16();
             let retryable = status == 429 || status >= 500;
             if !retryable || attempt >= self.retries {
@@ -175,7 +187,10 @@ impl Forwarder {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s >= 0.0)
-                .map_or(Duration::from_millis(500 << attempt.min(6)), Duration::from_secs_f64)
+                .map_or(
+                    Duration::from_millis(500 << attempt.min(6)),
+                    Duration::from_secs_f64,
+                )
                 .min(Duration::from_secs(30));
             tokio::time::sleep(wait).await;
         }
@@ -204,13 +219,18 @@ pub(super) fn returned_headers(from: &HeaderMap) -> HeaderMap {
 /// # Errors
 ///
 /// One line when it is longer or breaks off.
-pub(super) async fn read_body(mut response: reqwest::Response, limit: u64) -> Result<Bytes, ForwardError> {
+pub(super) async fn read_body(
+    mut response: reqwest::Response,
+    limit: u64,
+) -> Result<Bytes, ForwardError> {
     let mut bytes = Vec::new();
     loop {
         match response.chunk().await {
             Ok(Some(piece)) => {
                 if (bytes.len() + piece.len()) as u64 > limit {
-                    return Err(ForwardError(format!("the upstream's reply is over the limit of {limit} bytes")));
+                    return Err(ForwardError(format!(
+                        "the upstream's reply is over the limit of {limit} bytes"
+                    )));
                 }
                 bytes.extend_from_slice(&piece);
             }
@@ -240,6 +260,8 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-fn cause_of<'a>(error: Option<&'a (dyn std::error::Error + 'static)>) -> Option<&'a (dyn std::error::Error + 'static)> {
+fn cause_of<'a>(
+    error: Option<&'a (dyn std::error::Error + 'static)>,
+) -> Option<&'a (dyn std::error::Error + 'static)> {
     error.and_then(std::error::Error::source)
 }

@@ -209,7 +209,13 @@ impl Served {
         Served {
             upstream: upstream.clone(),
             kind,
-            forwarder: Forwarder::new(url, upstream.key.clone(), style, &config.http, config.upstream_retries),
+            forwarder: Forwarder::new(
+                url,
+                upstream.key.clone(),
+                style,
+                &config.http,
+                config.upstream_retries,
+            ),
             http: config.http,
             providers: Mutex::new(HashMap::new()),
         }
@@ -217,7 +223,10 @@ impl Served {
 
     /// Whether a client may ask for `model`.
     fn serves(&self, model: &str) -> bool {
-        self.upstream.models.iter().any(|pattern| glob(pattern, model))
+        self.upstream
+            .models
+            .iter()
+            .any(|pattern| glob(pattern, model))
     }
 
     /// The served names, for an error line.
@@ -231,7 +240,10 @@ impl Served {
 
     /// The provider for the gateway's own calls at `model`.
     fn provider(&self, model: &str) -> Arc<dyn Provider> {
-        let mut providers = self.providers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut providers = self
+            .providers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(provider) = providers.get(model) {
             return Arc::clone(provider);
         }
@@ -262,7 +274,8 @@ impl Served {
 
 /// Whether `name` matches `pattern` (`*` any run of characters, `?` one).
 fn glob(pattern: &str, name: &str) -> bool {
-    let (pattern, name): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (pattern, name): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), name.chars().collect());
     let (mut p, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while n < name.len() {
@@ -313,8 +326,14 @@ impl Gateway {
     #[must_use]
     pub fn new(config: &GatewayConfig, registry: Arc<Registry>, workspace: Workspace) -> Self {
         Gateway {
-            openai: config.openai.as_ref().map(|u| Served::new(u, Kind::OpenAi, config)),
-            anthropic: config.anthropic.as_ref().map(|u| Served::new(u, Kind::Anthropic, config)),
+            openai: config
+                .openai
+                .as_ref()
+                .map(|u| Served::new(u, Kind::OpenAi, config)),
+            anthropic: config
+                .anthropic
+                .as_ref()
+                .map(|u| Served::new(u, Kind::Anthropic, config)),
             registry,
             workspace,
             client_keys: config.client_key_hashes.iter().cloned().collect(),

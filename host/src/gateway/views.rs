@@ -96,13 +96,17 @@ pub(super) fn write_texts(
         for slot in &place.slots {
             let (old_text, new_text, span) = match slot {
                 Slot::Content(span) => (&old.content, &new.content, span),
-                Slot::Block(index, span) => (&old.blocks[*index].text, &new.blocks[*index].text, span),
+                Slot::Block(index, span) => {
+                    (&old.blocks[*index].text, &new.blocks[*index].text, span)
+                }
             };
             if old_text != new_text {
                 splice.replace(span.clone(), string_literal(new_text));
             }
         }
-        for ((old_call, new_call), slot) in old.tool_calls.iter().zip(&new.tool_calls).zip(&place.calls) {
+        for ((old_call, new_call), slot) in
+            old.tool_calls.iter().zip(&new.tool_calls).zip(&place.calls)
+        {
             if old_call.arguments.as_str() == new_call.arguments.as_str() {
                 continue;
             }
@@ -201,7 +205,9 @@ pub(super) fn write_members(
                 splice.replace(node.span.clone(), value.clone());
             }
         }
-        return splice.render(src).map_err(|e| format!("cannot write the request: {e}"));
+        return splice
+            .render(src)
+            .map_err(|e| format!("cannot write the request: {e}"));
     }
     let edited = splice
         .render(src)
@@ -281,8 +287,16 @@ pub(super) fn redistribute(pieces: &[String], joined: &str) -> Vec<String> {
         prefix -= 1;
     }
     let limit = old_b.len().min(new_b.len()) - prefix;
-    let mut suffix = old_b.iter().rev().zip(new_b.iter().rev()).take(limit).take_while(|(a, b)| a == b).count();
-    while !old.is_char_boundary(old_b.len() - suffix) || !joined.is_char_boundary(new_b.len() - suffix) {
+    let mut suffix = old_b
+        .iter()
+        .rev()
+        .zip(new_b.iter().rev())
+        .take(limit)
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(old_b.len() - suffix)
+        || !joined.is_char_boundary(new_b.len() - suffix)
+    {
         suffix -= 1;
     }
     let (old_end, middle) = (old_b.len() - suffix, &joined[prefix..new_b.len() - suffix]);
@@ -336,13 +350,20 @@ mod tests {
         after[0].blocks[1].text = "THREE".to_owned();
         let placed = [Placed {
             wire: 0,
-            slots: vec![Slot::Content(5..10), Slot::Block(0, 16..21), Slot::Block(1, 22..29)],
+            slots: vec![
+                Slot::Content(5..10),
+                Slot::Block(0, 16..21),
+                Slot::Block(1, 22..29),
+            ],
             calls: Vec::new(),
         }];
         assert!(all_same_shape(&before, &after));
         let mut splice = Splice::new();
         write_texts(&mut splice, &before, &after, &placed);
-        assert_eq!(splice.render(src).unwrap(), br#"{"a":"one","b":["two","THREE"]}"#);
+        assert_eq!(
+            splice.render(src).unwrap(),
+            br#"{"a":"one","b":["two","THREE"]}"#
+        );
     }
 
     #[test]

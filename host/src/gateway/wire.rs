@@ -21,8 +21,9 @@ pub(super) enum Refusal {
     BadKey,
     /// A gate blocked the request before the upstream was asked (403).
     Blocked,
-    /// The model is not one the gateway serves, or the route is unknown
-    /// (404).
+    /// The model is not one the gateway serves (404).
+    UnknownModel,
+    /// The route is unknown (404).
     NotFound,
     /// The body is over the cap (413).
     TooLarge,
@@ -41,7 +42,7 @@ impl Refusal {
             Refusal::BadRequest => StatusCode::BAD_REQUEST,
             Refusal::BadKey => StatusCode::UNAUTHORIZED,
             Refusal::Blocked => StatusCode::FORBIDDEN,
-            Refusal::NotFound => StatusCode::NOT_FOUND,
+            Refusal::UnknownModel | Refusal::NotFound => StatusCode::NOT_FOUND,
             Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Refusal::Busy => StatusCode::TOO_MANY_REQUESTS,
@@ -83,7 +84,12 @@ pub(super) trait Wire: StreamWire + Send + Sync + 'static {
     /// What the seams see of it.
     fn request(read: &Self::Read) -> &RelayRequest;
     /// The request with the seams' changes written back.
-    fn write(src: &[u8], root: &Node, read: &Self::Read, judged: &RelayRequest) -> Result<Vec<u8>, String>;
+    fn write(
+        src: &[u8],
+        root: &Node,
+        read: &Self::Read,
+        judged: &RelayRequest,
+    ) -> Result<Vec<u8>, String>;
 
     /// Reads a reply; one line when it cannot be read.
     fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String>;
@@ -92,7 +98,12 @@ pub(super) trait Wire: StreamWire + Send + Sync + 'static {
     /// The tokens it reports.
     fn usage(reply: &Self::Reply) -> Usage;
     /// The reply with each choice's judgement written back.
-    fn write_reply(src: &[u8], root: &Node, reply: &Self::Reply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String>;
+    fn write_reply(
+        src: &[u8],
+        root: &Node,
+        reply: &Self::Reply,
+        judged: &[JudgedChoice],
+    ) -> Result<Vec<u8>, String>;
 
     /// The error body of the gateway's own `refusal` saying `message`.
     fn error(refusal: Refusal, message: &str) -> Value;

@@ -93,8 +93,8 @@ mod openai;
 mod scripted;
 pub(crate) mod sse;
 
-pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub(crate) use anthropic::messages as anthropic_turns;
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub(crate) use assemble::Assembler;
 pub use http::{HttpSettings, RetryObserver, RetryPolicy, RetryWait};
 pub(crate) use openai::arguments_from_text;

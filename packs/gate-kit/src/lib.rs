@@ -127,7 +127,9 @@ pub fn tool_texts(tools_json: &str) -> Vec<String> {
     };
     tools
         .iter()
-        .flat_map(|tool| ["name", "description"].map(|key| tool[key].as_str().unwrap_or_default().to_owned()))
+        .flat_map(|tool| {
+            ["name", "description"].map(|key| tool[key].as_str().unwrap_or_default().to_owned())
+        })
         .filter(|text| !text.is_empty())
         .collect()
 }

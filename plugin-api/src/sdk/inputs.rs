@@ -50,10 +50,7 @@ impl<'a> Session<'a> {
     /// that judges input, and so are the tools' descriptions.
     #[must_use]
     pub fn is_relayed(&self) -> bool {
-        self.0
-            .extension_json
-            .as_str()
-            .contains("\"relayed\":true")
+        self.0.extension_json.as_str().contains("\"relayed\":true")
     }
     /// Zero-based index of the current user turn.
     #[must_use]

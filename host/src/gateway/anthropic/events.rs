@@ -35,7 +35,12 @@ enum Block {
     /// A text block: its gate, and what of it was sent.
     Text { gate: StreamGate, held: String },
     /// A `tool_use` block: its call so far, and its events as they came.
-    Tool { id: String, name: String, input: String, events: Vec<String> },
+    Tool {
+        id: String,
+        name: String,
+        input: String,
+        events: Vec<String>,
+    },
     /// Anything else: passed as it comes.
     Other,
 }
@@ -115,10 +120,17 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             streamed.broken = Some("the upstream sent an event that is not JSON".to_owned());
             break;
         };
-        let kind = root.get(src, "type").and_then(|t| t.text(src)).map(std::borrow::Cow::into_owned).unwrap_or_default();
+        let kind = root
+            .get(src, "type")
+            .and_then(|t| t.text(src))
+            .map(std::borrow::Cow::into_owned)
+            .unwrap_or_default();
         let written = match kind.as_str() {
             "message_start" => {
-                relay.usage = usage_of(src, root.get(src, "message").and_then(|m| m.get(src, "usage")));
+                relay.usage = usage_of(
+                    src,
+                    root.get(src, "message").and_then(|m| m.get(src, "usage")),
+                );
                 sse(&event.kind, &event.data)
             }
             "content_block_start" => relay.block_start(&event.kind, src, &root),
@@ -142,7 +154,11 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
                         splice.replace(span, string_literal(&judged));
                     }
                 }
-                out.send(sse(&event.kind, &String::from_utf8_lossy(&splice.render(src).unwrap_or_default()))).await;
+                out.send(sse(
+                    &event.kind,
+                    &String::from_utf8_lossy(&splice.render(src).unwrap_or_default()),
+                ))
+                .await;
                 streamed.usage = relay.usage;
                 streamed.broken = Some(String::new());
                 return streamed;
@@ -179,7 +195,10 @@ fn index_of(src: &[u8], root: &Node) -> u64 {
 
 impl Relay<'_> {
     fn block(&mut self, index: u64) -> Option<&mut Block> {
-        self.blocks.iter_mut().find(|(i, _)| *i == index).map(|(_, b)| b)
+        self.blocks
+            .iter_mut()
+            .find(|(i, _)| *i == index)
+            .map(|(_, b)| b)
     }
 
     fn holding(&self) -> bool {
@@ -190,19 +209,31 @@ impl Relay<'_> {
         let index = index_of(src, root);
         self.next_index = self.next_index.max(index + 1);
         let block = root.get(src, "content_block");
-        let block_kind = block.and_then(|b| b.get(src, "type")).and_then(|t| t.text(src)).unwrap_or_default();
+        let block_kind = block
+            .and_then(|b| b.get(src, "type"))
+            .and_then(|t| t.text(src))
+            .unwrap_or_default();
         let raw = sse(kind, &String::from_utf8_lossy(src));
         match block_kind.as_ref() {
             "text" => {
                 let gate = self.session.stream_gate(self.exchange);
-                self.blocks.push((index, Block::Text { gate, held: String::new() }));
+                self.blocks.push((
+                    index,
+                    Block::Text {
+                        gate,
+                        held: String::new(),
+                    },
+                ));
                 if self.holding() {
                     self.queue.push(Queued::Text(index));
                     return String::new();
                 }
                 // The start as it came, but with no text of its own: any
                 // text it carries goes through the gate.
-                let initial = block.and_then(|b| b.get(src, "text")).and_then(|t| t.text(src)).unwrap_or_default();
+                let initial = block
+                    .and_then(|b| b.get(src, "text"))
+                    .and_then(|t| t.text(src))
+                    .unwrap_or_default();
                 if initial.is_empty() {
                     raw
                 } else {
@@ -214,7 +245,13 @@ impl Relay<'_> {
                 }
             }
             "tool_use" => {
-                let text = |name| block.and_then(|b| b.get(src, name)).and_then(|n| n.text(src)).unwrap_or_default().into_owned();
+                let text = |name| {
+                    block
+                        .and_then(|b| b.get(src, name))
+                        .and_then(|n| n.text(src))
+                        .unwrap_or_default()
+                        .into_owned()
+                };
                 self.blocks.push((
                     index,
                     Block::Tool {
@@ -246,7 +283,11 @@ impl Relay<'_> {
         let holding = self.holding();
         match self.block(index) {
             Some(Block::Text { held, .. }) => {
-                let text = delta.and_then(|d| d.get(src, "text")).and_then(|t| t.text(src)).unwrap_or_default().into_owned();
+                let text = delta
+                    .and_then(|d| d.get(src, "text"))
+                    .and_then(|t| t.text(src))
+                    .unwrap_or_default()
+                    .into_owned();
                 if holding {
                     held.push_str(&text);
                     return String::new();
@@ -261,7 +302,10 @@ impl Relay<'_> {
                 }
             }
             Some(Block::Tool { input, events, .. }) => {
-                if let Some(part) = delta.and_then(|d| d.get(src, "partial_json")).and_then(|t| t.text(src)) {
+                if let Some(part) = delta
+                    .and_then(|d| d.get(src, "partial_json"))
+                    .and_then(|t| t.text(src))
+                {
                     input.push_str(&part);
                 }
                 events.push(raw);
@@ -283,7 +327,11 @@ impl Relay<'_> {
             Some(Block::Text { .. }) if holding => String::new(),
             Some(Block::Text { .. }) => {
                 let (released, _) = self.final_text(index);
-                let mut out = if released.is_empty() { String::new() } else { text_delta(index, &released) };
+                let mut out = if released.is_empty() {
+                    String::new()
+                } else {
+                    text_delta(index, &released)
+                };
                 out.push_str(&raw);
                 out
             }
@@ -303,11 +351,15 @@ impl Relay<'_> {
     fn offer_text(&mut self, index: u64, text: &str) -> String {
         let exchange = self.exchange;
         let session = &*self.session;
-        let Some((_, Block::Text { gate, .. })) = self.blocks.iter_mut().find(|(i, _)| *i == index) else {
+        let Some((_, Block::Text { gate, .. })) = self.blocks.iter_mut().find(|(i, _)| *i == index)
+        else {
             return String::new();
         };
         let offered = session.offer(exchange, gate, text, false);
-        let released = offered.release.map(|r| gate.text()[r].to_owned()).unwrap_or_default();
+        let released = offered
+            .release
+            .map(|r| gate.text()[r].to_owned())
+            .unwrap_or_default();
         if let Some(started) = offered.hold {
             session.publish_hold_edge(exchange, started);
         }
@@ -327,7 +379,10 @@ impl Relay<'_> {
             return (String::new(), String::new());
         };
         let offered = self.session.offer(exchange, &mut gate, &held, true);
-        let released = offered.release.map(|r| gate.text()[r].to_owned()).unwrap_or_default();
+        let released = offered
+            .release
+            .map(|r| gate.text()[r].to_owned())
+            .unwrap_or_default();
         self.sent.push_str(&released);
         let whole = gate.text().to_owned();
         let end = self.session.finish_stream(exchange, gate);
@@ -356,7 +411,9 @@ impl Relay<'_> {
             .blocks
             .iter()
             .filter_map(|(_, b)| match b {
-                Block::Tool { id, name, input, .. } => Some(ToolCall {
+                Block::Tool {
+                    id, name, input, ..
+                } => Some(ToolCall {
                     id: id.clone(),
                     name: name.clone(),
                     arguments: input_arguments(input),
@@ -376,7 +433,11 @@ impl Relay<'_> {
         // its block; streamed, they went out as released.
         let mut rewritten = if self.hold_all && !vetoed {
             let pieces: Vec<String> = finals.values().map(|(_, whole)| whole.clone()).collect();
-            finals.keys().copied().zip(super::super::views::redistribute(&pieces, &judged.content)).collect()
+            finals
+                .keys()
+                .copied()
+                .zip(super::super::views::redistribute(&pieces, &judged.content))
+                .collect()
         } else {
             std::collections::BTreeMap::new()
         };
@@ -399,7 +460,8 @@ impl Relay<'_> {
                     let Some(position) = self.blocks.iter().position(|(i, _)| *i == index) else {
                         continue;
                     };
-                    let (_, block) = std::mem::replace(&mut self.blocks[position], (index, Block::Other));
+                    let (_, block) =
+                        std::mem::replace(&mut self.blocks[position], (index, Block::Other));
                     let (Block::Tool { events, input, .. }, false) = (block, vetoed) else {
                         continue;
                     };
@@ -412,7 +474,9 @@ impl Relay<'_> {
                                 out.push_str(&tool_block(index, call));
                             }
                         }
-                        Some(CallVerdict::Refused(_, line)) => out.push_str(&text_block(index, line)),
+                        Some(CallVerdict::Refused(_, line)) => {
+                            out.push_str(&text_block(index, line))
+                        }
                         None => {}
                     }
                 }
@@ -436,7 +500,10 @@ impl Relay<'_> {
         }
         let mut splice = Splice::new();
         if vetoed || (kept == 0 && !judged.calls.is_empty()) {
-            if let Some(reason) = root.get(src, "delta").and_then(|d| d.get(src, "stop_reason")) {
+            if let Some(reason) = root
+                .get(src, "delta")
+                .and_then(|d| d.get(src, "stop_reason"))
+            {
                 splice.replace(reason.span.clone(), string_literal("end_turn"));
             }
         }
@@ -451,7 +518,8 @@ fn input_arguments(input: &str) -> Arguments {
     if input.trim().is_empty() {
         return Arguments::empty();
     }
-    Arguments::from_json(input).unwrap_or_else(|_| Arguments::from_value(&serde_json::Value::String(input.to_owned())))
+    Arguments::from_json(input)
+        .unwrap_or_else(|_| Arguments::from_value(&serde_json::Value::String(input.to_owned())))
 }
 
 /// A whole `tool_use` block at `index` for `call`: start, its input as one
@@ -461,7 +529,10 @@ fn tool_block(index: u64, call: &ToolCall) -> String {
     let delta = json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": call.arguments.as_str()}});
     let mut out = sse("content_block_start", &start.to_string());
     out.push_str(&sse("content_block_delta", &delta.to_string()));
-    out.push_str(&sse("content_block_stop", &json!({"type": "content_block_stop", "index": index}).to_string()));
+    out.push_str(&sse(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": index}).to_string(),
+    ));
     out
 }
 
@@ -480,6 +551,9 @@ fn text_block(index: u64, text: &str) -> String {
     if !text.is_empty() {
         out.push_str(&text_delta(index, text));
     }
-    out.push_str(&sse("content_block_stop", &json!({"type": "content_block_stop", "index": index}).to_string()));
+    out.push_str(&sse(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": index}).to_string(),
+    ));
     out
 }

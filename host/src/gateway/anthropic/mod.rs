@@ -37,7 +37,12 @@ impl Wire for Anthropic {
         &read.request
     }
 
-    fn write(src: &[u8], root: &Node, read: &Self::Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+    fn write(
+        src: &[u8],
+        root: &Node,
+        read: &Self::Read,
+        judged: &RelayRequest,
+    ) -> Result<Vec<u8>, String> {
         request::write(src, root, read, judged)
     }
 
@@ -53,7 +58,12 @@ impl Wire for Anthropic {
         reply.usage
     }
 
-    fn write_reply(src: &[u8], _root: &Node, reply: &Self::Reply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+    fn write_reply(
+        src: &[u8],
+        _root: &Node,
+        reply: &Self::Reply,
+        judged: &[JudgedChoice],
+    ) -> Result<Vec<u8>, String> {
         match judged.first() {
             Some(judged) => reply::write(src, reply, judged),
             None => Ok(src.to_vec()),
@@ -63,7 +73,7 @@ impl Wire for Anthropic {
     fn error(refusal: Refusal, message: &str) -> Value {
         let kind = match refusal {
             Refusal::BadRequest | Refusal::HeadersTooLarge => "invalid_request_error",
-            Refusal::NotFound => "not_found_error",
+            Refusal::UnknownModel | Refusal::NotFound => "not_found_error",
             Refusal::BadKey => "authentication_error",
             Refusal::Blocked => "permission_error",
             Refusal::TooLarge => "request_too_large",

@@ -58,19 +58,34 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, Str
         usage: usage_of(src, root.get(src, "usage")),
     };
     for (at, block) in content.as_array().unwrap_or_default().iter().enumerate() {
-        let kind = block.get(src, "type").and_then(|t| t.text(src)).ok_or_else(|| format!("the upstream's content[{at}] has no `type`"))?;
+        let kind = block
+            .get(src, "type")
+            .and_then(|t| t.text(src))
+            .ok_or_else(|| format!("the upstream's content[{at}] has no `type`"))?;
         match kind.as_ref() {
             "text" => {
-                let node = block.get(src, "text").ok_or_else(|| format!("the upstream's content[{at}] has no `text`"))?;
-                let text = views::text(src, node).ok_or_else(|| format!("the upstream's content[{at}].text is not a string"))?;
+                let node = block
+                    .get(src, "text")
+                    .ok_or_else(|| format!("the upstream's content[{at}] has no `text`"))?;
+                let text = views::text(src, node)
+                    .ok_or_else(|| format!("the upstream's content[{at}].text is not a string"))?;
                 read.choice.content.push_str(&text);
                 read.texts.push((node.span.clone(), text));
             }
             "tool_use" => {
-                let id = block.get(src, "id").and_then(|n| n.text(src)).ok_or_else(|| format!("the upstream's content[{at}] has no `id`"))?;
-                let name = block.get(src, "name").and_then(|n| n.text(src)).ok_or_else(|| format!("the upstream's content[{at}] has no `name`"))?;
-                let input = block.get(src, "input").ok_or_else(|| format!("the upstream's content[{at}] has no `input`"))?;
-                let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src))).map_err(|e| format!("the upstream's content[{at}].input: {e}"))?;
+                let id = block
+                    .get(src, "id")
+                    .and_then(|n| n.text(src))
+                    .ok_or_else(|| format!("the upstream's content[{at}] has no `id`"))?;
+                let name = block
+                    .get(src, "name")
+                    .and_then(|n| n.text(src))
+                    .ok_or_else(|| format!("the upstream's content[{at}] has no `name`"))?;
+                let input = block
+                    .get(src, "input")
+                    .ok_or_else(|| format!("the upstream's content[{at}] has no `input`"))?;
+                let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src)))
+                    .map_err(|e| format!("the upstream's content[{at}].input: {e}"))?;
                 read.choice.tool_calls.push(ToolCall {
                     id: id.into_owned(),
                     name: name.into_owned(),
@@ -110,14 +125,23 @@ pub(in crate::gateway) fn text_block(text: &str) -> String {
 /// # Errors
 ///
 /// One line when the edits cannot be rendered (a bug, never the peer's).
-pub(in crate::gateway) fn write(src: &[u8], read: &ReadReply, judged: &JudgedChoice) -> Result<Vec<u8>, String> {
+pub(in crate::gateway) fn write(
+    src: &[u8],
+    read: &ReadReply,
+    judged: &JudgedChoice,
+) -> Result<Vec<u8>, String> {
     let mut splice = Splice::new();
     if judged.vetoed_by.is_some() {
-        splice.replace(read.content.clone(), format!("[{}]", text_block(&judged.content)));
+        splice.replace(
+            read.content.clone(),
+            format!("[{}]", text_block(&judged.content)),
+        );
         if let Some(span) = &read.stop_reason {
             splice.replace(span.clone(), string_literal("end_turn"));
         }
-        return splice.render(src).map_err(|e| format!("cannot write the reply: {e}"));
+        return splice
+            .render(src)
+            .map_err(|e| format!("cannot write the reply: {e}"));
     }
     if judged.content != read.choice.content {
         let pieces: Vec<String> = read.texts.iter().map(|(_, text)| text.clone()).collect();
@@ -129,7 +153,11 @@ pub(in crate::gateway) fn write(src: &[u8], read: &ReadReply, judged: &JudgedCho
                 format!("{}{comma}", text_block(&judged.content)),
             );
         } else {
-            for ((span, old), new) in read.texts.iter().zip(views::redistribute(&pieces, &judged.content)) {
+            for ((span, old), new) in read
+                .texts
+                .iter()
+                .zip(views::redistribute(&pieces, &judged.content))
+            {
                 if *old != new {
                     splice.replace(span.clone(), string_literal(&new));
                 }
@@ -137,13 +165,21 @@ pub(in crate::gateway) fn write(src: &[u8], read: &ReadReply, judged: &JudgedCho
         }
     }
     let mut kept = 0;
-    for ((block, input), (before, verdict)) in read.calls.iter().zip(read.choice.tool_calls.iter().zip(&judged.calls)) {
+    for ((block, input), (before, verdict)) in read
+        .calls
+        .iter()
+        .zip(read.choice.tool_calls.iter().zip(&judged.calls))
+    {
         match verdict {
             CallVerdict::Pass(after) => {
                 kept += 1;
                 if after.arguments.as_str() != before.arguments.as_str() {
                     let value = after.arguments.parse();
-                    let object = if value.is_object() { value } else { serde_json::json!({ "value": value }) };
+                    let object = if value.is_object() {
+                        value
+                    } else {
+                        serde_json::json!({ "value": value })
+                    };
                     splice.replace(input.clone(), object.to_string());
                 }
             }
@@ -155,5 +191,7 @@ pub(in crate::gateway) fn write(src: &[u8], read: &ReadReply, judged: &JudgedCho
             splice.replace(span.clone(), string_literal("end_turn"));
         }
     }
-    splice.render(src).map_err(|e| format!("cannot write the reply: {e}"))
+    splice
+        .render(src)
+        .map_err(|e| format!("cannot write the reply: {e}"))
 }

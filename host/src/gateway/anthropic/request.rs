@@ -66,7 +66,8 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
         None => return Err("`messages` is required".to_owned()),
     };
     for (index, message) in wire.iter().enumerate() {
-        turn_of(src, message, index, &mut messages, &mut placed).map_err(|e| format!("messages[{index}]: {e}"))?;
+        turn_of(src, message, index, &mut messages, &mut placed)
+            .map_err(|e| format!("messages[{index}]: {e}"))?;
     }
     let (tools, tool_places) = match root.get(src, "tools") {
         None => (Vec::new(), Vec::new()),
@@ -90,7 +91,10 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
     }
     let mut kwargs = Map::new();
     for (key, node) in members {
-        if ["model", "system", "messages", "tools"].iter().any(|k| key.is(src, k)) {
+        if ["model", "system", "messages", "tools"]
+            .iter()
+            .any(|k| key.is(src, k))
+        {
             continue;
         }
         kwargs.insert(key.text(src).into_owned(), node.to_value(src));
@@ -110,7 +114,13 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
 
 /// One wire message: its host messages (a user message's `tool_result`
 /// blocks become tool messages of their own, in block order).
-fn turn_of(src: &[u8], wire: &Node, index: usize, messages: &mut Vec<Message>, placed: &mut Vec<Placed>) -> Result<(), String> {
+fn turn_of(
+    src: &[u8],
+    wire: &Node,
+    index: usize,
+    messages: &mut Vec<Message>,
+    placed: &mut Vec<Placed>,
+) -> Result<(), String> {
     if wire.as_object().is_none() {
         return Err("a message must be an object".to_owned());
     }
@@ -118,7 +128,12 @@ fn turn_of(src: &[u8], wire: &Node, index: usize, messages: &mut Vec<Message>, p
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
         Some("system") => Role::System,
-        Some(other) => return Err(format!("unknown role '{}'", super::super::wire::one_word(other))),
+        Some(other) => {
+            return Err(format!(
+                "unknown role '{}'",
+                super::super::wire::one_word(other)
+            ))
+        }
         None => return Err("`role` is required".to_owned()),
     };
     let content = wire.get(src, "content").ok_or("`content` is required")?;
@@ -137,7 +152,8 @@ fn turn_of(src: &[u8], wire: &Node, index: usize, messages: &mut Vec<Message>, p
                 messages.push(done.0);
                 placed.push(done.1);
             }
-            let (message, place) = tool_result_of(src, block, index).map_err(|e| format!("content[{at}]: {e}"))?;
+            let (message, place) =
+                tool_result_of(src, block, index).map_err(|e| format!("content[{at}]: {e}"))?;
             messages.push(message);
             placed.push(place);
             continue;
@@ -145,15 +161,23 @@ fn turn_of(src: &[u8], wire: &Node, index: usize, messages: &mut Vec<Message>, p
         let (message, place) = current.get_or_insert_with(|| {
             let mut message = Message::user(String::new());
             message.role = role;
-            (message, Placed { wire: index, ..Placed::default() })
+            (
+                message,
+                Placed {
+                    wire: index,
+                    ..Placed::default()
+                },
+            )
         });
         if role == Role::Assistant && kind == "tool_use" {
-            let (call, slot) = tool_use_of(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
+            let (call, slot) =
+                tool_use_of(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
             message.tool_calls.push(call);
             place.calls.push(slot);
             continue;
         }
-        let (content_block, slot) = block_of(src, block, &kind, message.blocks.len()).map_err(|e| format!("content[{at}]: {e}"))?;
+        let (content_block, slot) = block_of(src, block, &kind, message.blocks.len())
+            .map_err(|e| format!("content[{at}]: {e}"))?;
         message.blocks.push(content_block);
         place.slots.extend(slot);
     }
@@ -178,13 +202,24 @@ fn block_kind(src: &[u8], block: &Node) -> Result<String, String> {
 
 /// One block that is not a tool call or result: a text block (judged,
 /// with its place), or any other kind kept as written with no text.
-fn block_of(src: &[u8], block: &Node, kind: &str, index: usize) -> Result<(ContentBlock, Option<Slot>), String> {
+fn block_of(
+    src: &[u8],
+    block: &Node,
+    kind: &str,
+    index: usize,
+) -> Result<(ContentBlock, Option<Slot>), String> {
     if kind == "text" {
         let node = block.get(src, "text").ok_or("a text block needs `text`")?;
         let text = views::text(src, node).ok_or("`text` must be a string")?;
-        return Ok((ContentBlock::text(text), Some(Slot::Block(index, node.span.clone()))));
+        return Ok((
+            ContentBlock::text(text),
+            Some(Slot::Block(index, node.span.clone())),
+        ));
     }
-    let data = serde_json::value::RawValue::from_string(String::from_utf8_lossy(block.raw(src)).into_owned()).ok();
+    let data = serde_json::value::RawValue::from_string(
+        String::from_utf8_lossy(block.raw(src)).into_owned(),
+    )
+    .ok();
     Ok((
         ContentBlock {
             kind: kind.to_owned(),
@@ -197,10 +232,19 @@ fn block_of(src: &[u8], block: &Node, kind: &str, index: usize) -> Result<(Conte
 
 /// A `content` (or `system`) that is a string or an array of blocks, as one
 /// message of `role`.
-fn content_of(src: &[u8], content: &Node, role: Role, wire: usize, what: &str) -> Result<(Message, Placed), String> {
+fn content_of(
+    src: &[u8],
+    content: &Node,
+    role: Role,
+    wire: usize,
+    what: &str,
+) -> Result<(Message, Placed), String> {
     let mut message = Message::user(String::new());
     message.role = role;
-    let mut place = Placed { wire, ..Placed::default() };
+    let mut place = Placed {
+        wire,
+        ..Placed::default()
+    };
     match &content.kind {
         Kind::String { .. } => {
             message.content = views::text(src, content).unwrap_or_default();
@@ -209,7 +253,8 @@ fn content_of(src: &[u8], content: &Node, role: Role, wire: usize, what: &str) -
         Kind::Array(blocks) => {
             for (at, block) in blocks.iter().enumerate() {
                 let kind = block_kind(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
-                let (block, slot) = block_of(src, block, &kind, message.blocks.len()).map_err(|e| format!("content[{at}]: {e}"))?;
+                let (block, slot) = block_of(src, block, &kind, message.blocks.len())
+                    .map_err(|e| format!("content[{at}]: {e}"))?;
                 message.blocks.push(block);
                 place.slots.extend(slot);
             }
@@ -227,7 +272,13 @@ fn tool_result_of(src: &[u8], block: &Node, wire: usize) -> Result<(Message, Pla
         .ok_or("a tool_result needs `tool_use_id`")?;
     let (mut message, place) = match block.get(src, "content").filter(|n| !n.is_null()) {
         Some(content) => content_of(src, content, Role::Tool, wire, "content blocks")?,
-        None => (Message::tool(String::new(), String::new()), Placed { wire, ..Placed::default() }),
+        None => (
+            Message::tool(String::new(), String::new()),
+            Placed {
+                wire,
+                ..Placed::default()
+            },
+        ),
     };
     message.role = Role::Tool;
     message.tool_call_id = Some(id.into_owned());
@@ -236,10 +287,17 @@ fn tool_result_of(src: &[u8], block: &Node, wire: usize) -> Result<(Message, Pla
 
 /// A `tool_use` block as a tool call, its `input` the arguments.
 fn tool_use_of(src: &[u8], block: &Node) -> Result<(ToolCall, ArgsSlot), String> {
-    let id = block.get(src, "id").and_then(|n| n.text(src)).ok_or("a tool_use needs an `id`")?;
-    let name = block.get(src, "name").and_then(|n| n.text(src)).ok_or("a tool_use needs a `name`")?;
+    let id = block
+        .get(src, "id")
+        .and_then(|n| n.text(src))
+        .ok_or("a tool_use needs an `id`")?;
+    let name = block
+        .get(src, "name")
+        .and_then(|n| n.text(src))
+        .ok_or("a tool_use needs a `name`")?;
     let input = block.get(src, "input").ok_or("a tool_use needs `input`")?;
-    let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src))).map_err(|e| format!("`input` cannot be read: {e}"))?;
+    let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src)))
+        .map_err(|e| format!("`input` cannot be read: {e}"))?;
     Ok((
         ToolCall {
             id: id.into_owned(),
@@ -260,7 +318,10 @@ fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> 
         value: tool.span.clone(),
         description: None,
     };
-    let name = tool.get(src, "name").and_then(|n| n.text(src)).ok_or("a tool needs a `name`")?;
+    let name = tool
+        .get(src, "name")
+        .and_then(|n| n.text(src))
+        .ok_or("a tool needs a `name`")?;
     let description = match tool.get(src, "description") {
         Some(node) if !node.is_null() => {
             place.description = Some(node.span.clone());
@@ -286,15 +347,28 @@ fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> 
 /// # Errors
 ///
 /// One line when the edits cannot be rendered (a bug, never the client's).
-pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+pub(in crate::gateway) fn write(
+    src: &[u8],
+    root: &Node,
+    read: &Read,
+    judged: &RelayRequest,
+) -> Result<Vec<u8>, String> {
     let before = &read.request;
     let mut splice = Splice::new();
     let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
     if judged.model != before.model {
-        members.push(("model".to_owned(), Some(crate::jsondoc::string_literal(&judged.model).into_bytes())));
+        members.push((
+            "model".to_owned(),
+            Some(crate::jsondoc::string_literal(&judged.model).into_bytes()),
+        ));
     }
     if views::all_same_shape(&before.messages, &judged.messages) {
-        views::write_texts(&mut splice, &before.messages, &judged.messages, &read.placed);
+        views::write_texts(
+            &mut splice,
+            &before.messages,
+            &judged.messages,
+            &read.placed,
+        );
     } else {
         // A new shape (a compaction): the conversation re-encoded.
         let system: Vec<Value> = judged
@@ -308,7 +382,14 @@ pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &Read, judged: &R
             "system".to_owned(),
             (!system.is_empty()).then(|| Value::Array(system).to_string().into_bytes()),
         ));
-        members.push(("messages".to_owned(), Some(Value::Array(crate::providers::anthropic_turns(&rest)).to_string().into_bytes())));
+        members.push((
+            "messages".to_owned(),
+            Some(
+                Value::Array(crate::providers::anthropic_turns(&rest))
+                    .to_string()
+                    .into_bytes(),
+            ),
+        ));
     }
     if !views::write_tools(&mut splice, &before.tools, &judged.tools, &read.tools) {
         let array = views::tools_array(src, &before.tools, &judged.tools, &read.tools, |tool| {
@@ -316,7 +397,10 @@ pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &Read, judged: &R
                 .to_string()
                 .into_bytes()
         });
-        members.push(("tools".to_owned(), (!judged.tools.is_empty()).then_some(array)));
+        members.push((
+            "tools".to_owned(),
+            (!judged.tools.is_empty()).then_some(array),
+        ));
     }
     for (key, value) in &judged.kwargs {
         if before.kwargs.get(key) != Some(value) {

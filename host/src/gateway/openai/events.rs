@@ -96,7 +96,12 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         if event.data.trim() == "[DONE]" {
             // The end marker: a choice the upstream never finished ends
             // here (as it would have, with `stop`), judged like any other.
-            let open: Vec<u64> = relay.choices.iter().filter(|(_, c)| !c.finished).map(|(i, _)| *i).collect();
+            let open: Vec<u64> = relay
+                .choices
+                .iter()
+                .filter(|(_, c)| !c.finished)
+                .map(|(i, _)| *i)
+                .collect();
             for index in open {
                 let text = relay.finish(index, "stop").await;
                 out.send(text).await;
@@ -116,7 +121,8 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
                 splice.replace(span, string_literal(&judged));
             }
             let data = splice.render(src).unwrap_or_default();
-            out.send(sse(&event.kind, &String::from_utf8_lossy(&data))).await;
+            out.send(sse(&event.kind, &String::from_utf8_lossy(&data)))
+                .await;
             streamed.broken = Some(String::new());
             return streamed;
         }
@@ -155,7 +161,10 @@ fn error_chunk(line: &str) -> String {
 impl Relay<'_> {
     /// One chunk: what goes to the client for it.
     async fn chunk(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        let choices = root.get(src, "choices").and_then(Node::as_array).unwrap_or_default();
+        let choices = root
+            .get(src, "choices")
+            .and_then(Node::as_array)
+            .unwrap_or_default();
         let mut clean = true;
         let mut rewritten: Vec<Vec<u8>> = Vec::with_capacity(choices.len());
         let mut finishing = Vec::new();
@@ -169,7 +178,13 @@ impl Relay<'_> {
             let (delta_bytes, same) = self.delta(src, choice, index);
             clean &= same && finish.is_none();
             if let Some(finish) = finish {
-                finishing.push((index, finish.text(src).map(std::borrow::Cow::into_owned).unwrap_or_default()));
+                finishing.push((
+                    index,
+                    finish
+                        .text(src)
+                        .map(std::borrow::Cow::into_owned)
+                        .unwrap_or_default(),
+                ));
             }
             let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(delta_bytes))];
             if finish.is_some() {
@@ -214,9 +229,16 @@ impl Relay<'_> {
                 state.held.push_str(&text);
                 String::new()
             } else {
-                let gate = if field == "content" { &mut state.content } else { &mut state.refusal };
+                let gate = if field == "content" {
+                    &mut state.content
+                } else {
+                    &mut state.refusal
+                };
                 let offered = self.session.offer(self.exchange, gate, &text, false);
-                let released = offered.release.map(|r| gate.text()[r].to_owned()).unwrap_or_default();
+                let released = offered
+                    .release
+                    .map(|r| gate.text()[r].to_owned())
+                    .unwrap_or_default();
                 if let Some(started) = offered.hold {
                     self.session.publish_hold_edge(self.exchange, started);
                 }
@@ -242,7 +264,9 @@ impl Relay<'_> {
                     if let Some(name) = function.get(src, "name").and_then(|n| n.text(src)) {
                         held.name.push_str(&name);
                     }
-                    if let Some(arguments) = function.get(src, "arguments").and_then(|n| n.text(src)) {
+                    if let Some(arguments) =
+                        function.get(src, "arguments").and_then(|n| n.text(src))
+                    {
                         held.arguments.push_str(&arguments);
                     }
                 }
@@ -266,7 +290,10 @@ impl Relay<'_> {
                 let mut gate = self.session.stream_gate(self.exchange);
                 let held = std::mem::take(&mut state.held);
                 let offered = self.session.offer(self.exchange, &mut gate, &held, true);
-                let released = offered.release.map(|r| gate.text()[r].to_owned()).unwrap_or_default();
+                let released = offered
+                    .release
+                    .map(|r| gate.text()[r].to_owned())
+                    .unwrap_or_default();
                 if offered.retract.is_some() {
                     state.blocked = self.session.finish_stream(self.exchange, gate).blocked;
                 } else {
@@ -275,7 +302,10 @@ impl Relay<'_> {
                 }
             } else {
                 let mut delta = serde_json::Map::new();
-                for (field, gate) in [("content", &mut state.content), ("refusal", &mut state.refusal)] {
+                for (field, gate) in [
+                    ("content", &mut state.content),
+                    ("refusal", &mut state.refusal),
+                ] {
                     let offered = self.session.offer(self.exchange, gate, "", true);
                     if let Some(range) = offered.release.filter(|r| !r.is_empty()) {
                         let released = gate.text()[range].to_owned();
@@ -292,8 +322,12 @@ impl Relay<'_> {
             state.sent.push_str(&text);
             out.push_str(&self.write_delta(index, &serde_json::json!({"content": text}), None));
         }
-        let content_end = self.session.finish_stream(self.exchange, std::mem::take(&mut state.content));
-        let refusal_end = self.session.finish_stream(self.exchange, std::mem::take(&mut state.refusal));
+        let content_end = self
+            .session
+            .finish_stream(self.exchange, std::mem::take(&mut state.content));
+        let refusal_end = self
+            .session
+            .finish_stream(self.exchange, std::mem::take(&mut state.refusal));
         let mut content = content_end.rewritten.unwrap_or_default();
         if content.is_empty() {
             content.clone_from(&state.sent);
@@ -310,7 +344,11 @@ impl Relay<'_> {
         let choice = Choice {
             content,
             tool_calls: calls,
-            stream_blocked: state.blocked.clone().or(content_end.blocked).or(refusal_end.blocked),
+            stream_blocked: state
+                .blocked
+                .clone()
+                .or(content_end.blocked)
+                .or(refusal_end.blocked),
             streamed: true,
         };
         let judged = self.session.judge_choice(self.exchange, choice).await;
@@ -361,7 +399,11 @@ impl Relay<'_> {
     /// A chunk of the stream's own (the first chunk's members) with these
     /// choices (and `usage`).
     fn write(&self, choices: &[Vec<u8>], usage: Option<&[u8]>) -> String {
-        let mut members: Vec<(&str, Vec<u8>)> = self.template.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let mut members: Vec<(&str, Vec<u8>)> = self
+            .template
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
         members.push(("choices", array_from(choices)));
         if let Some(usage) = usage {
             members.push(("usage", usage.to_vec()));
@@ -380,10 +422,13 @@ fn worth_sending(choice: &[u8]) -> bool {
     let delta_empty = root.get(choice, "delta").is_none_or(|d| {
         d.as_object().is_none_or(|members| {
             members.iter().all(|(k, v)| {
-                (k.is(choice, "content") || k.is(choice, "refusal")) && v.text(choice).is_some_and(|t| t.is_empty())
+                (k.is(choice, "content") || k.is(choice, "refusal"))
+                    && v.text(choice).is_some_and(|t| t.is_empty())
             })
         })
     });
-    let finish = root.get(choice, "finish_reason").is_some_and(|n| !n.is_null());
+    let finish = root
+        .get(choice, "finish_reason")
+        .is_some_and(|n| !n.is_null());
     !delta_empty || finish || root.get(choice, "logprobs").is_some_and(|n| !n.is_null())
 }

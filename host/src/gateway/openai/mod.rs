@@ -10,7 +10,6 @@ mod events;
 mod reply;
 mod request;
 
-
 use super::wire::{Kind, Refusal, Wire};
 use crate::agent::{Choice, JudgedChoice, RelayRequest};
 use crate::jsondoc::Node;
@@ -34,7 +33,12 @@ impl Wire for OpenAi {
         &read.request
     }
 
-    fn write(src: &[u8], root: &Node, read: &Self::Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+    fn write(
+        src: &[u8],
+        root: &Node,
+        read: &Self::Read,
+        judged: &RelayRequest,
+    ) -> Result<Vec<u8>, String> {
         request::write(src, root, read, judged)
     }
 
@@ -50,7 +54,12 @@ impl Wire for OpenAi {
         reply.usage
     }
 
-    fn write_reply(src: &[u8], root: &Node, reply: &Self::Reply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+    fn write_reply(
+        src: &[u8],
+        root: &Node,
+        reply: &Self::Reply,
+        judged: &[JudgedChoice],
+    ) -> Result<Vec<u8>, String> {
         reply::write(src, root, reply, judged)
     }
 
@@ -59,6 +68,7 @@ impl Wire for OpenAi {
             Refusal::BadRequest => ("invalid_request_error", None),
             Refusal::BadKey => ("authentication_error", Some("invalid_api_key")),
             Refusal::Blocked => ("permission_error", Some("blocked_by_policy")),
+            Refusal::UnknownModel => ("invalid_request_error", Some("model_not_found")),
             Refusal::NotFound => ("invalid_request_error", Some("not_found")),
             Refusal::TooLarge => ("invalid_request_error", Some("body_too_large")),
             Refusal::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),

@@ -54,7 +54,9 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, Str
         .ok_or("the upstream's reply has no `choices` array")?;
     let mut read = Vec::with_capacity(choices.len());
     for (at, choice) in choices.iter().enumerate() {
-        read.push(choice_of(src, choice).map_err(|e| format!("the upstream's choices[{at}]: {e}"))?);
+        read.push(
+            choice_of(src, choice).map_err(|e| format!("the upstream's choices[{at}]: {e}"))?,
+        );
     }
     Ok(ReadReply {
         choices: read,
@@ -87,7 +89,8 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
     for field in ["content", "refusal"] {
         match message.get(src, field) {
             Some(node) if !node.is_null() => {
-                content = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
+                content =
+                    views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
                 text = Some(node.span.clone());
                 break;
             }
@@ -97,8 +100,14 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
     let mut tool_calls = Vec::new();
     let mut calls = Vec::new();
     if let Some(list) = message.get(src, "tool_calls").filter(|n| !n.is_null()) {
-        for (at, call) in list.as_array().ok_or("`tool_calls` must be an array")?.iter().enumerate() {
-            let (read, arguments) = call_of(src, call).map_err(|e| format!("tool_calls[{at}]: {e}"))?;
+        for (at, call) in list
+            .as_array()
+            .ok_or("`tool_calls` must be an array")?
+            .iter()
+            .enumerate()
+        {
+            let (read, arguments) =
+                call_of(src, call).map_err(|e| format!("tool_calls[{at}]: {e}"))?;
             tool_calls.push(read);
             calls.push((call.span.clone(), arguments));
         }
@@ -117,7 +126,10 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
 }
 
 fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, Range<usize>), String> {
-    let id = call.get(src, "id").and_then(|n| n.text(src)).ok_or("a call needs an `id`")?;
+    let id = call
+        .get(src, "id")
+        .and_then(|n| n.text(src))
+        .ok_or("a call needs an `id`")?;
     let function = call.get(src, "function").ok_or("a call needs `function`")?;
     let name = function
         .get(src, "name")
@@ -158,12 +170,19 @@ pub(in crate::gateway) fn shown(judged: &JudgedChoice) -> String {
 /// # Errors
 ///
 /// One line when the edits cannot be rendered (a bug, never the peer's).
-pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &ReadReply, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+pub(in crate::gateway) fn write(
+    src: &[u8],
+    root: &Node,
+    read: &ReadReply,
+    judged: &[JudgedChoice],
+) -> Result<Vec<u8>, String> {
     let mut splice = Splice::new();
     for (choice, verdict) in read.choices.iter().zip(judged) {
         write_choice(src, root, &mut splice, choice, verdict)?;
     }
-    splice.render(src).map_err(|e| format!("cannot write the reply: {e}"))
+    splice
+        .render(src)
+        .map_err(|e| format!("cannot write the reply: {e}"))
 }
 
 fn write_choice(
@@ -173,7 +192,10 @@ fn write_choice(
     read: &ReadChoice,
     judged: &JudgedChoice,
 ) -> Result<(), String> {
-    let refused = judged.calls.iter().any(|v| matches!(v, CallVerdict::Refused(..)));
+    let refused = judged
+        .calls
+        .iter()
+        .any(|v| matches!(v, CallVerdict::Refused(..)));
     let vetoed = judged.vetoed_by.is_some();
     if !vetoed && !refused {
         if judged.content != read.choice.content {
@@ -181,10 +203,17 @@ fn write_choice(
                 splice.replace(span.clone(), string_literal(&judged.content));
             }
         }
-        for ((_, arguments), (before, verdict)) in read.calls.iter().zip(read.choice.tool_calls.iter().zip(&judged.calls)) {
+        for ((_, arguments), (before, verdict)) in read
+            .calls
+            .iter()
+            .zip(read.choice.tool_calls.iter().zip(&judged.calls))
+        {
             if let CallVerdict::Pass(after) = verdict {
                 if after.arguments.as_str() != before.arguments.as_str() {
-                    splice.replace(arguments.clone(), string_literal(&arguments_text(&after.arguments)));
+                    splice.replace(
+                        arguments.clone(),
+                        string_literal(&arguments_text(&after.arguments)),
+                    );
                 }
             }
         }
@@ -195,7 +224,11 @@ fn write_choice(
     let message = views::find(root, &read.message).ok_or("the reply's message moved")?;
     let mut kept_calls: Vec<Vec<u8>> = Vec::new();
     if !vetoed {
-        for ((element, arguments), (before, verdict)) in read.calls.iter().zip(read.choice.tool_calls.iter().zip(&judged.calls)) {
+        for ((element, arguments), (before, verdict)) in read
+            .calls
+            .iter()
+            .zip(read.choice.tool_calls.iter().zip(&judged.calls))
+        {
             if let CallVerdict::Pass(after) = verdict {
                 let mut call = Splice::new();
                 if after.arguments.as_str() != before.arguments.as_str() {
@@ -227,7 +260,10 @@ fn write_choice(
         }
     }
     if !had_content {
-        members.push(("content".to_owned(), string_literal(&shown(judged)).into_bytes()));
+        members.push((
+            "content".to_owned(),
+            string_literal(&shown(judged)).into_bytes(),
+        ));
     }
     splice.replace(
         read.message.clone(),
@@ -245,4 +281,3 @@ fn write_choice(
     }
     Ok(())
 }
-

@@ -70,7 +70,9 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
             Some(tools) => tools
                 .iter()
                 .enumerate()
-                .map(|(index, tool)| tool_of(src, tool).map_err(|error| format!("tools[{index}]: {error}")))
+                .map(|(index, tool)| {
+                    tool_of(src, tool).map_err(|error| format!("tools[{index}]: {error}"))
+                })
                 .collect::<Result<Vec<_>, _>>()?
                 .into_iter()
                 .unzip(),
@@ -113,7 +115,12 @@ fn message_of(src: &[u8], wire: &Node, index: usize) -> Result<(Message, Placed)
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
         Some("tool" | "function") => Role::Tool,
-        Some(other) => return Err(format!("unknown role '{}'", super::super::wire::one_word(other))),
+        Some(other) => {
+            return Err(format!(
+                "unknown role '{}'",
+                super::super::wire::one_word(other)
+            ))
+        }
         None => return Err("`role` is required".to_owned()),
     };
     let mut message = Message::user(String::new());
@@ -160,7 +167,8 @@ fn message_of(src: &[u8], wire: &Node, index: usize) -> Result<(Message, Placed)
     if let Some(calls) = wire.get(src, "tool_calls").filter(|n| !n.is_null()) {
         let calls = calls.as_array().ok_or("`tool_calls` must be an array")?;
         for (at, call) in calls.iter().enumerate() {
-            let (call, slot) = call_of(src, call).map_err(|error| format!("tool_calls[{at}]: {error}"))?;
+            let (call, slot) =
+                call_of(src, call).map_err(|error| format!("tool_calls[{at}]: {error}"))?;
             message.tool_calls.push(call);
             place.calls.push(slot);
         }
@@ -201,7 +209,10 @@ fn part_of(src: &[u8], part: &Node, index: usize) -> Result<(ContentBlock, Optio
             .get(src, field)
             .ok_or_else(|| format!("a {kind} part needs `{field}`"))?;
         let text = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
-        return Ok((ContentBlock::text(text), Some(Slot::Block(index, node.span.clone()))));
+        return Ok((
+            ContentBlock::text(text),
+            Some(Slot::Block(index, node.span.clone())),
+        ));
     }
     let data = serde_json::value::RawValue::from_string(
         String::from_utf8_lossy(part.raw(src)).into_owned(),
@@ -223,7 +234,9 @@ fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, ArgsSlot), String> {
         .get(src, "id")
         .and_then(|n| n.text(src))
         .ok_or("a tool call needs an `id`")?;
-    let function = call.get(src, "function").ok_or("a tool call needs `function`")?;
+    let function = call
+        .get(src, "function")
+        .ok_or("a tool call needs `function`")?;
     let name = function
         .get(src, "name")
         .and_then(|n| n.text(src))
@@ -245,7 +258,8 @@ fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, ArgsSlot), String> {
 /// Arguments text as the model wrote it: JSON, or (text that is not) a
 /// JSON string holding it, so it is judged and sent as it was.
 pub(in crate::gateway) fn arguments_of(text: &str) -> Arguments {
-    Arguments::from_json(text).unwrap_or_else(|_| Arguments::from_value(&Value::String(text.to_owned())))
+    Arguments::from_json(text)
+        .unwrap_or_else(|_| Arguments::from_value(&Value::String(text.to_owned())))
 }
 
 /// One tool, and where it lives.
@@ -283,9 +297,10 @@ fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> 
         }
         _ => String::new(),
     };
-    let parameters = function
-        .get(src, "parameters")
-        .map_or_else(|| json!({"type": "object", "properties": {}}), |p| p.to_value(src));
+    let parameters = function.get(src, "parameters").map_or_else(
+        || json!({"type": "object", "properties": {}}),
+        |p| p.to_value(src),
+    );
     Ok((
         ToolSchema {
             name: name.into_owned(),
@@ -301,17 +316,33 @@ fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> 
 /// # Errors
 ///
 /// One line when the edits cannot be rendered (a bug, never the client's).
-pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &Read, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+pub(in crate::gateway) fn write(
+    src: &[u8],
+    root: &Node,
+    read: &Read,
+    judged: &RelayRequest,
+) -> Result<Vec<u8>, String> {
     let before = &read.request;
     let mut splice = Splice::new();
     let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
     if judged.model != before.model {
-        members.push(("model".to_owned(), Some(crate::jsondoc::string_literal(&judged.model).into_bytes())));
+        members.push((
+            "model".to_owned(),
+            Some(crate::jsondoc::string_literal(&judged.model).into_bytes()),
+        ));
     }
     if views::all_same_shape(&before.messages, &judged.messages) {
-        views::write_texts(&mut splice, &before.messages, &judged.messages, &read.placed);
+        views::write_texts(
+            &mut splice,
+            &before.messages,
+            &judged.messages,
+            &read.placed,
+        );
     } else {
-        let wire = root.get(src, "messages").and_then(Node::as_array).unwrap_or_default();
+        let wire = root
+            .get(src, "messages")
+            .and_then(Node::as_array)
+            .unwrap_or_default();
         let parts: Vec<Vec<u8>> = judged
             .messages
             .iter()
@@ -321,16 +352,25 @@ pub(in crate::gateway) fn write(src: &[u8], root: &Node, read: &Read, judged: &R
                     .iter()
                     .position(|old| old == message)
                     .and_then(|at| wire.get(read.placed[at].wire))
-                    .map_or_else(|| wire_message(message).to_string().into_bytes(), |node| node.raw(src).to_vec())
+                    .map_or_else(
+                        || wire_message(message).to_string().into_bytes(),
+                        |node| node.raw(src).to_vec(),
+                    )
             })
             .collect();
-        members.push(("messages".to_owned(), Some(crate::jsondoc::array_from(parts))));
+        members.push((
+            "messages".to_owned(),
+            Some(crate::jsondoc::array_from(parts)),
+        ));
     }
     if !views::write_tools(&mut splice, &before.tools, &judged.tools, &read.tools) {
         let array = views::tools_array(src, &before.tools, &judged.tools, &read.tools, |tool| {
             wire_tool(tool).to_string().into_bytes()
         });
-        members.push(("tools".to_owned(), (!judged.tools.is_empty()).then_some(array)));
+        members.push((
+            "tools".to_owned(),
+            (!judged.tools.is_empty()).then_some(array),
+        ));
     }
     for (key, value) in &judged.kwargs {
         if before.kwargs.get(key) != Some(value) {
@@ -398,4 +438,3 @@ fn wire_tool(tool: &ToolSchema) -> Value {
         "name": tool.name, "description": tool.description, "parameters": tool.parameters,
     }})
 }
-
