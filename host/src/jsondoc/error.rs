@@ -96,8 +96,9 @@ pub enum ParseErrorKind {
     InvalidUtf8,
     /// A number that starts with `0` followed by a digit (`01`, `-007`).
     LeadingZero,
-    /// A number too large for a 64-bit float (`1e400`): `serde_json`
-    /// refuses it, so forwarding it would judge one thing and send another.
+    /// A number too large for a 64-bit float (`1e400`), refused under
+    /// [`Numbers::InRange`](super::Numbers::InRange) as `serde_json`
+    /// refuses it.
     NumberOutOfRange,
 }
 

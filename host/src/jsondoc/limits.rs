@@ -18,18 +18,22 @@ pub struct Limits {
     pub max_depth: usize,
     /// What to do with a `\u` escape of a lone UTF-16 surrogate.
     pub surrogates: Surrogates,
+    /// What to do with a number a 64-bit float cannot hold (`1e400`).
+    pub numbers: Numbers,
 }
 
 impl Limits {
     /// The default [`max_depth`](Self::max_depth).
     pub const DEFAULT_MAX_DEPTH: usize = 256;
 
-    /// The defaults: nesting up to 256, lone surrogates refused.
+    /// The defaults: nesting up to 256, lone surrogates refused, numbers
+    /// kept as written whatever their size.
     #[must_use]
     pub const fn new() -> Self {
         Self {
             max_depth: Self::DEFAULT_MAX_DEPTH,
             surrogates: Surrogates::Refuse,
+            numbers: Numbers::Keep,
         }
     }
 
@@ -43,6 +47,12 @@ impl Limits {
     #[must_use]
     pub const fn with_surrogates(self, surrogates: Surrogates) -> Self {
         Self { surrogates, ..self }
+    }
+
+    /// These limits with another rule for numbers out of range.
+    #[must_use]
+    pub const fn with_numbers(self, numbers: Numbers) -> Self {
+        Self { numbers, ..self }
     }
 }
 
@@ -63,4 +73,22 @@ pub enum Surrogates {
     /// Accept it, as permissive servers do: the source's bytes are kept
     /// as written and decoded text has U+FFFD in its place.
     Keep,
+}
+
+/// What to do with a number too large for a 64-bit float (`1e400`,
+/// `-1E+400`): RFC 8259 allows it and it is forwarded as written, but
+/// `serde_json` refuses a document that holds one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Numbers {
+    /// Accept it: the source's bytes are kept as written (what is judged
+    /// is texts, and a number's bytes go on unchanged), and
+    /// [`Node::to_value`](super::Node::to_value) gives the nearest value
+    /// `serde_json` holds, `f64::MAX` or `-f64::MAX`.
+    #[default]
+    Keep,
+    /// Refuse the document
+    /// ([`ParseErrorKind::NumberOutOfRange`](super::ParseErrorKind::NumberOutOfRange)),
+    /// as `serde_json` does: then `serde_json` reads every document
+    /// accepted (nesting below 128, lone surrogates refused).
+    InRange,
 }

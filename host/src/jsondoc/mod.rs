@@ -6,16 +6,20 @@
 //! What is judged must be what is forwarded, so a document the parser
 //! cannot read completely is refused, never passed on: a repeated key,
 //! which parsers resolve differently (`serde_json` takes the last, others
-//! the first), is refused always; so is anything outside RFC 8259 and any
-//! number `serde_json` cannot hold. Whatever [`parse`] accepts under the
-//! default [`Limits`] and nesting below 128, `serde_json` accepts and reads
-//! the same value (checked by the tests here and by the `jsondoc` fuzz
-//! target). [`Surrogates::Keep`] relaxes one rule for peers that are
-//! permissive themselves (lone surrogate escapes, kept as written).
+//! the first), is refused always; so is anything outside RFC 8259.
+//! Whatever [`parse`] accepts with nesting below 128 and
+//! [`Numbers::InRange`], `serde_json` accepts and reads the same value
+//! (checked by the tests here and by the `jsondoc` fuzz target). By
+//! default a number too large for a float (`1e400`, which `serde_json`
+//! refuses) is accepted and kept as written: it holds no text to judge,
+//! and a relay keeps it. [`Surrogates::Keep`] relaxes one more rule for
+//! peers that are permissive themselves (lone surrogate escapes, kept as
+//! written).
 //!
 //! - `parse`: [`parse`]: the one-pass parser, its arrays and objects;
 //!   `scalar`: its strings, numbers and literals.
-//! - `limits`: [`Limits`], [`Surrogates`]: how strict, how deep.
+//! - `limits`: [`Limits`], [`Surrogates`], [`Numbers`]: how strict, how
+//!   deep.
 //! - `node`: [`Node`], [`Kind`], [`Key`]: the tree and its accessors
 //!   (strings decoded on demand, borrowed when they hold no escape).
 //! - `error`: [`ParseError`], [`ParseErrorKind`]: why, and at which byte.
@@ -50,7 +54,7 @@ mod splice;
 mod properties;
 
 pub use error::{ParseError, ParseErrorKind};
-pub use limits::{Limits, Surrogates};
+pub use limits::{Limits, Numbers, Surrogates};
 pub use node::{Key, Kind, Node};
 pub use parse::parse;
 pub use splice::{array_from, object_from, string_literal, Splice, SpliceError};

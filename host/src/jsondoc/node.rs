@@ -181,20 +181,33 @@ impl Node {
     }
 
     /// The subtree as a `serde_json` value: what `serde_json` makes of
-    /// [`raw`](Self::raw), except that it is built from the tree (so it
-    /// is not subject to `serde_json`'s own nesting limit of 127) and a
-    /// lone surrogate escape becomes U+FFFD where `serde_json` would
-    /// refuse the text.
+    /// [`raw`](Self::raw), except where `serde_json` would refuse it: the
+    /// value is built from the tree (so `serde_json`'s own nesting limit
+    /// of 127 does not apply), a lone surrogate escape
+    /// ([`Surrogates::Keep`](super::Surrogates::Keep)) becomes U+FFFD, and
+    /// a number too large for a float
+    /// ([`Numbers::Keep`](super::Numbers::Keep)) becomes `f64::MAX` or
+    /// `-f64::MAX`, the nearest `serde_json` holds.
     #[must_use]
     pub fn to_value(&self, src: &[u8]) -> serde_json::Value {
         use serde_json::Value;
         match &self.kind {
             Kind::Null => Value::Null,
             Kind::Bool(value) => Value::Bool(*value),
-            Kind::Number => self
-                .number_text(src)
-                .and_then(|text| text.parse::<serde_json::Number>().ok())
-                .map_or(Value::Null, Value::Number),
+            Kind::Number => {
+                let text = self.number_text(src).unwrap_or_default();
+                text.parse::<serde_json::Number>()
+                    .ok()
+                    .or_else(|| {
+                        let max = if text.starts_with('-') {
+                            -f64::MAX
+                        } else {
+                            f64::MAX
+                        };
+                        serde_json::Number::from_f64(max)
+                    })
+                    .map_or(Value::Null, Value::Number)
+            }
             Kind::String { .. } => Value::String(self.text(src).unwrap_or_default().into_owned()),
             Kind::Array(items) => Value::Array(items.iter().map(|n| n.to_value(src)).collect()),
             Kind::Object(members) => Value::Object(

@@ -8,19 +8,24 @@
 //!   what `serde_json` reads, and every node's raw bytes read with
 //!   `serde_json` give that node's `to_value`.
 //! - Those documents mutated, and short random strings over JSON's
-//!   alphabet: whenever `parse` accepts, `serde_json` accepts and reads
-//!   the same value; whenever `serde_json` accepts and `parse` does not,
-//!   the reason is a duplicate key.
+//!   alphabet: whenever `parse` accepts (numbers out of range refused),
+//!   `serde_json` accepts and reads the same value; whenever `serde_json`
+//!   accepts and `parse` does not, the reason is a duplicate key; keeping
+//!   lone surrogates or numbers out of range accepts more, for that reason
+//!   only.
 
-use super::{parse, string_literal, Kind, Limits, Node, ParseErrorKind, Surrogates};
+use super::{parse, string_literal, Kind, Limits, Node, Numbers, ParseErrorKind, Surrogates};
 use fastrand::Rng;
 use serde_json::{Map, Number, Value};
 
 /// Nesting of generated values; below `serde_json`'s limit of 128.
 const MAX_DEPTH: usize = 6;
 
-/// The limits that agree with `serde_json` on nesting (it refuses 128).
-const AGREEING: Limits = Limits::new().with_max_depth(127);
+/// The limits that agree with `serde_json`: it refuses nesting 128 deep,
+/// and numbers out of a float's range.
+const AGREEING: Limits = Limits::new()
+    .with_max_depth(127)
+    .with_numbers(Numbers::InRange);
 
 const CHARS: &[char] = &[
     'a',
@@ -226,16 +231,26 @@ fn check_agreement(src: &[u8], case: &str) -> bool {
             "{case}: {line}"
         );
     }
-    // Keeping lone surrogates relaxes that one rule and nothing else.
-    let keep = parse(src, &AGREEING.with_surrogates(Surrogates::Keep));
-    match (&ours, &keep) {
-        (Ok(strict), Ok(kept)) => assert_eq!(strict, kept, "{case}"),
-        (Ok(_), Err(error)) => panic!("{case}: keeping surrogates refuses: {error}"),
-        (Err(error), Ok(_)) => assert!(
-            matches!(error.kind(), ParseErrorKind::LoneSurrogate { .. }),
-            "{case}: {error}"
-        ),
-        (Err(_), Err(_)) => {}
+    // Keeping lone surrogates, or numbers out of range, relaxes that one
+    // rule and nothing else.
+    let relaxed = [
+        AGREEING.with_surrogates(Surrogates::Keep),
+        AGREEING.with_numbers(Numbers::Keep),
+    ];
+    for (rule, limits) in relaxed.iter().enumerate() {
+        match (&ours, &parse(src, limits)) {
+            (Ok(strict), Ok(kept)) => assert_eq!(strict, kept, "{case}"),
+            (Ok(_), Err(error)) => panic!("{case}: relaxed {rule} refuses: {error}"),
+            (Err(error), Ok(kept)) => {
+                let explained = match rule {
+                    0 => matches!(error.kind(), ParseErrorKind::LoneSurrogate { .. }),
+                    _ => *error.kind() == ParseErrorKind::NumberOutOfRange,
+                };
+                assert!(explained, "{case}: {error}, relaxed {rule} accepts");
+                let _ = kept.to_value(src);
+            }
+            (Err(_), Err(_)) => {}
+        }
     }
     ours.is_ok()
 }
@@ -406,5 +421,56 @@ fn string_literals_are_written_as_serde_json_writes_them() {
     for _ in 0..2000 {
         let text = random_string(&mut rng);
         assert_eq!(string_literal(&text), serde_json::to_string(&text).unwrap());
+    }
+}
+
+#[test]
+fn every_body_of_the_fidelity_corpus_parses_and_its_strings_splice_back_in_place() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/fidelity");
+    let mut bodies = Vec::new();
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let recorded: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            for exchange in recorded["exchanges"].as_array().unwrap() {
+                let body = exchange["request"]["body"].as_str().unwrap();
+                bodies.push((path.clone(), body.as_bytes().to_vec()));
+            }
+        }
+    }
+    for entry in std::fs::read_dir(corpus.join("handmade")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            bodies.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    assert!(bodies.len() > 20, "{} bodies", bodies.len());
+    for (path, body) in &bodies {
+        let root = parse(body, &Limits::default()).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        assert_eq!(root.raw(body), body.trim_ascii(), "{path:?}");
+        if let Ok(value) = serde_json::from_slice::<Value>(body) {
+            assert_eq!(root.to_value(body), value, "{path:?}");
+        } else {
+            // Only numbers a float cannot hold keep serde_json out.
+            let in_range = Limits::default().with_numbers(Numbers::InRange);
+            let error = parse(body, &in_range).unwrap_err();
+            assert_eq!(*error.kind(), ParseErrorKind::NumberOutOfRange, "{path:?}");
+        }
+        // Every string re-encoded in place: the same document again.
+        let mut splice = super::Splice::new();
+        let mut strings = vec![&root];
+        while let Some(node) = strings.pop() {
+            match &node.kind {
+                Kind::String { .. } => {
+                    splice.replace(node.span.clone(), string_literal(&node.text(body).unwrap()));
+                }
+                Kind::Array(items) => strings.extend(items),
+                Kind::Object(members) => strings.extend(members.iter().map(|(_, n)| n)),
+                _ => {}
+            }
+        }
+        let out = splice.render(body).unwrap();
+        let again = parse(&out, &Limits::default()).unwrap();
+        assert_eq!(again.to_value(&out), root.to_value(body), "{path:?}");
     }
 }

@@ -3,7 +3,7 @@
 //! range); strings are not decoded here.
 
 use super::error::{ParseError, ParseErrorKind};
-use super::limits::Surrogates;
+use super::limits::{Numbers, Surrogates};
 use super::node::{hex4, Kind, Node};
 use super::parse::Parser;
 
@@ -53,7 +53,8 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, in range.
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, and in a
+    /// float's range under [`Numbers::InRange`].
     fn number(&mut self) -> Result<(), ParseError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
@@ -102,7 +103,7 @@ impl Parser<'_> {
                 magnitude.saturating_add(exponent)
             };
         }
-        if magnitude > IN_RANGE_DIGITS {
+        if magnitude > IN_RANGE_DIGITS && self.limits.numbers == Numbers::InRange {
             // `serde_json`'s own verdict: its float parsing is not
             // correctly rounded at the edge of the range, so only it can
             // say which numbers it refuses.
@@ -228,6 +229,31 @@ pub(super) fn skip_plain(src: &[u8], mut at: usize) -> usize {
 mod tests {
     use super::*;
     use crate::jsondoc::{parse, Limits};
+    use serde_json::Value;
+
+    #[test]
+    fn a_number_too_large_for_a_float_is_kept_as_written_unless_refused() {
+        let src = br#"{"a":[1e400, -1E+400, 5e-324, 123456789012345678901234567890]}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        let a = root.get(src, "a").unwrap();
+        assert_eq!(a.index(0).unwrap().number_text(src), Some("1e400"));
+        assert_eq!(a.index(1).unwrap().raw(src), b"-1E+400");
+        assert!(serde_json::from_slice::<Value>(src).is_err());
+        let value = a.to_value(src);
+        assert_eq!(value[0].as_f64(), Some(f64::MAX));
+        assert_eq!(value[1].as_f64(), Some(-f64::MAX));
+        assert_eq!(value[2], serde_json::from_str::<Value>("5e-324").unwrap());
+        let in_range = Limits::default().with_numbers(Numbers::InRange);
+        assert!(parse(b"[5e-324, 123456789012345678901234567890]", &in_range).is_ok());
+        for (input, line) in [
+            ("[1e400]", "number out of range at byte 1"),
+            ("-1.8e308", "number out of range at byte 0"),
+            (r#"{"a":[1,-1E+400]}"#, "number out of range at byte 8"),
+        ] {
+            let error = parse(input.as_bytes(), &in_range).unwrap_err();
+            assert_eq!(error.to_string(), line);
+        }
+    }
 
     #[test]
     fn numbers_at_the_edge_of_the_range_get_serde_json_s_verdict() {
@@ -253,9 +279,14 @@ mod tests {
             format!("0.{}1e320", zeros(500)),
             format!("-0.{}1", zeros(1000)),
         ];
+        let in_range = Limits::default().with_numbers(Numbers::InRange);
         for number in &numbers {
-            let ours = parse(number.as_bytes(), &Limits::default());
-            let theirs = serde_json::from_str::<serde_json::Value>(number);
+            let kept = parse(number.as_bytes(), &Limits::default()).unwrap();
+            let ours = parse(number.as_bytes(), &in_range);
+            let theirs = serde_json::from_str::<Value>(number);
+            if let Ok(value) = &theirs {
+                assert_eq!(&kept.to_value(number.as_bytes()), value, "{number}");
+            }
             match (ours, theirs) {
                 (Ok(root), Ok(value)) => {
                     assert_eq!(root.to_value(number.as_bytes()), value, "{number}");

@@ -37,6 +37,12 @@ struct ChoiceState {
     sent: String,
     /// Calls by the upstream's tool index.
     calls: BTreeMap<u64, CallState>,
+    /// The chunks that carried only this choice's tool-call deltas, as
+    /// they came: what goes out when every call passes unchanged.
+    call_events: Vec<String>,
+    /// A tool-call delta came in a chunk with more in it: the calls go out
+    /// written whole instead.
+    calls_mixed: bool,
     finished: bool,
     /// Held whole and blocked at the end (`hold_all`).
     blocked: Option<crate::agent::StreamBlock>,
@@ -103,7 +109,8 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
                 .map(|(i, _)| *i)
                 .collect();
             for index in open {
-                let text = relay.finish(index, "stop").await;
+                let (mut text, reason) = relay.finish(index, "stop").await;
+                text.push_str(&relay.write_delta(index, &serde_json::json!({}), Some(&reason)));
                 out.send(text).await;
             }
             done = true;
@@ -165,6 +172,8 @@ impl Relay<'_> {
             .get(src, "choices")
             .and_then(Node::as_array)
             .unwrap_or_default();
+        let raw = sse(kind, &String::from_utf8_lossy(src));
+        let single = choices.len() == 1;
         let mut clean = true;
         let mut rewritten: Vec<Vec<u8>> = Vec::with_capacity(choices.len());
         let mut finishing = Vec::new();
@@ -175,18 +184,25 @@ impl Relay<'_> {
                 .and_then(|t| t.parse::<u64>().ok())
                 .unwrap_or(0);
             let finish = choice.get(src, "finish_reason").filter(|n| !n.is_null());
-            let (delta_bytes, same) = self.delta(src, choice, index);
-            clean &= same && finish.is_none();
-            if let Some(finish) = finish {
-                finishing.push((
-                    index,
-                    finish
-                        .text(src)
-                        .map(std::borrow::Cow::into_owned)
-                        .unwrap_or_default(),
-                ));
+            let offered = self.delta(src, choice, index);
+            if offered.calls {
+                let state = self.choices.entry(index).or_default();
+                if single && offered.same_but_calls && finish.is_none() {
+                    // Held as it came, until the choice is judged.
+                    state.call_events.push(raw.clone());
+                    return String::new();
+                }
+                state.calls_mixed = true;
             }
-            let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(delta_bytes))];
+            clean &= offered.same && finish.is_none();
+            if let Some(finish) = finish {
+                let reason = finish
+                    .text(src)
+                    .map(std::borrow::Cow::into_owned)
+                    .unwrap_or_default();
+                finishing.push((index, reason, offered.empty));
+            }
+            let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(offered.bytes))];
             if finish.is_some() {
                 set.push(("finish_reason", Some(b"null".to_vec())));
             }
@@ -196,15 +212,23 @@ impl Relay<'_> {
             }
         }
         if clean {
-            return sse(kind, &String::from_utf8_lossy(src));
+            return raw;
         }
         let mut out = String::new();
         let usage = root.get(src, "usage").filter(|u| !u.is_null());
         if !rewritten.is_empty() {
             out.push_str(&self.write(&rewritten, None));
         }
-        for (index, reason) in finishing {
-            out.push_str(&self.finish(index, &reason).await);
+        let as_it_came = single && usage.is_none();
+        for (index, reason, empty) in finishing {
+            let (before, judged) = self.finish(index, &reason).await;
+            out.push_str(&before);
+            if as_it_came && empty && judged == reason {
+                // The finish chunk itself, as it came.
+                out.push_str(&raw);
+            } else {
+                out.push_str(&self.write_delta(index, &serde_json::json!({}), Some(&judged)));
+            }
         }
         if let Some(usage) = usage {
             out.push_str(&self.write(&[], Some(usage.raw(src))));
@@ -212,13 +236,25 @@ impl Relay<'_> {
         out
     }
 
-    /// One choice's delta offered: its rewritten bytes (text as released,
-    /// tool calls taken out), and whether it is unchanged.
-    fn delta(&mut self, src: &[u8], choice: &Node, index: u64) -> (Vec<u8>, bool) {
+    /// One choice's delta offered (see [`Offered`]).
+    fn delta(&mut self, src: &[u8], choice: &Node, index: u64) -> Offered {
         let state = self.choices.entry(index).or_default();
         let Some(delta) = choice.get(src, "delta").filter(|d| d.as_object().is_some()) else {
-            return (b"{}".to_vec(), true);
+            return Offered {
+                bytes: b"{}".to_vec(),
+                same: true,
+                same_but_calls: true,
+                calls: false,
+                empty: true,
+            };
         };
+        let empty = delta.as_object().is_none_or(|members| {
+            members.iter().all(|(k, v)| {
+                (k.is(src, "content") || k.is(src, "refusal"))
+                    && v.text(src).is_none_or(|t| t.is_empty())
+                    || v.is_null()
+            })
+        });
         let mut set: Vec<(&str, Option<Vec<u8>>)> = Vec::new();
         let mut same = true;
         for field in ["content", "refusal"] {
@@ -248,8 +284,11 @@ impl Relay<'_> {
             same &= released == text;
             set.push((field, Some(string_literal(&released).into_bytes())));
         }
+        let texts_same = same;
+        let mut calls_seen = false;
         if let Some(calls) = delta.get(src, "tool_calls").and_then(Node::as_array) {
             same = false;
+            calls_seen = true;
             for call in calls {
                 let at = call
                     .get(src, "index")
@@ -273,14 +312,23 @@ impl Relay<'_> {
             }
             set.push(("tool_calls", None));
         }
-        if same {
-            return (delta.raw(src).to_vec(), true);
+        let bytes = if same {
+            delta.raw(src).to_vec()
+        } else {
+            views::rebuild_object(src, delta, &set)
+        };
+        Offered {
+            bytes,
+            same,
+            same_but_calls: texts_same,
+            calls: calls_seen,
+            empty,
         }
-        (views::rebuild_object(src, delta, &set), false)
     }
 
-    /// Finishes choice `index` (see the module docs): what goes out.
-    async fn finish(&mut self, index: u64, reason: &str) -> String {
+    /// Finishes choice `index` (see the module docs): what goes out before
+    /// its finish chunk, and the finish reason that chunk carries.
+    async fn finish(&mut self, index: u64, reason: &str) -> (String, String) {
         let mut state = self.choices.remove(&index).unwrap_or_default();
         let mut out = String::new();
         // The gates' final check.
@@ -361,15 +409,26 @@ impl Relay<'_> {
         if !unsent.is_empty() {
             out.push_str(&self.write_delta(index, &serde_json::json!({"content": unsent}), None));
         }
+        let unchanged = !state.calls_mixed
+            && judged.calls.len() == state.calls.len()
+            && judged.calls.iter().zip(state.calls.values()).all(|(verdict, proposed)| {
+                matches!(verdict, CallVerdict::Pass(call) if call.arguments.as_str() == arguments_of(&proposed.arguments).as_str())
+            });
         let mut kept = 0;
-        for verdict in &judged.calls {
-            if let CallVerdict::Pass(call) = verdict {
-                let delta = serde_json::json!({"tool_calls": [{
-                    "index": kept, "id": call.id, "type": "function",
-                    "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
-                }]});
-                out.push_str(&self.write_delta(index, &delta, None));
-                kept += 1;
+        if unchanged {
+            // Every call passed as proposed: its deltas go out as they came.
+            out.extend(std::mem::take(&mut state.call_events));
+            kept = judged.calls.len();
+        } else {
+            for verdict in &judged.calls {
+                if let CallVerdict::Pass(call) = verdict {
+                    let delta = serde_json::json!({"tool_calls": [{
+                        "index": kept, "id": call.id, "type": "function",
+                        "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
+                    }]});
+                    out.push_str(&self.write_delta(index, &delta, None));
+                    kept += 1;
+                }
             }
         }
         let reason = if judged.vetoed_by.is_some() {
@@ -379,7 +438,6 @@ impl Relay<'_> {
         } else {
             reason
         };
-        out.push_str(&self.write_delta(index, &serde_json::json!({}), Some(reason)));
         self.choices.insert(
             index,
             ChoiceState {
@@ -387,7 +445,7 @@ impl Relay<'_> {
                 ..ChoiceState::default()
             },
         );
-        out
+        (out, reason.to_owned())
     }
 
     /// A chunk carrying `delta` for choice `index` (and `finish_reason`).
@@ -411,6 +469,20 @@ impl Relay<'_> {
         let data = crate::jsondoc::object_from(members.iter().map(|(k, v)| (*k, v.as_slice())));
         sse("", &String::from_utf8_lossy(&data))
     }
+}
+
+/// What offering one choice's delta came to.
+struct Offered {
+    /// The delta rewritten: text as released, tool calls taken out.
+    bytes: Vec<u8>,
+    /// Nothing changed (no text held back, no tool call).
+    same: bool,
+    /// Nothing changed but that it carries tool-call deltas.
+    same_but_calls: bool,
+    /// It carries tool-call deltas.
+    calls: bool,
+    /// It says nothing (no text, no call): a finish chunk's.
+    empty: bool,
 }
 
 /// Whether a rewritten choice says anything: more than an index and an
