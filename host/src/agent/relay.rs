@@ -409,8 +409,20 @@ impl AgentSession {
         bundle: Option<&Arc<Interceptors>>,
         judged: Judged,
     ) -> JudgedChoice {
+        // The text beside the calls is what the client shows its user: it
+        // passes the output seam too (no gate retry: it is no answer).
+        let content = match bundle.map(|b| b.output.as_slice()).filter(|c| !c.is_empty()) {
+            Some(chain) if !judged.content.is_empty() => {
+                let output = self.run_seam(chain, &(), &judged.content);
+                match output.blocked {
+                    Some(reason) => output.notices.last().map_or(reason, |n| n.text.clone()),
+                    None => output.replaced.unwrap_or(judged.content),
+                }
+            }
+            _ => judged.content,
+        };
         let mut choice = JudgedChoice {
-            content: judged.content,
+            content,
             ..JudgedChoice::default()
         };
         for call in judged.tool_calls {

@@ -50,6 +50,10 @@ pub struct Config {
     pub scan_llm_responses: bool,
     /// Also gate streamed text (default: `scan_llm_responses`).
     pub scan_stream: Option<bool>,
+    /// Also gate the tool calls a model proposes, their arguments being
+    /// text the model wrote (default: `scan_llm_responses`, and always in
+    /// a relayed conversation, where the client runs what passes).
+    pub scan_tool_calls: Option<bool>,
     /// At least this many bytes at the end of the streamed text are held
     /// back until the next delta (or the end): with more than the text,
     /// nothing is shown before the final check.
@@ -173,6 +177,7 @@ impl Default for Config {
             scan_tool_results: false,
             scan_llm_responses: false,
             scan_stream: None,
+            scan_tool_calls: None,
             stream_hold_back: 0,
             stream_hold_limit: DEFAULT_HOLD_LIMIT,
         }
@@ -186,5 +191,14 @@ impl Config {
     #[must_use]
     pub fn scans_stream(&self) -> bool {
         self.scan_stream.unwrap_or(self.scan_llm_responses)
+    }
+
+    /// Whether proposed tool calls are gated in a conversation the host
+    /// runs itself (a relayed one is always gated, unless switched off):
+    /// `scan_tool_calls` when given, else `scan_llm_responses`.
+    #[must_use]
+    pub fn scans_tool_calls(&self, relayed: bool) -> bool {
+        self.scan_tool_calls
+            .unwrap_or(self.scan_llm_responses || relayed)
     }
 }

@@ -61,6 +61,40 @@ impl ContentSafety {
         }
     }
 
+    /// The `tool_call` answer on a call the model proposed: block (the
+    /// call is refused, `Content safety (tool call): <checks>`), or each
+    /// string of its arguments redacted (the call keeps its id).
+    fn call_decision(&self, session: Session<'_>, call: ToolCallRef<'_>) -> Decision<ToolCall> {
+        let text = call.arguments_json();
+        let Ok(arguments) = serde_json::from_str::<serde_json::Value>(text) else {
+            // Not JSON: judged as the text it is.
+            return match self.judge(text) {
+                Verdict::Clean => Decision::Allow,
+                Verdict::Redacted(redacted, _) => {
+                    let mut owned = call.to_owned();
+                    owned.arguments_json = serde_json::Value::String(redacted).to_string();
+                    Decision::Replace(owned)
+                }
+                Verdict::Block(checks) => {
+                    session.notice(self.notice(&checks));
+                    Decision::block(format!("Content safety (tool call): {checks}"))
+                }
+            };
+        };
+        let fired = self.scanner.triggered(text);
+        if fired.is_empty() {
+            return Decision::Allow;
+        }
+        let checks = self.scanner.names(&fired);
+        if self.config.action == Action::Block {
+            session.notice(self.notice(&checks));
+            return Decision::block(format!("Content safety (tool call): {checks}"));
+        }
+        let mut owned = call.to_owned();
+        owned.arguments_json = redact_strings(&self.scanner, arguments).to_string();
+        Decision::Replace(owned)
+    }
+
     /// The `tool_result` answer: the output redacted, or (block) the result
     /// replaced by the error `blocked by content_safety: <checks>`, so the
     /// model learns the call failed and never sees the output.
@@ -81,6 +115,22 @@ impl ContentSafety {
     }
 }
 
+/// `value` with every string in it (keys excepted) redacted.
+fn redact_strings(scanner: &Scanner, value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(scanner.redact(&text).map_or(text, |(redacted, _)| redacted)),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| redact_strings(scanner, v)).collect()),
+        Value::Object(members) => Value::Object(
+            members
+                .into_iter()
+                .map(|(k, v)| (k, redact_strings(scanner, v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 impl Pack for ContentSafety {
     const NAME: &'static str = "content-safety";
     const VERSION: &'static str = "1.0.0";
@@ -91,6 +141,7 @@ impl Pack for ContentSafety {
         SeamKind::ToolResult,
         SeamKind::ModelResponse,
         SeamKind::StreamChunk,
+        SeamKind::ToolCall,
     ];
 
     type Config = Config;
@@ -111,6 +162,16 @@ impl Pack for ContentSafety {
             Ok(me.text_decision(session, answer, ""))
         });
         registrar.fail_closed("output");
+        if self.config.scan_tool_calls != Some(false) {
+            let me = Arc::clone(&self);
+            registrar.tool_call("tool_call", move |session, call| {
+                if !me.config.scans_tool_calls(session.is_relayed()) {
+                    return Ok(Decision::Allow);
+                }
+                Ok(me.call_decision(session, call))
+            });
+            registrar.fail_closed("tool_call");
+        }
         if self.config.scan_tool_results {
             let me = Arc::clone(&self);
             registrar.tool_result("tool_result", move |_session, _call, result| {
@@ -161,6 +222,7 @@ impl Pack for ContentSafety {
         let redact = self.config.action == Action::Redact;
         for (name, on) in [
             ("output", true),
+            ("tool_call", self.config.scan_tool_calls != Some(false)),
             ("tool_result", self.config.scan_tool_results),
             ("model_response", self.config.scan_llm_responses),
             ("stream_chunk", self.config.scans_stream()),
