@@ -28,6 +28,7 @@
 //!   budget.
 //! - [`gateway`]: `chimera serve`, the packs as a guardrail gateway
 //!   speaking the chat-completions and Messages wires.
+//! - [`jsondoc`]: JSON as written: parsed to byte spans, edited by splicing.
 //! - [`mcp`]: MCP under the same seams: `chimera mcp guard` in front of a
 //!   stdio MCP server, and tools from MCP servers.
 //! - [`pack_test`]: policy test cases for packs (`chimera pack test`), and
@@ -80,6 +81,7 @@ pub mod files;
 pub mod gateway;
 pub mod interception;
 pub mod isolate;
+pub mod jsondoc;
 pub mod mcp;
 pub mod pack_test;
 pub mod plugins;

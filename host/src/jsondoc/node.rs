@@ -1,0 +1,417 @@
+//! The parsed tree: every value with its byte span in the source, strings
+//! and numbers left as written until asked for.
+//!
+//! A [`Node`] does not borrow its source: every accessor that reads text
+//! takes the same `src` that was parsed. Given another slice it returns
+//! garbage (never panics).
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// A JSON value and where it is in the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The value's bytes in the source: from its first byte to its last,
+    /// no surrounding whitespace (a string's quotes included).
+    pub span: Range<usize>,
+    /// What the value is.
+    pub kind: Kind,
+}
+
+/// What a [`Node`] is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number; its text, as written, is the node's span.
+    Number,
+    /// A string; the node's span is the literal, quotes included.
+    String {
+        /// Whether the literal holds a backslash escape (if not, its text
+        /// is the bytes between the quotes, borrowed as they are).
+        escaped: bool,
+    },
+    /// An array's elements, in order.
+    Array(Vec<Node>),
+    /// An object's members, in document order (keys are unique: the
+    /// parser refuses a repeated one).
+    Object(Vec<(Key, Node)>),
+}
+
+/// An object member's key: its span, and its text decoded when the
+/// literal holds an escape (otherwise the text is the source's bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    /// The key's string literal in the source, quotes included.
+    pub span: Range<usize>,
+    /// The decoded text, kept only when the literal holds an escape.
+    decoded: Option<Box<str>>,
+}
+
+impl Key {
+    pub(super) fn new(span: Range<usize>, decoded: Option<Box<str>>) -> Self {
+        Self { span, decoded }
+    }
+
+    /// The key's text: borrowed from `src`, or the decoded text when the
+    /// literal holds an escape.
+    #[must_use]
+    pub fn text<'a>(&'a self, src: &'a [u8]) -> Cow<'a, str> {
+        match &self.decoded {
+            Some(text) => Cow::Borrowed(text),
+            None => String::from_utf8_lossy(self.bytes(src)),
+        }
+    }
+
+    /// Whether the key's text is `name` (no allocation, no decoding).
+    #[must_use]
+    pub fn is(&self, src: &[u8], name: &str) -> bool {
+        self.bytes(src) == name.as_bytes()
+    }
+
+    /// Whether the literal holds a backslash escape.
+    #[must_use]
+    pub fn has_escapes(&self) -> bool {
+        self.decoded.is_some()
+    }
+
+    /// The key's text as UTF-8 bytes.
+    pub(super) fn bytes<'a>(&'a self, src: &'a [u8]) -> &'a [u8] {
+        match &self.decoded {
+            Some(text) => text.as_bytes(),
+            None => inner(src, &self.span),
+        }
+    }
+}
+
+impl Node {
+    /// The value's bytes in `src`, exactly as written.
+    #[must_use]
+    pub fn raw<'a>(&self, src: &'a [u8]) -> &'a [u8] {
+        src.get(self.span.clone()).unwrap_or_default()
+    }
+
+    /// The kind's name, for error lines: `null`, `boolean`, `number`,
+    /// `string`, `array` or `object`.
+    #[must_use]
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Null => "null",
+            Kind::Bool(_) => "boolean",
+            Kind::Number => "number",
+            Kind::String { .. } => "string",
+            Kind::Array(_) => "array",
+            Kind::Object(_) => "object",
+        }
+    }
+
+    /// The member named `key` of an object (`None` for any other kind or
+    /// a missing key). Compares bytes: no allocation.
+    #[must_use]
+    pub fn get(&self, src: &[u8], key: &str) -> Option<&Node> {
+        self.as_object()?
+            .iter()
+            .find(|(k, _)| k.is(src, key))
+            .map(|(_, node)| node)
+    }
+
+    /// The element at `index` of an array.
+    #[must_use]
+    pub fn index(&self, index: usize) -> Option<&Node> {
+        self.as_array()?.get(index)
+    }
+
+    /// An array's elements.
+    #[must_use]
+    pub fn as_array(&self) -> Option<&[Node]> {
+        match &self.kind {
+            Kind::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// An object's members, in document order.
+    #[must_use]
+    pub fn as_object(&self) -> Option<&[(Key, Node)]> {
+        match &self.kind {
+            Kind::Object(members) => Some(members),
+            _ => None,
+        }
+    }
+
+    /// A boolean's value.
+    #[must_use]
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.kind {
+            Kind::Bool(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Whether the value is `null`.
+    #[must_use]
+    pub fn is_null(&self) -> bool {
+        matches!(self.kind, Kind::Null)
+    }
+
+    /// A number's text as written (`1.50`, `-0`, `1E+2`).
+    #[must_use]
+    pub fn number_text<'a>(&self, src: &'a [u8]) -> Option<&'a str> {
+        match self.kind {
+            Kind::Number => std::str::from_utf8(self.raw(src)).ok(),
+            _ => None,
+        }
+    }
+
+    /// A string's text: borrowed from `src` when the literal holds no
+    /// escape, decoded otherwise. A lone surrogate escape (accepted only
+    /// under [`Surrogates::Keep`](super::Surrogates::Keep)) decodes to
+    /// U+FFFD; the source's bytes are unchanged.
+    #[must_use]
+    pub fn text<'a>(&self, src: &'a [u8]) -> Option<Cow<'a, str>> {
+        match self.kind {
+            Kind::String { escaped: false } => {
+                Some(String::from_utf8_lossy(inner(src, &self.span)))
+            }
+            Kind::String { escaped: true } => Some(Cow::Owned(decode(inner(src, &self.span)))),
+            _ => None,
+        }
+    }
+
+    /// The subtree as a `serde_json` value: what `serde_json` makes of
+    /// [`raw`](Self::raw), except where `serde_json` would refuse it: the
+    /// value is built from the tree (so `serde_json`'s own nesting limit
+    /// of 127 does not apply), a lone surrogate escape
+    /// ([`Surrogates::Keep`](super::Surrogates::Keep)) becomes U+FFFD, and
+    /// a number too large for a float
+    /// ([`Numbers::Keep`](super::Numbers::Keep)) becomes `f64::MAX` or
+    /// `-f64::MAX`, the nearest `serde_json` holds.
+    #[must_use]
+    pub fn to_value(&self, src: &[u8]) -> serde_json::Value {
+        use serde_json::Value;
+        match &self.kind {
+            Kind::Null => Value::Null,
+            Kind::Bool(value) => Value::Bool(*value),
+            Kind::Number => {
+                let text = self.number_text(src).unwrap_or_default();
+                text.parse::<serde_json::Number>()
+                    .ok()
+                    .or_else(|| {
+                        let max = if text.starts_with('-') {
+                            -f64::MAX
+                        } else {
+                            f64::MAX
+                        };
+                        serde_json::Number::from_f64(max)
+                    })
+                    .map_or(Value::Null, Value::Number)
+            }
+            Kind::String { .. } => Value::String(self.text(src).unwrap_or_default().into_owned()),
+            Kind::Array(items) => Value::Array(items.iter().map(|n| n.to_value(src)).collect()),
+            Kind::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(k, n)| (k.text(src).into_owned(), n.to_value(src)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The bytes between a string literal's quotes.
+fn inner<'a>(src: &'a [u8], span: &Range<usize>) -> &'a [u8] {
+    src.get(span.start + 1..span.end.saturating_sub(1))
+        .unwrap_or_default()
+}
+
+/// The text of a string literal's content (the bytes between its
+/// quotes), escapes decoded. A lone surrogate escape, or anything else
+/// malformed (only possible with a `src` other than the one parsed),
+/// becomes U+FFFD.
+pub(super) fn decode(content: &[u8]) -> String {
+    let mut out = Vec::with_capacity(content.len());
+    let mut i = 0;
+    while i < content.len() {
+        let Some(offset) = content[i..].iter().position(|&b| b == b'\\') else {
+            out.extend_from_slice(&content[i..]);
+            break;
+        };
+        out.extend_from_slice(&content[i..i + offset]);
+        i += offset + 1;
+        let Some(&escape) = content.get(i) else {
+            push_char(&mut out, char::REPLACEMENT_CHARACTER);
+            break;
+        };
+        i += 1;
+        let simple = match escape {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let (c, used) = unicode_escape(&content[i..]);
+                push_char(&mut out, c);
+                i += used;
+                continue;
+            }
+            _ => {
+                push_char(&mut out, char::REPLACEMENT_CHARACTER);
+                continue;
+            }
+        };
+        out.push(simple);
+    }
+    String::from_utf8(out)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+/// A `\u` escape's character, given the bytes after `\u`, and how many
+/// of them it used: four, or ten for a surrogate pair.
+fn unicode_escape(rest: &[u8]) -> (char, usize) {
+    let Some(unit) = hex4(rest) else {
+        return (char::REPLACEMENT_CHARACTER, 0);
+    };
+    match unit {
+        0xD800..=0xDBFF => {
+            let low = match rest.get(4..6) {
+                Some(b"\\u") => hex4(&rest[6..]).filter(|u| (0xDC00..=0xDFFF).contains(u)),
+                _ => None,
+            };
+            match low {
+                Some(low) => {
+                    let code =
+                        0x10000 + ((u32::from(unit) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                    (
+                        char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER),
+                        10,
+                    )
+                }
+                None => (char::REPLACEMENT_CHARACTER, 4),
+            }
+        }
+        _ => (
+            char::from_u32(u32::from(unit)).unwrap_or(char::REPLACEMENT_CHARACTER),
+            4,
+        ),
+    }
+}
+
+/// Four hexadecimal digits at the start of `bytes`, as a code unit.
+pub(super) fn hex4(bytes: &[u8]) -> Option<u16> {
+    let digits = bytes.get(..4)?;
+    let mut unit = 0u16;
+    for &b in digits {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        unit = unit << 4 | u16::from(digit);
+    }
+    Some(unit)
+}
+
+fn push_char(out: &mut Vec<u8>, c: char) {
+    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsondoc::{parse, Limits, Surrogates};
+
+    #[test]
+    fn accessors_find_members_elements_and_scalars() {
+        let src = br#" {"model":"m","n":2,"stream":true,"stop":null,"messages":[{"role":"user"},"x\ny"]} "#;
+        let root = parse(src, &Limits::default()).unwrap();
+        assert_eq!(root.kind_name(), "object");
+        assert_eq!(root.raw(src).first(), Some(&b'{'));
+        assert_eq!(root.get(src, "model").unwrap().text(src).unwrap(), "m");
+        assert_eq!(root.get(src, "n").unwrap().number_text(src), Some("2"));
+        assert_eq!(root.get(src, "stream").unwrap().as_bool(), Some(true));
+        assert!(root.get(src, "stop").unwrap().is_null());
+        assert!(root.get(src, "absent").is_none());
+        let messages = root.get(src, "messages").unwrap();
+        assert_eq!(messages.as_array().unwrap().len(), 2);
+        let first = messages.index(0).unwrap();
+        assert_eq!(first.get(src, "role").unwrap().raw(src), br#""user""#);
+        assert_eq!(messages.index(1).unwrap().text(src).unwrap(), "x\ny");
+        assert!(messages.index(2).is_none());
+        assert!(messages.get(src, "role").is_none());
+        assert_eq!(root.as_object().unwrap()[0].0.text(src), "model");
+    }
+
+    #[test]
+    fn text_is_borrowed_without_escapes_and_decoded_with_them() {
+        let src = br#"["plain", "tab\there", "\u00e9\ud83d\ude00\/"]"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        assert!(matches!(
+            root.index(0).unwrap().text(src),
+            Some(Cow::Borrowed("plain"))
+        ));
+        assert!(matches!(
+            root.index(1).unwrap().text(src),
+            Some(Cow::Owned(_))
+        ));
+        assert_eq!(root.index(1).unwrap().text(src).unwrap(), "tab\there");
+        assert_eq!(root.index(2).unwrap().text(src).unwrap(), "é😀/");
+    }
+
+    #[test]
+    fn an_escaped_key_is_found_by_its_decoded_text() {
+        let src = br#"{"mess\u0061ges":[]}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        let (key, _) = &root.as_object().unwrap()[0];
+        assert!(key.has_escapes());
+        assert_eq!(key.span, 1..16);
+        assert!(root.get(src, "messages").is_some());
+    }
+
+    #[test]
+    fn a_kept_lone_surrogate_decodes_to_the_replacement_character() {
+        let limits = Limits::default().with_surrogates(Surrogates::Keep);
+        let src = br#"["a\ud800b", "\udc00", "\ud800\ud800\udc00"]"#;
+        let root = parse(src, &limits).unwrap();
+        assert_eq!(root.index(0).unwrap().text(src).unwrap(), "a\u{FFFD}b");
+        assert_eq!(root.index(1).unwrap().text(src).unwrap(), "\u{FFFD}");
+        assert_eq!(
+            root.index(2).unwrap().text(src).unwrap(),
+            "\u{FFFD}\u{10000}"
+        );
+        assert_eq!(root.index(0).unwrap().raw(src), br#""a\ud800b""#);
+        assert_eq!(root.to_value(src)[0], "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn to_value_is_what_serde_json_makes_of_the_raw_bytes() {
+        let src = br#"{"a":[1,-0,1.50,1E+2,18446744073709551616],"b":{"c":"\n"},"d":false}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        let expected: serde_json::Value = serde_json::from_slice(src).unwrap();
+        assert_eq!(root.to_value(src), expected);
+        let a = root.get(src, "a").unwrap();
+        assert_eq!(
+            a.to_value(src),
+            serde_json::from_slice::<serde_json::Value>(a.raw(src)).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_foreign_source_gives_garbage_not_a_panic() {
+        let src = br#"{"key":"value\n"}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        for other in [&b""[..], b"{", b"\xff\xfe\\", b"\\u12"] {
+            let _ = root.to_value(other);
+            let _ = root.get(other, "key");
+        }
+        assert_eq!(decode(b"\\"), "\u{FFFD}");
+        assert_eq!(decode(b"\\u12"), "\u{FFFD}12");
+        assert_eq!(decode(b"\\q\xff"), "\u{FFFD}\u{FFFD}");
+    }
+}
