@@ -21,6 +21,7 @@ use std::time::Duration;
 
 mod fidelity;
 mod replicas;
+mod security;
 mod state;
 
 /// A running `chimera serve`, killed when dropped.

@@ -411,7 +411,10 @@ impl AgentSession {
     ) -> JudgedChoice {
         // The text beside the calls is what the client shows its user: it
         // passes the output seam too (no gate retry: it is no answer).
-        let content = match bundle.map(|b| b.output.as_slice()).filter(|c| !c.is_empty()) {
+        let content = match bundle
+            .map(|b| b.output.as_slice())
+            .filter(|c| !c.is_empty())
+        {
             Some(chain) if !judged.content.is_empty() => {
                 let output = self.run_seam(chain, &(), &judged.content);
                 match output.blocked {

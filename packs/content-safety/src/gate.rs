@@ -119,8 +119,15 @@ impl ContentSafety {
 fn redact_strings(scanner: &Scanner, value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
-        Value::String(text) => Value::String(scanner.redact(&text).map_or(text, |(redacted, _)| redacted)),
-        Value::Array(items) => Value::Array(items.into_iter().map(|v| redact_strings(scanner, v)).collect()),
+        Value::String(text) => {
+            Value::String(scanner.redact(&text).map_or(text, |(redacted, _)| redacted))
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| redact_strings(scanner, v))
+                .collect(),
+        ),
         Value::Object(members) => Value::Object(
             members
                 .into_iter()

@@ -230,7 +230,8 @@ fn merged(text: &str) -> Vec<Value> {
 /// calls until the choice is judged while another's text goes on, so the
 /// choices' events may interleave differently, never reorder.
 fn per_choice(text: &str) -> std::collections::BTreeMap<String, Vec<(String, String)>> {
-    let mut out: std::collections::BTreeMap<String, Vec<(String, String)>> = std::collections::BTreeMap::new();
+    let mut out: std::collections::BTreeMap<String, Vec<(String, String)>> =
+        std::collections::BTreeMap::new();
     for (name, data) in events(text) {
         let key = serde_json::from_str::<Value>(&data)
             .ok()
