@@ -42,6 +42,7 @@ pub use permission::{
     Answering, AnswersFile, ApproveAll, Approver, DenyAll, OperatorAnswer, Permission,
     PermissionPolicy, TerminalApprover, ToolRules,
 };
+pub(crate) use react::whole_reply_gates;
 pub use relay::{CallVerdict, Carried, Choice, Exchange, JudgedChoice, Refused, RelayRequest};
 pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};

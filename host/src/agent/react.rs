@@ -52,6 +52,43 @@ impl Received {
     }
 }
 
+/// The packs of `bundle` that judge whole replies (`model_response`,
+/// `output`) but not streamed text, sorted, and a phrase for each
+/// (`json-schema gates output but not stream_chunk`): what a stream cannot
+/// show before their verdict.
+pub(crate) fn whole_reply_gates(bundle: &Interceptors) -> (Vec<String>, Vec<String>) {
+    let packs_on = |seam: SeamName| -> BTreeSet<String> {
+        bundle
+            .chain(seam)
+            .iter()
+            .filter(|i| i.is_pack() && i.role() != ContentRole::Observes)
+            .map(|i| i.name().split('/').next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let streaming_gates = packs_on(SeamName::StreamChunk);
+    let on_reply = packs_on(SeamName::ModelResponse);
+    let on_output = packs_on(SeamName::Output);
+    let packs: Vec<String> = on_reply
+        .union(&on_output)
+        .filter(|pack| !streaming_gates.contains(*pack))
+        .cloned()
+        .collect();
+    let which = packs
+        .iter()
+        .map(|pack| {
+            let seams: Vec<&str> = [
+                (on_reply.contains(pack), "model_response"),
+                (on_output.contains(pack), "output"),
+            ]
+            .into_iter()
+            .filter_map(|(on, seam)| on.then_some(seam))
+            .collect();
+            format!("{pack} gates {} but not stream_chunk", seams.join(" and "))
+        })
+        .collect();
+    (packs, which)
+}
+
 /// Why the pre-provider seams did not produce a request.
 enum Halt {
     /// An interceptor blocked (the reason, the interceptor): the run ends.
@@ -598,40 +635,14 @@ impl AgentSession {
         let Some(bundle) = bundle.filter(|_| self.config.stream) else {
             return false;
         };
-        let packs_on = |seam: SeamName| -> BTreeSet<String> {
-            bundle
-                .chain(seam)
-                .iter()
-                .filter(|i| i.is_pack() && i.role() != ContentRole::Observes)
-                .map(|i| i.name().split('/').next().unwrap_or_default().to_owned())
-                .collect()
-        };
-        let streaming_gates = packs_on(SeamName::StreamChunk);
-        let on_reply = packs_on(SeamName::ModelResponse);
-        let on_output = packs_on(SeamName::Output);
-        let unsafe_packs: Vec<String> = on_reply
-            .union(&on_output)
-            .filter(|pack| !streaming_gates.contains(*pack))
-            .cloned()
-            .collect();
+        let (unsafe_packs, which) = whole_reply_gates(bundle);
         let allow = self.config.stream_policy == StreamPolicy::Allow;
         if unsafe_packs.is_empty() {
             return false;
         }
-        if self.stream_said.as_ref() != Some(&unsafe_packs) {
-            let which: Vec<String> = unsafe_packs
-                .iter()
-                .map(|pack| {
-                    let seams: Vec<&str> = [
-                        (on_reply.contains(pack), "model_response"),
-                        (on_output.contains(pack), "output"),
-                    ]
-                    .into_iter()
-                    .filter_map(|(on, seam)| on.then_some(seam))
-                    .collect();
-                    format!("{pack} gates {} but not stream_chunk", seams.join(" and "))
-                })
-                .collect();
+        // A relayed exchange says nothing per request: the gateway said it
+        // once, at start-up.
+        if self.relay.is_none() && self.stream_said.as_ref() != Some(&unsafe_packs) {
             if allow {
                 tracing::warn!(
                     "streaming left on: {} (a block cannot take back text already streamed)",

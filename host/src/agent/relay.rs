@@ -321,6 +321,7 @@ impl AgentSession {
 
     /// Ends a stream gate: a hold still under way ends (`ended`); the
     /// block, if any, and the rewritten text.
+    #[must_use]
     pub fn finish_stream(&self, exchange: &Exchange, gate: StreamGate) -> super::StreamEnd {
         let mut end = gate.finish();
         if let (Some(edge), Some(chain)) = (

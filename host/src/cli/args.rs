@@ -146,7 +146,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) upstream_retries: u32,
     /// A streamed request when a pack gates whole replies only (json-schema,
-    /// output-length, a model_response gate): `downgrade` holds each
+    /// output-length, a `model_response` gate): `downgrade` holds each
     /// reply's text until the reply is judged whole; `allow` streams it and
     /// appends the verdict.
     #[arg(long, value_name = "downgrade|allow", default_value = "downgrade")]

@@ -96,6 +96,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .local_addr()
             .map_err(|e| Failure::run_failed(format!("cannot read the listening address: {e}")))?;
         let mut stdout = std::io::stdout();
+        if let Some(line) = gateway.stream_line() {
+            tracing::warn!("{line}");
+        }
         let _ = writeln!(stdout, "listening on http://{address}");
         let _ = stdout.flush();
         gateway

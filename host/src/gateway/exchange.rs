@@ -13,10 +13,10 @@
 
 use super::events::{Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
-use super::wire::{error_message, Refusal, Wire};
+use super::wire::{Refusal, Wire};
 use super::{refuse, Gateway, BAD_KEY};
 use crate::agent::{AgentSession, EventBus, Exchange};
-use crate::jsondoc::{parse, string_literal, Limits, Splice};
+use crate::jsondoc::{parse, Limits};
 use crate::types::Headers;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -42,79 +42,131 @@ pub(super) async fn answer<W: Wire>(
     body: Body,
 ) -> Response {
     let started = Instant::now();
+    match admit::<W>(&gateway, headers, body).await {
+        Ok(admitted) => relay::<W>(gateway, headers, query, admitted, started).await,
+        Err(refused) => refused,
+    }
+}
+
+/// A request the gateway took: read, its model served, a slot held.
+struct Admitted<R> {
+    body: Bytes,
+    root: crate::jsondoc::Node,
+    read: R,
+    conversation: Option<String>,
+    slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// The checks before anything is judged: the caps, the key, the
+/// conversation's name, the body (parsed, read as the wire's request), the
+/// model, a slot. `Err`: the refusal to answer with.
+async fn admit<W: Wire>(
+    gateway: &Arc<Gateway>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Admitted<W::Read>, Response> {
     let header_bytes: usize = headers
         .iter()
         .map(|(name, value)| name.as_str().len() + value.len())
         .sum();
     if header_bytes > gateway.header_cap {
-        return refuse::<W>(
+        return Err(refuse::<W>(
             Refusal::HeadersTooLarge,
             &format!(
                 "the request headers are over this gateway's cap of {} bytes",
                 gateway.header_cap
             ),
-        );
+        ));
     }
     if !gateway.accepts_key(headers) {
-        return refuse::<W>(Refusal::BadKey, BAD_KEY);
+        return Err(refuse::<W>(Refusal::BadKey, BAD_KEY));
     }
-    let conversation = match super::sessions::conversation(
+    let conversation = super::sessions::conversation(
         headers,
         super::presented_key(headers),
         gateway.session_scope,
-    ) {
-        Ok(conversation) => conversation,
-        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
-    };
-    let Ok(body) = axum::body::to_bytes(body, gateway.body_cap).await else {
-        return refuse::<W>(
-            Refusal::TooLarge,
-            &format!(
-                "the request body is over this gateway's cap of {} bytes (or broke off)",
-                gateway.body_cap
-            ),
-        );
-    };
-    let root = match parse(&body, &Limits::default()) {
-        Ok(root) => root,
-        Err(error) => {
-            return refuse::<W>(
-                Refusal::BadRequest,
-                &format!("the request body cannot be read as JSON: {error}"),
+    )
+    .map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
+    let body = axum::body::to_bytes(body, gateway.body_cap)
+        .await
+        .map_err(|_| {
+            refuse::<W>(
+                Refusal::TooLarge,
+                &format!(
+                    "the request body is over this gateway's cap of {} bytes (or broke off)",
+                    gateway.body_cap
+                ),
             )
-        }
-    };
-    let read = match W::read(&body, &root) {
-        Ok(read) => read,
-        Err(line) => return refuse::<W>(Refusal::BadRequest, &line),
-    };
-    let model = W::request(&read).model.clone();
-    let Some(served) = gateway.served::<W>() else {
-        return refuse::<W>(
+        })?;
+    let root = parse(&body, &Limits::default()).map_err(|error| {
+        refuse::<W>(
+            Refusal::BadRequest,
+            &format!("the request body cannot be read as JSON: {error}"),
+        )
+    })?;
+    let read = W::read(&body, &root).map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
+    let model = &W::request(&read).model;
+    let served = gateway.served::<W>().ok_or_else(|| {
+        refuse::<W>(
             Refusal::NotFound,
             &format!("this gateway serves no {} upstream", W::NAME),
-        );
-    };
-    if !served.serves(&model) {
-        return refuse::<W>(
+        )
+    })?;
+    if !served.serves(model) {
+        return Err(refuse::<W>(
             Refusal::UnknownModel,
             &format!(
                 "the model '{}' is not served here on {} (served: {})",
-                super::wire::one_word(&model),
+                super::wire::one_word(model),
                 W::NAME,
                 served.listed()
             ),
-        );
+        ));
     }
-    let Ok(slot) = Arc::clone(&gateway.slots).try_acquire_owned() else {
-        return refuse::<W>(
-            Refusal::Busy,
-            "the gateway is at its concurrency limit; retry shortly",
-        );
+    let slot = Arc::clone(&gateway.slots)
+        .try_acquire_owned()
+        .map_err(|_| {
+            refuse::<W>(
+                Refusal::Busy,
+                "the gateway is at its concurrency limit; retry shortly",
+            )
+        })?;
+    Ok(Admitted {
+        body,
+        root,
+        read,
+        conversation,
+        slot,
+    })
+}
+
+/// The exchange of an admitted request: the request seams, the upstream,
+/// the reply's (see the module docs).
+async fn relay<W: Wire>(
+    gateway: Arc<Gateway>,
+    headers: &HeaderMap,
+    query: Option<String>,
+    admitted: Admitted<W::Read>,
+    started: Instant,
+) -> Response {
+    let Admitted {
+        body,
+        root,
+        read,
+        conversation,
+        slot,
+    } = admitted;
+    let Some(served) = gateway.served::<W>() else {
+        return refuse::<W>(Refusal::NotFound, "no upstream");
     };
     let id = super::new_id(W::KIND);
     let id_header = HeaderValue::from_str(&id).ok();
-    let mut lease = gateway.session(served.provider(&model), EventBus::new(), &id, conversation);
+    let mut lease = gateway.session(
+        served.provider(&W::request(&read).model),
+        EventBus::new(),
+        &id,
+        conversation,
+    );
     let session = lease.session();
     let exchange = session.begin_exchange();
     let mut request = W::request(&read).clone();
@@ -157,10 +209,52 @@ pub(super) async fn answer<W: Wire>(
         Ok(response) => response,
         Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
     };
+    let answered = Answered {
+        lease,
+        exchange,
+        model: judged.model,
+        slot,
+        timing: Timing {
+            gateway: Arc::clone(&gateway),
+            started,
+            upstream_started,
+        },
+        id: id_header,
+        limit: served.forwarder.max_body(),
+    };
+    answer_with::<W>(answered, response).await
+}
+
+/// What an exchange holds once the upstream answered.
+struct Answered {
+    lease: super::sessions::Lease,
+    exchange: Exchange,
+    /// The model the request went to.
+    model: String,
+    slot: tokio::sync::OwnedSemaphorePermit,
+    timing: Timing,
+    /// The request's id, for its header.
+    id: Option<HeaderValue>,
+    /// The most bytes of a reply read.
+    limit: u64,
+}
+
+/// The upstream's answer, judged: a stream relayed, a reply written back,
+/// an error's message judged; its status and headers as they came.
+async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -> Response {
+    let Answered {
+        mut lease,
+        exchange,
+        model,
+        slot,
+        timing,
+        id,
+        limit,
+    } = answered;
     let status =
         StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut headers_back = returned_headers(response.headers());
-    if let Some(id) = id_header {
+    if let Some(id) = id {
         headers_back.insert(REQUEST_ID, id);
     }
     let is_stream = response
@@ -168,14 +262,9 @@ pub(super) async fn answer<W: Wire>(
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
+    let session = lease.session();
     if status.is_success() && is_stream {
-        let hold_all = session.hold_stream(&exchange, gateway.stream_policy);
-        let limit = served.forwarder.max_body();
-        let timing = Timing {
-            gateway: Arc::clone(&gateway),
-            started,
-            upstream_started,
-        };
+        let hold_all = session.hold_stream(&exchange, timing.gateway.stream_policy);
         return stream::<W>(
             lease,
             exchange,
@@ -183,27 +272,30 @@ pub(super) async fn answer<W: Wire>(
             headers_back,
             hold_all,
             limit,
-            judged.model,
+            model,
             slot,
             timing,
         );
     }
-    let bytes = match read_body(response, served.forwarder.max_body()).await {
+    let bytes = match read_body(response, limit).await {
         Ok(bytes) => bytes,
         Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
     };
-    let upstream_spent = upstream_started.elapsed();
+    let upstream_spent = timing.upstream_started.elapsed();
     let body = if status.is_success() {
-        match judge_reply::<W>(session, &exchange, &judged.model, &bytes).await {
+        match judge_reply::<W>(session, &exchange, &model, &bytes).await {
             Ok(body) => body,
             Err(line) => return refuse::<W>(Refusal::Upstream, &line),
         }
     } else {
-        judge_error(session, &exchange, &bytes)
+        super::wire::judged_error(session, &exchange, &bytes)
     };
     drop(lease);
     drop(slot);
-    gateway.metrics.timing(upstream_spent, started.elapsed());
+    timing
+        .gateway
+        .metrics
+        .timing(upstream_spent, timing.started.elapsed());
     respond(status, headers_back, body)
 }
 
@@ -249,26 +341,6 @@ async fn judge_reply<W: Wire>(
         judged.push(session.judge_choice(exchange, choice).await);
     }
     W::write_reply(bytes, &root, &reply, &judged)
-}
-
-/// An upstream error body with its message judged as the model's text is
-/// (a secret in it is redacted, a gate's block puts its notice there);
-/// every other byte as it came. A body that is not JSON is judged whole.
-fn judge_error(session: &AgentSession, exchange: &Exchange, bytes: &[u8]) -> Vec<u8> {
-    if let Ok(root) = parse(bytes, &Limits::default()) {
-        let Some((span, message)) = error_message(bytes, &root) else {
-            return bytes.to_vec();
-        };
-        let judged = session.judge_text(exchange, &message);
-        if judged == message {
-            return bytes.to_vec();
-        }
-        let mut splice = Splice::new();
-        splice.replace(span, string_literal(&judged));
-        return splice.render(bytes).unwrap_or_else(|_| bytes.to_vec());
-    }
-    let text = String::from_utf8_lossy(bytes);
-    session.judge_text(exchange, &text).into_bytes()
 }
 
 /// A response of `status` with the upstream's `headers` and `body`.

@@ -403,6 +403,29 @@ impl Gateway {
             .await
     }
 
+    /// What streamed replies do with the packs loaded now, in one line, when
+    /// a pack judges whole replies only (for the start-up log): held whole
+    /// until judged (`downgrade`), or streamed with the verdict appended
+    /// (`allow`).
+    #[must_use]
+    pub fn stream_line(&self) -> Option<String> {
+        let plugins = self.registry.snapshot()?;
+        let (packs, which) = crate::agent::whole_reply_gates(&plugins);
+        if packs.is_empty() {
+            return None;
+        }
+        Some(match self.stream_policy {
+            StreamPolicy::Downgrade => format!(
+                "streamed replies are held whole until judged: {} (--stream-policy allow streams them and appends the verdict)",
+                which.join("; ")
+            ),
+            StreamPolicy::Allow => format!(
+                "streamed replies stream as they come and the verdict is appended: {} (a veto cannot take back what streamed)",
+                which.join("; ")
+            ),
+        })
+    }
+
     /// The upstream wire `W` goes to, when one is configured.
     fn served<W: Wire>(&self) -> Option<&Served> {
         match W::KIND {

@@ -116,6 +116,32 @@ pub(super) fn error_message(src: &[u8], root: &Node) -> Option<(Range<usize>, St
     Some((message.span.clone(), message.text(src)?.into_owned()))
 }
 
+/// An upstream error body with its message judged as the model's text is
+/// (a secret in it is redacted, a gate's block puts its notice there);
+/// every other byte as it came. A body that is not JSON is judged whole.
+pub(super) fn judged_error(
+    session: &crate::agent::AgentSession,
+    exchange: &crate::agent::Exchange,
+    bytes: &[u8],
+) -> Vec<u8> {
+    use crate::jsondoc::{parse, string_literal, Limits, Splice};
+    let Ok(root) = parse(bytes, &Limits::default()) else {
+        return session
+            .judge_text(exchange, &String::from_utf8_lossy(bytes))
+            .into_bytes();
+    };
+    let Some((span, message)) = error_message(bytes, &root) else {
+        return bytes.to_vec();
+    };
+    let judged = session.judge_text(exchange, &message);
+    if judged == message {
+        return bytes.to_vec();
+    }
+    let mut splice = Splice::new();
+    splice.replace(span, string_literal(&judged));
+    splice.render(bytes).unwrap_or_else(|_| bytes.to_vec())
+}
+
 /// A client's word, cut short and made printable for an error line.
 pub(super) fn one_word(text: &str) -> String {
     crate::types::one_line(&text.chars().take(40).collect::<String>())

@@ -474,3 +474,98 @@ fn every_body_of_the_fidelity_corpus_parses_and_its_strings_splice_back_in_place
         assert_eq!(again.to_value(&out), root.to_value(body), "{path:?}");
     }
 }
+
+/// The accessors of [`Node`](super::Node), on parsed documents.
+mod accessors {
+    use crate::jsondoc::node::decode;
+    use crate::jsondoc::{parse, Limits, Surrogates};
+    use std::borrow::Cow;
+
+    #[test]
+    fn accessors_find_members_elements_and_scalars() {
+        let src = br#" {"model":"m","n":2,"stream":true,"stop":null,"messages":[{"role":"user"},"x\ny"]} "#;
+        let root = parse(src, &Limits::default()).unwrap();
+        assert_eq!(root.kind_name(), "object");
+        assert_eq!(root.raw(src).first(), Some(&b'{'));
+        assert_eq!(root.get(src, "model").unwrap().text(src).unwrap(), "m");
+        assert_eq!(root.get(src, "n").unwrap().number_text(src), Some("2"));
+        assert_eq!(root.get(src, "stream").unwrap().as_bool(), Some(true));
+        assert!(root.get(src, "stop").unwrap().is_null());
+        assert!(root.get(src, "absent").is_none());
+        let messages = root.get(src, "messages").unwrap();
+        assert_eq!(messages.as_array().unwrap().len(), 2);
+        let first = messages.index(0).unwrap();
+        assert_eq!(first.get(src, "role").unwrap().raw(src), br#""user""#);
+        assert_eq!(messages.index(1).unwrap().text(src).unwrap(), "x\ny");
+        assert!(messages.index(2).is_none());
+        assert!(messages.get(src, "role").is_none());
+        assert_eq!(root.as_object().unwrap()[0].0.text(src), "model");
+    }
+
+    #[test]
+    fn text_is_borrowed_without_escapes_and_decoded_with_them() {
+        let src = br#"["plain", "tab\there", "\u00e9\ud83d\ude00\/"]"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        assert!(matches!(
+            root.index(0).unwrap().text(src),
+            Some(Cow::Borrowed("plain"))
+        ));
+        assert!(matches!(
+            root.index(1).unwrap().text(src),
+            Some(Cow::Owned(_))
+        ));
+        assert_eq!(root.index(1).unwrap().text(src).unwrap(), "tab\there");
+        assert_eq!(root.index(2).unwrap().text(src).unwrap(), "é😀/");
+    }
+
+    #[test]
+    fn an_escaped_key_is_found_by_its_decoded_text() {
+        let src = br#"{"mess\u0061ges":[]}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        let (key, _) = &root.as_object().unwrap()[0];
+        assert!(key.has_escapes());
+        assert_eq!(key.span, 1..16);
+        assert!(root.get(src, "messages").is_some());
+    }
+
+    #[test]
+    fn a_kept_lone_surrogate_decodes_to_the_replacement_character() {
+        let limits = Limits::default().with_surrogates(Surrogates::Keep);
+        let src = br#"["a\ud800b", "\udc00", "\ud800\ud800\udc00"]"#;
+        let root = parse(src, &limits).unwrap();
+        assert_eq!(root.index(0).unwrap().text(src).unwrap(), "a\u{FFFD}b");
+        assert_eq!(root.index(1).unwrap().text(src).unwrap(), "\u{FFFD}");
+        assert_eq!(
+            root.index(2).unwrap().text(src).unwrap(),
+            "\u{FFFD}\u{10000}"
+        );
+        assert_eq!(root.index(0).unwrap().raw(src), br#""a\ud800b""#);
+        assert_eq!(root.to_value(src)[0], "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn to_value_is_what_serde_json_makes_of_the_raw_bytes() {
+        let src = br#"{"a":[1,-0,1.50,1E+2,18446744073709551616],"b":{"c":"\n"},"d":false}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        let expected: serde_json::Value = serde_json::from_slice(src).unwrap();
+        assert_eq!(root.to_value(src), expected);
+        let a = root.get(src, "a").unwrap();
+        assert_eq!(
+            a.to_value(src),
+            serde_json::from_slice::<serde_json::Value>(a.raw(src)).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_foreign_source_gives_garbage_not_a_panic() {
+        let src = br#"{"key":"value\n"}"#;
+        let root = parse(src, &Limits::default()).unwrap();
+        for other in [&b""[..], b"{", b"\xff\xfe\\", b"\\u12"] {
+            let _ = root.to_value(other);
+            let _ = root.get(other, "key");
+        }
+        assert_eq!(decode(b"\\"), "\u{FFFD}");
+        assert_eq!(decode(b"\\u12"), "\u{FFFD}12");
+        assert_eq!(decode(b"\\q\xff"), "\u{FFFD}\u{FFFD}");
+    }
+}

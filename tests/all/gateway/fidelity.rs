@@ -171,7 +171,7 @@ fn events(text: &str) -> Vec<(String, String)> {
             let mut data = Vec::new();
             for line in block.lines() {
                 if let Some(value) = line.strip_prefix("event:") {
-                    name = value.trim().to_owned();
+                    value.trim().clone_into(&mut name);
                 } else if let Some(value) = line.strip_prefix("data:") {
                     data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
                 }

@@ -174,7 +174,7 @@ fn the_audit_log_names_each_request_and_its_conversation_and_verifies() {
             "POST",
             "/v1/chat/completions",
             &["x-chimera-session: audited"],
-            &super::user("my key is sk-ABCDEFGH12345678").to_string(),
+            &user("my key is sk-ABCDEFGH12345678").to_string(),
         );
         assert_eq!(status, 200, "{reply}");
         // The upstream's reply passes as it came (its own id); the gateway

@@ -22,11 +22,12 @@
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
 use super::reply::usage_of;
-use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, StreamGate};
+use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
 use crate::jsondoc::{parse, string_literal, Limits, Node, Splice};
 use crate::providers::Usage;
 use crate::types::{Arguments, ToolCall};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -112,66 +113,23 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
                 break;
             }
         };
-        if event.data.trim() == "[DONE]" {
-            continue;
-        }
-        let src = event.data.as_bytes();
-        let Ok(root) = parse(src, &Limits::default()) else {
-            streamed.broken = Some("the upstream sent an event that is not JSON".to_owned());
-            break;
-        };
-        let kind = root
-            .get(src, "type")
-            .and_then(|t| t.text(src))
-            .map(std::borrow::Cow::into_owned)
-            .unwrap_or_default();
-        let written = match kind.as_str() {
-            "message_start" => {
-                relay.usage = usage_of(
-                    src,
-                    root.get(src, "message").and_then(|m| m.get(src, "usage")),
-                );
-                sse(&event.kind, &event.data)
-            }
-            "content_block_start" => relay.block_start(&event.kind, src, &root),
-            "content_block_delta" => relay.block_delta(&event.kind, src, &root),
-            "content_block_stop" => relay.block_stop(&event.kind, src, &root),
-            "message_delta" => {
-                let usage = usage_of(src, root.get(src, "usage"));
-                relay.usage.output_tokens = relay.usage.output_tokens.max(usage.output_tokens);
-                relay.usage.input_tokens = relay.usage.input_tokens.max(usage.input_tokens);
-                relay.message_delta(&event.kind, src, &root).await
-            }
-            "message_stop" => {
+        match relay.on_event(&event).await {
+            Ok(Step::Go(text)) => out.send(text).await,
+            Ok(Step::Stop(text)) => {
+                out.send(text).await;
                 stopped = true;
-                sse(&event.kind, &event.data)
+                break;
             }
-            "error" => {
-                let mut splice = Splice::new();
-                if let Some((span, message)) = super::super::wire::error_message(src, &root) {
-                    let judged = relay.session.judge_text(relay.exchange, &message);
-                    if judged != message {
-                        splice.replace(span, string_literal(&judged));
-                    }
-                }
-                out.send(sse(
-                    &event.kind,
-                    &String::from_utf8_lossy(&splice.render(src).unwrap_or_default()),
-                ))
-                .await;
+            Ok(Step::Error(text)) => {
+                out.send(text).await;
                 streamed.usage = relay.usage;
                 streamed.broken = Some(String::new());
                 return streamed;
             }
-            _ if !relay.queue.is_empty() || relay.hold_all => {
-                relay.queue.push(Queued::Raw(sse(&event.kind, &event.data)));
-                String::new()
+            Err(line) => {
+                streamed.broken = Some(line);
+                break;
             }
-            _ => sse(&event.kind, &event.data),
-        };
-        out.send(written).await;
-        if stopped {
-            break;
         }
     }
     streamed.usage = relay.usage;
@@ -185,6 +143,16 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
     streamed
 }
 
+/// What one upstream event comes to.
+enum Step {
+    /// Send this and go on.
+    Go(String),
+    /// Send this: the stream is over (`message_stop`).
+    Stop(String),
+    /// Send this: the upstream's error ends the stream.
+    Error(String),
+}
+
 /// A number member of `root`.
 fn index_of(src: &[u8], root: &Node) -> u64 {
     root.get(src, "index")
@@ -194,6 +162,49 @@ fn index_of(src: &[u8], root: &Node) -> u64 {
 }
 
 impl Relay<'_> {
+    /// One upstream event (see the module docs).
+    async fn on_event(&mut self, event: &crate::providers::sse::Event) -> Result<Step, String> {
+        if event.data.trim() == "[DONE]" {
+            return Ok(Step::Go(String::new()));
+        }
+        let src = event.data.as_bytes();
+        let root = parse(src, &Limits::default())
+            .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
+        let kind = root
+            .get(src, "type")
+            .and_then(|t| t.text(src))
+            .map(std::borrow::Cow::into_owned)
+            .unwrap_or_default();
+        Ok(match kind.as_str() {
+            "message_start" => {
+                self.usage = usage_of(
+                    src,
+                    root.get(src, "message").and_then(|m| m.get(src, "usage")),
+                );
+                Step::Go(sse(&event.kind, &event.data))
+            }
+            "content_block_start" => Step::Go(self.block_start(&event.kind, src, &root)),
+            "content_block_delta" => Step::Go(self.block_delta(&event.kind, src, &root)),
+            "content_block_stop" => Step::Go(self.block_stop(&event.kind, src, &root)),
+            "message_delta" => {
+                let usage = usage_of(src, root.get(src, "usage"));
+                self.usage.output_tokens = self.usage.output_tokens.max(usage.output_tokens);
+                self.usage.input_tokens = self.usage.input_tokens.max(usage.input_tokens);
+                Step::Go(self.message_delta(&event.kind, src, &root).await)
+            }
+            "message_stop" => Step::Stop(sse(&event.kind, &event.data)),
+            "error" => {
+                let judged = super::super::wire::judged_error(self.session, self.exchange, src);
+                Step::Error(sse(&event.kind, &String::from_utf8_lossy(&judged)))
+            }
+            _ if self.holding() => {
+                self.queue.push(Queued::Raw(sse(&event.kind, &event.data)));
+                Step::Go(String::new())
+            }
+            _ => Step::Go(sse(&event.kind, &event.data)),
+        })
+    }
+
     fn block(&mut self, index: u64) -> Option<&mut Block> {
         self.blocks
             .iter_mut()
@@ -403,35 +414,15 @@ impl Relay<'_> {
             .filter(|(_, b)| matches!(b, Block::Text { .. }))
             .map(|(i, _)| *i)
             .collect();
-        let mut finals = std::collections::BTreeMap::new();
+        let mut finals = BTreeMap::new();
         for index in open {
             finals.insert(index, self.final_text(index));
         }
-        let calls: Vec<ToolCall> = self
-            .blocks
-            .iter()
-            .filter_map(|(_, b)| match b {
-                Block::Tool {
-                    id, name, input, ..
-                } => Some(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: input_arguments(input),
-                }),
-                _ => None,
-            })
-            .collect();
-        let choice = Choice {
-            content: self.text.clone(),
-            tool_calls: calls,
-            stream_blocked: self.blocked.clone(),
-            streamed: true,
-        };
-        let judged = self.session.judge_choice(self.exchange, choice).await;
+        let judged = self.judge().await;
         let vetoed = judged.vetoed_by.is_some();
         // Held whole, the texts take what the seams made of them, each in
         // its block; streamed, they went out as released.
-        let mut rewritten = if self.hold_all && !vetoed {
+        let rewritten = if self.hold_all && !vetoed {
             let pieces: Vec<String> = finals.values().map(|(_, whole)| whole.clone()).collect();
             finals
                 .keys()
@@ -439,49 +430,9 @@ impl Relay<'_> {
                 .zip(super::super::views::redistribute(&pieces, &judged.content))
                 .collect()
         } else {
-            std::collections::BTreeMap::new()
+            BTreeMap::new()
         };
-        let mut out = String::new();
-        let mut verdicts = judged.calls.iter();
-        let mut kept = 0;
-        for queued in std::mem::take(&mut self.queue) {
-            match queued {
-                Queued::Raw(_) if vetoed => {}
-                Queued::Raw(text) => out.push_str(&text),
-                Queued::Text(_) if vetoed => {}
-                Queued::Text(index) => {
-                    let text = rewritten
-                        .remove(&index)
-                        .or_else(|| finals.get(&index).map(|(released, _)| released.clone()))
-                        .unwrap_or_default();
-                    out.push_str(&text_block(index, &text));
-                }
-                Queued::Tool(index) => {
-                    let Some(position) = self.blocks.iter().position(|(i, _)| *i == index) else {
-                        continue;
-                    };
-                    let (_, block) =
-                        std::mem::replace(&mut self.blocks[position], (index, Block::Other));
-                    let (Block::Tool { events, input, .. }, false) = (block, vetoed) else {
-                        continue;
-                    };
-                    match verdicts.next() {
-                        Some(CallVerdict::Pass(call)) => {
-                            kept += 1;
-                            if call.arguments.parse() == input_arguments(&input).parse() {
-                                out.extend(events);
-                            } else {
-                                out.push_str(&tool_block(index, call));
-                            }
-                        }
-                        Some(CallVerdict::Refused(_, line)) => {
-                            out.push_str(&text_block(index, line))
-                        }
-                        None => {}
-                    }
-                }
-            }
-        }
+        let (mut out, kept) = self.write_held(&judged, &finals, rewritten);
         // What the client has not seen of the verdict: a veto's notice, or
         // an answer the output seam changed after it streamed.
         let unsent = if vetoed {
@@ -510,6 +461,88 @@ impl Relay<'_> {
         let data = splice.render(src).unwrap_or_else(|_| src.to_vec());
         out.push_str(&sse(kind, &String::from_utf8_lossy(&data)));
         out
+    }
+
+    /// The reply's seams on what streamed: its text as the gates left it,
+    /// its calls as assembled.
+    async fn judge(&mut self) -> JudgedChoice {
+        let calls: Vec<ToolCall> = self
+            .blocks
+            .iter()
+            .filter_map(|(_, b)| match b {
+                Block::Tool {
+                    id, name, input, ..
+                } => Some(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: input_arguments(input),
+                }),
+                _ => None,
+            })
+            .collect();
+        let choice = Choice {
+            content: self.text.clone(),
+            tool_calls: calls,
+            stream_blocked: self.blocked.clone(),
+            streamed: true,
+        };
+        self.session.judge_choice(self.exchange, choice).await
+    }
+
+    /// What was held, written as judged: raw events as they came, text
+    /// blocks with their text (`rewritten`, else what their gate released
+    /// at the end), tool blocks as they came, rewritten, or as a text block
+    /// of their refusal line; nothing after a veto. How many calls passed.
+    fn write_held(
+        &mut self,
+        judged: &JudgedChoice,
+        finals: &BTreeMap<u64, (String, String)>,
+        mut rewritten: BTreeMap<u64, String>,
+    ) -> (String, usize) {
+        let mut out = String::new();
+        let mut verdicts = judged.calls.iter();
+        let mut kept = 0;
+        if judged.vetoed_by.is_some() {
+            self.queue.clear();
+            return (out, kept);
+        }
+        for queued in std::mem::take(&mut self.queue) {
+            match queued {
+                Queued::Raw(text) => out.push_str(&text),
+                Queued::Text(index) => {
+                    let text = rewritten
+                        .remove(&index)
+                        .or_else(|| finals.get(&index).map(|(released, _)| released.clone()))
+                        .unwrap_or_default();
+                    out.push_str(&text_block(index, &text));
+                }
+                Queued::Tool(index) => {
+                    let Some(position) = self.blocks.iter().position(|(i, _)| *i == index) else {
+                        continue;
+                    };
+                    let (_, block) =
+                        std::mem::replace(&mut self.blocks[position], (index, Block::Other));
+                    let Block::Tool { events, input, .. } = block else {
+                        continue;
+                    };
+                    match verdicts.next() {
+                        Some(CallVerdict::Pass(call)) => {
+                            kept += 1;
+                            if call.arguments.parse() == input_arguments(&input).parse() {
+                                out.extend(events);
+                            } else {
+                                out.push_str(&tool_block(index, call));
+                            }
+                        }
+                        Some(CallVerdict::Refused(_, line)) => {
+                            out.push_str(&text_block(index, line));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        (out, kept)
     }
 }
 

@@ -121,14 +121,9 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             streamed.broken = Some("the upstream sent an event that is not JSON".to_owned());
             break;
         };
-        if let Some((span, message)) = super::super::wire::error_message(src, &root) {
-            let judged = relay.session.judge_text(relay.exchange, &message);
-            let mut splice = crate::jsondoc::Splice::new();
-            if judged != message {
-                splice.replace(span, string_literal(&judged));
-            }
-            let data = splice.render(src).unwrap_or_default();
-            out.send(sse(&event.kind, &String::from_utf8_lossy(&data)))
+        if super::super::wire::error_message(src, &root).is_some() {
+            let judged = super::super::wire::judged_error(relay.session, relay.exchange, src);
+            out.send(sse(&event.kind, &String::from_utf8_lossy(&judged)))
                 .await;
             streamed.broken = Some(String::new());
             return streamed;
@@ -330,46 +325,7 @@ impl Relay<'_> {
     /// its finish chunk, and the finish reason that chunk carries.
     async fn finish(&mut self, index: u64, reason: &str) -> (String, String) {
         let mut state = self.choices.remove(&index).unwrap_or_default();
-        let mut out = String::new();
-        // The gates' final check.
-        let mut text = String::new();
-        if state.blocked.is_none() {
-            if self.hold_all {
-                let mut gate = self.session.stream_gate(self.exchange);
-                let held = std::mem::take(&mut state.held);
-                let offered = self.session.offer(self.exchange, &mut gate, &held, true);
-                let released = offered
-                    .release
-                    .map(|r| gate.text()[r].to_owned())
-                    .unwrap_or_default();
-                if offered.retract.is_some() {
-                    state.blocked = self.session.finish_stream(self.exchange, gate).blocked;
-                } else {
-                    state.content = gate;
-                    text = released;
-                }
-            } else {
-                let mut delta = serde_json::Map::new();
-                for (field, gate) in [
-                    ("content", &mut state.content),
-                    ("refusal", &mut state.refusal),
-                ] {
-                    let offered = self.session.offer(self.exchange, gate, "", true);
-                    if let Some(range) = offered.release.filter(|r| !r.is_empty()) {
-                        let released = gate.text()[range].to_owned();
-                        state.sent.push_str(&released);
-                        delta.insert(field.to_owned(), serde_json::Value::String(released));
-                    }
-                }
-                if !delta.is_empty() {
-                    out.push_str(&self.write_delta(index, &serde_json::Value::Object(delta), None));
-                }
-            }
-        }
-        if !text.is_empty() {
-            state.sent.push_str(&text);
-            out.push_str(&self.write_delta(index, &serde_json::json!({"content": text}), None));
-        }
+        let mut out = self.final_release(index, &mut state);
         let content_end = self
             .session
             .finish_stream(self.exchange, std::mem::take(&mut state.content));
@@ -446,6 +402,50 @@ impl Relay<'_> {
             },
         );
         (out, reason.to_owned())
+    }
+
+    /// The gates' final check of choice `index`: a chunk of what they
+    /// still held, if any (text held whole, `hold_all`: all of it, judged
+    /// now).
+    fn final_release(&mut self, index: u64, state: &mut ChoiceState) -> String {
+        if state.blocked.is_some() {
+            return String::new();
+        }
+        let mut delta = serde_json::Map::new();
+        if self.hold_all {
+            let mut gate = self.session.stream_gate(self.exchange);
+            let held = std::mem::take(&mut state.held);
+            let offered = self.session.offer(self.exchange, &mut gate, &held, true);
+            let released = offered
+                .release
+                .map(|r| gate.text()[r].to_owned())
+                .unwrap_or_default();
+            if offered.retract.is_some() {
+                state.blocked = self.session.finish_stream(self.exchange, gate).blocked;
+                return String::new();
+            }
+            state.content = gate;
+            if !released.is_empty() {
+                state.sent.push_str(&released);
+                delta.insert("content".to_owned(), serde_json::Value::String(released));
+            }
+        } else {
+            for (field, gate) in [
+                ("content", &mut state.content),
+                ("refusal", &mut state.refusal),
+            ] {
+                let offered = self.session.offer(self.exchange, gate, "", true);
+                if let Some(range) = offered.release.filter(|r| !r.is_empty()) {
+                    let released = gate.text()[range].to_owned();
+                    state.sent.push_str(&released);
+                    delta.insert(field.to_owned(), serde_json::Value::String(released));
+                }
+            }
+        }
+        if delta.is_empty() {
+            return String::new();
+        }
+        self.write_delta(index, &serde_json::Value::Object(delta), None)
     }
 
     /// A chunk carrying `delta` for choice `index` (and `finish_reason`).
