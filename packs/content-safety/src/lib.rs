@@ -59,6 +59,13 @@
 //!   even in part, and neither the verdict nor the redacted text depends
 //!   on how the text was split.
 //!
+//! * `tool_call` (`scan_tool_calls`, default `scan_llm_responses`, and
+//!   always behind a gateway, where the client runs what passes): the
+//!   arguments of each call the model proposes are text it wrote. Block →
+//!   the call is refused with `Content safety (tool call): <checks>` and
+//!   the notice; redact → every string of the arguments is redacted and the
+//!   call passes with its id. `scan_tool_calls: false` registers nothing.
+//!
 //! Every interceptor fails closed: an error or a panic blocks.
 //!
 //! ## Streaming
@@ -74,7 +81,7 @@
 //! `Content blocked: contains sensitive information ({checks}).`), the
 //! eight `check_*` switches, `custom_patterns` (default none),
 //! `scan_tool_results`, `scan_llm_responses` (both default false),
-//! `scan_stream` (see above), `stream_hold_back` (bytes always held at the
+//! `scan_stream` and `scan_tool_calls` (see above), `stream_hold_back` (bytes always held at the
 //! end of a stream, default 0), `stream_hold_limit` (the most bytes of a
 //! possible match a stream holds before it is blocked, default 65536, at
 //! least 1). A custom pattern is a regular expression,

@@ -9,6 +9,11 @@
 //! retry (its user message is a gate's feedback) and a compaction summary
 //! (the history's transcript).
 //!
+//! Behind a gateway (`chimera serve`: the session view says the
+//! conversation is relayed) the client wrote the whole history, and any of
+//! it may carry an injection, so every text of every message of every role
+//! is judged on every request, and each tool's name and description too.
+//!
 //! All patterns — the eleven defaults in [`DEFAULT_PATTERNS`] and the
 //! configured ones — are one `RegexSet`: one pass over each text. Every
 //! pattern has a name, and a reason shows the name, never the regular

@@ -14,6 +14,9 @@
 //!   calls the host makes for itself: a gate retry (its user message is a
 //!   gate's feedback) and a compaction summary (the history's transcript).
 //!   A match blocks with `Input contains prohibited term: "<word>"`.
+//!   Behind a gateway (a relayed conversation: the client wrote the whole
+//!   history) every message of every role is scanned on every request,
+//!   and each tool's name and description too.
 //! * `output`: the final answer; a match blocks with
 //!   `Output contains prohibited term: "<word>"`. The host never offers a
 //!   substitute reply (a gate's refusal) here again.
