@@ -1,26 +1,40 @@
-//! `chimera serve` side by side with a direct call and with `LiteLLM`'s
-//! proxy: the same loopback upstream, the same requests, one run.
+//! `chimera serve` side by side with a direct call, with nginx as a plain
+//! reverse proxy, and with `LiteLLM`'s proxy: the same loopback upstream,
+//! the same requests, one run.
 //!
-//! Four ways to the upstream: (a) direct, (b) `chimera serve` with no
-//! packs, (c) `chimera serve` with the twelve gates and the three packs,
-//! (d) `LiteLLM`'s proxy (from the Python package index, into
-//! `target/bench-venv`, installed on the first run; skipped in one line when it cannot be had) with its
-//! built-in content filter on the request and the reply. At each request
-//! rate of a ladder, each way is driven open-loop for a few seconds (a
-//! request is sent on schedule whether or not earlier ones have
-//! answered), interleaved so all four see the same machine; the overhead
-//! of a gateway is its latency percentile minus the direct one at the
-//! same rate. Then: time to the first streamed byte, and each gateway's
-//! resident memory idle and at 1 000 concurrent streams.
+//! The ways to the upstream: (a) direct, (b) nginx as a plain reverse
+//! proxy (one process, keep-alive HTTP/1.1 upstream connections, no
+//! buffering, no access log; Debian's package, installed on the first
+//! run; skipped in one line when it cannot be had), (c) `chimera serve`
+//! with no packs, (d) `chimera serve` with the twelve gates and the three
+//! packs, streamed replies held whole until judged (`--stream-policy
+//! downgrade`, the default), (e) the same with `--stream-policy allow`
+//! (streamed replies stream, the verdict appended; asked streamed requests
+//! only: the policy changes nothing else), (f) `LiteLLM`'s proxy (from the
+//! Python package index, into `target/bench-venv`, installed on the first
+//! run; skipped in one line when it cannot be had) with its built-in
+//! content filter on the request and the reply. At each request rate of a
+//! ladder, each way is driven open-loop for a few seconds (a request is
+//! sent on schedule whether or not earlier ones have answered),
+//! interleaved so all see the same machine; once with JSON replies, once
+//! streamed (a request's latency is then to the stream's end; the time to
+//! its first text is kept too). The overhead of a gateway is its latency
+//! percentile minus the direct one at the same rate; chimera's overhead
+//! p50 is also given as a multiple of nginx's. Then: time to the first
+//! streamed byte (and, through every pack, of a 3 s stream: proof it
+//! streams), and each gateway's resident memory idle and at 1 000
+//! concurrent streams.
 //!
 //! One file past 700 lines on purpose: the upstream, the ways, the load
 //! generator and the report are one script read top to bottom.
 //!
 //! Run: `cargo bench -p chimera-tests --bench gateway` (add `-- quick`
-//! for a short ladder). It prints a Markdown table at the end. With
-//! `-- state` it measures instead the gates that count (token-budget,
-//! rate-limiter, endless-loop) in this process against the same gates in
-//! a real `redis-server`, and the Redis round trips each request costs.
+//! for a short ladder). It prints Markdown tables at the end. With
+//! `-- rss` it measures only memory: each gateway idle and at 1 000 slow
+//! streams, and so per stream. With `-- state` it measures instead the
+//! gates that count (token-budget, rate-limiter, endless-loop) in this
+//! process against the same gates in a real `redis-server`, and the Redis
+//! round trips each request costs.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -35,6 +49,7 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
+use chimera_tests::nginx::Nginx;
 use chimera_tests::serve::{rss_mib, Served};
 use chimera_tests::{artifact_dir, workspace_root, SHIPPED_PACKS};
 use serde_json::{json, Value};
@@ -185,11 +200,13 @@ fn start_upstream(runtime: &tokio::runtime::Runtime) -> String {
 // ---------------------------------------------------------------- the ways
 
 /// A gateway process, killed when dropped: its base URL (`…/v1`), and
-/// for chimera the process itself (`LiteLLM`'s is a plain child).
+/// for chimera the process itself (`LiteLLM`'s is a plain child, nginx's
+/// its own handle).
 struct Process {
     base: String,
     served: Option<Served>,
     child: Option<Child>,
+    nginx: Option<Nginx>,
 }
 
 impl Drop for Process {
@@ -204,10 +221,11 @@ impl Drop for Process {
 impl Process {
     /// Its resident memory, in MiB.
     fn rss_mib(&self) -> f64 {
-        match (&self.served, &self.child) {
-            (Some(served), _) => served.rss_mib(),
-            (None, Some(child)) => rss_mib(child.id()),
-            (None, None) => 0.0,
+        match (&self.served, &self.child, &self.nginx) {
+            (Some(served), _, _) => served.rss_mib(),
+            (None, Some(child), _) => rss_mib(child.id()),
+            (None, None, Some(nginx)) => rss_mib(nginx.pid()),
+            (None, None, None) => 0.0,
         }
     }
 }
@@ -252,6 +270,31 @@ fn chimera_with(upstream: &str, packs: &[String], extra: &[&str]) -> Process {
         base: format!("http://{}/v1", served.address),
         served: Some(served),
         child: None,
+        nginx: None,
+    }
+}
+
+/// nginx as a plain reverse proxy in front of `upstream`; `None` (said in
+/// one line) when it cannot be installed or started.
+fn nginx(upstream: &str) -> Option<Process> {
+    let address = upstream
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    match Nginx::start(address) {
+        Ok(nginx) => {
+            eprintln!("nginx: {} on port {}", nginx.version, nginx.port);
+            Some(Process {
+                base: format!("{}/v1", nginx.url()),
+                served: None,
+                child: None,
+                nginx: Some(nginx),
+            })
+        }
+        Err(why) => {
+            println!("nginx: skipped ({why})");
+            None
+        }
     }
 }
 
@@ -341,6 +384,7 @@ fn litellm(upstream: &str) -> Option<Process> {
         base: format!("http://127.0.0.1:{port}/v1"),
         served: None,
         child: Some(child),
+        nginx: None,
     };
     let started = Instant::now();
     let probe = format!("http://127.0.0.1:{port}/health/liveliness");
@@ -391,21 +435,30 @@ fn answers_ok(url: &str) -> bool {
 /// One run at one rate.
 #[derive(Debug, Clone, Default)]
 struct Run {
-    /// Latencies of the requests answered 200, sorted.
+    /// Latencies of the requests answered 200 (to the reply's end), sorted.
     latencies: Vec<Duration>,
+    /// Streamed: the times to each stream's first text, sorted (empty
+    /// for JSON replies).
+    firsts: Vec<Duration>,
     /// Requests that failed or were not answered 200.
     errors: u64,
     /// The rate actually sent.
     achieved: f64,
 }
 
+/// Percentile `p` of `sorted`; `Duration::MAX` when it is empty.
+fn percentile_of(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::MAX;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
 impl Run {
+    /// Percentile `p` of the latencies (to the reply's end).
     fn percentile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::MAX;
-        }
-        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
-        self.latencies[index]
+        percentile_of(&self.latencies, p)
     }
 
     /// Sent at 95 % of the rate asked, nearly every request answered, and a
@@ -436,10 +489,68 @@ async fn one(client: &reqwest::Client, url: &str, body: &str) -> Option<Duration
     ok.then(|| sent.elapsed())
 }
 
-/// `rate` requests a second to `base` for `seconds`, open loop.
-async fn at_rate(client: &reqwest::Client, base: &str, rate: u64, seconds: f64) -> Run {
+/// One streamed request, read to its end; its latency and the time to
+/// its first text, when answered 200 with text in it.
+async fn one_streamed(
+    client: &reqwest::Client,
+    url: &str,
+    body: &str,
+) -> Option<(Duration, Duration)> {
+    let sent = Instant::now();
+    let mut response = keyed_post(client, url, body.to_owned()).send().await.ok()?;
+    if response.status().as_u16() != 200 {
+        let _ = response.bytes().await;
+        return None;
+    }
+    let mut seen = Vec::with_capacity(4096);
+    let mut first = None;
+    let mut scanned = 0;
+    while let Some(chunk) = response.chunk().await.ok()? {
+        seen.extend_from_slice(&chunk);
+        if first.is_none() {
+            if text_from(&seen, scanned) {
+                first = Some(sent.elapsed());
+            }
+            // A pattern cut by a chunk's end is scanned again whole.
+            scanned = seen.len().saturating_sub(32);
+        }
+    }
+    Some((sent.elapsed(), first?))
+}
+
+/// Whether `seen` holds, starting at or after byte `from`, a `"content"`
+/// whose string is not empty: the first text of a chat stream (a cheap
+/// scan, for the load generator; [`carries_text`] parses).
+fn text_from(seen: &[u8], from: usize) -> bool {
+    const KEY: &[u8] = b"\"content\"";
+    let mut at = from;
+    while let Some(found) = seen[at..].windows(KEY.len()).position(|w| w == KEY) {
+        let mut rest = seen[at + found + KEY.len()..]
+            .iter()
+            .copied()
+            .skip_while(u8::is_ascii_whitespace);
+        if rest.next() == Some(b':') {
+            let mut value = rest.skip_while(u8::is_ascii_whitespace);
+            if value.next() == Some(b'"') && value.next().is_some_and(|b| b != b'"') {
+                return true;
+            }
+        }
+        at += found + 1;
+    }
+    false
+}
+
+/// `rate` requests a second to `base` for `seconds`, open loop; streamed
+/// when `stream`.
+async fn at_rate(
+    client: &reqwest::Client,
+    base: &str,
+    rate: u64,
+    seconds: f64,
+    stream: bool,
+) -> Run {
     let url = Arc::new(format!("{base}/chat/completions"));
-    let body = Arc::new(request("fast", false).to_string());
+    let body = Arc::new(request("fast", stream).to_string());
     let total = (rate as f64 * seconds) as u64;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let started = Instant::now();
@@ -448,7 +559,15 @@ async fn at_rate(client: &reqwest::Client, base: &str, rate: u64, seconds: f64) 
         let due = started + interval.mul_f64(i as f64);
         tokio::time::sleep_until(due.into()).await;
         let (client, url, body) = (client.clone(), Arc::clone(&url), Arc::clone(&body));
-        running.push(tokio::spawn(async move { one(&client, &url, &body).await }));
+        running.push(tokio::spawn(async move {
+            if stream {
+                one_streamed(&client, &url, &body).await
+            } else {
+                one(&client, &url, &body)
+                    .await
+                    .map(|latency| (latency, Duration::ZERO))
+            }
+        }));
     }
     let sending = started.elapsed().as_secs_f64();
     let mut run = Run {
@@ -457,19 +576,25 @@ async fn at_rate(client: &reqwest::Client, base: &str, rate: u64, seconds: f64) 
     };
     for task in running {
         match task.await.ok().flatten() {
-            Some(latency) => run.latencies.push(latency),
+            Some((latency, first)) => {
+                run.latencies.push(latency);
+                if stream {
+                    run.firsts.push(first);
+                }
+            }
             None => run.errors += 1,
         }
     }
     run.latencies.sort_unstable();
+    run.firsts.sort_unstable();
     run
 }
 
-/// Time to the first streamed text, over `n` requests one at a
-/// time; the median.
-async fn ttfb(client: &reqwest::Client, base: &str, n: usize) -> Option<Duration> {
+/// Time to the first streamed text of model `model`'s reply, over `n`
+/// requests one at a time; the median.
+async fn ttfb(client: &reqwest::Client, base: &str, model: &str, n: usize) -> Option<Duration> {
     let url = format!("{base}/chat/completions");
-    let body = request("fast", true).to_string();
+    let body = request(model, true).to_string();
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
         let sent = Instant::now();
@@ -568,18 +693,20 @@ fn minus(a: Duration, b: Duration) -> f64 {
 /// The ways of one ladder, by name and base URL (the first is direct).
 type Ways<'a> = [(&'a str, String)];
 
-/// Runs each of `ways` at each of `rates`, interleaved; a way is not asked
-/// a higher rate once it failed to sustain one.
+/// Runs each of `ways` at each of `rates`, interleaved (streamed when
+/// `stream`); a way is not asked a higher rate once it failed to sustain
+/// one.
 fn ladder(
     runtime: &tokio::runtime::Runtime,
     client: &reqwest::Client,
     ways: &Ways<'_>,
     rates: &[u64],
     seconds: f64,
+    stream: bool,
 ) -> Vec<Vec<Option<Run>>> {
     runtime.block_on(async {
         for (_, base) in ways {
-            let _ = at_rate(client, base, 20, 1.0).await;
+            let _ = at_rate(client, base, 20, 1.0, stream).await;
         }
     });
     let mut results: Vec<Vec<Option<Run>>> = vec![Vec::new(); ways.len()];
@@ -590,11 +717,20 @@ fn ladder(
                 results[index].push(None);
                 continue;
             }
-            let run = runtime.block_on(at_rate(client, base, rate, seconds));
+            let run = runtime.block_on(at_rate(client, base, rate, seconds, stream));
             eprintln!(
-                "{name:>28} @ {rate:>5}/s: p50 {} ms, p99 {} ms, errors {}, sent {:.0}/s",
+                "{name:>36} @ {rate:>5}/s{}: p50 {} ms, p99 {} ms{}, errors {}, sent {:.0}/s",
+                if stream { " streamed" } else { "" },
                 ms(run.percentile(0.5)),
                 ms(run.percentile(0.99)),
+                if stream {
+                    format!(
+                        ", first text p50 {} ms",
+                        ms(percentile_of(&run.firsts, 0.5))
+                    )
+                } else {
+                    String::new()
+                },
                 run.errors,
                 run.achieved
             );
@@ -607,10 +743,20 @@ fn ladder(
     results
 }
 
-/// Prints one ladder's table.
+/// Prints one ladder's table (with the first text's p50 when streamed).
 fn print_ladder(ways: &Ways<'_>, rates: &[u64], results: &[Vec<Option<Run>>]) {
-    println!("| rate/s | way | p50 | p99 | overhead p50 | overhead p99 | errors |");
-    println!("|---|---|---|---|---|---|---|");
+    let streamed = results
+        .iter()
+        .flatten()
+        .flatten()
+        .any(|run| !run.firsts.is_empty());
+    let (first_head, first_rule) = if streamed {
+        (" first text p50 |", "---|")
+    } else {
+        ("", "")
+    };
+    println!("| rate/s | way | p50 | p99 | overhead p50 | overhead p99 |{first_head} errors |");
+    println!("|---|---|---|---|---|---|{first_rule}---|");
     for (r, &rate) in rates.iter().enumerate() {
         for (index, (name, _)) in ways.iter().enumerate() {
             let Some(run) = &results[index][r] else {
@@ -630,8 +776,13 @@ fn print_ladder(ways: &Ways<'_>, rates: &[u64], results: &[Vec<Option<Run>>]) {
                     format!("{o:.3}")
                 }
             };
+            let first = if streamed {
+                format!(" {} |", ms(percentile_of(&run.firsts, 0.5)))
+            } else {
+                String::new()
+            };
             println!(
-                "| {rate} | {name}{flag} | {} | {} | {} | {} | {} |",
+                "| {rate} | {name}{flag} | {} | {} | {} | {} |{first} {} |",
                 ms(run.percentile(0.5)),
                 ms(run.percentile(0.99)),
                 shown(o50),
@@ -709,7 +860,7 @@ fn redis_gates(
         ("three counting gates, in process", local.base.clone()),
         ("three counting gates, in redis", shared.base.clone()),
     ];
-    let results = ladder(runtime, client, &ways, rates, seconds);
+    let results = ladder(runtime, client, &ways, rates, seconds, false);
     let n = 500;
     let counters = |base: &str| {
         let metrics = runtime.block_on(async {
@@ -770,6 +921,105 @@ fn redis_gates(
     }
 }
 
+/// Prints, per rate, direct's p50 / p99, nginx's overhead p50 / p99, and
+/// each way of `gateways` with its overhead p50 / p99 and that p50 as a
+/// multiple of nginx's (`–` where nginx's rounds to nothing or a way did
+/// not run; `*` marks a run that was not sustained).
+fn print_ratios(
+    ways: &Ways<'_>,
+    rates: &[u64],
+    results: &[Vec<Option<Run>>],
+    nginx: usize,
+    gateways: &[usize],
+) {
+    let heads: String = gateways
+        .iter()
+        .map(|&g| format!(" {}: overhead p50 / p99 | ×nginx p50 |", ways[g].0))
+        .collect();
+    println!("| rate/s | direct p50 / p99 | nginx: overhead p50 / p99 |{heads}");
+    println!("|---|---|---|{}", "---|---|".repeat(gateways.len()));
+    for (r, &rate) in rates.iter().enumerate() {
+        let pair = |index: usize| match (&results[index][r], overhead(results, index, r, rate)) {
+            (Some(run), Some((o50, o99))) => {
+                let flag = if run.sustained(rate) { "" } else { "*" };
+                (format!("{o50:.3} / {o99:.3}{flag}"), Some(o50))
+            }
+            _ => ("–".to_owned(), None),
+        };
+        let direct = results[0][r].as_ref().map_or("–".to_owned(), |run| {
+            format!("{} / {}", ms(run.percentile(0.5)), ms(run.percentile(0.99)))
+        });
+        let (proxy, proxy50) = pair(nginx);
+        let cells: String = gateways
+            .iter()
+            .map(|&g| {
+                let (shown, o50) = pair(g);
+                let ratio = match (o50, proxy50) {
+                    (Some(o), Some(n)) if n >= 0.005 => format!("{:.1}", o / n),
+                    _ => "–".to_owned(),
+                };
+                format!(" {shown} | {ratio} |")
+            })
+            .collect();
+        println!("| {rate} | {direct} | {proxy} |{cells}");
+    }
+}
+
+/// A gateway measured for memory: its name and process.
+type Gateway<'a> = (&'a str, &'a Process);
+
+/// Prints each of `gateways`' resident memory idle and at `n` slow
+/// streams at once, and so per stream (chimera's also where its idle
+/// memory lives); returns `(idle, peak, failed)` for each.
+fn memory(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    gateways: &[Gateway<'_>],
+    n: usize,
+) -> Vec<(f64, f64, u64)> {
+    let mut measured = Vec::with_capacity(gateways.len());
+    for (name, process) in gateways {
+        let idle = process.rss_mib();
+        // Where the idle memory is: the heap (anonymous), the binary
+        // (file), the packs' sealed copies (shared memory).
+        if let Some(served) = &process.served {
+            let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", served.pid()))
+                .unwrap_or_default();
+            for line in rollup.lines().filter(|l| {
+                ["Pss_Anon", "Pss_File", "Pss_Shmem"]
+                    .iter()
+                    .any(|key| l.starts_with(key))
+            }) {
+                println!("  {name}: idle {line}");
+            }
+        }
+        let (peak, failed) = runtime.block_on(rss_at_streams(client, process, n));
+        println!(
+            "{name}: RSS idle {idle:.1} MiB, peak at {n} streams {peak:.1} MiB, {:.1} KiB a stream ({failed} failed)",
+            per_stream(idle, peak, n)
+        );
+        measured.push((idle, peak, failed));
+    }
+    measured
+}
+
+/// KiB of resident memory a stream costs, from the idle and peak MiB at
+/// `n` streams.
+fn per_stream(idle: f64, peak: f64, n: usize) -> f64 {
+    (peak - idle) * 1024.0 / n as f64
+}
+
+/// Way names, shared by the ladders and the tables.
+const DIRECT: &str = "direct";
+/// nginx as a plain reverse proxy.
+const NGINX: &str = "nginx";
+/// `chimera serve` with no packs.
+const BARE: &str = "chimera, no packs";
+/// `chimera serve` with every pack, streamed replies held whole (the default).
+const ALL: &str = "chimera, every pack (downgrade)";
+/// `chimera serve` with every pack, `--stream-policy allow`.
+const ALLOW: &str = "chimera, every pack (allow)";
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -797,85 +1047,127 @@ fn main() {
         redis_gates(&runtime, &client, &upstream, rates, seconds);
         return;
     }
+    let allow_flags = ["--stream-policy", "allow"];
     if std::env::args().any(|a| a == "rss") {
-        // Only the memory figures: idle, then at 1 000 streams.
-        for (name, packs) in [
-            ("no packs", Vec::new()),
-            ("12 gates + 3 packs", all_packs()),
-        ] {
-            let process = chimera(&upstream, &packs);
-            let idle = process.rss_mib();
-            // Where the idle memory is: the heap (anonymous), the binary
-            // (file), the packs' sealed copies (shared memory).
-            if let Some(served) = &process.served {
-                let rollup =
-                    std::fs::read_to_string(format!("/proc/{}/smaps_rollup", served.pid()))
-                        .unwrap_or_default();
-                for line in rollup.lines().filter(|l| {
-                    ["Pss_Anon", "Pss_File", "Pss_Shmem"]
-                        .iter()
-                        .any(|key| l.starts_with(key))
-                }) {
-                    println!("  idle {line}");
-                }
-            }
-            let (peak, failed) = runtime.block_on(rss_at_streams(&client, &process, 1000));
-            println!("chimera, {name}: RSS idle {idle:.1} MiB, peak at 1000 streams {peak:.1} MiB ({failed} failed)");
+        // Only the memory figures: idle, then at 1 000 slow streams, one
+        // gateway at a time.
+        let proxy = nginx(&upstream);
+        let bare = chimera(&upstream, &[]);
+        let all = chimera(&upstream, &all_packs());
+        let allow = chimera_with(&upstream, &all_packs(), &allow_flags);
+        let mut gateways = vec![(BARE, &bare), (ALL, &all), (ALLOW, &allow)];
+        if let Some(proxy) = &proxy {
+            gateways.insert(0, (NGINX, proxy));
         }
+        let _ = memory(&runtime, &client, &gateways, 1000);
         return;
     }
 
-    // chimera first, with no LiteLLM process on the machine.
+    // chimera and nginx first, with no LiteLLM process on the machine.
+    let proxy = nginx(&upstream);
     let bare = chimera(&upstream, &[]);
     let all = chimera(&upstream, &all_packs());
-    let idle = [bare.rss_mib(), all.rss_mib()];
-    let ways = [
-        ("direct", upstream.clone()),
-        ("chimera, no packs", bare.base.clone()),
-        ("chimera, 12 gates + 3 packs", all.base.clone()),
-    ];
-    let results = ladder(&runtime, &client, &ways, rates, seconds);
-    let firsts: Vec<Option<Duration>> = ways
+    let allow = chimera_with(&upstream, &all_packs(), &allow_flags);
+    let mut gateways: Vec<Gateway<'_>> = vec![(BARE, &bare), (ALL, &all), (ALLOW, &allow)];
+    if let Some(proxy) = &proxy {
+        gateways.insert(0, (NGINX, proxy));
+    }
+    let way = |name: &str| {
+        gateways
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p.base.clone())
+            .unwrap_or_default()
+    };
+    let mut json_ways: Vec<(&str, String)> = vec![(DIRECT, upstream.clone())];
+    json_ways.extend(
+        gateways
+            .iter()
+            .filter(|(name, _)| *name != ALLOW)
+            .map(|(name, p)| (*name, p.base.clone())),
+    );
+    // The stream policy changes nothing for a JSON reply: `allow` is asked
+    // streamed requests only.
+    let mut stream_ways = json_ways.clone();
+    stream_ways.push((ALLOW, way(ALLOW)));
+    let index = |ways: &[(&str, String)], name: &str| ways.iter().position(|(n, _)| *n == name);
+    let json = ladder(&runtime, &client, &json_ways, rates, seconds, false);
+    let streamed = ladder(&runtime, &client, &stream_ways, rates, seconds, true);
+    let firsts: Vec<Option<Duration>> = stream_ways
         .iter()
-        .map(|(_, base)| runtime.block_on(ttfb(&client, base, 100)))
+        .map(|(_, base)| runtime.block_on(ttfb(&client, base, "fast", 100)))
         .collect();
-    let peaks = [
-        runtime.block_on(rss_at_streams(&client, &bare, streams)),
-        runtime.block_on(rss_at_streams(&client, &all, streams)),
-    ];
-    drop(bare);
-    drop(all);
+    // Through every pack, a stream of 3 s (10 deltas 300 ms apart): its
+    // first text comes with the first delta when it streams, at the end
+    // when it is held whole.
+    let slow_firsts: Vec<(&str, Option<Duration>)> = [DIRECT, ALL, ALLOW]
+        .iter()
+        .map(|&name| {
+            let base = if name == DIRECT {
+                upstream.clone()
+            } else {
+                way(name)
+            };
+            (name, runtime.block_on(ttfb(&client, &base, "slow", 1)))
+        })
+        .collect();
+    let memories = memory(&runtime, &client, &gateways, streams);
+    let names: Vec<&str> = gateways.iter().map(|(name, _)| *name).collect();
+    drop(gateways);
+    drop((bare, all, allow, proxy));
 
     // Then LiteLLM, at the rates it can take, beside direct again.
     let lite = litellm(&upstream);
     let lite_idle = lite.as_ref().map(Process::rss_mib);
     let lite_ways = lite.as_ref().map(|lite| {
         [
-            ("direct", upstream.clone()),
+            (DIRECT, upstream.clone()),
             ("LiteLLM + content filter", lite.base.clone()),
         ]
     });
     let lite_results = lite_ways
         .as_ref()
-        .map(|ways| ladder(&runtime, &client, ways, lite_rates, seconds));
+        .map(|ways| ladder(&runtime, &client, ways, lite_rates, seconds, false));
     let lite_first = lite
         .as_ref()
-        .and_then(|l| runtime.block_on(ttfb(&client, &l.base, 20)));
+        .and_then(|l| runtime.block_on(ttfb(&client, &l.base, "fast", 20)));
     let lite_peak = lite
         .as_ref()
         .map(|l| runtime.block_on(rss_at_streams(&client, l, streams)));
 
-    println!("\n### Latency by request rate (ms; overhead = minus direct at the same rate)\n");
-    print_ladder(&ways, rates, &results);
+    println!("\n### JSON replies: latency by request rate (ms; overhead = minus direct at the same rate)\n");
+    print_ladder(&json_ways, rates, &json);
+    println!("\n### Streamed replies: latency to the stream's end by request rate (ms; overhead = minus direct)\n");
+    print_ladder(&stream_ways, rates, &streamed);
+    if let Some(n) = index(&json_ways, NGINX) {
+        for (what, ways, results) in [
+            ("JSON", &json_ways, &json),
+            ("streamed, to the stream's end", &stream_ways, &streamed),
+        ] {
+            let chimeras: Vec<usize> = [BARE, ALL, ALLOW]
+                .iter()
+                .filter_map(|name| index(ways, name))
+                .collect();
+            println!(
+                "\n### Against nginx, {what} (ms; ×nginx = chimera's overhead p50 over nginx's)\n"
+            );
+            print_ratios(ways, rates, results, n, &chimeras);
+        }
+    }
     if let (Some(ways), Some(results)) = (&lite_ways, &lite_results) {
-        println!("\nLiteLLM, measured after chimera's processes stopped:\n");
+        println!("\nLiteLLM, measured after chimera's and nginx's processes stopped:\n");
         print_ladder(ways, lite_rates, results);
     }
+    println!("\nFirst text of a 3 s stream (10 deltas 300 ms apart; the first 300 ms in):");
+    for (name, first) in &slow_firsts {
+        println!("  {name}: {} ms", first.map_or("–".into(), ms));
+    }
     println!("\n### Summary\n");
-    println!("| way | highest rate with p99 overhead < 1 ms | highest sustained rate | first streamed text, median (ms) | added to direct (ms) | RSS idle (MiB) | RSS peak at {streams} streams (MiB) | failed streams |");
-    println!("|---|---|---|---|---|---|---|---|");
-    let rate = |r: Option<u64>| r.map_or("none".to_owned(), |r| format!("{r}/s"));
-    let added = |first: Option<Duration>| match (first, firsts[0]) {
+    println!("| way | JSON: highest rate with p99 overhead < 1 ms | JSON: highest sustained rate | streamed: highest sustained rate | first streamed text, median (ms) | added to direct (ms) | RSS idle (MiB) | RSS peak at {streams} streams (MiB) | KiB a stream | failed streams |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let rate = |r: Option<u64>| r.map_or("–".to_owned(), |r| format!("{r}/s"));
+    let direct_first = firsts[0];
+    let added = |first: Option<Duration>| match (first, direct_first) {
         (Some(a), Some(b)) => format!("{:.3}", minus(a, b)),
         _ => "–".to_owned(),
     };
@@ -883,19 +1175,22 @@ fn main() {
         highest_under(results, rates, index, f64::INFINITY)
     };
     println!(
-        "| direct | – | {} | {} | – | – | – | – |",
-        rate(sustained(&results, rates, 0)),
-        firsts[0].map_or("–".into(), ms)
+        "| direct | – | {} | {} | {} | – | – | – | – | – |",
+        rate(sustained(&json, rates, 0)),
+        rate(sustained(&streamed, rates, 0)),
+        direct_first.map_or("–".into(), ms)
     );
-    for (index, name) in [(1, ways[1].0), (2, ways[2].0)] {
-        let (peak, failed) = peaks[index - 1];
+    for (name, (idle, peak, failed)) in names.iter().zip(&memories) {
+        let j = index(&json_ways, name);
+        let s = index(&stream_ways, name).unwrap_or(0);
         println!(
-            "| {name} | {} | {} | {} | {} | {:.1} | {peak:.1} | {failed} |",
-            rate(highest_under(&results, rates, index, 1.0)),
-            rate(sustained(&results, rates, index)),
-            firsts[index].map_or("–".into(), ms),
-            added(firsts[index]),
-            idle[index - 1],
+            "| {name} | {} | {} | {} | {} | {} | {idle:.1} | {peak:.1} | {:.1} | {failed} |",
+            rate(j.and_then(|j| highest_under(&json, rates, j, 1.0))),
+            rate(j.and_then(|j| sustained(&json, rates, j))),
+            rate(sustained(&streamed, rates, s)),
+            firsts[s].map_or("–".into(), ms),
+            added(firsts[s]),
+            per_stream(*idle, *peak, streams),
         );
     }
     if let (Some(lite_runs), Some(idle), Some((peak, failed))) =
@@ -903,18 +1198,19 @@ fn main() {
     {
         let best = sustained(lite_runs, lite_rates, 1);
         println!(
-            "| LiteLLM + content filter | {} | {} | {} | {} | {idle:.1} | {peak:.1} | {failed} |",
+            "| LiteLLM + content filter | {} | {} | – | {} | {} | {idle:.1} | {peak:.1} | {:.1} | {failed} |",
             rate(highest_under(lite_runs, lite_rates, 1, 1.0)),
             rate(best),
             lite_first.map_or("–".into(), ms),
             added(lite_first),
+            per_stream(idle, peak, streams),
         );
         // At equal p99: LiteLLM's p99 overhead at the highest rate it
         // sustained, and the highest rate chimera (all packs) held under it.
-        if let Some(best) = best {
+        if let (Some(best), Some(all)) = (best, index(&json_ways, ALL)) {
             let r = lite_rates.iter().position(|&x| x == best).unwrap_or(0);
             if let Some((_, bound)) = overhead(lite_runs, 1, r, best) {
-                let ours = highest_under(&results, rates, 2, bound);
+                let ours = highest_under(&json, rates, all, bound);
                 println!(
                     "\nAt LiteLLM's p99 overhead at {best}/s ({bound:.1} ms), chimera with every pack sustained {} ({}× LiteLLM's rate).",
                     rate(ours),

@@ -284,6 +284,8 @@ pub mod http;
 
 pub mod mcp;
 
+pub mod nginx;
+
 pub mod slow_http;
 
 pub mod cli;

@@ -262,20 +262,25 @@ impl AgentSession {
         if parts.is_empty() || !self.bus.is_audited() {
             return;
         }
-        self.bus.publish_audit(crate::interception::AuditRecord {
-            event: crate::interception::InterceptorEvent {
-                seam,
-                decision: crate::interception::EventDecision::Allowed,
-                reason: format!("not judged: {parts}"),
-                tool_name: String::new(),
-                call_id: String::new(),
-                interceptor: "gateway".to_owned(),
-            },
-            from_pack: false,
-            changes: None,
-            depth: 0,
-            parent_call_id: None,
-        });
+        self.bus
+            .publish_audit(gateway_record(seam, format!("not judged: {parts}")));
+    }
+
+    /// What records, in the audit log (when one listens), that the gateway
+    /// retried its upstream call itself: called with the status it retried
+    /// and which retry it is.
+    #[must_use]
+    pub fn retry_recorder(&self) -> impl Fn(u16, u32) + Send + Sync + 'static {
+        let bus = self.bus.clone();
+        move |status, attempt| {
+            if !bus.is_audited() {
+                return;
+            }
+            bus.publish_audit(gateway_record(
+                "provider_request",
+                format!("the upstream answered {status}: retry {attempt}"),
+            ));
+        }
     }
 
     /// Charges one upstream call of this exchange: `usage` at `model`.
@@ -532,5 +537,24 @@ impl AgentSession {
         let judged = self.result_seam(bundle, call, ToolResult::ok(text.clone()));
         let after = judged.transcript_text();
         (after != text).then_some(after)
+    }
+}
+
+/// An audit record of the gateway's own (an `allowed` line of interceptor
+/// `gateway` on `seam`, saying `reason`).
+fn gateway_record(seam: &'static str, reason: String) -> crate::interception::AuditRecord {
+    crate::interception::AuditRecord {
+        event: crate::interception::InterceptorEvent {
+            seam,
+            decision: crate::interception::EventDecision::Allowed,
+            reason,
+            tool_name: String::new(),
+            call_id: String::new(),
+            interceptor: "gateway".to_owned(),
+        },
+        from_pack: false,
+        changes: None,
+        depth: 0,
+        parent_call_id: None,
     }
 }

@@ -196,13 +196,17 @@ async fn relay<W: Wire>(
     };
     let upstream_started = Instant::now();
     let counted = Arc::clone(&gateway);
+    let retries = session.retry_recorder();
     let response = match served
         .forwarder
         .send(
             query.as_deref(),
             &judged.headers.0,
             Bytes::from(sent),
-            &move || counted.metrics.upstream_retry(),
+            &move |status, attempt| {
+                counted.metrics.upstream_retry();
+                retries(status, attempt);
+            },
         )
         .await
     {

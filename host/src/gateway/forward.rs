@@ -126,7 +126,8 @@ impl Forwarder {
 
     /// POSTs `body` with `headers` (and `query`, as the client sent it) to
     /// the upstream: its response, whatever the status. 429 and 5xx are
-    /// retried only as configured.
+    /// retried only as configured, `on_retry` told of each (the status, and
+    /// which retry it is).
     ///
     /// # Errors
     ///
@@ -137,7 +138,7 @@ impl Forwarder {
         query: Option<&str>,
         headers: &[(String, String)],
         body: Bytes,
-        on_retry: &(dyn Fn() + Send + Sync),
+        on_retry: &(dyn Fn(u16, u32) + Send + Sync),
     ) -> Result<reqwest::Response, ForwardError> {
         let client = self.client.as_ref().map_err(|e| ForwardError(e.clone()))?;
         let url = match query {
@@ -180,7 +181,7 @@ impl Forwarder {
                 return Ok(response);
             }
             attempt += 1;
-            on_retry();
+            on_retry(status, attempt);
             let wait = response
                 .headers()
                 .get("retry-after")

@@ -205,6 +205,56 @@ fn the_audit_log_names_each_request_and_its_conversation_and_verifies() {
 }
 
 #[test]
+fn content_no_pack_reads_and_a_retry_the_gateway_made_are_in_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let upstream = Server::start(vec![
+        Reply::status(
+            429,
+            &[("retry-after", "0")],
+            r#"{"error":{"message":"slow down"}}"#,
+        ),
+        Reply::Model(vec!["a cat".into()], Duration::ZERO),
+    ]);
+    let gateway = serve(
+        &upstream,
+        &[
+            "--pack",
+            "redactor",
+            "--upstream-retries",
+            "1",
+            "--audit",
+            log.to_str().unwrap(),
+        ],
+    );
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    ]}]});
+    let (status, reply) = chat_with(&gateway, &[], &body);
+    assert_eq!(status, 200, "the retry got the answer: {reply}");
+    assert_eq!(upstream.requests().len(), 2);
+    let reasons: Vec<String> = crate::audit::lines(&log)
+        .iter()
+        .filter(|l| l["interceptor"] == "gateway")
+        .map(|l| l["reason"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "not judged: image_url",
+            "the upstream answered 429: retry 1"
+        ],
+        "what no pack read, and the retry"
+    );
+    let (_, metrics) = super::exchange(&gateway, "GET", "/metrics", &[], "");
+    assert!(
+        metrics.contains("chimera_gateway_upstream_retries_total 1"),
+        "{metrics}"
+    );
+}
+
+#[test]
 fn headers_over_the_cap_get_a_431_in_the_clients_wire_format() {
     let upstream = Server::start(vec![Reply::Model(vec!["never".into()], Duration::ZERO)]);
     let gateway = serve(&upstream, &["--header-cap", "2048"]);
