@@ -966,7 +966,7 @@ fn print_ratios(
 }
 
 /// A gateway measured for memory: its name and process.
-type Gateway<'a> = (&'a str, &'a Process);
+type Gateway<'a> = (&'static str, &'a Process);
 
 /// Prints each of `gateways`' resident memory idle and at `n` slow
 /// streams at once, and so per stream (chimera's also where its idle

@@ -269,7 +269,6 @@ impl AgentSession {
     /// What records, in the audit log (when one listens), that the gateway
     /// retried its upstream call itself: called with the status it retried
     /// and which retry it is.
-    #[must_use]
     pub fn retry_recorder(&self) -> impl Fn(u16, u32) + Send + Sync + 'static {
         let bus = self.bus.clone();
         move |status, attempt| {
