@@ -1,7 +1,7 @@
 //! Real clients through `chimera serve`, with packs loaded: each does its
 //! tool round trip against the loopback model with the gateway between
 //! them (Claude Code with its own tools and with a guarded MCP server that
-//! has instructions, the OpenAI Agents SDK, LangChain and the Vercel AI SDK
+//! has instructions, the `OpenAI` Agents SDK, `LangChain` and the Vercel AI SDK
 //! on both wires, the openai and anthropic SDKs streamed and not), and a
 //! pack's block of Claude Code's `Bash` call is refused and shown.
 
