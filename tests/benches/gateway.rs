@@ -21,9 +21,9 @@
 //! its first text is kept too). The overhead of a gateway is its latency
 //! percentile minus the direct one at the same rate; chimera's overhead
 //! p50 is also given as a multiple of nginx's. Then: time to the first
-//! streamed byte (and, through every pack, of a 3 s stream: proof it
-//! streams), and each gateway's resident memory idle and at 1 000
-//! concurrent streams.
+//! streamed byte (and, through every pack, of a slow stream, events
+//! 300 ms apart: proof that `allow` streams), and each gateway's
+//! resident memory idle and at 1 000 concurrent streams.
 //!
 //! One file past 700 lines on purpose: the upstream, the ways, the load
 //! generator and the report are one script read top to bottom.
@@ -1097,8 +1097,8 @@ fn main() {
         .iter()
         .map(|(_, base)| runtime.block_on(ttfb(&client, base, "fast", 100)))
         .collect();
-    // Through every pack, a stream of 3 s (10 deltas 300 ms apart): its
-    // first text comes with the first delta when it streams, at the end
+    // Through every pack, a slow stream (its events 300 ms apart, 4.2 s
+    // in all): its first text comes 300 ms in when it streams, at the end
     // when it is held whole.
     let slow_firsts: Vec<(&str, Option<Duration>)> = [DIRECT, ALL, ALLOW]
         .iter()
@@ -1158,7 +1158,7 @@ fn main() {
         println!("\nLiteLLM, measured after chimera's and nginx's processes stopped:\n");
         print_ladder(ways, lite_rates, results);
     }
-    println!("\nFirst text of a 3 s stream (10 deltas 300 ms apart; the first 300 ms in):");
+    println!("\nFirst text of a slow stream (events 300 ms apart, 4.2 s in all; its first text 300 ms in):");
     for (name, first) in &slow_firsts {
         println!("  {name}: {} ms", first.map_or("–".into(), ms));
     }
