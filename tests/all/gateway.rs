@@ -73,7 +73,7 @@ fn exchange(
 }
 
 /// One HTTP/1.1 exchange with the server at `address`.
-fn exchange_at(
+pub(crate) fn exchange_at(
     address: &str,
     method: &str,
     path: &str,

@@ -26,6 +26,7 @@ mod host_gates;
 mod hot_swap;
 mod isolation;
 mod isolation_crash;
+mod isolation_secrets;
 mod loading;
 mod mcp;
 mod mcp_tools;

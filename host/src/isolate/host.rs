@@ -135,6 +135,7 @@ struct Running {
 impl Spawner {
     /// Starts a pack host and waits for its hello.
     fn spawn(&self) -> Result<(Running, Hello), String> {
+        super::sandbox::shield_host();
         let (host_end, child_end) =
             UnixStream::pair().map_err(|e| format!("cannot make a socket pair: {e}"))?;
         let stdin = self
@@ -147,7 +148,18 @@ impl Spawner {
             format!("{}={}", self.pack, self.config)
         };
         let mut command = Command::new(&self.program);
-        command.args(["pack-host", "--pack", &spec]);
+        // Nothing of the host's environment (its upstream keys) but what
+        // the pack host needs: see `super::PACK_HOST_ENV`. No
+        // `RUST_BACKTRACE` either: a pack's panic is caught and reported by
+        // the SDK, and a backtrace would only be more stderr.
+        command
+            .env_clear()
+            .envs(
+                super::PACK_HOST_ENV
+                    .iter()
+                    .filter_map(|name| std::env::var_os(name).map(|value| (*name, value))),
+            )
+            .args(["pack-host", "--pack", &spec]);
         if self.state.is_shared() {
             command.arg("--state-shared");
         }
@@ -155,10 +167,6 @@ impl Spawner {
             .stdin(Stdio::from(stdin))
             .stdout(Stdio::from(OwnedFd::from(child_end)))
             .stderr(Stdio::piped())
-            // A pack's panic is caught and reported by the SDK; a backtrace
-            // would only be more stderr.
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("RUST_LIB_BACKTRACE")
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
         let mut process = process;

@@ -3,7 +3,12 @@
 //! An isolated pack is the same pack file, checked the same way (directory
 //! policy, lock pin, one read, SHA-256, inspection, a sealed memfd), but the
 //! host never maps it: it starts `chimera pack-host` with the sealed memfd
-//! as the child's stdin and one end of a Unix socket pair as its stdout.
+//! as the child's stdin, one end of a Unix socket pair as its stdout, and
+//! an environment of [`PACK_HOST_ENV`] alone (never the host's keys). The
+//! host makes itself non-dumpable first, so no pack host reads its
+//! environment or its open files through `/proc`; the child closes any
+//! other descriptor it inherited and drops its capabilities before the
+//! pack's code runs (see [`sandbox`]).
 //! The child loads exactly those bytes, builds the pack, confines itself
 //! ([`sandbox`]) and says hello (its interceptors, its declared policy, the
 //! sandbox features this kernel lacks). From then on every run of
@@ -45,6 +50,17 @@ pub(crate) mod wire;
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// The host's environment variables a pack host is started with, each when
+/// the host has it; every other one is left out (a gateway's upstream keys
+/// among them, so a pack that reads `std::env::vars()` finds none).
+///
+/// The pack host itself needs none: its pack comes as a descriptor, its
+/// name and configuration as arguments, and a panic is reported without
+/// `RUST_BACKTRACE`. `HOME` is kept for packs that read a file their
+/// configuration names as `~/…` (gate-kit's `expand_home`), as they would
+/// in-process; it names a directory, not a secret.
+pub const PACK_HOST_ENV: &[&str] = &["HOME"];
 
 /// Which packs run isolated, and how their pack hosts are started.
 #[derive(Debug, Clone)]

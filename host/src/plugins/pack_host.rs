@@ -1,13 +1,16 @@
 //! The pack host: the child side of an isolated pack.
 //!
 //! Started as `chimera pack-host --pack NAME[=CONFIG]` with the sealed pack
-//! on its standard input and its end of the control socket as its standard
-//! output. It moves the socket to a fresh descriptor and points fd 1 at
-//! stderr at once (a pack's `println!` cannot corrupt the framing), loads
-//! exactly the sealed bytes, builds the pack, confines itself, says hello
-//! and then serves calls until the host hangs up or says shutdown.
+//! on its standard input, its end of the control socket as its standard
+//! output, and an empty environment (`HOME` alone). It first closes every
+//! other descriptor it inherited and enters a first Landlock domain (see
+//! [`crate::isolate::sandbox`]), then moves the socket to a fresh
+//! descriptor and points fd 1 at stderr (a pack's `println!` cannot
+//! corrupt the framing), loads exactly the sealed bytes, builds the pack,
+//! confines itself, says hello and then serves calls until the host hangs
+//! up or says shutdown.
 
-use crate::isolate::sandbox::{confine_pack_host, Limits};
+use crate::isolate::sandbox::{before_pack_code, confine_pack_host, Limits};
 use crate::isolate::transport::{spin_budget, Spinning, CHILD_SPIN};
 use crate::isolate::wire::{self, FromHost, Hello, StateAnswer, StateKind, StateOp, WIRE_VERSION};
 use crate::plugins::loader::Loader;
@@ -26,6 +29,9 @@ use std::sync::{Arc, Mutex};
 /// was handed as its standard output. Returns when the host hangs up or
 /// asks it to stop; an error is one line (also sent to the host).
 pub(crate) fn serve(pack: &str, config: &str, state_shared: bool) -> Result<(), String> {
+    // First, before this process opens a descriptor of its own or any of
+    // the pack's code runs: close what was inherited, enter a first domain.
+    let early_warnings = before_pack_code();
     let socket = rustix::io::dup(std::io::stdout().as_fd())
         .map_err(|e| format!("cannot take the control socket: {e}"))?;
     rustix::stdio::dup2_stdout(std::io::stderr().as_fd())
@@ -51,7 +57,8 @@ pub(crate) fn serve(pack: &str, config: &str, state_shared: bool) -> Result<(), 
     let mut hello = hello;
     // Asked before the sandbox: it reads the CPU set and cgroup quota.
     let spin = spin_budget(CHILD_SPIN);
-    hello.warnings = confine_pack_host(&Limits::default());
+    hello.warnings = early_warnings;
+    hello.warnings.extend(confine_pack_host(&Limits::default()));
     send(&mut out, wire::hello(&mut buf, &hello))?;
     // Between calls the child polls for a while before it blocks: a call
     // that follows soon finds it awake.

@@ -11,12 +11,19 @@
 //! The trust tests use it to show that the lock file refuses it before
 //! `dlopen` (no canary) and that the probe keeps a crashing or hanging
 //! constructor out of the live host.
+//!
+//! The same library exports a second pack, `snoop` ([`Snoop`]), which reads
+//! every secret it can reach and blocks with what it found: the isolation
+//! tests show an isolated pack finds none of its host's.
 
 // An ELF constructor is a `#[link_section]` static; this crate exists to be
 // the hostile pack the host must keep out.
 #![allow(unsafe_code, reason = "a deliberately hostile test pack")]
 
+mod snoop;
+
 use chimera_plugin_api::prelude::*;
+pub use snoop::Snoop;
 use std::sync::Arc;
 
 /// Runs at load time, from `.init_array`.
@@ -61,4 +68,4 @@ impl Pack for Hostile {
     }
 }
 
-chimera_plugin_api::export_packs!(Hostile);
+chimera_plugin_api::export_packs!(Hostile, Snoop);

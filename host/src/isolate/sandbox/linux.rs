@@ -88,7 +88,7 @@ fn max_file_size() -> u64 {
 
 /// Empties the effective, permitted and inheritable sets (and so the
 /// ambient one). A no-op for an ordinary user.
-fn drop_capabilities(warnings: &mut Vec<String>) {
+pub(super) fn drop_capabilities(warnings: &mut Vec<String>) {
     use rustix::thread::{capabilities, set_capabilities, CapabilitySet, CapabilitySets};
     let empty = CapabilitySets {
         effective: CapabilitySet::empty(),
@@ -108,6 +108,31 @@ fn thread_count() -> Option<usize> {
     std::fs::read_dir("/proc/self/task")
         .ok()
         .map(Iterator::count)
+}
+
+/// The pack host's first Landlock domain, entered before its pack's code
+/// runs (see [`super::start`]): exec of files refused, the signal and
+/// abstract-socket scopes (ABI 6), and, for being in a domain at all, no
+/// ptrace, `/proc/PID/mem` or `cwd` of a process outside it, from the
+/// pack's load-time code on. The warning line when there is none.
+pub(super) fn first_domain() -> Option<String> {
+    let attempt = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::Execute)
+        .and_then(|r| r.scope(Scope::from_all(ABI::V6)))
+        .and_then(Ruleset::create)
+        .and_then(landlock::RulesetCreated::restrict_self);
+    match attempt {
+        Ok(status) if status.ruleset != RulesetStatus::NotEnforced => None,
+        Ok(_) => Some(
+            "no Landlock domain before loading: the pack's load-time code may exec and signal"
+                .to_owned(),
+        ),
+        Err(e) => Some(format!(
+            "no Landlock domain before loading ({e}): the pack's load-time code may exec and \
+             signal"
+        )),
+    }
 }
 
 fn landlock(warnings: &mut Vec<String>) {

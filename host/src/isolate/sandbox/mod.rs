@@ -1,6 +1,13 @@
 //! The pack host's sandbox: what an isolated pack's process may still do
 //! once it has loaded and instantiated its pack.
 //!
+//! Before any of the pack's code runs ([`start`]): the host starts its pack
+//! hosts with an empty environment (`HOME` alone) and has made itself
+//! non-dumpable ([`shield_host`]), so its `/proc/PID/environ`, `maps` and
+//! `fd/*` answer no pack host; and the pack host ([`before_pack_code`])
+//! closes every descriptor it inherited beyond its standard three, drops
+//! its capabilities and enters a first Landlock domain.
+//!
 //! [`confine_pack_host`] is called once, in the child, after the pack is
 //! loaded and before the first call is served. It is one-way: nothing in
 //! the process can lift any of it again. In order:
@@ -24,8 +31,9 @@
 //!    files refused, TCP bind and connect handled with no rule (ABI 4),
 //!    and the abstract-Unix-socket and signal scopes (ABI 6). Reading stays
 //!    allowed. Landlock also stops the child from ptracing (or reading
-//!    `/proc/PID/mem` or `environ` of) any process outside its domain, the
-//!    host included.
+//!    `/proc/PID/mem` of) any process outside its domain, the host
+//!    included; a kernel may still let it read another's `environ`, which
+//!    is why the host is non-dumpable ([`shield_host`]).
 //! 4. **seccomp** (all threads, `TSYNC`): these calls fail with `EPERM`:
 //!    sockets of every family, exec, new processes (`clone` without
 //!    `CLONE_THREAD`; `clone3`, whose flags a filter cannot read,
@@ -48,7 +56,8 @@
 //! that, `SIGXFSZ` ends the child), and the host can only name a memory
 //! limit it saw the runtime's message for (see [`describe_exit`](limits::describe_exit)).
 //!
-//! [`limits`] holds the limits and how an exit by one is told;
+//! [`limits`] holds the limits and how an exit by one is told; [`start`]
+//! what the pack host does before loading;
 //! [`linux`] the confinement itself (elsewhere, [`other`]: none);
 //! [`attack`] the test that a confined child tries every escape and
 //! fails.
@@ -60,6 +69,7 @@ mod limits;
 mod linux;
 #[cfg(not(target_os = "linux"))]
 mod other;
+mod start;
 
 #[cfg(unix)]
 pub(crate) use limits::describe_exit;
@@ -68,6 +78,7 @@ pub(crate) use limits::Limits;
 use linux as imp;
 #[cfg(not(target_os = "linux"))]
 use other as imp;
+pub(crate) use start::{before_pack_code, shield_host};
 
 /// Confines the calling process for good; returns one warning line per
 /// protection the kernel cannot give (none on a kernel with Landlock ABI 6
