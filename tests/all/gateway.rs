@@ -21,6 +21,7 @@ use std::time::Duration;
 
 mod clients;
 mod fidelity;
+mod monitor;
 mod replicas;
 mod security;
 mod state;

@@ -32,6 +32,7 @@ mod mcp;
 mod mcp_tools;
 mod merge;
 mod mockllm;
+mod monitor;
 mod outward_seams;
 mod pack_authoring;
 mod packs;

@@ -12,7 +12,7 @@ use super::session::AgentSession;
 use super::stream::{HoldEdge, StreamBlock, StreamGate};
 use crate::interception::{
     AuditRecord, ContentRole, EventDecision, InterceptorEvent, Interceptors,
-    ModelResponseInterceptor, ReplyFacts, SeamName, StreamChunkInterceptor,
+    ModelResponseInterceptor, PackMode, ReplyFacts, SeamName, StreamChunkInterceptor,
 };
 use crate::providers::{Assembler, ModelResponse, Provider, ProviderCall, Usage};
 use crate::types::{Headers, Message, ProviderRequest, Role, ToolList};
@@ -55,13 +55,15 @@ impl Received {
 /// The packs of `bundle` that judge whole replies (`model_response`,
 /// `output`) but not streamed text, sorted, and a phrase for each
 /// (`json-schema gates output but not stream_chunk`): what a stream cannot
-/// show before their verdict.
+/// show before their verdict. A monitored pack gates nothing.
 pub(crate) fn whole_reply_gates(bundle: &Interceptors) -> (Vec<String>, Vec<String>) {
     let packs_on = |seam: SeamName| -> BTreeSet<String> {
         bundle
             .chain(seam)
             .iter()
-            .filter(|i| i.is_pack() && i.role() != ContentRole::Observes)
+            .filter(|i| {
+                i.is_pack() && i.role() != ContentRole::Observes && i.mode() == PackMode::Enforce
+            })
             .map(|i| i.name().split('/').next().unwrap_or_default().to_owned())
             .collect()
     };
@@ -544,6 +546,8 @@ impl AgentSession {
                     tool_name: String::new(),
                     call_id: String::new(),
                     interceptor: gate.clone(),
+                    // Only an enforced gate's hold holds anything.
+                    monitor: false,
                 },
                 from_pack: chain.iter().any(|i| i.name() == gate && i.is_pack()),
                 changes: None,

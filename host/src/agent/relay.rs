@@ -550,6 +550,7 @@ fn gateway_record(seam: &'static str, reason: String) -> crate::interception::Au
             tool_name: String::new(),
             call_id: String::new(),
             interceptor: "gateway".to_owned(),
+            monitor: false,
         },
         from_pack: false,
         changes: None,

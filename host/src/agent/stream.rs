@@ -132,13 +132,15 @@ pub struct Offered {
 }
 
 impl StreamGate {
-    /// A gate for `chain`: its window is the largest any of its
-    /// interceptors declared (0: every delta is offered).
+    /// A gate for `chain`: its window is the largest any of its enforced
+    /// interceptors declared (0: every delta is offered). A monitored
+    /// one's window is not taken: gathering would delay the text.
     #[must_use]
     pub fn for_chain(chain: &[StreamChunkInterceptor]) -> Self {
         StreamGate::with_window(
             chain
                 .iter()
+                .filter(|i| !i.is_monitored())
                 .map(Interceptor::stream_window)
                 .max()
                 .unwrap_or(0),

@@ -144,6 +144,7 @@ impl AgentSession {
                     tool_name: call.name.clone(),
                     call_id: call.id.clone(),
                     interceptor: PERMISSION_POLICY.to_owned(),
+                    monitor: false,
                 },
                 from_pack: false,
                 changes: None,

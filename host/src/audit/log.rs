@@ -119,6 +119,8 @@ struct Body<'a> {
     interceptor: &'a str,
     sha256: Option<String>,
     decision: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    monitor: bool,
     reason: &'a str,
     tool: Option<&'a str>,
     call_id: Option<&'a str>,
@@ -285,7 +287,8 @@ impl Writer {
             .map(|(pack, _)| pack.to_owned());
         let tool = (!event.tool_name.is_empty()).then_some(event.tool_name.as_str());
         let call_id = (!event.call_id.is_empty()).then_some(event.call_id.as_str());
-        if event.decision == EventDecision::Ask {
+        // A monitored interceptor's question is never put: no answer follows.
+        if event.decision == EventDecision::Ask && !event.monitor {
             self.asked = Some(Asked {
                 interceptor: event.interceptor.clone(),
                 pack: pack.clone(),
@@ -301,6 +304,7 @@ impl Writer {
                 pack: pack.as_deref(),
                 interceptor: &event.interceptor,
                 decision: &event.decision.to_string(),
+                monitor: event.monitor,
                 reason: &event.reason,
                 tool,
                 call_id,
@@ -339,6 +343,7 @@ impl Writer {
                 pack: asked.and_then(|a| a.pack.as_deref()),
                 interceptor,
                 decision: "answered",
+                monitor: false,
                 reason: "",
                 tool: asked.and_then(|a| a.tool.as_deref()),
                 call_id: asked.and_then(|a| a.call_id.as_deref()),
@@ -373,6 +378,7 @@ impl Writer {
             interceptor: capped(record.interceptor),
             sha256,
             decision: record.decision,
+            monitor: record.monitor,
             reason: capped(record.reason),
             tool: record.tool.map(capped),
             call_id: record.call_id.map(capped),
@@ -426,6 +432,8 @@ struct Record<'a> {
     pack: Option<&'a str>,
     interceptor: &'a str,
     decision: &'a str,
+    /// The decision was recorded, not enacted (monitor mode).
+    monitor: bool,
     reason: &'a str,
     tool: Option<&'a str>,
     call_id: Option<&'a str>,
@@ -531,6 +539,7 @@ mod tests {
                 tool_name: "bash".to_owned(),
                 call_id: "c1".to_owned(),
                 interceptor: "plan-gate/gate".to_owned(),
+                monitor: false,
             },
             from_pack: true,
             changes: None,

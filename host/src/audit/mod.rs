@@ -1,5 +1,6 @@
 //! The audit log: a tamper-evident record of every decision interceptors
-//! make (`chimera run --audit FILE`), and its check (`chimera audit verify`).
+//! make (`chimera run --audit FILE`), its check (`chimera audit verify`)
+//! and its summary (`chimera audit summarise`).
 //!
 //! # A line
 //!
@@ -23,6 +24,10 @@
 //! streamed text beyond the trailing word, and that hold ended: `reason`
 //! says `holding N bytes`, then `released`, `blocked` or `ended` and the
 //! bytes held).
+//! A decision of a pack in monitor mode (`--monitor NAME`) carries
+//! `"monitor": true` after `decision`: the pack decided so, and nothing
+//! was enacted (the member is absent otherwise). `audit summarise` counts
+//! those apart, as what the pack *would* have done.
 //! `pack` and `sha256` are `null` for host interceptors. Behind the
 //! gateway (`chimera serve --audit FILE`) a line also carries `request`,
 //! the id of the reply the client got, after `session` (the conversation)
@@ -52,6 +57,7 @@
 
 mod line;
 mod log;
+mod summary;
 mod verify;
 
 // The record and its diff live with the chains that make them (a
@@ -59,4 +65,5 @@ mod verify;
 pub use crate::interception::{AuditRecord, Change, Changes, INSERT_CAP, SPAN_CAP};
 pub use line::{seal, GENESIS, LINE_CAP};
 pub use log::{AuditError, AuditLog, Exchange, Head, PackHashes};
+pub use summary::{summarise_file, Summary, Tally};
 pub use verify::{verify_file, Verified, VerifyError, FILE_CAP};

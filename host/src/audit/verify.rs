@@ -55,6 +55,17 @@ pub enum VerifyError {
 /// not check or follow the one before it; `VerifyError::HeadMissing` when no
 /// line has `expect_head`.
 pub fn verify_file(path: &Path, expect_head: Option<&str>) -> Result<Verified, VerifyError> {
+    verify_each(path, expect_head, |_| {})
+}
+
+/// [`verify_file`], handing each line that checks (its bytes, without the
+/// newline) to `visit` as it is read: what reads a log reads only what
+/// verifies, in the same pass. A later broken line still fails the whole.
+pub(crate) fn verify_each(
+    path: &Path,
+    expect_head: Option<&str>,
+    mut visit: impl FnMut(&[u8]),
+) -> Result<Verified, VerifyError> {
     let file = open(path)?;
     let mut reader = BufReader::new(file);
     let mut previous: Option<Link> = None;
@@ -85,6 +96,7 @@ pub fn verify_file(path: &Path, expect_head: Option<&str>) -> Result<Verified, V
         let link = line::check(&bytes).map_err(broken)?;
         line::follows(&link, number, previous.as_ref()).map_err(broken)?;
         found = found || expect_head.is_some_and(|head| head.eq_ignore_ascii_case(&link.hash));
+        visit(&bytes);
         previous = Some(link);
     }
     if !found {

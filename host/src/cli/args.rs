@@ -167,6 +167,11 @@ pub(crate) struct ServeArgs {
     /// `CHIMERA_ISOLATE=all` isolates every pack.
     #[arg(long = "isolate", value_name = "NAME")]
     pub(crate) isolate: Vec<String>,
+    /// Run loaded pack NAME in monitor mode (repeatable): its decisions
+    /// are recorded (events, the audit log, /metrics with
+    /// `mode="monitor"`) but never enforced.
+    #[arg(long = "monitor", value_name = "NAME")]
+    pub(crate) monitor: Vec<String>,
     #[command(flatten)]
     pub(crate) search: SearchArgs,
     #[command(flatten)]
@@ -227,6 +232,10 @@ pub(crate) struct McpGuardArgs {
     /// Run pack NAME in a sandboxed child process (repeatable).
     #[arg(long = "isolate", value_name = "NAME")]
     pub(crate) isolate: Vec<String>,
+    /// Run loaded pack NAME in monitor mode (repeatable): its decisions
+    /// are recorded (the audit log) but never enforced.
+    #[arg(long = "monitor", value_name = "NAME")]
+    pub(crate) monitor: Vec<String>,
     /// Append every decision on every tool call to this audit log (each
     /// line names the call's JSON-RPC id).
     #[arg(long, value_name = "FILE")]
@@ -343,6 +352,22 @@ pub(crate) enum AuditCommand {
         /// lines cut from its end are detected too.
         #[arg(long = "expect-head", value_name = "HASH")]
         expect_head: Option<String>,
+    },
+    /// Verify an audit log, then say per pack and interceptor how many
+    /// decisions of each kind it made, and how many it would have made in
+    /// monitor mode (recorded, not enforced).
+    #[command(visible_alias = "summary", alias = "summarize")]
+    Summarise {
+        /// The audit log.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// A head `audit verify` printed earlier: fail unless that line is
+        /// still in the log.
+        #[arg(long = "expect-head", value_name = "HASH")]
+        expect_head: Option<String>,
+        /// One JSON object instead of the readable text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -520,6 +545,13 @@ pub(crate) struct RunArgs {
     /// taking the session down. `CHIMERA_ISOLATE=all` isolates every pack.
     #[arg(long = "isolate", value_name = "NAME")]
     pub(crate) isolate: Vec<String>,
+
+    /// Run this loaded pack in monitor mode (repeatable): its decisions
+    /// are recorded (`--json` events with `"monitor": true`, the audit
+    /// log) but never enforced — nothing it blocks is blocked, nothing it
+    /// changes is changed, and its failures never block.
+    #[arg(long = "monitor", value_name = "NAME")]
+    pub(crate) monitor: Vec<String>,
 
     /// Scripted model: append every request, as received after all seams, to FILE.
     #[arg(long = "record-requests", value_name = "FILE")]

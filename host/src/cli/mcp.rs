@@ -7,7 +7,7 @@
 use super::args::McpGuardArgs;
 use super::failure::Failure;
 use super::serve::audit_log;
-use super::server::{server_packs, ServerPacks};
+use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
 use chimera_host::agent::{Permission, ToolRules};
 use chimera_host::mcp::Rules;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         "chimera mcp guard",
         &args.search,
         &args.trust,
-        (&args.packs, &args.isolate, args.watch),
+        &pack_flags!(args),
         |_| Ok(()),
     )?;
     let audit = args

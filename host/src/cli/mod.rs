@@ -140,6 +140,11 @@ pub(crate) fn main() -> ExitCode {
         Command::Audit(AuditCommand::Verify { file, expect_head }) => {
             audit::verify(&file, expect_head.as_deref())
         }
+        Command::Audit(AuditCommand::Summarise {
+            file,
+            expect_head,
+            json,
+        }) => audit::summarise(&file, expect_head.as_deref(), json),
         Command::Tools(ToolsCommand::List {
             json,
             mut mcp,

@@ -177,7 +177,8 @@ fn remembered(event: &AgentEvent, streamed: bool, seen: &mut Seen) -> Option<Str
             String::new()
         }
         AgentEvent::Interceptor(e) => {
-            if e.decision != EventDecision::Replaced {
+            // A monitored block blocked nothing: no tool result restates it.
+            if e.decision != EventDecision::Replaced && !e.monitor {
                 seen.block = Some(ShownBlock {
                     interceptor: e.interceptor.clone(),
                     call_id: e.call_id.clone(),
@@ -465,6 +466,16 @@ fn interceptor(e: &InterceptorEvent) -> String {
     } else {
         format!(": {said}")
     };
+    if e.monitor {
+        // Recorded, not enacted: said as what would have happened.
+        return paint(
+            DIM,
+            &clean(&format!(
+                "  ⚐ monitor: {} {} by {} (not enforced){reason}{target}",
+                e.seam, e.decision, e.interceptor
+            )),
+        );
+    }
     paint(
         WARN,
         &clean(&format!(

@@ -182,6 +182,26 @@ pub(crate) fn configure_isolation(
     Ok(())
 }
 
+/// `--monitor NAME` (each a pack `--pack` loads): which packs run in
+/// monitor mode, their decisions recorded but never enforced.
+pub(crate) fn configure_monitoring(
+    manager: &PluginManager,
+    packs: &[String],
+    monitor: &[String],
+) -> Result<(), Failure> {
+    let loaded: Vec<String> = packs
+        .iter()
+        .filter_map(|spec| parse_pack_spec(spec).ok().map(|(name, _)| name))
+        .collect();
+    if let Some(name) = monitor.iter().find(|n| !loaded.contains(n)) {
+        return Err(Failure::usage(format!(
+            "--monitor {name}: no pack of that name is loaded (add --pack {name})"
+        )));
+    }
+    manager.set_monitored(monitor.iter().cloned());
+    Ok(())
+}
+
 /// Hot-swaps rebuilt pack files of `manager`'s packs into the live
 /// sessions, publishing each reload (or failed reload) on `bus`.
 pub(crate) fn watcher(manager: &Arc<PluginManager>, bus: &EventBus) -> Result<Watcher, Failure> {
@@ -269,6 +289,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         &args.isolate,
         args.trust.probe_timeout,
     )?;
+    configure_monitoring(&host.manager, &args.packs, &args.monitor)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
     let _watcher = args
         .watch

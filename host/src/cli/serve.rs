@@ -4,7 +4,7 @@
 
 use super::args::{ServeArgs, StateArgs};
 use super::failure::Failure;
-use super::server::{server_packs, ServerPacks};
+use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
 use chimera_host::audit::AuditLog;
 use chimera_host::gateway::{key_hash, Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::PluginManager;
@@ -59,7 +59,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         "chimera serve",
         &args.search,
         &args.trust,
-        (&args.packs, &args.isolate, args.watch),
+        &pack_flags!(args),
         |manager| {
             manager.set_state(state.clone());
             Ok(())

@@ -4,7 +4,7 @@
 
 use super::args::{SearchArgs, TrustArgs};
 use super::failure::Failure;
-use super::run::{configure_isolation, configure_trust, watcher};
+use super::run::{configure_isolation, configure_monitoring, configure_trust, watcher};
 use super::wiring::load_packs;
 use chimera_host::agent::{AgentEvent, EventBus};
 use chimera_host::config::search_path;
@@ -23,16 +23,46 @@ pub(crate) struct ServerPacks {
     pub(crate) watching: Option<Watcher>,
 }
 
-/// The packs of a server named `who`: trust and isolation configured,
-/// `prepare` run on the manager (what it offers packs), the packs loaded
-/// in order, and watched when `watch`.
+/// Which packs a server loads, and how: `--pack` specs in load order,
+/// the names `--isolate` and `--monitor` give, and `--watch`.
+pub(crate) struct PackFlags<'a> {
+    pub(crate) packs: &'a [String],
+    pub(crate) isolate: &'a [String],
+    pub(crate) monitor: &'a [String],
+    pub(crate) watch: bool,
+}
+
+/// The [`PackFlags`] of a server command's arguments (`serve`'s, `mcp
+/// guard`'s).
+macro_rules! pack_flags {
+    ($args:expr) => {
+        PackFlags {
+            packs: &$args.packs,
+            isolate: &$args.isolate,
+            monitor: &$args.monitor,
+            watch: $args.watch,
+        }
+    };
+}
+pub(crate) use pack_flags;
+
+/// The packs of a server named `who`: trust, isolation and monitoring
+/// configured, `prepare` run on the manager (what it offers packs), the
+/// packs loaded in order (one line on stderr names those monitored), and
+/// watched when `watch`.
 pub(crate) fn server_packs(
     who: &'static str,
     search: &SearchArgs,
     trust: &TrustArgs,
-    (packs, isolate, watch): (&[String], &[String], bool),
+    flags: &PackFlags<'_>,
     prepare: impl FnOnce(&PluginManager) -> Result<(), Failure>,
 ) -> Result<ServerPacks, Failure> {
+    let PackFlags {
+        packs,
+        isolate,
+        monitor,
+        watch,
+    } = *flags;
     let registry = Arc::new(Registry::new());
     let manager = Arc::new(PluginManager::with_search_path(
         Arc::clone(&registry),
@@ -41,8 +71,15 @@ pub(crate) fn server_packs(
     let bus = operator_log(who);
     configure_trust(&manager, trust, &bus)?;
     configure_isolation(&manager, packs, isolate, trust.probe_timeout)?;
+    configure_monitoring(&manager, packs, monitor)?;
     prepare(&manager)?;
     load_packs(&manager, packs, &bus)?;
+    if !monitor.is_empty() {
+        eprintln!(
+            "{who}: monitor mode (decisions recorded, not enforced): {}",
+            monitor.join(", ")
+        );
+    }
     let watching = watch.then(|| watcher(&manager, &bus)).transpose()?;
     Ok(ServerPacks {
         registry,

@@ -17,6 +17,7 @@ use chimera_host::config::{
     self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, McpSection, ProviderSection,
     SessionSection, StateSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
 };
+use chimera_host::interception::PackMode;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
 use serde_json::{json, Value};
@@ -169,6 +170,7 @@ struct PackArgs<'a> {
     search: &'a mut SearchArgs,
     packs: &'a mut Vec<String>,
     isolate: &'a mut Vec<String>,
+    monitor: &'a mut Vec<String>,
     trust: &'a mut TrustArgs,
 }
 
@@ -179,6 +181,7 @@ macro_rules! pack_args {
             search: &mut $args.search,
             packs: &mut $args.packs,
             isolate: &mut $args.isolate,
+            monitor: &mut $args.monitor,
             trust: &mut $args.trust,
         }
     };
@@ -269,7 +272,8 @@ pub(crate) fn apply_to_mcp(named: Option<&Path>, args: &mut McpArgs) -> Result<(
     Ok(())
 }
 
-/// The search path, the packs (and which are isolated) and `[trust]`.
+/// The search path, the packs (and which are isolated, which monitored)
+/// and `[trust]`.
 fn merge_packs(m: &mut Merge<'_>, args: PackArgs<'_>, config: &FileConfig) {
     let dirs = m.paths(config.plugins_dirs.as_ref());
     m.take(
@@ -301,6 +305,19 @@ fn merge_packs(m: &mut Merge<'_>, args: PackArgs<'_>, config: &FileConfig) {
                 .collect::<Vec<_>>()
         });
     m.take("isolate", "isolate", args.isolate, isolate);
+    // The file's monitored packs (`mode = "monitor"`), likewise.
+    let monitor = config
+        .packs
+        .as_ref()
+        .filter(|_| !(m.explicit)("packs"))
+        .map(|packs| {
+            packs
+                .iter()
+                .filter(|pack| pack.mode == Some(PackMode::Monitor))
+                .map(|pack| pack.name.clone())
+                .collect::<Vec<_>>()
+        });
+    m.take("monitor", "monitor", args.monitor, monitor);
     merge_trust(m, args.trust, &config.trust);
 }
 

@@ -160,6 +160,9 @@ pub struct PackEntry {
     pub config: Option<toml::Table>,
     /// Run it in a sandboxed child process of its own (`--isolate NAME`).
     pub isolate: Option<bool>,
+    /// `enforce` (the default) or `monitor`: its decisions recorded but
+    /// never enforced (`--monitor NAME`).
+    pub mode: Option<crate::interception::PackMode>,
 }
 
 /// `[trust]`: trust and containment (the flags of the same names).

@@ -57,8 +57,9 @@ impl Histogram {
     }
 }
 
-/// Decisions counted by (interceptor, seam, decision).
-type Decisions = BTreeMap<(String, &'static str, String), u64>;
+/// Decisions counted by (interceptor, mode, seam, decision): `mode` is
+/// `monitor` for a decision recorded and not enacted, else `enforce`.
+type Decisions = BTreeMap<(String, &'static str, &'static str, String), u64>;
 
 /// Stream holds counted by gate, and their ends by (gate, outcome).
 #[derive(Default)]
@@ -108,6 +109,7 @@ impl Metrics {
                 *lock(&decisions)
                     .entry((
                         event.interceptor.clone(),
+                        if event.monitor { "monitor" } else { "enforce" },
                         event.seam,
                         event.decision.to_string(),
                     ))
@@ -143,13 +145,13 @@ impl Metrics {
             );
         }
         out.push_str(
-            "# HELP chimera_gateway_decisions_total Interceptor decisions shown, by interceptor, seam and decision.\n\
+            "# HELP chimera_gateway_decisions_total Interceptor decisions shown, by interceptor, mode (enforce, or monitor: recorded, not enacted), seam and decision.\n\
              # TYPE chimera_gateway_decisions_total counter\n",
         );
-        for ((interceptor, seam, decision), count) in lock(&self.decisions).iter() {
+        for ((interceptor, mode, seam, decision), count) in lock(&self.decisions).iter() {
             let _ = writeln!(
                 out,
-                "chimera_gateway_decisions_total{{interceptor=\"{}\",seam=\"{seam}\",decision=\"{decision}\"}} {count}",
+                "chimera_gateway_decisions_total{{interceptor=\"{}\",mode=\"{mode}\",seam=\"{seam}\",decision=\"{decision}\"}} {count}",
                 label(interceptor)
             );
         }

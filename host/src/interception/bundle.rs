@@ -1,7 +1,7 @@
 //! The seven ordered chains, one per seam. The seams are listed once, in
 //! [`seams!`]; every per-seam item below is generated from that list.
 
-use super::interceptor::{ContentRole, Interceptor};
+use super::interceptor::{ContentRole, Interceptor, PackMode};
 use super::seams::{
     ContextSeam, ModelResponseSeam, OutputSeam, ProviderRequestSeam, SeamSpec, StreamChunkSeam,
     ToolCallSeam, ToolResultSeam,
@@ -74,6 +74,13 @@ macro_rules! seams {
                 }
             }
 
+            /// Puts every interceptor of the bundle in `mode`.
+            pub fn set_mode(&mut self, mode: PackMode) {
+                $(for i in &mut self.$field {
+                    i.mode = mode;
+                })*
+            }
+
             /// Number of interceptors over all seams.
             #[must_use]
             pub fn len(&self) -> usize {
@@ -144,6 +151,14 @@ macro_rules! seams {
             pub fn role(&self) -> ContentRole {
                 match self {
                     $(AnyInterceptor::$variant(i) => i.role(),)*
+                }
+            }
+
+            /// Whether its decisions are enacted or only recorded.
+            #[must_use]
+            pub fn mode(&self) -> PackMode {
+                match self {
+                    $(AnyInterceptor::$variant(i) => i.mode(),)*
                 }
             }
 
@@ -284,13 +299,15 @@ impl Interceptors {
     /// (a ban check) runs before one declared to redact it: the check sees
     /// what the redactor would have removed, so a banned word inside a
     /// redacted address still blocks. `--pack` order is the order: load
-    /// the redacting pack first.
+    /// the redacting pack first. Monitored interceptors are left out: they
+    /// neither redact nor block.
     #[must_use]
     pub fn order_warnings(&self) -> Vec<String> {
         SeamName::ALL
             .into_iter()
             .filter_map(|seam| {
-                let chain = self.chain(seam);
+                let mut chain = self.chain(seam);
+                chain.retain(|i| i.mode() == PackMode::Enforce);
                 let judge = chain
                     .iter()
                     .position(|i| i.role() == ContentRole::Judges)?;

@@ -119,7 +119,13 @@ enum Flow<V> {
 /// * failure (error, panic, a replacement of the wrong type, an unknown
 ///   decision kind) → an `error` event, then the seam's policy: fail-open
 ///   seams skip the interceptor and keep the last good value, `tool_call`
-///   stops with `interceptor error: …`.
+///   stops with `interceptor error: …`;
+/// * any decision of an interceptor in monitor mode
+///   ([`PackMode::Monitor`](super::PackMode)) → reported as above (its
+///   event and audit record marked `monitor`), then the next interceptor,
+///   same value: nothing it answers (a block, a replacement, a hold, a
+///   retry, a question, a pause, a compaction, a deadline, a failure, a
+///   notice) is enacted.
 ///
 /// Pack interceptors see the value through ABI views built once per run of
 /// consecutive pack interceptors, and rebuilt only after a replacement.
@@ -169,7 +175,11 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                     None => continue,
                     Some((index, Stop::Quarantined(reason))) => (index, Verdict::Error(reason)),
                     Some((index, Stop::Decided(decision))) => {
-                        if let Some(text) = decision.notice() {
+                        // A monitored interceptor's notice is not shown:
+                        // it changes nothing the user sees.
+                        if let Some(text) =
+                            decision.notice().filter(|_| !chain[index].is_monitored())
+                        {
                             outcome.notices.push(Notice {
                                 interceptor: chain[index].name().to_owned(),
                                 text,
@@ -418,6 +428,7 @@ impl<'a, S: SeamSpec> Report<'a, S> {
             tool_name: self.ids.0.to_owned(),
             call_id: self.ids.1.to_owned(),
             interceptor: self.entry.name().to_owned(),
+            monitor: self.entry.is_monitored(),
         }
     }
 
@@ -485,7 +496,24 @@ impl<'a, S: SeamSpec> Report<'a, S> {
     }
 }
 
+/// Reports `verdict` and says what the chain does next. A monitored
+/// interceptor's verdict is reported all the same (marked `monitor`) and
+/// never enacted: the chain goes on as if it allowed.
 fn apply<S: SeamSpec>(
+    verdict: Verdict<S::Value>,
+    current: &S::Value,
+    report: &Report<'_, S>,
+) -> Flow<S::Value> {
+    let flow = enact::<S>(verdict, current, report);
+    if report.entry.is_monitored() {
+        Flow::Continue
+    } else {
+        flow
+    }
+}
+
+/// Reports `verdict` and turns it into the chain's next step.
+fn enact<S: SeamSpec>(
     verdict: Verdict<S::Value>,
     current: &S::Value,
     report: &Report<'_, S>,

@@ -49,7 +49,9 @@ impl fmt::Display for EventDecision {
 }
 
 /// One block / replace / error decision, as published on the event bus
-/// (`type: "interceptor"` in the JSON transcript).
+/// (`type: "interceptor"` in the JSON transcript). A decision of an
+/// interceptor in monitor mode ([`PackMode::Monitor`](super::PackMode))
+/// carries `monitor: true`: it was recorded, not enacted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InterceptorEvent {
     /// `context`, `provider_request`, `tool_call` or `tool_result`.
@@ -65,4 +67,9 @@ pub struct InterceptorEvent {
     pub call_id: String,
     /// Display name of the deciding interceptor (`<pack>/<name>` for packs).
     pub interceptor: String,
+    /// True when the interceptor runs in monitor mode: the decision is
+    /// what it *would* have done, and nothing was blocked or changed.
+    /// Serialised only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub monitor: bool,
 }

@@ -9,9 +9,46 @@ use std::sync::Arc;
 /// One interceptor on seam `S`: a host closure or a pack's interceptor.
 ///
 /// Cheap to clone (shared). Two handles are *equal* when they are clones of
-/// the same interceptor, which is what `Registry::unregister` matches on.
+/// the same interceptor, which is what `Registry::unregister` matches on
+/// (whatever [`PackMode`] each handle carries).
 pub struct Interceptor<S: SeamSpec> {
     pub(crate) inner: Arc<Entry<S>>,
+    /// Whether the chain enacts its decisions or only records them. Kept
+    /// on the handle, not in the shared entry, so a loaded pack's
+    /// interceptors are put in monitor mode whoever else holds them.
+    pub(crate) mode: PackMode,
+}
+
+/// How a pack's decisions take effect (`mode` on a `[[packs]]` entry of
+/// `chimera.toml`, `--monitor NAME` on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackMode {
+    /// Its decisions are enacted: a block blocks, a replacement replaces.
+    #[default]
+    Enforce,
+    /// Its decisions are recorded (events marked `monitor`, audit lines,
+    /// metrics) but never enacted: the chain goes on as if it allowed,
+    /// and its failures never block. For rolling a policy out on live
+    /// traffic.
+    Monitor,
+}
+
+impl PackMode {
+    /// `enforce` or `monitor`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackMode::Enforce => "enforce",
+            PackMode::Monitor => "monitor",
+        }
+    }
+}
+
+impl fmt::Display for PackMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 pub(crate) struct Entry<S: SeamSpec> {
@@ -63,6 +100,7 @@ impl<S: SeamSpec> Interceptor<S> {
                 role: ContentRole::Unstated,
                 stream_window: 0,
             }),
+            mode: PackMode::Enforce,
         }
     }
 
@@ -105,6 +143,7 @@ impl<S: SeamSpec> Interceptor<S> {
                 role: ContentRole::Unstated,
                 stream_window: 0,
             }),
+            mode: PackMode::Enforce,
         }
     }
 
@@ -124,6 +163,7 @@ impl<S: SeamSpec> Interceptor<S> {
                 role: ContentRole::Unstated,
                 stream_window: 0,
             }),
+            mode: PackMode::Enforce,
         }
     }
 
@@ -172,12 +212,32 @@ impl<S: SeamSpec> Interceptor<S> {
     pub fn is_pack(&self) -> bool {
         matches!(self.inner.kind, Kind::Pack(..) | Kind::Isolated(..))
     }
+
+    /// Whether its decisions are enacted or only recorded.
+    #[must_use]
+    pub fn mode(&self) -> PackMode {
+        self.mode
+    }
+
+    /// True in monitor mode: its decisions are recorded, never enacted.
+    #[must_use]
+    pub fn is_monitored(&self) -> bool {
+        self.mode == PackMode::Monitor
+    }
+
+    /// The same interceptor in `mode`.
+    #[must_use]
+    pub fn with_mode(mut self, mode: PackMode) -> Self {
+        self.mode = mode;
+        self
+    }
 }
 
 impl<S: SeamSpec> Clone for Interceptor<S> {
     fn clone(&self) -> Self {
         Interceptor {
             inner: Arc::clone(&self.inner),
+            mode: self.mode,
         }
     }
 }
@@ -194,6 +254,7 @@ impl<S: SeamSpec> fmt::Debug for Interceptor<S> {
             .field("seam", &S::SEAM)
             .field("name", &self.inner.name)
             .field("pack", &self.is_pack())
+            .field("mode", &self.mode)
             .finish()
     }
 }

@@ -94,7 +94,7 @@ pub use diff::{Change, Changes, INSERT_CAP, SPAN_CAP};
 pub use events::{EventDecision, InterceptorEvent};
 pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};
 pub(crate) use interceptor::RemotePack;
-pub use interceptor::{ContentRole, Interceptor};
+pub use interceptor::{ContentRole, Interceptor, PackMode};
 pub use merge::merge_interceptors;
 pub use record::AuditRecord;
 pub use seams::{

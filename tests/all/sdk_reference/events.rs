@@ -3,7 +3,7 @@
 //! `type` and every key documented there, and every documented type, field
 //! and example must still exist.
 
-use crate::helpers::{fixture_bundle, run};
+use crate::helpers::run;
 use chimera_host::agent::{AgentEvent, NestedEvent, RunUsage, SourceUsage};
 use chimera_host::types::ToolCall;
 use serde_json::{json, Map, Value};
@@ -59,9 +59,17 @@ fn samples() -> Vec<AgentEvent> {
         output_tokens: 2,
         cost_usd: 0.5,
     };
-    // The interceptor event as the real chain makes it: a pack's block.
-    let (_manager, bundle) =
-        fixture_bundle(json!({"tool_call": {"action": "block", "reason": "no"}}));
+    // The interceptor event as the real chain makes it: a pack's block,
+    // the pack in monitor mode (so `monitor` is set too).
+    let manager = crate::helpers::manager();
+    manager.set_monitored(["fixture".to_owned()]);
+    manager
+        .load(
+            "fixture",
+            &json!({"tool_call": {"action": "block", "reason": "no"}}).to_string(),
+        )
+        .expect("fixture loads");
+    let bundle = manager.registry().get_all();
     let call = ToolCall::new("c1", "bash", json!({"command": "ls"}));
     let (_, mut decisions) = run(&bundle.tool_call, &(), &call);
     let decision = decisions.remove(0);

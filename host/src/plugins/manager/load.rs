@@ -3,7 +3,7 @@
 //! listing, inspecting and unloading.
 
 use super::pack_plugin::{IsolatedPlugin, PackPlugin};
-use crate::interception::{HealthPolicy, HealthSink, Interceptors, PackHealth};
+use crate::interception::{HealthPolicy, HealthSink, Interceptors, PackHealth, PackMode};
 use crate::isolate::host::{IsolatedPack, Spawner};
 use crate::isolate::Isolation;
 use crate::plugins::discovery::{discover, Discovery, SearchDir};
@@ -36,6 +36,9 @@ pub enum PackSource {
 /// A loaded pack, as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackInfo {
+    /// Whether its decisions are enacted or only recorded
+    /// ([`PluginManager::set_monitored`]).
+    pub mode: PackMode,
     /// The name it is listed, reloaded and unloaded under (a pack's
     /// entry-point name).
     pub name: String,
@@ -81,6 +84,8 @@ pub struct PluginManager {
     pub(super) isolation: RwLock<Option<Isolation>>,
     /// The gate state offered to every pack that asks for it.
     state: RwLock<GateState>,
+    /// The names of the packs loaded (and reloaded) in monitor mode.
+    monitored: RwLock<Vec<String>>,
 }
 
 /// How loaded packs' health is watched, and who hears about it.
@@ -116,6 +121,32 @@ impl PluginManager {
             health: RwLock::new(HealthSettings::default()),
             isolation: RwLock::new(None),
             state: RwLock::new(GateState::in_process()),
+            monitored: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Sets which packs, by name, are loaded from now on in monitor mode
+    /// ([`PackMode::Monitor`]): their decisions are recorded but never
+    /// enacted. A reload keeps a pack's mode as this says it. A pack
+    /// already loaded keeps the mode it was loaded in until reloaded.
+    pub fn set_monitored(&self, names: impl IntoIterator<Item = String>) {
+        *self
+            .monitored
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = names.into_iter().collect();
+    }
+
+    /// The mode pack `name` is loaded in.
+    #[must_use]
+    pub fn mode_of(&self, name: &str) -> PackMode {
+        let monitored = self
+            .monitored
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if monitored.iter().any(|n| n == name) {
+            PackMode::Monitor
+        } else {
+            PackMode::Enforce
         }
     }
 
@@ -424,7 +455,8 @@ impl PluginManager {
         isolated: bool,
     ) -> Result<PackInfo, LoadError> {
         let name = plugin.name().to_owned();
-        let chains = stage(plugin.as_ref())?;
+        let mode = self.mode_of(&name);
+        let chains = stage(plugin.as_ref(), mode)?;
         let mut loaded = self.loaded();
         if loaded.iter().any(|l| l.info.name == name) {
             return Err(LoadError::AlreadyLoaded(name));
@@ -432,6 +464,7 @@ impl PluginManager {
         let owner = self.registry.new_owner();
         self.registry.commit(owner, chains);
         let info = PackInfo {
+            mode,
             name,
             version: plugin.version().to_owned(),
             description: plugin.description().to_owned(),
@@ -570,11 +603,16 @@ pub(super) fn guarded(
     })
 }
 
-/// Stages a plugin's registrations; a failure or panic stages nothing.
-pub(super) fn stage(plugin: &dyn Plugin) -> Result<Interceptors, LoadError> {
+/// Stages a plugin's registrations, every one in `mode`; a failure or
+/// panic stages nothing.
+pub(super) fn stage(plugin: &dyn Plugin, mode: PackMode) -> Result<Interceptors, LoadError> {
     let mut registrar = PluginRegistrar::new();
     match guarded("activate", || plugin.activate(&mut registrar)) {
-        Ok(()) => Ok(registrar.into_chains()),
+        Ok(()) => {
+            let mut chains = registrar.into_chains();
+            chains.set_mode(mode);
+            Ok(chains)
+        }
         Err(source) => Err(LoadError::Activation {
             name: plugin.name().to_owned(),
             source,

@@ -68,7 +68,8 @@ impl PluginManager {
         sha256: String,
     ) -> Result<ReloadOutcome, LoadError> {
         hand_over_state(name, running.plugin.as_ref(), plugin.as_ref());
-        let chains = stage(plugin.as_ref())?;
+        let mode = self.mode_of(name);
+        let chains = stage(plugin.as_ref(), mode)?;
         let mut loaded = self.loaded();
         let entry = loaded
             .iter_mut()
@@ -81,6 +82,7 @@ impl PluginManager {
             path: running.path,
             sha256,
         };
+        entry.info.mode = mode;
         entry.plugin = plugin;
         Ok(ReloadOutcome::Reloaded(entry.info.clone()))
     }
