@@ -304,3 +304,113 @@ fn a_tool_result_the_server_sends_for_no_call_in_flight_never_reaches_the_client
     let next = guarded.next_message();
     assert_eq!(next["id"], 50, "{next}");
 }
+
+/// The redactor with Unicode word boundaries (its old default), whose
+/// slow path near-misses with a non-ASCII letter find, and a call budget
+/// of `budget_ms` with no allowance per MiB: every padded result is slow.
+fn slow_redactor_flags(budget_ms: &'static str) -> Vec<String> {
+    let pattern = r"\b(?:sk|key|token|secret)-[A-Za-z0-9_\-]{8,}\b";
+    [
+        "--pack".to_owned(),
+        format!("redactor={}", json!({ "pattern": pattern })),
+        "--call-budget-ms".to_owned(),
+        budget_ms.to_owned(),
+        "--call-budget-per-mib-ms".to_owned(),
+        "0".to_owned(),
+    ]
+    .into()
+}
+
+/// A directory holding `pad.txt` (about `bytes` of near-misses, then a
+/// secret) and `notes.txt` (a secret), and the filesystem server over it.
+fn padded_files(bytes: usize) -> Option<(tempfile::TempDir, Vec<String>)> {
+    let mut filesystem = server("@modelcontextprotocol/server-filesystem")?;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let unit = "sk-aaaaaaaé ";
+    let pad = format!(
+        "{}sk-live-0123456789abcdef",
+        unit.repeat(bytes / unit.len())
+    );
+    std::fs::write(root.join("pad.txt"), pad).unwrap();
+    std::fs::write(
+        root.join("notes.txt"),
+        "deploy with sk-live-0123456789abcdef\n",
+    )
+    .unwrap();
+    filesystem.push(root.display().to_string());
+    Some((dir, filesystem))
+}
+
+/// The start of `value`'s text, for a failure message (a padded result
+/// is megabytes).
+fn short(value: &Value) -> String {
+    value.to_string().chars().take(300).collect()
+}
+
+/// Reads `file` of `dir` through `guarded`.
+fn read(guarded: &mut McpClient, dir: &tempfile::TempDir, file: &str) -> Value {
+    let path = dir.path().canonicalize().unwrap().join(file);
+    guarded.call(
+        "read_text_file",
+        json!({"path": path.display().to_string()}),
+    )
+}
+
+#[test]
+fn padded_results_from_a_server_never_quarantine_the_guards_redactor() {
+    let Some((dir, filesystem)) = padded_files(400_000) else {
+        return;
+    };
+    let flags = slow_redactor_flags("2");
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut guarded = McpClient::start(guard(&flags, &filesystem));
+    for _ in 0..7 {
+        let padded = read(&mut guarded, &dir, "pad.txt");
+        assert!(
+            !padded.to_string().contains("sk-live"),
+            "judged: redacted, {}",
+            short(&padded)
+        );
+    }
+    let notes = read(&mut guarded, &dir, "notes.txt");
+    assert_eq!(text(&notes), "deploy with [redacted]\n", "{notes}");
+}
+
+#[test]
+fn an_isolated_redactor_past_its_deadline_withholds_the_result_and_the_next_is_judged() {
+    let Some((dir, filesystem)) = padded_files(3_000_000) else {
+        return;
+    };
+    let mut flags = slow_redactor_flags("25");
+    flags.extend(["--isolate".to_owned(), "redactor".to_owned()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut guarded = McpClient::start(guard(&flags, &filesystem));
+    let warm = read(&mut guarded, &dir, "notes.txt");
+    assert_eq!(text(&warm), "deploy with [redacted]\n", "{warm}");
+    let padded = read(&mut guarded, &dir, "pad.txt");
+    assert_eq!(padded["isError"], true, "withheld: {}", short(&padded));
+    assert!(
+        !padded.to_string().contains("sk-live"),
+        "{}",
+        short(&padded)
+    );
+    assert!(
+        text(&padded).contains("did not answer"),
+        "{}",
+        short(&padded)
+    );
+    // Refused while the pack host restarts, judged once it is back; never
+    // passed unjudged.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let notes = read(&mut guarded, &dir, "notes.txt");
+        assert!(!notes.to_string().contains("sk-live"), "{}", short(&notes));
+        if notes["isError"] != true {
+            assert_eq!(text(&notes), "deploy with [redacted]\n", "{notes}");
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "never back: {notes}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

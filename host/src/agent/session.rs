@@ -66,6 +66,9 @@ pub struct AgentSession {
     /// request (see [`relay`](super::relay)): the client's history is
     /// hostile, so the session view says `"relayed":true`.
     pub(crate) relay: Option<RelaySurface>,
+    /// The first judgement of the exchange that could not be made on a
+    /// seam that fails closed (see [`AgentSession::unjudged`]).
+    pub(crate) unjudged: std::sync::OnceLock<String>,
 }
 
 /// What a relayed request puts in the `provider_request` envelope where the
@@ -242,6 +245,7 @@ impl AgentSession {
                 last_call: None,
                 call_id: 0,
                 relay: None,
+                unjudged: std::sync::OnceLock::new(),
             },
         }
     }
@@ -350,7 +354,23 @@ impl AgentSession {
             .bus
             .is_audited()
             .then_some(&audit_sink as &dyn Fn(AuditRecord));
-        run_chain_spent(chain, lead, value, &cx, audit, spent)
+        let outcome = run_chain_spent(chain, lead, value, &cx, audit, spent);
+        if outcome.unjudged {
+            if let Some(reason) = &outcome.blocked {
+                let _ = self.unjudged.set(reason.clone());
+            }
+        }
+        outcome
+    }
+
+    /// Why a judgement of this exchange could not be made, when one could
+    /// not on a seam that fails closed (an interceptor's error, a pack
+    /// unavailable or quarantined): what it guarded was held back, and a
+    /// server answers the request as unavailable rather than as refused by
+    /// policy. Cleared when the next exchange begins.
+    #[must_use]
+    pub fn unjudged(&self) -> Option<&str> {
+        self.unjudged.get().map(String::as_str)
     }
 
     /// One `notice` event per notice of `outcome`.

@@ -460,6 +460,16 @@ pub(crate) struct TrustArgs {
     /// five overruns within the window quarantine the pack.
     #[arg(long = "call-budget-ms", value_name = "MS", default_value_t = 100)]
     pub(crate) call_budget_ms: u64,
+
+    /// What a call's budget grows by for each MiB of input it is handed
+    /// (milliseconds), so a large text is no overrun for a pack that reads
+    /// it at a steady pace.
+    #[arg(
+        long = "call-budget-per-mib-ms",
+        value_name = "MS",
+        default_value_t = 50
+    )]
+    pub(crate) call_budget_per_mib_ms: u64,
 }
 
 #[derive(Debug, Args)]

@@ -114,6 +114,7 @@ pub(crate) fn configure_trust(
         max_errors: args.quarantine_after.max(1),
         window: Duration::from_secs(args.quarantine_window),
         call_budget: (args.call_budget_ms > 0).then(|| Duration::from_millis(args.call_budget_ms)),
+        per_mib: Duration::from_millis(args.call_budget_per_mib_ms),
         ..HealthPolicy::default()
     };
     let events = bus.clone();

@@ -70,6 +70,9 @@ pub(crate) fn server_packs(
     ));
     let bus = operator_log(who);
     configure_trust(&manager, trust, &bus)?;
+    // A server judges for clients it does not trust: see `serving_line`.
+    manager.set_serving(Vec::new());
+    eprintln!("{who}: {}", serving_line(&[]));
     configure_isolation(&manager, packs, isolate, trust.probe_timeout)?;
     configure_monitoring(&manager, packs, monitor)?;
     prepare(&manager)?;
@@ -86,6 +89,22 @@ pub(crate) fn server_packs(
         manager,
         watching,
     })
+}
+
+/// What a server says at start-up about judgements that cannot be made:
+/// they fail closed, but for the packs in `fail_open`.
+fn serving_line(fail_open: &[String]) -> String {
+    let closed = "a pack that cannot judge (an error, a call past its deadline, its \
+                  process restarting, a quarantine) refuses what it guards (503), \
+                  never passes it unjudged";
+    if fail_open.is_empty() {
+        closed.to_owned()
+    } else {
+        format!(
+            "{closed}; fail open (each seam's own policy): {}",
+            fail_open.join(", ")
+        )
+    }
 }
 
 /// The bus a server's own events go to (packs loaded, reloaded or

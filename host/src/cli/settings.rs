@@ -539,6 +539,12 @@ fn merge_trust(m: &mut Merge<'_>, t: &mut TrustArgs, trust: &TrustSection) {
         &mut t.call_budget_ms,
         trust.call_budget_ms,
     );
+    m.take(
+        "trust.call_budget_per_mib_ms",
+        "call_budget_per_mib_ms",
+        &mut t.call_budget_per_mib_ms,
+        trust.call_budget_per_mib_ms,
+    );
 }
 
 /// `[provider]`: the command line's choice of model source wins whole.

@@ -187,6 +187,9 @@ pub struct TrustSection {
     pub quarantine_window: Option<u64>,
     /// A pack call's time budget, in milliseconds.
     pub call_budget_ms: Option<u64>,
+    /// What a call's budget grows by per MiB of its input, in
+    /// milliseconds.
+    pub call_budget_per_mib_ms: Option<u64>,
 }
 
 /// `[provider]`: the model.

@@ -23,6 +23,11 @@ pub struct ChainOutcome<V> {
     /// The interceptor whose block stopped the chain (its display name,
     /// `<pack>/<name>`), when one did.
     pub blocked_by: Option<String>,
+    /// The chain stopped because an interceptor could not judge the value
+    /// (an error, a panic, a pack unavailable or quarantined) on a seam
+    /// that fails closed: `blocked` says why. A server answers this as
+    /// unavailable (503), not as a policy's refusal.
+    pub unjudged: bool,
     /// `stream_chunk` only: how many trailing bytes to withhold (the largest
     /// hold any interceptor answered; 0 releases everything).
     pub held: usize,
@@ -59,6 +64,7 @@ impl<V> Default for ChainOutcome<V> {
             replaced: None,
             blocked: None,
             blocked_by: None,
+            unjudged: false,
             held: 0,
             held_by: None,
             notices: Vec::new(),
@@ -109,6 +115,8 @@ enum Flow<V> {
     Continue,
     Act(Act<V>),
     Stop(String),
+    /// A failure stopped the chain (the seam fails closed).
+    Unjudged(String),
 }
 
 /// Runs `chain` over `value`, in list order:
@@ -190,7 +198,7 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                             if let Kind::Pack(_, Some(health))
                             | Kind::Isolated(_, _, Some(health)) = &chain[index].inner.kind
                             {
-                                health.failed();
+                                health.failed(&cx.session.session_id);
                             }
                         }
                         (index, verdict)
@@ -242,6 +250,11 @@ pub(crate) fn run_chain_spent<S: SeamSpec>(
                 outcome.blocked = Some(reason);
                 outcome.blocked_by = Some(name());
             }
+            Flow::Unjudged(reason) => {
+                outcome.blocked = Some(reason);
+                outcome.blocked_by = Some(name());
+                outcome.unjudged = true;
+            }
         }
         // Every other flow stops the chain here.
         break;
@@ -286,10 +299,11 @@ impl<'c> Group<'c> {
         }
     }
 
-    /// The group ran `chain[first..end]`: a group over its budget is one
-    /// overrun of that pack (its interceptors are named; a group of one is
-    /// exactly the old per-call measure).
-    fn finish<S: SeamSpec>(self, chain: &[Interceptor<S>], end: usize) {
+    /// The group ran `chain[first..end]` on `input`: a group over its
+    /// budget (for the input's size) is one overrun of that pack (its
+    /// interceptors are named; a group of one is exactly the old per-call
+    /// measure). The input is measured only past the base budget.
+    fn finish<S: SeamSpec>(self, chain: &[Interceptor<S>], input: &SeamInput<'_>, end: usize) {
         let (Some(health), Some(started)) = (self.health, self.started) else {
             return;
         };
@@ -299,9 +313,45 @@ impl<'c> Group<'c> {
                 .iter()
                 .map(Interceptor::name)
                 .collect();
-            health.took(&names.join(", "), S::NAME, elapsed);
+            health.took(&names.join(", "), S::NAME, elapsed, input_bytes(input));
         }
     }
+}
+
+/// The bytes of text a seam input hands a pack: what its budget grows by.
+fn input_bytes(input: &SeamInput<'_>) -> usize {
+    let call = |c: &chimera_plugin_api::abi::ToolCallView<'_>| {
+        c.id.len() + c.name.len() + c.arguments_json.len()
+    };
+    let messages: usize = input
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.blocks
+                    .iter()
+                    .map(|b| b.text.len() + b.data_json.len())
+                    .sum::<usize>()
+                + m.tool_calls.iter().map(call).sum::<usize>()
+        })
+        .sum();
+    let request = input.request.as_ref().map_or(0, |r| {
+        r.tools_json.len()
+            + r.kwargs_json.len()
+            + r.headers
+                .as_ref()
+                .map_or(0, |h| h.iter().map(|h| h.name.len() + h.value.len()).sum())
+    });
+    let result = input
+        .tool_result
+        .as_ref()
+        .map_or(0, |r| r.output.len() + r.metadata_json.len());
+    messages
+        + request
+        + input.tool_call.as_ref().map_or(0, |c| call(c))
+        + result
+        + input.text.len()
+        + input.extension_json.len()
 }
 
 /// Runs consecutive pack interceptors from `chain[*next]` on one borrowed
@@ -323,7 +373,7 @@ fn run_packs<S: SeamSpec>(
         };
         if !group.as_ref().is_some_and(|g| g.same_pack(health)) {
             if let Some(done) = group.take() {
-                done.finish(chain, *next);
+                done.finish(chain, input, *next);
             }
             if let Some(reason) = health.and_then(PackHealth::quarantine) {
                 return Some((*next, Stop::Quarantined(reason)));
@@ -340,7 +390,7 @@ fn run_packs<S: SeamSpec>(
                 Ok(None) => continue,
                 Err(reason) => {
                     if let Some(done) = group.take() {
-                        done.finish(chain, *next);
+                        done.finish(chain, input, *next);
                     }
                     return Some((*next, Stop::Quarantined(reason)));
                 }
@@ -351,7 +401,7 @@ fn run_packs<S: SeamSpec>(
         // by the caller.
         if decision.kind != DecisionKind::ALLOW || decision.value.is_some() {
             if let Some(done) = group.take() {
-                done.finish(chain, *next + 1);
+                done.finish(chain, input, *next + 1);
             }
             return Some((*next, Stop::Decided(decision)));
         }
@@ -367,7 +417,7 @@ fn run_packs<S: SeamSpec>(
         *next += 1;
     }
     if let Some(done) = group {
-        done.finish(chain, *next);
+        done.finish(chain, input, *next);
     }
     None
 }
@@ -523,7 +573,7 @@ fn enact<S: SeamSpec>(
     let fail = |event_reason: String, block_text: String| {
         report.shown(EventDecision::Error, event_reason, || None);
         if entry.fails_closed() {
-            Flow::Stop(format!("interceptor error: {block_text}"))
+            Flow::Unjudged(format!("interceptor error: {block_text}"))
         } else {
             Flow::Continue
         }

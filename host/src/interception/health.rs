@@ -15,6 +15,30 @@
 //! call that never returns hangs its turn. The probe (a child process)
 //! catches packs that hang or crash while loading; nothing in-process can
 //! catch one that hangs later.
+//!
+//! A call's budget grows with its input: [`HealthPolicy::call_budget`]
+//! plus [`HealthPolicy::per_mib`] for each MiB the pack is handed, so a
+//! large text is no overrun for a pack that reads it at a steady rate.
+//!
+//! # In a server
+//!
+//! A server (`chimera serve`, `chimera mcp guard`) judges what clients
+//! and servers it does not trust send, so a client must not be able to
+//! switch a pack off for everyone ([`HealthPolicy::serving`]):
+//!
+//! * a judgement that could not be made (an error, a panic, a child
+//!   process killed for its deadline or restarting, a quarantine) fails
+//!   closed on every seam: the request is refused with a 503 in the
+//!   client's wire, or the result withheld, never passed unjudged. A pack
+//!   named in [`PackHealth::failing_open`] (`on_unavailable =
+//!   "fail_open"`) follows each seam's own policy instead;
+//! * a slow call is reported, never counted towards a quarantine: the
+//!   slowness is the input's, and the request that sent it pays for it;
+//! * failures quarantine a pack only when they come from at least
+//!   [`SERVER_QUARANTINE_CLIENTS`] different clients within the window: a
+//!   pack that fails on ordinary traffic, never one client's payloads. A
+//!   client is the key a conversation is scoped by (`key-<hash>`, see the
+//!   gateway's sessions); every request without a key is one client.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,6 +56,12 @@ pub struct HealthPolicy {
     pub call_budget: Option<Duration>,
     /// Overruns within `window` that quarantine a pack.
     pub max_overruns: u32,
+    /// What a call's budget grows by for each MiB of input it is handed.
+    pub per_mib: Duration,
+    /// The packs judge for a server's clients (see the module docs):
+    /// failures fail closed, slow calls never quarantine, and failures
+    /// quarantine only when several clients meet them.
+    pub serving: bool,
 }
 
 impl Default for HealthPolicy {
@@ -41,7 +71,31 @@ impl Default for HealthPolicy {
             window: Duration::from_secs(60),
             call_budget: Some(Duration::from_millis(100)),
             max_overruns: 5,
+            per_mib: DEFAULT_PER_MIB,
+            serving: false,
         }
+    }
+}
+
+/// What a call's budget grows by per MiB of input, by default: ten times
+/// what the bundled packs' scans cost per MiB on a slow core (a few ms),
+/// so only a pack that reads its input at a pace that is no linear scan's
+/// runs over.
+pub const DEFAULT_PER_MIB: Duration = Duration::from_millis(50);
+
+/// In a server, the fewest different clients whose requests must meet a
+/// pack's failures before they quarantine it.
+pub const SERVER_QUARANTINE_CLIENTS: usize = 3;
+
+const MIB: u128 = 1 << 20;
+
+impl HealthPolicy {
+    /// The budget of a call handed `bytes` of input (`None`: no budget).
+    #[must_use]
+    pub fn budget_for(&self, bytes: usize) -> Option<Duration> {
+        let base = self.call_budget?;
+        let grown = self.per_mib.as_nanos() * bytes as u128 / MIB;
+        Some(base + Duration::from_nanos(u64::try_from(grown).unwrap_or(u64::MAX)))
     }
 }
 
@@ -75,8 +129,9 @@ pub type HealthSink = Arc<dyn Fn(HealthEvent) + Send + Sync>;
 
 #[derive(Default)]
 struct Record {
-    errors: VecDeque<Instant>,
-    overruns: VecDeque<Instant>,
+    /// When each failure was met, and by which client (in a server).
+    errors: VecDeque<(Instant, String)>,
+    overruns: VecDeque<(Instant, String)>,
     reason: Option<String>,
 }
 
@@ -85,6 +140,9 @@ pub struct PackHealth {
     pack: String,
     policy: HealthPolicy,
     sink: Option<HealthSink>,
+    /// In a server: its failures follow each seam's own policy rather
+    /// than failing closed.
+    fail_open: bool,
     quarantined: AtomicBool,
     record: Mutex<Record>,
 }
@@ -97,9 +155,33 @@ impl PackHealth {
             pack: pack.to_owned(),
             policy,
             sink,
+            fail_open: false,
             quarantined: AtomicBool::new(false),
             record: Mutex::new(Record::default()),
         }
+    }
+
+    /// The same record for a pack whose failures in a server follow each
+    /// seam's own policy (`on_unavailable = "fail_open"`) when `open`.
+    #[must_use]
+    pub fn failing_open(mut self, open: bool) -> Self {
+        self.fail_open = open;
+        self
+    }
+
+    /// True when a failure of this pack's interceptors blocks whatever
+    /// the seam's own policy: it judges for a server and was not set to
+    /// fail open.
+    #[inline]
+    #[must_use]
+    pub fn fails_closed(&self) -> bool {
+        self.policy.serving && !self.fail_open
+    }
+
+    /// The policy it is watched by.
+    #[must_use]
+    pub fn policy(&self) -> &HealthPolicy {
+        &self.policy
     }
 
     /// The quarantine reason, when quarantined (one atomic load otherwise).
@@ -126,26 +208,45 @@ impl PackHealth {
         self.policy.call_budget
     }
 
-    fn count(events: &mut VecDeque<Instant>, now: Instant, window: Duration) -> u32 {
-        events.push_back(now);
+    /// Adds an event met by `client` at `now` and forgets those past the
+    /// window: how many are left, and whether they come from enough
+    /// clients to count (always, outside a server).
+    fn count(
+        &self,
+        events: &mut VecDeque<(Instant, String)>,
+        now: Instant,
+        client: &str,
+    ) -> (u32, bool) {
+        let window = self.policy.window;
+        events.push_back((now, client.to_owned()));
         while events
             .front()
-            .is_some_and(|t| now.duration_since(*t) > window)
+            .is_some_and(|(t, _)| now.duration_since(*t) > window)
         {
             events.pop_front();
         }
-        u32::try_from(events.len()).unwrap_or(u32::MAX)
+        let count = u32::try_from(events.len()).unwrap_or(u32::MAX);
+        if !self.policy.serving {
+            return (count, true);
+        }
+        let mut clients: Vec<&str> = events.iter().map(|(_, c)| c.as_str()).collect();
+        clients.sort_unstable();
+        clients.dedup();
+        (count, clients.len() >= SERVER_QUARANTINE_CLIENTS)
     }
 
-    /// Counts a failure; may quarantine.
-    pub(crate) fn failed(&self) {
+    /// Counts a failure met by a request of `session` (a conversation id);
+    /// may quarantine.
+    pub(crate) fn failed(&self, session: &str) {
         let now = Instant::now();
         let mut record = self
             .record
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let count = Self::count(&mut record.errors, now, self.policy.window);
-        if count >= self.policy.max_errors && record.reason.is_none() {
+        let mut errors = std::mem::take(&mut record.errors);
+        let (count, from_many) = self.count(&mut errors, now, client_of(session));
+        record.errors = errors;
+        if count >= self.policy.max_errors && from_many && record.reason.is_none() {
             let reason = format!(
                 "pack '{}' is quarantined after {count} interceptor errors within {:?}",
                 self.pack, self.policy.window
@@ -154,9 +255,17 @@ impl PackHealth {
         }
     }
 
-    /// Records how long a call took; an overrun is reported and counted.
-    pub(crate) fn took(&self, interceptor: &str, seam: &'static str, elapsed: Duration) {
-        let Some(budget) = self.policy.call_budget.filter(|b| elapsed > *b) else {
+    /// Records how long a call handed `bytes` of input took; an overrun
+    /// (past the budget for that size) is reported, and counted outside a
+    /// server.
+    pub(crate) fn took(
+        &self,
+        interceptor: &str,
+        seam: &'static str,
+        elapsed: Duration,
+        bytes: usize,
+    ) {
+        let Some(budget) = self.policy.budget_for(bytes).filter(|b| elapsed > *b) else {
             return;
         };
         if let Some(sink) = &self.sink {
@@ -169,12 +278,18 @@ impl PackHealth {
             });
         }
         tracing::warn!(pack = %self.pack, %interceptor, ?elapsed, ?budget, "interceptor call over budget");
+        if self.policy.serving {
+            // The input was slow to judge: the request that sent it paid.
+            return;
+        }
         let now = Instant::now();
         let mut record = self
             .record
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let count = Self::count(&mut record.overruns, now, self.policy.window);
+        let mut overruns = std::mem::take(&mut record.overruns);
+        let (count, _) = self.count(&mut overruns, now, "");
+        record.overruns = overruns;
         if count >= self.policy.max_overruns && record.reason.is_none() {
             let reason = format!(
                 "pack '{}' is quarantined after {count} calls over its {budget:?} budget within {:?}",
@@ -194,6 +309,18 @@ impl PackHealth {
                 reason,
             });
         }
+    }
+}
+
+/// The client a conversation id belongs to, for counting failures in a
+/// server: the key it is scoped by (`key-<hash>`, the part before its
+/// first `/`), or one anonymous client for every id without a key (a
+/// client without a key can name any number of conversations).
+fn client_of(session: &str) -> &str {
+    if session.starts_with("key-") {
+        session.split('/').next().unwrap_or(session)
+    } else {
+        ""
     }
 }
 
@@ -244,11 +371,11 @@ mod tests {
             ..HealthPolicy::default()
         };
         let health = PackHealth::new("p", policy, Some(sink));
-        health.failed();
-        health.failed();
+        health.failed("s");
+        health.failed("s");
         assert!(health.quarantine().is_none());
-        health.failed();
-        health.failed();
+        health.failed("s");
+        health.failed("s");
         assert_eq!(
             health.quarantine().as_deref(),
             Some("pack 'p' is quarantined after 3 interceptor errors within 60s")
@@ -264,9 +391,9 @@ mod tests {
             ..HealthPolicy::default()
         };
         let health = PackHealth::new("p", policy, None);
-        health.failed();
+        health.failed("s");
         std::thread::sleep(Duration::from_millis(2));
-        health.failed();
+        health.failed("s");
         assert!(health.quarantine().is_none());
     }
 
@@ -279,10 +406,10 @@ mod tests {
             ..HealthPolicy::default()
         };
         let health = PackHealth::new("p", policy, Some(sink));
-        health.took("p/slow", "tool_call", Duration::from_millis(5));
+        health.took("p/slow", "tool_call", Duration::from_millis(5), 0);
         assert!(events.lock().unwrap().is_empty(), "within budget");
-        health.took("p/slow", "tool_call", Duration::from_millis(50));
-        health.took("p/slow", "tool_call", Duration::from_millis(50));
+        health.took("p/slow", "tool_call", Duration::from_millis(50), 0);
+        health.took("p/slow", "tool_call", Duration::from_millis(50), 0);
         let events = events.lock().unwrap();
         assert!(matches!(events[0], HealthEvent::OverBudget { .. }));
         assert!(matches!(
@@ -293,5 +420,60 @@ mod tests {
             .quarantine()
             .unwrap()
             .contains("over its 10ms budget"));
+    }
+
+    #[test]
+    fn a_calls_budget_grows_with_its_input() {
+        let policy = HealthPolicy {
+            call_budget: Some(Duration::from_millis(10)),
+            per_mib: Duration::from_millis(20),
+            max_overruns: 1,
+            ..HealthPolicy::default()
+        };
+        assert_eq!(policy.budget_for(4 << 20), Some(Duration::from_millis(90)));
+        let health = PackHealth::new("p", policy, None);
+        health.took("p/scan", "context", Duration::from_millis(80), 4 << 20);
+        assert!(health.quarantine().is_none(), "within the budget for 4 MiB");
+        health.took("p/scan", "context", Duration::from_millis(80), 0);
+        assert!(health.quarantine().is_some(), "over the budget for nothing");
+    }
+
+    fn serving(max_errors: u32) -> HealthPolicy {
+        HealthPolicy {
+            max_errors,
+            call_budget: Some(Duration::from_millis(10)),
+            max_overruns: 1,
+            serving: true,
+            ..HealthPolicy::default()
+        }
+    }
+
+    #[test]
+    fn in_a_server_slow_calls_never_quarantine_and_failures_fail_closed() {
+        let health = PackHealth::new("p", serving(20), None);
+        for _ in 0..50 {
+            health.took("p/scan", "context", Duration::from_secs(1), 10);
+        }
+        assert!(health.quarantine().is_none());
+        assert!(health.fails_closed());
+        assert!(!PackHealth::new("p", serving(20), None)
+            .failing_open(true)
+            .fails_closed());
+        assert!(!PackHealth::new("p", HealthPolicy::default(), None).fails_closed());
+    }
+
+    #[test]
+    fn in_a_server_one_clients_failures_never_quarantine() {
+        let health = PackHealth::new("p", serving(3), None);
+        for _ in 0..100 {
+            health.failed("key-aaaa/one");
+            health.failed("key-aaaa/two");
+            // Without a key, every name is the same client.
+            health.failed("session/x");
+            health.failed("req-123");
+        }
+        assert!(health.quarantine().is_none(), "two clients are not enough");
+        health.failed("key-bbbb");
+        assert!(health.quarantine().is_some(), "the third client's failure");
     }
 }

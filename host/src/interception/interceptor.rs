@@ -168,10 +168,18 @@ impl<S: SeamSpec> Interceptor<S> {
     }
 
     /// True when a failure of this interceptor blocks: its own declared
-    /// policy, else the seam's default.
+    /// policy, else the seam's default; always when its pack judges for a
+    /// server and was not set to fail open (see
+    /// [`PackHealth::fails_closed`]).
     #[must_use]
     pub fn fails_closed(&self) -> bool {
-        self.inner.fail_closed.unwrap_or(S::FAIL_CLOSED)
+        let serving = match &self.inner.kind {
+            Kind::Pack(_, Some(health)) | Kind::Isolated(_, _, Some(health)) => {
+                health.fails_closed()
+            }
+            _ => false,
+        };
+        serving || self.inner.fail_closed.unwrap_or(S::FAIL_CLOSED)
     }
 
     /// What it does to content, as its pack declared it.

@@ -92,7 +92,9 @@ pub use decision::{InterceptDecision, InterceptError, InterceptResult};
 pub(crate) use diff::Differ;
 pub use diff::{Change, Changes, INSERT_CAP, SPAN_CAP};
 pub use events::{EventDecision, InterceptorEvent};
-pub use health::{HealthEvent, HealthPolicy, HealthSink, PackHealth};
+pub use health::{
+    HealthEvent, HealthPolicy, HealthSink, PackHealth, DEFAULT_PER_MIB, SERVER_QUARANTINE_CLIENTS,
+};
 pub(crate) use interceptor::RemotePack;
 pub use interceptor::{ContentRole, Interceptor, PackMode};
 pub use merge::merge_interceptors;

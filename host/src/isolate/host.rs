@@ -438,8 +438,14 @@ impl IsolatedPack {
         state.seq += 1;
         let seq = state.seq;
         let sent = running.write(wire::call(&mut state.out, seq, indices, input));
-        let reply =
-            sent.and_then(|()| self.reply_of(running, &mut state.out, &mut state.frame, seq));
+        // The deadline grows with what the call carries.
+        let within = self
+            .health
+            .policy()
+            .budget_for(state.out.len())
+            .unwrap_or(self.budget);
+        let reply = sent
+            .and_then(|()| self.reply_of(running, &mut state.out, &mut state.frame, (seq, within)));
         let failure = match reply {
             Ok(FromChild::Reply {
                 seq: got,
@@ -463,18 +469,19 @@ impl IsolatedPack {
         Ok((0, Some(Decision::error(self.failed(state, failure)))))
     }
 
-    /// The child's reply to call `seq`, answering the state operations its
-    /// interceptors ask on the way (at most [`MAX_STATE_OPS`] a call).
+    /// The child's reply to call `seq`, each frame waited for at most
+    /// `within`, answering the state operations its interceptors ask on
+    /// the way (at most [`MAX_STATE_OPS`] a call).
     fn reply_of(
         &self,
         running: &mut Running,
         out: &mut Vec<u8>,
         frame: &mut Vec<u8>,
-        seq: u64,
+        (seq, within): (u64, Duration),
     ) -> Result<FromChild, Failure> {
         let mut asked = 0;
         loop {
-            running.read(frame, self.budget)?;
+            running.read(frame, within)?;
             let message =
                 wire::decode_from_child(frame).map_err(|e| Failure::Wire(e.to_string()))?;
             let FromChild::StateOp { seq: of, op } = message else {

@@ -287,11 +287,16 @@ impl Scanner {
     /// (a literal's start, or the end of a number-shaped value), each
     /// handed to `sink` until it answers false. Verified: the Luhn check
     /// too. Returns false when `sink` asked to stop.
+    ///
+    /// `scanned` is where the check's last run of non-whitespace ended
+    /// (`Within` checks): a literal inside a run already scanned is not
+    /// scanned again, so `x@x@x@…` costs one pass, not one per `@`.
     fn verify(
         &self,
         index: usize,
         bytes: &[u8],
         at: usize,
+        scanned: &mut usize,
         sink: &mut dyn FnMut(usize, Range<usize>) -> bool,
     ) -> bool {
         let check = &self.checks[index];
@@ -304,14 +309,18 @@ impl Scanner {
                 };
             }
             Some(Anchor::Within(_)) => {
-                let start = bytes[..at]
+                if at < *scanned {
+                    return true;
+                }
+                let start = bytes[*scanned..at]
                     .iter()
                     .rposition(|&b| is_space(b))
-                    .map_or(0, |i| i + 1);
+                    .map_or(*scanned, |i| *scanned + i + 1);
                 let end = bytes[at..]
                     .iter()
                     .position(|&b| is_space(b))
                     .map_or(bytes.len(), |i| at + i);
+                *scanned = end;
                 start..end
             }
             Some(Anchor::Number) => at.saturating_sub(NUMBER_WINDOW)..at,
@@ -337,11 +346,15 @@ impl Scanner {
         wanted: &dyn Fn(usize) -> bool,
         sink: &mut dyn FnMut(usize, Range<usize>) -> bool,
     ) {
+        // Per check: where the last run of non-whitespace scanned ended.
+        let mut scanned = vec![0; self.checks.len()];
         for (literals, owners) in &self.literals {
             let mut from = 0;
             while let Some(found) = literals.search(&Input::new(bytes).range(from..)) {
                 let check = owners[found.pattern().as_usize()];
-                if wanted(check) && !self.verify(check, bytes, found.start(), sink) {
+                if wanted(check)
+                    && !self.verify(check, bytes, found.start(), &mut scanned[check], sink)
+                {
                     return;
                 }
                 from = found.start() + 1;
@@ -351,7 +364,7 @@ impl Scanner {
             let mut go_on = true;
             number_ends(bytes, |end| {
                 for &check in &self.number_checks {
-                    if wanted(check) && !self.verify(check, bytes, end, sink) {
+                    if wanted(check) && !self.verify(check, bytes, end, &mut 0, sink) {
                         go_on = false;
                         return false;
                     }
@@ -364,7 +377,7 @@ impl Scanner {
         }
         if let Some((set, first)) = &self.custom {
             for i in &set.matches(bytes) {
-                if wanted(first + i) && !self.verify(first + i, bytes, 0, sink) {
+                if wanted(first + i) && !self.verify(first + i, bytes, 0, &mut 0, sink) {
                     return;
                 }
             }

@@ -220,6 +220,22 @@ mod tests {
     }
 
     #[test]
+    fn the_default_pattern_has_ascii_word_boundaries() {
+        let r = redactor(Config::default());
+        // A key against a non-ASCII letter, either side, is still a key.
+        assert_eq!(
+            r.text("éclair:sk-livekey12345678é").as_deref(),
+            Some("éclair:[redacted]é")
+        );
+        assert_eq!(
+            r.text("ésk-livekey12345678").as_deref(),
+            Some("é[redacted]")
+        );
+        // Near-misses stay as they are.
+        assert_eq!(r.text(&"sk-aaaaaaaé ".repeat(1000)), None);
+    }
+
+    #[test]
     fn a_custom_pattern_and_replacement_apply_literally() {
         let r = redactor(Config {
             pattern: "acme-[0-9]{4}".into(),

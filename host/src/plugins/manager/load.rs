@@ -93,6 +93,9 @@ pub struct PluginManager {
 struct HealthSettings {
     policy: HealthPolicy,
     sink: Option<HealthSink>,
+    /// The packs whose failures, in a server, follow each seam's own
+    /// policy (`on_unavailable = "fail_open"`).
+    fail_open: Vec<String>,
 }
 
 impl PluginManager {
@@ -215,10 +218,26 @@ impl PluginManager {
     /// on, and who is told when a pack is quarantined or a call runs over
     /// its budget.
     pub fn set_health(&self, policy: HealthPolicy, sink: Option<HealthSink>) {
-        *self
+        let mut settings = self
             .health
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = HealthSettings { policy, sink };
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        settings.policy = policy;
+        settings.sink = sink;
+    }
+
+    /// Packs loaded from now on judge for a server's clients
+    /// ([`HealthPolicy::serving`]): a judgement that cannot be made fails
+    /// closed on every seam, but for the packs named in `fail_open`,
+    /// which follow each seam's own policy; slow calls never quarantine;
+    /// failures quarantine only when several clients meet them.
+    pub fn set_serving(&self, fail_open: impl IntoIterator<Item = String>) {
+        let mut settings = self
+            .health
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        settings.policy.serving = true;
+        settings.fail_open = fail_open.into_iter().collect();
     }
 
     fn new_health(&self, pack: &str) -> Arc<PackHealth> {
@@ -227,7 +246,8 @@ impl PluginManager {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        Arc::new(PackHealth::new(pack, settings.policy, settings.sink))
+        let open = settings.fail_open.iter().any(|name| name == pack);
+        Arc::new(PackHealth::new(pack, settings.policy, settings.sink).failing_open(open))
     }
 
     /// The registry this manager feeds.
