@@ -39,6 +39,7 @@ use chimera_host::plugins::{PluginManager, Registry};
 use chimera_host::types::{ToolCall, ToolResult};
 use chimera_tests::packs_dir;
 use content_safety::{Action, Config, Scanner};
+use std::fmt::Write as _;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,15 +63,17 @@ fn clean_log(bytes: usize) -> String {
     let mut line = 0u64;
     while text.len() < bytes {
         line += 1;
-        text.push_str(&format!(
-            "2026-12-04T12:{:02}:{:02}Z INFO  worker-{} processed request id=r{:08} path=/api/v1/items/{} in {}ms\n",
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            text,
+            "2026-12-04T12:{:02}:{:02}Z INFO  worker-{} processed request id=r{:08} path=/api/v1/items/{} in {}ms",
             line / 60 % 60,
             line % 60,
             line % 8,
             line,
             line % 977,
             line % 250
-        ));
+        );
     }
     text.truncate(bytes);
     text
