@@ -111,10 +111,11 @@ fn thread_count() -> Option<usize> {
 }
 
 /// The pack host's first Landlock domain, entered before its pack's code
-/// runs (see [`super::start`]): exec of files refused, the signal and
-/// abstract-socket scopes (ABI 6), and, for being in a domain at all, no
-/// ptrace, `/proc/PID/mem` or `cwd` of a process outside it, from the
-/// pack's load-time code on. The warning line when there is none.
+/// runs and after its capabilities are dropped (see [`super::start`]):
+/// exec of files refused, the signal and abstract-socket scopes (ABI 6),
+/// and, for being in a domain at all, no ptrace-mode access to a process
+/// outside it (its `/proc/PID/environ`, `mem`, `fd/*`), from the pack's
+/// load-time code on. The warning line when there is none.
 pub(super) fn first_domain() -> Option<String> {
     let attempt = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)

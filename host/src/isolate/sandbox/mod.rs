@@ -31,9 +31,9 @@
 //!    files refused, TCP bind and connect handled with no rule (ABI 4),
 //!    and the abstract-Unix-socket and signal scopes (ABI 6). Reading stays
 //!    allowed. Landlock also stops the child from ptracing (or reading
-//!    `/proc/PID/mem` of) any process outside its domain, the host
-//!    included; a kernel may still let it read another's `environ`, which
-//!    is why the host is non-dumpable ([`shield_host`]).
+//!    `/proc/PID/mem` or `environ` of) any process outside its domain, the
+//!    host included, once its capabilities are gone (the host is
+//!    non-dumpable besides, [`shield_host`], for a kernel without Landlock).
 //! 4. **seccomp** (all threads, `TSYNC`): these calls fail with `EPERM`:
 //!    sockets of every family, exec, new processes (`clone` without
 //!    `CLONE_THREAD`; `clone3`, whose flags a filter cannot read,

@@ -6,24 +6,23 @@
 //! sealed pack (stdin), its end of the socket (stdout) and a pipe for its
 //! standard error. Then, on each side:
 //!
-//! * **The host** makes itself non-dumpable ([`shield_host`], once, before
-//!   its first pack host starts), as `ssh-agent` does: its
-//!   `/proc/PID/environ`, `maps`, `mem` and `fd/*` then answer only a
-//!   process with `CAP_SYS_PTRACE`, which a pack host never has. Being in a
-//!   Landlock domain is not enough for that: a kernel may let a process in
-//!   a domain read another's `environ` (a read-mode ptrace check), and an
-//!   unconfined process of the same user always may. (It also means no core
-//!   dump of the host, and no debugger attached to it without that
-//!   capability.)
 //! * **The pack host** ([`before_pack_code`], first thing) closes every
 //!   descriptor above 2 (one the host itself inherited without
 //!   close-on-exec — a shell's `3<secret`, a supervisor's socket — would
-//!   otherwise reach it), drops its capabilities (a pack host started as
-//!   root could otherwise read the host's `/proc` entries through
-//!   `CAP_SYS_PTRACE` while its pack loads), and enters a first Landlock
-//!   domain: exec of files refused, the signal and abstract-socket scopes,
-//!   and no ptrace, `mem` or `cwd` of a process outside it. The full
-//!   confinement ([`super::confine_pack_host`]) follows after loading.
+//!   otherwise reach it), drops its capabilities (with `CAP_SYS_PTRACE` a
+//!   pack host started as root reads the host's `/proc/PID/environ` and
+//!   `fd/*` whatever else holds), and enters a first Landlock domain: exec
+//!   of files refused, the signal and abstract-socket scopes, and no
+//!   ptrace-mode access (`environ`, `mem`, `maps`, `fd/*`) to a process
+//!   outside it. The full confinement ([`super::confine_pack_host`])
+//!   follows after loading.
+//! * **The host** makes itself non-dumpable ([`shield_host`], once, before
+//!   its first pack host starts), as `ssh-agent` does: its `environ`,
+//!   `maps`, `mem` and `fd/*` then answer only a process with
+//!   `CAP_SYS_PTRACE`, which a pack host never has. That holds where the
+//!   kernel has no Landlock, and against any other process of the same
+//!   user. (It also means no core dump of the host, and no debugger
+//!   attached to it without that capability.)
 //!
 //! What stays readable of the host is what any local process may read of
 //! any other: its `cmdline` (which holds no secret: keys reach `chimera`
