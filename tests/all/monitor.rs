@@ -501,3 +501,55 @@ fn mcp_guard_with_monitored_packs_relays_the_call_and_the_secret_and_audits_both
     assert_eq!(decided("blocked"), 1, "{recorded:?}");
     assert!(decided("replaced") >= 1, "{recorded:?}");
 }
+
+#[test]
+fn a_reloaded_pack_keeps_its_monitor_mode() {
+    use chimera_host::interception::{run_chain, ChainContext, PackMode, SessionFacts};
+    use chimera_host::plugins::platform::library_file_name;
+    use chimera_host::plugins::{PluginManager, Registry, ReloadOutcome};
+    use chimera_host::types::ToolCall;
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = library_file_name("chimera-fixture-pack");
+    let build = |path: std::path::PathBuf| std::fs::read(path).unwrap();
+    chimera_tests::publish(
+        dir.path(),
+        &file,
+        &build(chimera_tests::pack_path("chimera-fixture-pack")),
+    );
+    let manager = PluginManager::new(Arc::new(Registry::new()), vec![dir.path().to_owned()]);
+    manager.set_monitored(["fixture".to_owned()]);
+    let says_no = json!({"tool_call": {"action": "block", "reason": "{tag} says no"}});
+    manager.load("fixture", &says_no.to_string()).unwrap();
+    // What the chain does with a call: blocked or not, and the events.
+    let judge = || {
+        let events = Mutex::new(Vec::new());
+        let sink = |event| events.lock().unwrap().push(event);
+        let facts = SessionFacts::new("monitored");
+        let cx = ChainContext {
+            session: &facts,
+            events: Some(&sink),
+        };
+        let chain = manager.registry().get_all().tool_call;
+        let call = ToolCall::new("c", "bash", json!({}));
+        let blocked = run_chain(&chain, &(), &call, &cx).blocked;
+        let events = events.into_inner().unwrap();
+        (blocked, events)
+    };
+    let (blocked, events) = judge();
+    assert_eq!(blocked, None);
+    assert_eq!(events[0].reason, "v1 says no");
+    assert!(events[0].monitor);
+    assert_eq!(manager.list()[0].mode, PackMode::Monitor);
+
+    chimera_tests::publish(dir.path(), &file, &build(chimera_tests::fixture_v2()));
+    assert!(matches!(
+        manager.reload("fixture").unwrap(),
+        ReloadOutcome::Reloaded(info) if info.mode == PackMode::Monitor
+    ));
+    let (blocked, events) = judge();
+    assert_eq!(blocked, None, "the new build is monitored too");
+    assert_eq!(events[0].reason, "v2 says no");
+    assert!(events[0].monitor);
+}
