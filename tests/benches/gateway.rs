@@ -34,7 +34,8 @@
 //! streams, and so per stream. With `-- state` it measures instead the
 //! gates that count (token-budget, rate-limiter, endless-loop) in this
 //! process against the same gates in a real `redis-server`, and the Redis
-//! round trips each request costs.
+//! round trips each request costs. The bench raises its own open-file
+//! limit first where it may ([`raise_open_files`]).
 
 #![allow(
     clippy::cast_precision_loss,
@@ -442,6 +443,9 @@ struct Run {
     firsts: Vec<Duration>,
     /// Requests that failed or were not answered 200.
     errors: u64,
+    /// Why they failed (`status 429`, or the innermost transport error),
+    /// and how often.
+    why: std::collections::BTreeMap<String, u64>,
     /// The rate actually sent.
     achieved: f64,
 }
@@ -489,23 +493,33 @@ async fn one(client: &reqwest::Client, url: &str, body: &str) -> Option<Duration
     ok.then(|| sent.elapsed())
 }
 
-/// One streamed request, read to its end; its latency and the time to
-/// its first text, when answered 200 with text in it.
-async fn one_streamed(
+/// One request (streamed when `stream`, read to its end): its latency
+/// and the time to its first text (zero for JSON) when answered 200
+/// (streamed: with text in it); else why not.
+async fn timed(
     client: &reqwest::Client,
     url: &str,
     body: &str,
-) -> Option<(Duration, Duration)> {
+    stream: bool,
+) -> Result<(Duration, Duration), String> {
     let sent = Instant::now();
-    let mut response = keyed_post(client, url, body.to_owned()).send().await.ok()?;
-    if response.status().as_u16() != 200 {
-        let _ = response.bytes().await;
-        return None;
+    let mut response = keyed_post(client, url, body.to_owned())
+        .send()
+        .await
+        .map_err(|e| innermost(&e))?;
+    let status = response.status().as_u16();
+    if status != 200 || !stream {
+        response.bytes().await.map_err(|e| innermost(&e))?;
+        return if status == 200 {
+            Ok((sent.elapsed(), Duration::ZERO))
+        } else {
+            Err(format!("status {status}"))
+        };
     }
     let mut seen = Vec::with_capacity(4096);
     let mut first = None;
     let mut scanned = 0;
-    while let Some(chunk) = response.chunk().await.ok()? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| innermost(&e))? {
         seen.extend_from_slice(&chunk);
         if first.is_none() {
             if text_from(&seen, scanned) {
@@ -515,7 +529,18 @@ async fn one_streamed(
             scanned = seen.len().saturating_sub(32);
         }
     }
-    Some((sent.elapsed(), first?))
+    let first = first.ok_or_else(|| "a stream with no text".to_owned())?;
+    Ok((sent.elapsed(), first))
+}
+
+/// The innermost cause of `error` (e.g. `Too many open files (os error
+/// 24)`), which names what failed better than reqwest's own line.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 /// Whether `seen` holds, starting at or after byte `from`, a `"content"`
@@ -560,13 +585,7 @@ async fn at_rate(
         tokio::time::sleep_until(due.into()).await;
         let (client, url, body) = (client.clone(), Arc::clone(&url), Arc::clone(&body));
         running.push(tokio::spawn(async move {
-            if stream {
-                one_streamed(&client, &url, &body).await
-            } else {
-                one(&client, &url, &body)
-                    .await
-                    .map(|latency| (latency, Duration::ZERO))
-            }
+            timed(&client, &url, &body, stream).await
         }));
     }
     let sending = started.elapsed().as_secs_f64();
@@ -575,14 +594,17 @@ async fn at_rate(
         ..Run::default()
     };
     for task in running {
-        match task.await.ok().flatten() {
-            Some((latency, first)) => {
+        match task.await.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok((latency, first)) => {
                 run.latencies.push(latency);
                 if stream {
                     run.firsts.push(first);
                 }
             }
-            None => run.errors += 1,
+            Err(why) => {
+                run.errors += 1;
+                *run.why.entry(why).or_default() += 1;
+            }
         }
     }
     run.latencies.sort_unstable();
@@ -734,6 +756,9 @@ fn ladder(
                 run.errors,
                 run.achieved
             );
+            for (why, n) in &run.why {
+                eprintln!("{:>36}   {n} failed: {why}", "");
+            }
             stopped[index] = !run.sustained(rate);
             results[index].push(Some(run));
             // Let a way that fell behind drain before the next is measured.
@@ -998,6 +1023,11 @@ fn memory(
             "{name}: RSS idle {idle:.1} MiB, peak at {n} streams {peak:.1} MiB, {:.1} KiB a stream ({failed} failed)",
             per_stream(idle, peak, n)
         );
+        if let (Some(nginx), true) = (&process.nginx, failed > 0) {
+            for line in nginx.errors(5) {
+                println!("  nginx's error log: {line}");
+            }
+        }
         measured.push((idle, peak, failed));
     }
     measured
@@ -1020,10 +1050,43 @@ const ALL: &str = "chimera, every pack (downgrade)";
 /// `chimera serve` with every pack, `--stream-policy allow`.
 const ALLOW: &str = "chimera, every pack (allow)";
 
+/// The load generator's client: keep-alive, up to 4 096 idle connections
+/// to a host.
+fn new_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .build()
+        .expect("a client")
+}
+
+/// Raises this process's open-file limit (soft and hard) to 262 144 with
+/// util-linux's `prlimit`, where it may (as root); the gateways started
+/// after inherit it. A gateway that falls behind at the top of the ladder
+/// holds thousands of connections, each of them two descriptors here
+/// (the load generator's and the upstream's), and a lower limit would
+/// fail requests in this process, not in the gateway. Returns the limit
+/// now in force.
+fn raise_open_files() -> String {
+    let pid = std::process::id().to_string();
+    let _ = Command::new("prlimit")
+        .args(["--pid", &pid, "--nofile=262144:262144"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    eprintln!("open files: at most {}", raise_open_files());
     let quick = std::env::args().any(|a| a == "quick");
     let rates: &[u64] = if quick {
         &[100, 1000]
@@ -1038,10 +1101,7 @@ fn main() {
         .build()
         .expect("the bench's runtime");
     let upstream = start_upstream(&runtime);
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(4096)
-        .build()
-        .expect("a client");
+    let client = new_client();
     let streams = if quick { 200 } else { 1000 };
     if std::env::args().any(|a| a == "state") {
         redis_gates(&runtime, &client, &upstream, rates, seconds);
@@ -1111,6 +1171,9 @@ fn main() {
             (name, runtime.block_on(ttfb(&client, &base, "slow", 1)))
         })
         .collect();
+    // A new client: the ladders' pooled connections closed first.
+    drop(client);
+    let client = new_client();
     let memories = memory(&runtime, &client, &gateways, streams);
     let names: Vec<&str> = gateways.iter().map(|(name, _)| *name).collect();
     drop(gateways);

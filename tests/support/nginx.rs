@@ -16,7 +16,7 @@ pub struct Nginx {
     child: Child,
     /// Holds the config, the temp paths and the error log until the
     /// process is done with them.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     /// Its port on 127.0.0.1.
     pub port: u16,
     /// `nginx -v`'s version, e.g. `nginx/1.22.1`.
@@ -64,7 +64,7 @@ impl Nginx {
             .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
         let mut nginx = Nginx {
             child,
-            _dir: dir,
+            dir,
             port,
             version,
         };
@@ -91,6 +91,14 @@ impl Nginx {
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The last `n` lines of its error log (errors only: it logs at
+    /// `error`), to say why requests failed through it.
+    pub fn errors(&self, n: usize) -> Vec<String> {
+        let log = std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default();
+        let lines: Vec<String> = log.lines().map(str::to_owned).collect();
+        lines[lines.len().saturating_sub(n)..].to_vec()
     }
 
     /// Whether it answers a request on its port (any status: the
