@@ -19,8 +19,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod budgets;
 mod clients;
+mod fail_safe;
 mod fidelity;
+mod limits;
 mod monitor;
 mod replicas;
 mod security;

@@ -43,7 +43,9 @@ pub use permission::{
     PermissionPolicy, TerminalApprover, ToolRules,
 };
 pub(crate) use react::whole_reply_gates;
-pub use relay::{CallVerdict, Carried, Choice, Exchange, JudgedChoice, Refused, RelayRequest};
+pub use relay::{
+    CallEnd, CallVerdict, Carried, Choice, Exchange, JudgedChoice, Refused, RelayRequest,
+};
 pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;

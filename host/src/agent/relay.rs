@@ -67,6 +67,40 @@ pub struct Refused {
 #[derive(Clone, Default)]
 pub struct Exchange {
     bundle: Option<Arc<Interceptors>>,
+    /// The chains without the `model_response` observers, for the
+    /// upstream's reply: its observers see the call once, when it ends
+    /// ([`AgentSession::end_call`]), not once per choice.
+    replies: Option<Arc<Interceptors>>,
+}
+
+/// How the upstream call of a relayed exchange ended, for what it is
+/// charged (what `model_response` observers read in `last_call`'s
+/// `billed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallEnd {
+    /// It never left: a gate blocked it, or the upstream could not be
+    /// reached. Nothing was billed.
+    NotSent,
+    /// The upstream refused it (a status that is not a success): nothing
+    /// was billed.
+    Refused,
+    /// It went, and what the upstream billed is not known: the reply broke
+    /// off, could not be read, or reported no usage.
+    Unknown,
+    /// The upstream reported its usage, charged by
+    /// [`AgentSession::charge_upstream`].
+    Billed,
+}
+
+impl CallEnd {
+    /// How `last_call` says it: `none`, `unknown` or `reported`.
+    fn billed(self) -> &'static str {
+        match self {
+            CallEnd::NotSent | CallEnd::Refused => "none",
+            CallEnd::Unknown => "unknown",
+            CallEnd::Billed => "reported",
+        }
+    }
 }
 
 impl Exchange {
@@ -193,11 +227,70 @@ impl AgentSession {
         self.turns += 1;
         self.facts.provider_calls_this_turn = 0;
         self.facts.tool_calls_this_turn = 0;
+        self.unjudged = std::sync::OnceLock::new();
         self.relay.get_or_insert_with(RelaySurface::default);
         self.refresh_facts();
-        Exchange {
-            bundle: self.effective_interceptors(),
+        let bundle = self.effective_interceptors();
+        let observes = |i: &crate::interception::ModelResponseInterceptor| {
+            i.role() == crate::interception::ContentRole::Observes
+        };
+        let replies = match &bundle {
+            Some(all) if all.model_response.iter().any(observes) => {
+                let mut judging = Interceptors::clone(all);
+                judging.model_response.retain(|i| !observes(i));
+                Some(Arc::new(judging))
+            }
+            other => other.clone(),
+        };
+        Exchange { bundle, replies }
+    }
+
+    /// Ends the exchange's upstream call, numbered `call` (what the
+    /// session said when its request was judged): the `model_response`
+    /// observers see it once, with `last_call` saying what it was charged
+    /// (`charge`, what [`charge_upstream`](Self::charge_upstream) left in
+    /// `last_call`; nothing when `end` is not [`CallEnd::Billed`]) and
+    /// how (`"billed"`: `reported`, `none` or `unknown`), and the reply's
+    /// text empty. So a pack that reserved what the call would cost when
+    /// it was judged settles it however the exchange ended: answered, the
+    /// client gone, refused upstream, or blocked by a gate after it.
+    pub fn end_call(
+        &mut self,
+        exchange: &Exchange,
+        call: u64,
+        charge: Option<serde_json::Value>,
+        end: CallEnd,
+    ) {
+        let Some(bundle) = exchange.bundle.as_deref() else {
+            return;
+        };
+        let observers: Vec<_> = bundle
+            .model_response
+            .iter()
+            .filter(|i| i.role() == crate::interception::ContentRole::Observes)
+            .cloned()
+            .collect();
+        if observers.is_empty() || call == 0 {
+            return;
         }
+        let mut last = match (end, charge) {
+            (CallEnd::Billed, Some(charge)) => charge,
+            _ => serde_json::json!({
+                "charged_to": super::usage::CallSource::Agent.as_str(),
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cost_usd": 0.0,
+            }),
+        };
+        last["billed"] = serde_json::Value::from(end.billed());
+        self.call_id = call;
+        self.last_call = Some(last);
+        self.refresh_facts();
+        let facts = crate::interception::ReplyFacts {
+            tool_calls: Vec::new(),
+            streamed: false,
+        };
+        self.run_seam(&observers, &facts, &String::new());
     }
 
     /// The request seams on `request` (see the module docs): the request
@@ -365,7 +458,7 @@ impl AgentSession {
     /// to ask again).
     #[must_use]
     pub fn judge_text(&self, exchange: &Exchange, text: &str) -> String {
-        let Some(bundle) = exchange.bundle.as_deref() else {
+        let Some(bundle) = exchange.replies.as_deref() else {
             return text.to_owned();
         };
         let facts = crate::interception::ReplyFacts {
@@ -399,7 +492,7 @@ impl AgentSession {
             choice.streamed,
             choice.stream_blocked,
         );
-        let judged = self.judge_reply(bundle.as_deref(), received);
+        let judged = self.judge_reply(exchange.replies.as_deref(), received);
         if judged.tool_calls.is_empty() || judged.vetoed() {
             self.relay_answer(bundle.as_ref(), judged).await
         } else {

@@ -172,12 +172,55 @@ pub(crate) struct ServeArgs {
     /// `mode="monitor"`) but never enforced.
     #[arg(long = "monitor", value_name = "NAME")]
     pub(crate) monitor: Vec<String>,
+    /// In this server, let what loaded pack NAME cannot judge (an error, a
+    /// call past its deadline, its process restarting) follow each seam's
+    /// own policy instead of being refused (repeatable; by default every
+    /// pack fails closed).
+    #[arg(long = "fail-open", value_name = "NAME")]
+    pub(crate) fail_open: Vec<String>,
     #[command(flatten)]
     pub(crate) search: SearchArgs,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
     #[command(flatten)]
     pub(crate) state: StateArgs,
+    #[command(flatten)]
+    pub(crate) limits: ClientLimitArgs,
+}
+
+/// What one client may hold of the gateway: time, bytes, requests.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ClientLimitArgs {
+    /// How long a request's headers may take to arrive (and an idle
+    /// keep-alive connection may wait for the next request), in seconds;
+    /// then the connection is closed.
+    #[arg(long, value_name = "SECS", default_value_t = chimera_host::gateway::DEFAULT_HEADER_TIMEOUT.as_secs())]
+    pub(crate) header_timeout: u64,
+    /// How long a request's body may take to arrive, in seconds (then 408).
+    #[arg(long, value_name = "SECS", default_value_t = chimera_host::gateway::DEFAULT_BODY_TIMEOUT.as_secs())]
+    pub(crate) body_timeout: u64,
+    /// How long a client may take none of what is written to it, in
+    /// seconds: then its connection is closed, and a stream relayed to it
+    /// stops (its upstream call cancelled, its slot freed).
+    #[arg(long, value_name = "SECS", default_value_t = chimera_host::gateway::DEFAULT_WRITE_TIMEOUT.as_secs())]
+    pub(crate) write_timeout: u64,
+    /// The most request-body bytes buffered across all requests in
+    /// flight (more are answered 429).
+    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_BUFFER_CAP)]
+    pub(crate) buffer_cap: usize,
+    /// The most request-body bytes one client key's requests buffer (more
+    /// are answered 429).
+    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_KEY_BUFFER_CAP)]
+    pub(crate) key_buffer_cap: usize,
+    /// The most requests one client key has in flight (more are answered
+    /// 429); requests without a key count as one client.
+    #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::DEFAULT_KEY_CONCURRENCY)]
+    pub(crate) key_concurrency: usize,
+    /// What a rate limiter's pause does, in seconds: 0 answers 429 with
+    /// retry-after at once; more holds the request, without a concurrency
+    /// slot, for up to this long.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    pub(crate) rate_limit_hold: u64,
 }
 
 /// Where gate state is kept, and what gates do while it is unreachable.
@@ -236,6 +279,12 @@ pub(crate) struct McpGuardArgs {
     /// are recorded (the audit log) but never enforced.
     #[arg(long = "monitor", value_name = "NAME")]
     pub(crate) monitor: Vec<String>,
+    /// In this server, let what loaded pack NAME cannot judge (an error, a
+    /// call past its deadline, its process restarting) follow each seam's
+    /// own policy instead of being refused (repeatable; by default every
+    /// pack fails closed).
+    #[arg(long = "fail-open", value_name = "NAME")]
+    pub(crate) fail_open: Vec<String>,
     /// Append every decision on every tool call to this audit log (each
     /// line names the call's JSON-RPC id).
     #[arg(long, value_name = "FILE")]

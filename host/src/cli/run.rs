@@ -149,15 +149,7 @@ pub(crate) fn configure_isolation(
     isolate: &[String],
     probe_timeout: u64,
 ) -> Result<(), Failure> {
-    let loaded: Vec<String> = packs
-        .iter()
-        .filter_map(|spec| parse_pack_spec(spec).ok().map(|(name, _)| name))
-        .collect();
-    if let Some(name) = isolate.iter().find(|n| !loaded.contains(n)) {
-        return Err(Failure::usage(format!(
-            "--isolate {name}: no pack of that name is loaded (add --pack {name})"
-        )));
-    }
+    check_loaded("--isolate", packs, isolate)?;
     let from_env = std::env::var("CHIMERA_ISOLATE").unwrap_or_default();
     let all = from_env.trim() == "all";
     let mut names = isolate.to_vec();
@@ -190,17 +182,24 @@ pub(crate) fn configure_monitoring(
     packs: &[String],
     monitor: &[String],
 ) -> Result<(), Failure> {
+    check_loaded("--monitor", packs, monitor)?;
+    manager.set_monitored(monitor.iter().cloned());
+    Ok(())
+}
+
+/// Refuses, naming `flag`, a name in `names` that no `--pack` spec of
+/// `packs` loads.
+pub(crate) fn check_loaded(flag: &str, packs: &[String], names: &[String]) -> Result<(), Failure> {
     let loaded: Vec<String> = packs
         .iter()
         .filter_map(|spec| parse_pack_spec(spec).ok().map(|(name, _)| name))
         .collect();
-    if let Some(name) = monitor.iter().find(|n| !loaded.contains(n)) {
-        return Err(Failure::usage(format!(
-            "--monitor {name}: no pack of that name is loaded (add --pack {name})"
-        )));
+    match names.iter().find(|n| !loaded.contains(n)) {
+        Some(name) => Err(Failure::usage(format!(
+            "{flag} {name}: no pack of that name is loaded (add --pack {name})"
+        ))),
+        None => Ok(()),
     }
-    manager.set_monitored(monitor.iter().cloned());
-    Ok(())
 }
 
 /// Hot-swaps rebuilt pack files of `manager`'s packs into the live

@@ -2,11 +2,11 @@
 //! or SIGTERM (requests in flight finish first). `chimera.toml`'s
 //! `[serve]` section gives what no flag does.
 
-use super::args::{ServeArgs, StateArgs};
+use super::args::{ClientLimitArgs, ServeArgs, StateArgs};
 use super::failure::Failure;
 use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
 use chimera_host::audit::AuditLog;
-use chimera_host::gateway::{key_hash, Gateway, GatewayConfig, Upstream};
+use chimera_host::gateway::{key_hash, ClientLimits, Gateway, GatewayConfig, Upstream};
 use chimera_host::plugins::PluginManager;
 use chimera_host::providers::HttpSettings;
 use chimera_host::state::{FailPolicy, GateState, RedisStore, StateService};
@@ -42,14 +42,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
              and/or --anthropic-upstream URL --anthropic-model NAME (messages)",
         ));
     }
-    for hash in &args.client_key_hashes {
-        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Failure::usage(format!(
-                "--client-key-sha256 {}: not a SHA-256 in hex (64 hex digits)",
-                chimera_host::types::one_line(hash)
-            )));
-        }
-    }
+    check_client_keys(&args)?;
     let state = gate_state(&args.state)?;
     let ServerPacks {
         registry,
@@ -119,6 +112,28 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `--client-key-sha256` values are SHA-256s in hex, and
+/// `--session-scope key` has them.
+fn check_client_keys(args: &ServeArgs) -> Result<(), Failure> {
+    for hash in &args.client_key_hashes {
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Failure::usage(format!(
+                "--client-key-sha256 {}: not a SHA-256 in hex (64 hex digits)",
+                chimera_host::types::one_line(hash)
+            )));
+        }
+    }
+    if args.session_scope == chimera_host::gateway::SessionScope::Key
+        && args.client_key_hashes.is_empty()
+    {
+        return Err(Failure::usage(
+            "--session-scope key needs client keys (--client-key-sha256): without them any \
+             key a client makes up is a conversation, and a budget, of its own",
+        ));
+    }
+    Ok(())
+}
+
 /// The gateway's settings from `args` (its upstreams already read).
 fn gateway_config(
     args: &ServeArgs,
@@ -145,6 +160,22 @@ fn gateway_config(
         },
         upstream_retries: args.upstream_retries.min(10),
         stream_policy: args.stream_policy.into(),
+        limits: client_limits(&args.limits),
+    }
+}
+
+/// What one client may hold, from `--header-timeout` and the rest (a
+/// timeout of 0 is taken as one second).
+fn client_limits(args: &ClientLimitArgs) -> ClientLimits {
+    let seconds = |secs: u64| Duration::from_secs(secs.max(1));
+    ClientLimits {
+        header_timeout: seconds(args.header_timeout),
+        body_timeout: seconds(args.body_timeout),
+        write_timeout: seconds(args.write_timeout),
+        buffer_cap: args.buffer_cap,
+        key_buffer_cap: args.key_buffer_cap,
+        key_concurrency: args.key_concurrency,
+        rate_limit_hold: Duration::from_secs(args.rate_limit_hold),
     }
 }
 

@@ -4,7 +4,9 @@
 
 use super::args::{SearchArgs, TrustArgs};
 use super::failure::Failure;
-use super::run::{configure_isolation, configure_monitoring, configure_trust, watcher};
+use super::run::{
+    check_loaded, configure_isolation, configure_monitoring, configure_trust, watcher,
+};
 use super::wiring::load_packs;
 use chimera_host::agent::{AgentEvent, EventBus};
 use chimera_host::config::search_path;
@@ -24,11 +26,13 @@ pub(crate) struct ServerPacks {
 }
 
 /// Which packs a server loads, and how: `--pack` specs in load order,
-/// the names `--isolate` and `--monitor` give, and `--watch`.
+/// the names `--isolate`, `--monitor` and `--fail-open` give, and
+/// `--watch`.
 pub(crate) struct PackFlags<'a> {
     pub(crate) packs: &'a [String],
     pub(crate) isolate: &'a [String],
     pub(crate) monitor: &'a [String],
+    pub(crate) fail_open: &'a [String],
     pub(crate) watch: bool,
 }
 
@@ -40,6 +44,7 @@ macro_rules! pack_flags {
             packs: &$args.packs,
             isolate: &$args.isolate,
             monitor: &$args.monitor,
+            fail_open: &$args.fail_open,
             watch: $args.watch,
         }
     };
@@ -61,6 +66,7 @@ pub(crate) fn server_packs(
         packs,
         isolate,
         monitor,
+        fail_open,
         watch,
     } = *flags;
     let registry = Arc::new(Registry::new());
@@ -71,8 +77,9 @@ pub(crate) fn server_packs(
     let bus = operator_log(who);
     configure_trust(&manager, trust, &bus)?;
     // A server judges for clients it does not trust: see `serving_line`.
-    manager.set_serving(Vec::new());
-    eprintln!("{who}: {}", serving_line(&[]));
+    check_loaded("--fail-open", packs, fail_open)?;
+    manager.set_serving(fail_open.iter().cloned());
+    eprintln!("{who}: {}", serving_line(fail_open));
     configure_isolation(&manager, packs, isolate, trust.probe_timeout)?;
     configure_monitoring(&manager, packs, monitor)?;
     prepare(&manager)?;
@@ -95,7 +102,7 @@ pub(crate) fn server_packs(
 /// they fail closed, but for the packs in `fail_open`.
 fn serving_line(fail_open: &[String]) -> String {
     let closed = "a pack that cannot judge (an error, a call past its deadline, its \
-                  process restarting, a quarantine) refuses what it guards (503), \
+                  process restarting, a quarantine) refuses what it guards, \
                   never passes it unjudged";
     if fail_open.is_empty() {
         closed.to_owned()

@@ -10,14 +10,17 @@
 //! `serve`'s arguments.
 
 use super::args::{
-    Cli, McpArgs, RunArgs, SearchArgs, ServeArgs, StateArgs, StreamPolicyArg, TrustArgs,
+    Cli, ClientLimitArgs, McpArgs, RunArgs, SearchArgs, ServeArgs, StateArgs, StreamPolicyArg,
+    TrustArgs,
 };
 use super::failure::Failure;
 use chimera_host::config::{
-    self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, McpSection, ProviderSection,
-    SessionSection, StateSection, StreamPolicyName, TrustSection, UpstreamSection, FILE_NAME,
+    self, Answer, ApprovalsSection, ConfigError, FileConfig, Loaded, McpSection, PackEntry,
+    ProviderSection, ServeSection, SessionSection, StateSection, StreamPolicyName, TrustSection,
+    UpstreamSection, FILE_NAME,
 };
 use chimera_host::interception::PackMode;
+use chimera_host::state::FailPolicy;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
 use serde_json::{json, Value};
@@ -94,7 +97,7 @@ shown_as_json!(
     Vec<PathBuf>,
     std::net::SocketAddr,
     chimera_host::gateway::SessionScope,
-    chimera_host::state::FailPolicy
+    FailPolicy
 );
 
 impl Shown for StreamPolicyArg {
@@ -171,17 +174,24 @@ struct PackArgs<'a> {
     packs: &'a mut Vec<String>,
     isolate: &'a mut Vec<String>,
     monitor: &'a mut Vec<String>,
+    /// A server's packs that fail open (`serve` only).
+    fail_open: Option<&'a mut Vec<String>>,
     trust: &'a mut TrustArgs,
 }
 
-/// The [`PackArgs`] of a command's arguments (`run`'s, `serve`'s).
+/// The [`PackArgs`] of a command's arguments (`run`'s; a server's, with
+/// its `fail_open`).
 macro_rules! pack_args {
     ($args:expr) => {
+        pack_args!($args, None)
+    };
+    ($args:expr, $fail_open:expr) => {
         PackArgs {
             search: &mut $args.search,
             packs: &mut $args.packs,
             isolate: &mut $args.isolate,
             monitor: &mut $args.monitor,
+            fail_open: $fail_open,
             trust: &mut $args.trust,
         }
     };
@@ -292,33 +302,42 @@ fn merge_packs(m: &mut Merge<'_>, args: PackArgs<'_>, config: &FileConfig) {
             .collect::<Vec<_>>()
     });
     m.take("packs", "packs", args.packs, packs);
-    // The file's isolated packs, when its packs are the ones loaded.
-    let isolate = config
-        .packs
-        .as_ref()
-        .filter(|_| !(m.explicit)("packs"))
-        .map(|packs| {
-            packs
-                .iter()
-                .filter(|pack| pack.isolate == Some(true))
-                .map(|pack| pack.name.clone())
-                .collect::<Vec<_>>()
-        });
+    // The names of the file's packs `keep` picks, when its packs are the
+    // ones loaded.
+    let named = |m: &Merge<'_>, keep: &dyn Fn(&PackEntry) -> bool| {
+        config
+            .packs
+            .as_ref()
+            .filter(|_| !(m.explicit)("packs"))
+            .map(|packs| {
+                packs
+                    .iter()
+                    .filter(|pack| keep(pack))
+                    .map(|pack| pack.name.clone())
+                    .collect::<Vec<_>>()
+            })
+    };
+    let isolate = named(m, &|pack| pack.isolate == Some(true));
     m.take("isolate", "isolate", args.isolate, isolate);
-    // The file's monitored packs (`mode = "monitor"`), likewise.
-    let monitor = config
-        .packs
-        .as_ref()
-        .filter(|_| !(m.explicit)("packs"))
-        .map(|packs| {
-            packs
-                .iter()
-                .filter(|pack| pack.mode == Some(PackMode::Monitor))
-                .map(|pack| pack.name.clone())
-                .collect::<Vec<_>>()
-        });
+    let monitor = named(m, &|pack| pack.mode == Some(PackMode::Monitor));
     m.take("monitor", "monitor", args.monitor, monitor);
+    if let Some(fail_open) = args.fail_open {
+        let open = named(m, &|pack| pack.on_unavailable == Some(FailPolicy::Open));
+        m.take("fail_open", "fail_open", fail_open, open);
+    }
     merge_trust(m, args.trust, &config.trust);
+}
+
+/// `[serve]`'s keys into the `serve` flags of the same names.
+macro_rules! serve_keys {
+    ($m:expr, $args:expr, $serve:expr; $($name:ident),* $(,)?) => {$(
+        $m.take(
+            concat!("serve.", stringify!($name)),
+            stringify!($name),
+            &mut $args.$name,
+            $serve.$name,
+        );
+    )*};
 }
 
 /// Applies the configuration file to `serve`'s `args` (flags win): the
@@ -328,9 +347,14 @@ fn merge_for_serve(
     loaded: Option<&Loaded>,
     explicit: &dyn Fn(&str) -> bool,
 ) -> Vec<Setting> {
-    let (mut m, config) = begin(pack_args!(args), loaded, explicit);
+    let (mut m, config) = begin(
+        pack_args!(args, Some(&mut args.fail_open)),
+        loaded,
+        explicit,
+    );
     let serve = &config.serve;
-    m.take("serve.listen", "listen", &mut args.listen, serve.listen);
+    serve_keys!(m, args, serve; listen, body_cap, header_cap, concurrency, max_sessions,
+        session_scope, upstream_connect_timeout, upstream_timeout, upstream_retries, watch);
     m.take(
         "serve.client_key_sha256",
         "client_key_hashes",
@@ -338,60 +362,11 @@ fn merge_for_serve(
         serve.client_key_sha256.clone(),
     );
     m.take(
-        "serve.body_cap",
-        "body_cap",
-        &mut args.body_cap,
-        serve.body_cap,
-    );
-    m.take(
-        "serve.header_cap",
-        "header_cap",
-        &mut args.header_cap,
-        serve.header_cap,
-    );
-    m.take(
-        "serve.concurrency",
-        "concurrency",
-        &mut args.concurrency,
-        serve.concurrency,
-    );
-    m.take(
-        "serve.max_sessions",
-        "max_sessions",
-        &mut args.max_sessions,
-        serve.max_sessions,
-    );
-    m.take(
-        "serve.session_scope",
-        "session_scope",
-        &mut args.session_scope,
-        serve.session_scope,
-    );
-    m.take(
-        "serve.upstream_connect_timeout",
-        "upstream_connect_timeout",
-        &mut args.upstream_connect_timeout,
-        serve.upstream_connect_timeout,
-    );
-    m.take(
-        "serve.upstream_timeout",
-        "upstream_timeout",
-        &mut args.upstream_timeout,
-        serve.upstream_timeout,
-    );
-    m.take(
-        "serve.upstream_retries",
-        "upstream_retries",
-        &mut args.upstream_retries,
-        serve.upstream_retries,
-    );
-    m.take(
         "serve.stream_policy",
         "stream_policy",
         &mut args.stream_policy,
         serve.stream_policy.map(Into::into),
     );
-    m.take("serve.watch", "watch", &mut args.watch, serve.watch);
     let audit = m.path(serve.audit.as_ref()).map(Some);
     m.take("serve.audit", "audit", &mut args.audit, audit);
     merge_upstream(
@@ -425,7 +400,15 @@ fn merge_for_serve(
         serve.anthropic.as_ref(),
     );
     merge_state(&mut m, &mut args.state, &config.state);
+    merge_limits(&mut m, &mut args.limits, serve);
     m.settings
+}
+
+/// `[serve]`'s bounds on one client into their flags (each key named as
+/// its flag).
+fn merge_limits(m: &mut Merge<'_>, args: &mut ClientLimitArgs, serve: &ServeSection) {
+    serve_keys!(m, args, serve; header_timeout, body_timeout, write_timeout, buffer_cap,
+        key_buffer_cap, key_concurrency, rate_limit_hold);
 }
 
 /// `[state]` into the `--state-*` flags.
@@ -913,6 +896,23 @@ mod tests {
     }
 
     #[test]
+    fn a_packs_on_unavailable_fail_open_is_serves_fail_open_and_the_flag_wins() {
+        let config = parsed(
+            "[[packs]]\nname = \"redactor\"\non_unavailable = \"fail_open\"\n[[packs]]\nname = \"stop-words\"\non_unavailable = \"fail_closed\"\n",
+        )
+        .unwrap();
+        let loaded = project_file(config);
+        let mut args = serve_args(&[]);
+        merge_for_serve(&mut args, Some(&loaded), &|_| false);
+        assert_eq!(args.fail_open, ["redactor"]);
+        let mut args = serve_args(&["--fail-open", "stop-words"]);
+        merge_for_serve(&mut args, Some(&loaded), &|id| id == "fail_open");
+        assert_eq!(args.fail_open, ["stop-words"], "the flag wins");
+        let error = parsed("[[packs]]\nname = \"a\"\non_unavailable = \"open\"\n").unwrap_err();
+        assert!(error.contains("open"), "{error}");
+    }
+
+    #[test]
     fn the_state_section_names_the_store_and_each_packs_policy_and_a_flag_wins() {
         let config = parsed(
             "[state]\nredis = \"redis://127.0.0.1:6379\"\ntimeout_ms = 50\non_unavailable = \"fail_open\"\n[state.policies]\ntoken-budget = \"fail_closed\"\n",
@@ -924,10 +924,7 @@ mod tests {
         let settings = merge_for_serve(&mut args, Some(&loaded), &explicit);
         assert_eq!(args.state.redis.as_deref(), Some("redis://127.0.0.1:6379"));
         assert_eq!(args.state.timeout_ms, 20, "the flag wins");
-        assert_eq!(
-            args.state.on_unavailable,
-            chimera_host::state::FailPolicy::Open
-        );
+        assert_eq!(args.state.on_unavailable, FailPolicy::Open);
         assert_eq!(args.state.policies, ["token-budget=fail_closed"]);
         let shown = settings
             .iter()

@@ -132,6 +132,24 @@ pub struct ServeSection {
     pub watch: Option<bool>,
     /// The audit log of every decision (as `--audit FILE`).
     pub audit: Option<PathBuf>,
+    /// How long a request's headers may take, in seconds (and an idle
+    /// connection may wait for the next request).
+    pub header_timeout: Option<u64>,
+    /// How long a request's body may take, in seconds (408).
+    pub body_timeout: Option<u64>,
+    /// How long a client may take nothing written to it, in seconds (its
+    /// connection closed, a stream to it cancelled).
+    pub write_timeout: Option<u64>,
+    /// The most request-body bytes buffered across all requests (429).
+    pub buffer_cap: Option<usize>,
+    /// The most request-body bytes one key's requests buffer (429).
+    pub key_buffer_cap: Option<usize>,
+    /// The most requests one key has in flight (429).
+    pub key_concurrency: Option<usize>,
+    /// A rate limiter's pause: 0 answers 429 with `retry-after`; more
+    /// holds the request, without a concurrency slot, up to that many
+    /// seconds.
+    pub rate_limit_hold: Option<u64>,
     /// `[serve.openai]`: the chat-completions upstream.
     pub openai: Option<UpstreamSection>,
     /// `[serve.anthropic]`: the Messages upstream.
@@ -163,6 +181,11 @@ pub struct PackEntry {
     /// `enforce` (the default) or `monitor`: its decisions recorded but
     /// never enforced (`--monitor NAME`).
     pub mode: Option<crate::interception::PackMode>,
+    /// In a server (`chimera serve`): `fail_closed` (the default) refuses
+    /// what this pack cannot judge (an error, a call past its deadline,
+    /// its process restarting); `fail_open` lets each seam's own policy
+    /// decide instead (`--fail-open NAME`).
+    pub on_unavailable: Option<crate::state::FailPolicy>,
 }
 
 /// `[trust]`: trust and containment (the flags of the same names).

@@ -60,6 +60,27 @@ impl Out {
             self.gone = true;
         }
     }
+
+    /// Sends `text` judged by `session`'s exchange, unless a judgement of
+    /// the exchange could not be made: then the wire's error event
+    /// (`error` of the line saying so) is the client's last, and nothing
+    /// more is written (the relay still reads the upstream to its end,
+    /// for the usage it reports).
+    pub(super) async fn send_judged(
+        &mut self,
+        session: &AgentSession,
+        text: String,
+        error: fn(&str) -> String,
+    ) {
+        match session.unjudged() {
+            None => self.send(text).await,
+            Some(reason) => {
+                let last = error(&super::wire::unjudged_line(reason));
+                self.send(last).await;
+                self.gone = true;
+            }
+        }
+    }
 }
 
 /// Where the reader puts the events it completes.

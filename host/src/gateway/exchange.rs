@@ -1,9 +1,11 @@
 //! One request relayed, over any wire:
 //!
 //! ```text
-//!  key ─▶ body cap ─▶ parse (400: what cannot be read is never forwarded)
+//!  key ─▶ the key's share (429) ─▶ body: cap (413), timeout (408), buffer (429)
+//!      ─▶ parse (400: what cannot be read is never forwarded)
 //!      ─▶ views (400) ─▶ model (404) ─▶ slot (429)
-//!      ─▶ tool_result, context, provider_request on the views (403 on a block)
+//!      ─▶ tool_result, context, provider_request on the views (403 on a block;
+//!         a rate limit's pause: 429 with retry-after, or held without the slot)
 //!      ─▶ the client's body with what they changed spliced in ─▶ the upstream
 //!  non-2xx ─▶ its error text judged (model_response, output) ─▶ its status,
 //!             headers (`retry-after`, request ids) and body, as they came
@@ -11,11 +13,13 @@
 //!  SSE     ─▶ the wire's stream relay (events::StreamWire)
 //! ```
 
+use super::bounds::{Over, Slot};
 use super::events::{Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
+use super::hold::Stopped;
 use super::wire::{Refusal, Wire};
 use super::{refuse, Gateway, BAD_KEY};
-use crate::agent::{AgentSession, EventBus, Exchange};
+use crate::agent::{EventBus, Exchange};
 use crate::jsondoc::{parse, Limits};
 use crate::types::Headers;
 use axum::body::{Body, Bytes};
@@ -54,7 +58,7 @@ struct Admitted<R> {
     root: crate::jsondoc::Node,
     read: R,
     conversation: Option<String>,
-    slot: tokio::sync::OwnedSemaphorePermit,
+    slot: Slot,
 }
 
 /// The checks before anything is judged: the caps, the key, the
@@ -87,17 +91,12 @@ async fn admit<W: Wire>(
         gateway.session_scope,
     )
     .map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
-    let body = axum::body::to_bytes(body, gateway.body_cap)
+    let mut claim = gateway.bounds.claim(headers).map_err(Over::refuse::<W>)?;
+    let body = gateway
+        .bounds
+        .read_body(&mut claim, headers, body)
         .await
-        .map_err(|_| {
-            refuse::<W>(
-                Refusal::TooLarge,
-                &format!(
-                    "the request body is over this gateway's cap of {} bytes (or broke off)",
-                    gateway.body_cap
-                ),
-            )
-        })?;
+        .map_err(Over::refuse::<W>)?;
     let root = parse(&body, &Limits::default()).map_err(|error| {
         refuse::<W>(
             Refusal::BadRequest,
@@ -123,14 +122,12 @@ async fn admit<W: Wire>(
             ),
         ));
     }
-    let slot = Arc::clone(&gateway.slots)
-        .try_acquire_owned()
-        .map_err(|_| {
-            refuse::<W>(
-                Refusal::Busy,
-                "the gateway is at its concurrency limit; retry shortly",
-            )
-        })?;
+    let slot = Slot::take(&gateway.slots, claim).ok_or_else(|| {
+        refuse::<W>(
+            Refusal::Busy,
+            "the gateway is at its concurrency limit; retry shortly",
+        )
+    })?;
     Ok(Admitted {
         body,
         root,
@@ -154,7 +151,7 @@ async fn relay<W: Wire>(
         root,
         read,
         conversation,
-        slot,
+        mut slot,
     } = admitted;
     let Some(served) = gateway.served::<W>() else {
         return refuse::<W>(Refusal::NotFound, "no upstream");
@@ -167,36 +164,106 @@ async fn relay<W: Wire>(
         &id,
         conversation,
     );
+    let exchange = lease.begin_exchange();
     let session = lease.session();
-    let exchange = session.begin_exchange();
     let mut request = W::request(&read).clone();
     request.headers = Headers(Forwarder::upstream_headers(headers));
     session.note_unjudged("provider_request", &unjudged(&request.messages));
-    let judged = match session.judge_request(&exchange, request).await {
+    let judged = super::hold::judge::<W>(&gateway, session, &exchange, request, &mut slot).await;
+    let judged = match judged {
         Ok(judged) => judged,
-        Err(refused) => {
+        Err(Stopped::Limited(mut response)) => {
+            if let Some(id) = id_header {
+                response.headers_mut().insert(REQUEST_ID, id);
+            }
+            return response;
+        }
+        Err(Stopped::Refused(refused)) => {
+            let unjudged = session.unjudged().map(super::wire::unjudged_line);
             let by = refused.by.map(|by| format!(" ({by})")).unwrap_or_default();
             drop(lease);
             gateway
                 .metrics
                 .timing(std::time::Duration::ZERO, started.elapsed());
-            let mut response = refuse::<W>(
-                Refusal::Blocked,
-                &format!("blocked by policy{by}: {}", refused.reason),
-            );
+            let mut response = match unjudged {
+                Some(line) => refuse::<W>(Refusal::Unjudged, &line),
+                None => refuse::<W>(
+                    Refusal::Blocked,
+                    &format!("blocked by policy{by}: {}", refused.reason),
+                ),
+            };
             if let Some(id) = id_header {
                 response.headers_mut().insert(REQUEST_ID, id);
             }
             return response;
         }
     };
+    lease.judged();
+    // From here the exchange runs to its end whether the client stays or
+    // not: a reply it leaves is still read, judged and charged.
+    let upstream = Upstream {
+        gateway,
+        query,
+        body,
+        root,
+        read,
+        judged,
+        lease,
+        exchange,
+        slot,
+        id: id_header,
+        started,
+    };
+    tokio::spawn(super::listen::with_stall(forward_and_answer::<W>(upstream)))
+        .await
+        .unwrap_or_else(|_| refuse::<W>(Refusal::Upstream, "the exchange failed"))
+}
+
+/// What goes upstream once the request was judged.
+struct Upstream<R> {
+    gateway: Arc<Gateway>,
+    query: Option<String>,
+    body: Bytes,
+    root: crate::jsondoc::Node,
+    read: R,
+    judged: crate::agent::RelayRequest,
+    lease: super::sessions::Lease,
+    exchange: Exchange,
+    slot: Slot,
+    id: Option<HeaderValue>,
+    started: Instant,
+}
+
+/// The judged request sent upstream, and the answer judged.
+async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
+    let Upstream {
+        gateway,
+        query,
+        body,
+        root,
+        read,
+        judged,
+        mut lease,
+        exchange,
+        mut slot,
+        id: id_header,
+        started,
+    } = upstream;
+    let Some(served) = gateway.served::<W>() else {
+        return refuse::<W>(Refusal::NotFound, "no upstream");
+    };
     let sent = match W::write(&body, &root, &read, &judged) {
         Ok(sent) => sent,
         Err(line) => return refuse::<W>(Refusal::Upstream, &line),
     };
+    drop((body, root, read));
+    // The body is read and written for the upstream: it no longer counts
+    // against the buffer.
+    slot.claim.release_bytes();
     let upstream_started = Instant::now();
     let counted = Arc::clone(&gateway);
-    let retries = session.retry_recorder();
+    let retries = lease.session().retry_recorder();
+    lease.sent();
     let response = match served
         .forwarder
         .send(
@@ -211,7 +278,12 @@ async fn relay<W: Wire>(
         .await
     {
         Ok(response) => response,
-        Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
+        Err(error) => {
+            if !error.1 {
+                lease.not_billed();
+            }
+            return refuse::<W>(Refusal::Upstream, &error.0);
+        }
     };
     let answered = Answered {
         lease,
@@ -235,7 +307,7 @@ struct Answered {
     exchange: Exchange,
     /// The model the request went to.
     model: String,
-    slot: tokio::sync::OwnedSemaphorePermit,
+    slot: Slot,
     timing: Timing,
     /// The request's id, for its header.
     id: Option<HeaderValue>,
@@ -266,9 +338,13 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let session = lease.session();
+    if !status.is_success() {
+        lease.not_billed();
+    }
     if status.is_success() && is_stream {
-        let hold_all = session.hold_stream(&exchange, timing.gateway.stream_policy);
+        let hold_all = lease
+            .session()
+            .hold_stream(&exchange, timing.gateway.stream_policy);
         return stream::<W>(
             lease,
             exchange,
@@ -287,19 +363,27 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
     };
     let upstream_spent = timing.upstream_started.elapsed();
     let body = if status.is_success() {
-        match judge_reply::<W>(session, &exchange, &model, &bytes).await {
+        match judge_reply::<W>(&mut lease, &exchange, &model, &bytes).await {
             Ok(body) => body,
             Err(line) => return refuse::<W>(Refusal::Upstream, &line),
         }
     } else {
-        super::wire::judged_error(session, &exchange, &bytes)
+        super::wire::judged_error(lease.session(), &exchange, &bytes)
     };
+    let unjudged = lease.session().unjudged().map(super::wire::unjudged_line);
     drop(lease);
     drop(slot);
     timing
         .gateway
         .metrics
         .timing(upstream_spent, timing.started.elapsed());
+    if let Some(line) = unjudged {
+        let mut response = refuse::<W>(Refusal::Unjudged, &line);
+        if let Some(id) = headers_back.get(REQUEST_ID) {
+            response.headers_mut().insert(REQUEST_ID, id.clone());
+        }
+        return response;
+    }
     respond(status, headers_back, body)
 }
 
@@ -329,9 +413,9 @@ fn unjudged(messages: &[crate::types::Message]) -> String {
         .join(", ")
 }
 
-/// A whole reply judged and written back.
+/// A whole reply charged to `lease`'s call, judged and written back.
 async fn judge_reply<W: Wire>(
-    session: &mut AgentSession,
+    lease: &mut super::sessions::Lease,
     exchange: &Exchange,
     model: &str,
     bytes: &[u8],
@@ -339,7 +423,8 @@ async fn judge_reply<W: Wire>(
     let root = parse(bytes, &Limits::default())
         .map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
     let reply = W::read_reply(bytes, &root)?;
-    session.charge_upstream(model, W::usage(&reply));
+    lease.charge(model, W::usage(&reply), true);
+    let session = lease.session();
     let mut judged = Vec::new();
     for choice in W::choices(&reply) {
         judged.push(session.judge_choice(exchange, choice).await);
@@ -381,21 +466,36 @@ fn stream<W: Wire>(
     hold_all: bool,
     limit: u64,
     model: String,
-    slot: tokio::sync::OwnedSemaphorePermit,
+    slot: Slot,
     timing: Timing,
 ) -> Response {
     let (sender, receiver) = mpsc::channel::<Bytes>(STREAM_BACKLOG);
+    let stalled = super::listen::stalled();
     tokio::spawn(async move {
         let session = lease.session();
-        let streamed = W::relay(StreamContext {
+        let relayed = W::relay(StreamContext {
             session,
             exchange: &exchange,
             pump: Pump::new(response, limit),
             out: Out::new(sender),
             hold_all,
-        })
-        .await;
-        session.charge_upstream(&model, streamed.usage);
+        });
+        // A client that took nothing for the write timeout lost its
+        // connection: the relay is dropped, and the upstream call with it.
+        let streamed = match stalled {
+            Some(stalled) => tokio::select! {
+                streamed = relayed => Some(streamed),
+                () = stalled => None,
+            },
+            None => Some(relayed.await),
+        };
+        // A stream cancelled for the write timeout never reached the end
+        // its usage comes with: its call ends not knowing what it cost,
+        // and the packs that count (token-budget) keep their estimate.
+        if let Some(streamed) = streamed {
+            let complete = streamed.broken.is_none();
+            lease.charge(&model, streamed.usage, complete);
+        }
         drop(lease);
         drop(slot);
         timing

@@ -74,10 +74,12 @@ pub(super) struct Forwarder {
     max_body: u64,
 }
 
-/// Why the upstream gave no answer.
+/// Why the upstream gave no answer: the line, and whether the request
+/// may have reached it (`false`: no connection was made, so nothing was
+/// billed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub(super) struct ForwardError(pub(super) String);
+pub(super) struct ForwardError(pub(super) String, pub(super) bool);
 
 impl Forwarder {
     /// A client for `url` (the wire's endpoint on the upstream), sending
@@ -140,7 +142,10 @@ impl Forwarder {
         body: Bytes,
         on_retry: &(dyn Fn(u16, u32) + Send + Sync),
     ) -> Result<reqwest::Response, ForwardError> {
-        let client = self.client.as_ref().map_err(|e| ForwardError(e.clone()))?;
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ForwardError(e.clone(), false))?;
         let url = match query {
             Some(query) if !query.is_empty() => format!("{}?{query}", self.url),
             _ => self.url.clone(),
@@ -170,10 +175,13 @@ impl Forwarder {
                 (KeyStyle::Bearer, None) => {}
             }
             let response = request.body(body.clone()).send().await.map_err(|e| {
-                ForwardError(format!(
-                    "the upstream did not answer: {}",
-                    crate::types::one_line(&error_chain(&e))
-                ))
+                ForwardError(
+                    format!(
+                        "the upstream did not answer: {}",
+                        crate::types::one_line(&error_chain(&e))
+                    ),
+                    !e.is_connect(),
+                )
             })?;
             let status = response.status().as_u16();
             let retryable = status == 429 || status >= 500;
@@ -229,18 +237,22 @@ pub(super) async fn read_body(
         match response.chunk().await {
             Ok(Some(piece)) => {
                 if (bytes.len() + piece.len()) as u64 > limit {
-                    return Err(ForwardError(format!(
-                        "the upstream's reply is over the limit of {limit} bytes"
-                    )));
+                    return Err(ForwardError(
+                        format!("the upstream's reply is over the limit of {limit} bytes"),
+                        true,
+                    ));
                 }
                 bytes.extend_from_slice(&piece);
             }
             Ok(None) => return Ok(Bytes::from(bytes)),
             Err(e) => {
-                return Err(ForwardError(format!(
-                    "the upstream's reply broke off: {}",
-                    crate::types::one_line(&error_chain(&e))
-                )))
+                return Err(ForwardError(
+                    format!(
+                        "the upstream's reply broke off: {}",
+                        crate::types::one_line(&error_chain(&e))
+                    ),
+                    true,
+                ))
             }
         }
     }

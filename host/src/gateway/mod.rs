@@ -43,12 +43,18 @@
 //! | 401 | client keys are configured and the key is not one of them | `authentication_error` / `invalid_api_key` | `authentication_error` |
 //! | 403 | a gate blocked the request before the upstream was asked | `permission_error` / `blocked_by_policy` | `permission_error` |
 //! | 404 | the model is not one the gateway serves on that wire, or the route is unknown | `invalid_request_error` / `not_found` | `not_found_error` |
+//! | 408 | the body did not arrive within the body timeout | `invalid_request_error` / `request_timeout` | `invalid_request_error` |
 //! | 413 | the body is over the cap | `invalid_request_error` / `body_too_large` | `request_too_large` |
 //! | 431 | the headers are over the cap | `invalid_request_error` / `headers_too_large` | `invalid_request_error` |
-//! | 429 | every request slot is taken (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` | `rate_limit_error` |
+//! | 429 | every request slot is taken, or the key's, or the buffer of request bodies is full (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` | `rate_limit_error` |
+//! | 429 | a rate limiter paused the request (`Retry-After`: its wait; see [`hold`](self::hold)) | `rate_limit_error` / `rate_limit_exceeded` | `rate_limit_error` |
 //! | 502 | the upstream gave no answer, or one that cannot be read | `upstream_error` / `upstream_failed` | `api_error` |
 //!
-//! Every refusal but 429 and 502 carries `x-should-retry: false`. A reply
+//! Every refusal but 408, 429, 502 and 503 carries `x-should-retry: false`.
+//! What one client may hold (its requests in flight, the bytes of its
+//! bodies, the time its headers, body and reads take) is bounded so no
+//! client takes another's share: see [`bounds`](self::bounds) and
+//! [`listen`](self::listen). A reply
 //! a gate vetoed is a 200 whose text is the gate's notice, ending with
 //! `finish_reason: content_filter` (chat completions) or `stop_reason:
 //! end_turn` (messages: with `refusal`, Claude Code shows its own
@@ -58,9 +64,12 @@
 //! breaks off, ends with an error event and no end marker.
 
 mod anthropic;
+mod bounds;
 mod events;
 mod exchange;
 mod forward;
+mod hold;
+mod listen;
 mod metrics;
 mod openai;
 pub mod sessions;
@@ -84,6 +93,10 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+pub use bounds::{
+    ClientLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_BUFFER_CAP, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEY_BUFFER_CAP, DEFAULT_KEY_CONCURRENCY, DEFAULT_WRITE_TIMEOUT,
+};
 use forward::{Forwarder, KeyStyle};
 use metrics::Metrics;
 use openai::OpenAi;
@@ -152,6 +165,9 @@ pub struct GatewayConfig {
     /// `Downgrade` holds each reply's text until the reply is judged whole,
     /// `Allow` streams it and appends the verdict.
     pub stream_policy: StreamPolicy,
+    /// What one client may hold: timeouts, buffered bytes, requests in
+    /// flight, and what a rate limit's pause does.
+    pub limits: ClientLimits,
 }
 
 impl Default for GatewayConfig {
@@ -169,6 +185,7 @@ impl Default for GatewayConfig {
             http: HttpSettings::default(),
             upstream_retries: 0,
             stream_policy: StreamPolicy::Downgrade,
+            limits: ClientLimits::default(),
         }
     }
 }
@@ -308,12 +325,13 @@ pub struct Gateway {
     registry: Arc<Registry>,
     workspace: Workspace,
     client_keys: BTreeSet<String>,
-    body_cap: usize,
     header_cap: usize,
     session_scope: SessionScope,
     stream_policy: StreamPolicy,
     audit: Option<AuditLog>,
     slots: Arc<Semaphore>,
+    limits: ClientLimits,
+    bounds: Arc<bounds::Bounds>,
     conversations: Arc<Conversations>,
     metrics: Metrics,
     state: Option<StateService>,
@@ -337,12 +355,13 @@ impl Gateway {
             registry,
             workspace,
             client_keys: config.client_key_hashes.iter().cloned().collect(),
-            body_cap: config.body_cap,
             header_cap: config.header_cap,
             session_scope: config.session_scope,
             stream_policy: config.stream_policy,
             audit: None,
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            limits: config.limits,
+            bounds: Arc::new(bounds::Bounds::new(&config.limits, config.body_cap)),
             conversations: Arc::new(Conversations::new(config.max_sessions)),
             metrics: Metrics::default(),
             state: None,
@@ -381,7 +400,8 @@ impl Gateway {
     }
 
     /// Serves on `listener` until `shutdown` completes; requests in flight
-    /// then finish before this returns.
+    /// then finish before this returns. Each connection is held to the
+    /// header and write timeouts (see [`listen`](self::listen)).
     ///
     /// # Errors
     ///
@@ -391,16 +411,12 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt as _;
-        // Replies are written as a head and then a body: without
-        // TCP_NODELAY, Nagle's algorithm holds the second write for the
-        // client's delayed ACK (up to 40 ms on Linux).
-        let listener = listener.tap_io(|stream| {
-            let _ = stream.set_nodelay(true);
-        });
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        let limits = listen::ConnectionLimits {
+            header_timeout: self.limits.header_timeout,
+            write_timeout: self.limits.write_timeout,
+            header_cap: self.header_cap,
+        };
+        listen::serve(self.router(), listener, limits, shutdown).await
     }
 
     /// What streamed replies do with the packs loaded now, in one line, when
@@ -493,7 +509,7 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
 fn refuse<W: Wire>(refusal: Refusal, message: &str) -> Response {
     let mut response = json_response(refusal.status(), &W::error(refusal, message));
     let headers = response.headers_mut();
-    if refusal == Refusal::Busy {
+    if matches!(refusal, Refusal::Busy | Refusal::Unjudged) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     if refusal.final_answer() {

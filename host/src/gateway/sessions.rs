@@ -29,9 +29,10 @@
 //! conversation, a budget no client steps out of by naming a new one.
 
 use super::key_hash;
-use crate::agent::{AgentSession, Carried};
+use crate::agent::{AgentSession, CallEnd, Carried, Exchange};
 use crate::audit::AuditLog;
 use crate::config::SessionScope;
+use crate::providers::Usage;
 use axum::http::HeaderMap;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -159,12 +160,22 @@ pub(super) struct Resumed {
 }
 
 /// A request's session, resumed from its conversation. When this is
-/// dropped (its relay done, or the client gone), whatever the request did
-/// is added back to the conversation and its audit lines are written out.
+/// dropped (its relay done, or the client gone), the exchange's upstream
+/// call ends for the packs that count what calls cost (see
+/// [`AgentSession::end_call`]), whatever the request did is added back to
+/// the conversation, and its audit lines are written out.
 pub(super) struct Lease {
     session: AgentSession,
     resumed: Option<Resumed>,
     audit: Option<AuditLog>,
+    /// The exchange under way, once begun.
+    exchange: Option<Exchange>,
+    /// Its upstream call's number, once its request was judged.
+    call: Option<u64>,
+    /// How that call stands: what it is charged when the lease ends.
+    end: CallEnd,
+    /// What the upstream reported it cost (`last_call` as charged).
+    charge: Option<serde_json::Value>,
 }
 
 impl Lease {
@@ -182,6 +193,10 @@ impl Lease {
             session,
             resumed,
             audit,
+            exchange: None,
+            call: None,
+            end: CallEnd::NotSent,
+            charge: None,
         }
     }
 
@@ -189,10 +204,53 @@ impl Lease {
     pub(super) fn session(&mut self) -> &mut AgentSession {
         &mut self.session
     }
+
+    /// Begins the session's exchange (kept, to end its call with).
+    pub(super) fn begin_exchange(&mut self) -> Exchange {
+        let exchange = self.session.begin_exchange();
+        self.exchange = Some(exchange.clone());
+        exchange
+    }
+
+    /// The exchange's request was judged: its call's number is the one
+    /// the session gave it.
+    pub(super) fn judged(&mut self) {
+        self.call = Some(self.session.call_id);
+    }
+
+    /// The request went upstream: until the reply says otherwise, what it
+    /// was billed is not known.
+    pub(super) fn sent(&mut self) {
+        self.end = CallEnd::Unknown;
+    }
+
+    /// The upstream billed nothing for it: it refused it, or was never
+    /// reached.
+    pub(super) fn not_billed(&mut self) {
+        self.end = CallEnd::Refused;
+    }
+
+    /// Charges the call what the upstream reported, `usage` at `model`;
+    /// `complete`: the reply was read to its end. A usage of no tokens at
+    /// all is none reported (a stream that does not report its usage), so
+    /// is an incomplete reply: what it cost is then not known.
+    pub(super) fn charge(&mut self, model: &str, usage: Usage, complete: bool) {
+        let reported = usage.input_tokens > 0 || usage.output_tokens > 0;
+        self.session.charge_upstream(model, usage);
+        if complete && reported {
+            self.end = CallEnd::Billed;
+            self.charge.clone_from(&self.session.last_call);
+        }
+    }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if let Some(exchange) = self.exchange.take() {
+            let call = self.call.unwrap_or(self.session.call_id);
+            self.session
+                .end_call(&exchange, call, self.charge.take(), self.end);
+        }
         if let Some(resumed) = &self.resumed {
             resumed
                 .conversations

@@ -29,10 +29,20 @@ pub(super) enum Refusal {
     TooLarge,
     /// The headers are over the cap (431).
     HeadersTooLarge,
-    /// Every request slot is taken (429).
+    /// Every request slot is taken, or the client's share, or the
+    /// gateway's buffer of request bodies is full (429).
     Busy,
+    /// A rate limit (a pack's pause) is reached for this client (429,
+    /// with its `retry-after`).
+    RateLimited,
+    /// The body did not arrive in time (408).
+    Timeout,
     /// The upstream gave no answer, or one the gateway cannot read (502).
     Upstream,
+    /// A pack could not judge what the exchange carried (an error, a
+    /// timeout, a pack restarting or quarantined) and it was held back
+    /// (503): nothing unjudged passes.
+    Unjudged,
 }
 
 impl Refusal {
@@ -45,8 +55,10 @@ impl Refusal {
             Refusal::UnknownModel | Refusal::NotFound => StatusCode::NOT_FOUND,
             Refusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Refusal::Busy => StatusCode::TOO_MANY_REQUESTS,
+            Refusal::Busy | Refusal::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Refusal::Timeout => StatusCode::REQUEST_TIMEOUT,
             Refusal::Upstream => StatusCode::BAD_GATEWAY,
+            Refusal::Unjudged => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -54,7 +66,14 @@ impl Refusal {
     /// refusals say `x-should-retry: false` (Claude Code retries a 401
     /// for minutes otherwise).
     pub(super) fn final_answer(self) -> bool {
-        !matches!(self, Refusal::Busy | Refusal::Upstream)
+        !matches!(
+            self,
+            Refusal::Busy
+                | Refusal::RateLimited
+                | Refusal::Timeout
+                | Refusal::Upstream
+                | Refusal::Unjudged
+        )
     }
 }
 
@@ -140,6 +159,12 @@ pub(super) fn judged_error(
     let mut splice = Splice::new();
     splice.replace(span, string_literal(&judged));
     splice.render(bytes).unwrap_or_else(|_| bytes.to_vec())
+}
+
+/// The line a client is told when a pack could not judge its exchange
+/// (`reason`: the chain's, naming the interceptor and what failed).
+pub(super) fn unjudged_line(reason: &str) -> String {
+    format!("a policy could not judge this exchange, so it was held back; retry shortly ({reason})")
 }
 
 /// A client's word, cut short and made printable for an error line.

@@ -16,7 +16,21 @@ pub enum Mode {
     Queue,
 }
 
-/// `{"mode": .., "requests_per_minute": .., "window_seconds": ..,
+/// Whose requests share a window.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// One window for everything the process serves: a limit in front of
+    /// the one provider they all call.
+    #[default]
+    Global,
+    /// A window per client: behind a gateway, per client key (requests
+    /// that present none share one window); elsewhere, per session. One
+    /// client over its limit never delays another.
+    Key,
+}
+
+/// `{"mode": .., "scope": .., "requests_per_minute": .., "window_seconds": ..,
 /// "pause_message": .., "queue": {"max_pending": ..}}`; unknown keys are
 /// refused.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -24,6 +38,8 @@ pub enum Mode {
 pub struct Config {
     /// `reject` (default) or `queue`.
     pub mode: Mode,
+    /// `global` (default) or `key`.
+    pub scope: Scope,
     /// Requests admitted per window (the name is Nexus's; the window is
     /// `window_seconds` long). At least 1.
     pub requests_per_minute: u32,
@@ -48,6 +64,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             mode: Mode::Reject,
+            scope: Scope::Global,
             requests_per_minute: 60,
             window_seconds: 60.0,
             pause_message: "Rate limit reached. Pausing for {seconds}s...".to_owned(),

@@ -27,28 +27,42 @@
 //! `queue` bounds how many wait at once (`queue.max_pending`) and drains
 //! them one per `window_seconds / requests_per_minute`.
 //!
-//! State is per process: one window shared by every conversation of the
-//! process, since a rate limit protects the provider they all call.
-//! Reservations are keyed by conversation (the session id): the next
-//! request of the conversation a slot was reserved for takes it. A
-//! reservation whose conversation does not come back before the slot
-//! leaves the window lapses; a conversation that comes back too early (a
-//! pause the host cut short) is paused again until the same slot. Every
-//! provider call counts, the host's gate retries included. A hot swap hands
-//! the window, reservations included, to the new build.
+//! Scope. With `scope = "global"` (the default) state is per process: one
+//! window shared by every conversation of the process, since a rate limit
+//! protects the provider they all call. With `scope = "key"` each client
+//! has a window of its own — behind `chimera serve`, each client key
+//! (requests that present none share one); elsewhere, each session — and
+//! a full window reserves one slot per client at a time, so one client
+//! past its limit never delays another. Behind `chimera serve` a pause is
+//! not waited out while the client waits: the gateway answers 429 with
+//! `retry-after` (or, configured so, holds the request for a bounded
+//! while without a concurrency slot).
+//!
+//! With `scope = "global"`, reservations are keyed by conversation (the
+//! session id): the next request of the conversation a slot was reserved
+//! for takes it. A reservation whose conversation does not come back
+//! before the slot leaves the window lapses; a conversation that comes
+//! back too early (a pause the host cut short) is paused again until the
+//! same slot. Every provider call counts, the host's gate retries
+//! included. A hot swap hands the windows, reservations included, to the
+//! new build.
 //!
 //! With a host whose gate state is shared (`chimera serve --state-redis`),
-//! every replica draws from one token bucket in that store instead: it
-//! holds `requests_per_minute` tokens and refills them over
-//! `window_seconds` (so a burst of the limit, then the limit's pace). A
-//! request that finds it empty is paused until a token would be there
-//! (queue mode: refused as a full queue when that is more than
-//! `queue.max_pending` refills away). One round trip per request. A store
-//! that is down follows the host's policy for this pack: the request is
-//! refused with the store's line, or counted in the process alone.
+//! every replica counts in that store instead, with the same limit: at
+//! most `requests_per_minute` requests in any `window_seconds`-long span,
+//! whichever replicas they reach. The store keeps `requests_per_minute`
+//! slots, each admitting one request per window; a request draws a ticket
+//! (one atomic increment) that names its slot, and takes the slot's token
+//! (one atomic take): two round trips a request. A request whose slot is
+//! taken is paused until the slot is free again, and keeps its ticket
+//! when it is offered again (queue mode: refused as a full queue when that
+//! is more than `queue.max_pending` drains away). A store that is down
+//! follows the host's policy for this pack: the request is refused with
+//! the store's line, or counted in the process alone.
 //!
 //! Configuration (JSON, every key optional): `mode` (`reject` | `queue`,
-//! default `reject`), `requests_per_minute` (per window, ≥ 1, default 60),
+//! default `reject`), `scope` (`global` | `key`, default `global`),
+//! `requests_per_minute` (per window, ≥ 1, default 60),
 //! `window_seconds` (> 0, fractions allowed, default 60), `pause_message`
 //! (default `Rate limit reached. Pausing for {seconds}s...`) and
 //! `queue: {"max_pending": n}` (≥ 1, default 100). Anything else, or a value
@@ -72,10 +86,11 @@
 
 mod config;
 mod limiter;
+mod shared;
 mod window;
 
-pub use config::{Config, Mode, Queue};
-pub use limiter::{Answer, Clock, RateLimiter, SystemClock};
+pub use config::{Config, Mode, Queue, Scope};
+pub use limiter::{bucket, Answer, Clock, RateLimiter, SystemClock};
 pub use window::{Handover, Verdict, Window};
 
 chimera_plugin_api::export_packs!(RateLimiter);

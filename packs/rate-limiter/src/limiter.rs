@@ -1,9 +1,11 @@
 //! The pack: the window behind a lock, a clock, and the texts.
 
-use crate::config::{Config, Mode};
+use crate::config::{Config, Mode, Scope as Bucketing};
+use crate::shared::{Shared, SharedSlots, Tickets};
 use crate::window::{Handover, Verdict, Window};
 use chimera_plugin_api::prelude::*;
-use chimera_plugin_api::sdk::{Scope, State};
+use chimera_plugin_api::sdk::State;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -47,12 +49,41 @@ pub enum Answer {
     },
 }
 
+/// The windows of `scope = "key"`, one per client; idle ones are swept
+/// whenever the map has doubled since the last sweep.
+#[derive(Debug, Default)]
+struct Keyed {
+    windows: HashMap<String, Window>,
+    sweep_at: usize,
+}
+
+/// The window a request of conversation `session` draws from with
+/// `scope = "key"`: behind a gateway (`relayed`), its client key's — the
+/// `key-<hash>` of the session ids `key-<hash>` and `key-<hash>/NAME` —
+/// or, for a request that presents no key, the one window they share
+/// (named `""`); elsewhere, the session's own.
+#[must_use]
+pub fn bucket(session: &str, relayed: bool) -> &str {
+    if !relayed {
+        return session;
+    }
+    if session.starts_with("key-") {
+        session.split('/').next().unwrap_or(session)
+    } else {
+        ""
+    }
+}
+
 /// The rate-limiter pack.
 pub struct RateLimiter {
     window: Mutex<Window>,
-    /// Requests per window, and the window (for the shared bucket).
+    keyed: Mutex<Keyed>,
+    scope: Bucketing,
+    /// Requests per window, and the window (for the shared slots).
     limit: u32,
     span: Duration,
+    /// The tickets of the calls paused on the shared slots.
+    tickets: Tickets,
     clock: Box<dyn Clock>,
     mode: Mode,
     max_pending: u32,
@@ -76,8 +107,11 @@ impl RateLimiter {
         );
         Ok(RateLimiter {
             window: Mutex::new(window),
+            keyed: Mutex::new(Keyed::default()),
+            scope: config.scope,
             limit: config.requests_per_minute,
             span: config.window()?,
+            tickets: Tickets::default(),
             clock: Box::new(clock),
             mode: config.mode,
             max_pending: config.queue.max_pending,
@@ -89,24 +123,61 @@ impl RateLimiter {
         self.window.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn keyed(&self) -> std::sync::MutexGuard<'_, Keyed> {
+        self.keyed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The answer to a request from conversation `session`, now.
     pub fn judge(&self, session: &str) -> Answer {
+        self.judge_as(session, false)
+    }
+
+    /// The answer to a request from conversation `session`, now;
+    /// `relayed`: a gateway's (whose session ids name the client's key).
+    /// With `scope = "key"` the request draws from its client's window
+    /// (see [`bucket`]), where a full window reserves one slot per client.
+    pub fn judge_as(&self, session: &str, relayed: bool) -> Answer {
         let now = self.clock.now();
-        let verdict = self.lock().offer(session, now);
+        let verdict = match self.scope {
+            Bucketing::Global => self.lock().offer(session, now),
+            Bucketing::Key => {
+                let bucket = bucket(session, relayed);
+                let mut keyed = self.keyed();
+                let verdict = keyed
+                    .windows
+                    .entry(bucket.to_owned())
+                    .or_insert_with(|| self.new_window())
+                    .offer(bucket, now);
+                if keyed.windows.len() >= keyed.sweep_at {
+                    keyed.windows.retain(|_, window| !window.is_idle(now));
+                    keyed.sweep_at = (keyed.windows.len() * 2).max(64);
+                }
+                verdict
+            }
+        };
         self.answer(verdict)
     }
 
-    /// The answer to a request, from the host's shared token bucket: it
-    /// holds `requests_per_minute` tokens and refills them over
-    /// `window_seconds`, so every replica draws from one limit. A request
-    /// that finds it empty is paused until a token would be there; in
-    /// queue mode, one that would wait longer than `queue.max_pending`
-    /// refills is refused, as a full queue. A store that refuses (down,
-    /// and this pack fails closed) blocks the request with its line.
-    fn judge_shared(&self, state: &State) -> Answer {
-        let rate = f64::from(self.limit) / self.span.as_secs_f64();
-        let taken = match state.take(Scope::Global, "requests", 1, rate, u64::from(self.limit)) {
-            Ok(taken) => taken,
+    /// An empty window of this configuration.
+    fn new_window(&self) -> Window {
+        Window::new(self.limit, self.span, self.mode, self.max_pending)
+    }
+
+    /// The answer to call `call` (drawing from `bucket`'s limit with
+    /// `scope = "key"`), from the slots every replica shares in the host's
+    /// store (see [`shared`](crate::shared)): admitted when its slot is
+    /// free, else paused until it would be; in queue mode, one that would
+    /// wait longer than `queue.max_pending` drains is refused, as a full
+    /// queue. A store that refuses (down, and this pack fails closed)
+    /// blocks the request with its line.
+    fn judge_shared(&self, state: &State, bucket: &str, call: Option<u64>) -> Answer {
+        let bucket = match self.scope {
+            Bucketing::Global => "",
+            Bucketing::Key => bucket,
+        };
+        let slots = SharedSlots { state, bucket };
+        let verdict = match self.tickets.judge(&slots, call, self.limit, self.span) {
+            Ok(verdict) => verdict,
             Err(error) => {
                 let reason = format!("rate-limiter: cannot count this request: {error}");
                 return Answer::Reject {
@@ -115,14 +186,14 @@ impl RateLimiter {
                 };
             }
         };
-        if taken.allowed {
+        let Shared::Wait(wait) = verdict else {
             return self.answer(Verdict::Admit);
-        }
-        let refill = Duration::from_secs_f64(1.0 / rate);
-        if self.mode == Mode::Queue && taken.wait > refill * self.max_pending {
+        };
+        let drain = self.span / self.limit.max(1);
+        if self.mode == Mode::Queue && wait > drain * self.max_pending {
             return self.answer(Verdict::QueueFull);
         }
-        self.answer(Verdict::Wait { wait: taken.wait })
+        self.answer(Verdict::Wait { wait })
     }
 
     /// `verdict` with its texts.
@@ -172,24 +243,42 @@ impl Pack for RateLimiter {
     /// The window, reservations included, so a hot-swapped build goes on
     /// counting where this one stopped.
     fn export_state(&self) -> Option<serde_json::Value> {
-        let handover = self.lock().handover(self.clock.now());
+        let now = self.clock.now();
+        let mut handover = self.lock().handover(now);
+        handover.keys = self
+            .keyed()
+            .windows
+            .iter()
+            .map(|(key, window)| (key.clone(), window.handover(now)))
+            .collect();
         serde_json::to_value(handover).ok()
     }
 
     fn import_state(&self, state: serde_json::Value) -> Result<(), PackError> {
         let handover: Handover = serde_json::from_value(state)
             .map_err(|e| PackError::msg(format!("the earlier build's window: {e}")))?;
-        self.lock().take_over(&handover, self.clock.now());
+        let now = self.clock.now();
+        self.lock().take_over(&handover, now);
+        self.keyed().windows = handover
+            .keys
+            .iter()
+            .map(|(key, window)| {
+                let mut taken = self.new_window();
+                taken.take_over(window, now);
+                (key.clone(), taken)
+            })
+            .collect();
         Ok(())
     }
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         let state = registrar.state();
         registrar.provider_request_gate("window", move |session, _| {
+            let relayed = session.is_relayed();
             let answer = if state.is_shared() {
-                self.judge_shared(&state)
+                self.judge_shared(&state, bucket(session.id(), relayed), session.call_id())
             } else {
-                self.judge(session.id())
+                self.judge_as(session.id(), relayed)
             };
             Ok(match answer {
                 Answer::Admit => GateDecision::Allow,

@@ -321,3 +321,73 @@ fn a_hot_swapped_build_takes_over_the_window_and_its_reservations() {
     assert_eq!(new.judge("b"), Answer::Admit, "b keeps its slot");
     assert!(new.import_state(json!({"slots": []})).is_err());
 }
+
+#[test]
+fn with_scope_key_each_client_key_has_its_own_window_behind_a_gateway() {
+    let (gate, clock) =
+        limiter(json!({"scope": "key", "requests_per_minute": 2, "window_seconds": 10}));
+    // Two conversations of one key draw from that key's window.
+    assert_eq!(gate.judge_as("key-aaaa", true), Answer::Admit);
+    assert_eq!(gate.judge_as("key-aaaa/chat-1", true), Answer::Admit);
+    let Answer::Pause { wait, .. } = gate.judge_as("key-aaaa/chat-2", true) else {
+        panic!("the key's window holds two");
+    };
+    assert_eq!(wait, Duration::from_secs(10));
+    // Another key is untouched, however far the first is past its limit.
+    for _ in 0..5 {
+        assert!(matches!(
+            gate.judge_as("key-aaaa", true),
+            Answer::Pause { .. }
+        ));
+    }
+    assert_eq!(gate.judge_as("key-bbbb/x", true), Answer::Admit);
+    assert_eq!(gate.judge_as("key-bbbb", true), Answer::Admit);
+    // Requests without a key share one window, whatever they are named.
+    assert_eq!(gate.judge_as("chatcmpl-1", true), Answer::Admit);
+    assert_eq!(gate.judge_as("session/mine", true), Answer::Admit);
+    assert!(matches!(
+        gate.judge_as("chatcmpl-2", true),
+        Answer::Pause { .. }
+    ));
+    // One slot is reserved per key: every request of the key waits for
+    // the same one, and the first back at it takes it.
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(gate.judge_as("key-aaaa/chat-3", true), Answer::Admit);
+    // Outside a gateway, each session is a client of its own.
+    assert_eq!(gate.judge("key-aaaa"), Answer::Admit);
+    assert_eq!(gate.judge("key-aaaa/chat-2"), Answer::Admit);
+}
+
+#[test]
+fn the_windows_of_idle_clients_are_swept_and_hot_swaps_keep_each_clients_window() {
+    let (gate, clock) =
+        limiter(json!({"scope": "key", "requests_per_minute": 1, "window_seconds": 1}));
+    for key in 0..500 {
+        assert_eq!(gate.judge_as(&format!("key-{key}"), true), Answer::Admit);
+    }
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(gate.judge_as("key-late", true), Answer::Admit);
+    for key in 0..200 {
+        gate.judge_as(&format!("key-again-{key}"), true);
+    }
+    assert!(
+        gate.keyed().windows.len() <= 256,
+        "{} windows kept",
+        gate.keyed().windows.len()
+    );
+    let state = gate.export_state().unwrap();
+    let new = RateLimiter::with_clock(
+        serde_json::from_value(
+            json!({"scope": "key", "requests_per_minute": 1, "window_seconds": 1}),
+        )
+        .unwrap(),
+        clock.clone(),
+    )
+    .unwrap();
+    new.import_state(state).unwrap();
+    assert!(matches!(
+        new.judge_as("key-late", true),
+        Answer::Pause { .. }
+    ));
+    assert_eq!(new.judge_as("key-fresh", true), Answer::Admit);
+}

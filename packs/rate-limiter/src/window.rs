@@ -2,7 +2,7 @@
 
 use crate::config::Mode;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// What the window says about one request.
@@ -88,6 +88,13 @@ impl Window {
         }
     }
 
+    /// True when nothing is in the window at `now`: no slot, no
+    /// reservation (a window of its own for each client is dropped then).
+    pub fn is_idle(&mut self, now: Instant) -> bool {
+        self.prune(now);
+        self.slots.is_empty() && self.reserved.is_empty()
+    }
+
     /// Requests waiting for a slot still ahead of `now`.
     #[must_use]
     pub fn pending(&self, now: Instant) -> usize {
@@ -142,6 +149,10 @@ pub struct Handover {
     pub reserved: HashMap<String, i64>,
     /// Queue mode's last queued slot.
     pub last_queued_ms: Option<i64>,
+    /// With `scope = "key"`, each client's window (the fields above are
+    /// then empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub keys: BTreeMap<String, Handover>,
 }
 
 impl Window {
@@ -156,6 +167,7 @@ impl Window {
                 .map(|(session, &slot)| (session.clone(), offset(now, slot)))
                 .collect(),
             last_queued_ms: self.last_queued.map(|slot| offset(now, slot)),
+            keys: BTreeMap::new(),
         }
     }
 

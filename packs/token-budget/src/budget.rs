@@ -1,9 +1,9 @@
 //! The gate: projected spending against each ceiling, before each call.
 
 use crate::config::{Action, Ceiling, Config, Dimension, Window};
-use crate::shared;
+use crate::shared::{self, Held};
 use chimera_plugin_api::prelude::*;
-use chimera_plugin_api::sdk::{Price, State, Usage};
+use chimera_plugin_api::sdk::{Billing, Price, SourceUsage, State, Usage};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -13,6 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const MAX_CONVERSATIONS: usize = 256;
 /// Utilisation from which a bucket gets its one warning.
 const WARN_AT: f64 = 0.8;
+/// Calls holding a reservation remembered before the memory is cleared
+/// (a host that never ends a call would otherwise grow it; what such a
+/// call holds is then kept, as if its estimate were its cost).
+const MAX_HELD: usize = 65_536;
 
 /// Spending in one bucket: tokens and dollars.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -65,6 +69,9 @@ pub struct TokenBudget {
     estimate_factor: f64,
     pricing: BTreeMap<String, Price>,
     memory: Mutex<Memory>,
+    /// What each call under way reserved in the store, by the host's call
+    /// id, until the call ends.
+    held: Mutex<HashMap<u64, Held>>,
 }
 
 /// The verdict on one call.
@@ -211,10 +218,7 @@ impl TokenBudget {
         spent_of: &dyn Fn(usize, &Ceiling) -> Result<Spent, E>,
     ) -> Result<Verdict, E> {
         let mut warning = None;
-        let price = self.price(usage, model).unwrap_or_default();
-        #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]
-        let estimate_usd =
-            (estimate.0 as f64 * price.input + estimate.1 as f64 * price.output) / 1_000_000.0;
+        let estimate_usd = self.estimate_usd(usage, model, estimate);
         for (index, ceiling) in self.ceilings.iter().enumerate() {
             if ceiling.dimension == Dimension::SourcePlugin
                 && ceiling.matches.as_deref() != Some(usage.source.as_str())
@@ -291,21 +295,110 @@ impl TokenBudget {
         Ok(Verdict::Pass(warning))
     }
 
-    /// The verdict on `request`: from the shared store's counts when the
-    /// host has one, else from this process's figures. A store that
-    /// refuses (down, and this pack fails closed) blocks with its line.
+    /// What `estimate` costs at `model`'s price, in dollars.
+    fn estimate_usd(&self, usage: &Usage, model: &str, estimate: (u64, u64)) -> f64 {
+        let price = self.price(usage, model).unwrap_or_default();
+        #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]
+        let usd =
+            (estimate.0 as f64 * price.input + estimate.1 as f64 * price.output) / 1_000_000.0;
+        usd
+    }
+
+    /// Whether `session`'s spending is counted in the host's store: when
+    /// the store is shared with other processes, or the host relays a
+    /// client's requests (a gateway: requests of one conversation may run
+    /// at once, and each must see what the others hold). A session the
+    /// host runs itself, one call at a time, reads the host's figures.
+    fn counts_in_store(state: &State, session: Session<'_>) -> bool {
+        state.is_shared() || (session.is_relayed() && state.is_offered())
+    }
+
+    /// The verdict on `request`: with the store (see
+    /// [`TokenBudget::counts_in_store`]), on what was spent and is held
+    /// there, the call's estimate reserved first; else on this process's
+    /// figures. A store that refuses (down, and this pack fails closed)
+    /// blocks with its line.
     fn judge(&self, state: &State, session: Session<'_>, request: RequestRef<'_>) -> Verdict {
         let usage = session.usage();
         let estimate = self.estimate(request);
-        if !state.is_shared() {
+        if !Self::counts_in_store(state, session) {
             return self.verdict(session.id(), &usage, request.model(), estimate);
         }
-        let stored = |_: usize, ceiling: &Ceiling| shared::spent(state, session.id(), ceiling);
-        self.verdict_on(session.id(), &usage, request.model(), estimate, &stored)
-            .unwrap_or_else(|error| {
-                let reason = format!("token-budget: cannot read what was spent: {error}");
-                Verdict::Block(reason.clone(), reason)
-            })
+        let call = session.call_id();
+        // A request offered again (after a pause) holds what it reserved
+        // the first time: given back, then reserved anew.
+        if let Some(earlier) = call.and_then(|call| self.held().remove(&call)) {
+            let _ = shared::release(state, &earlier);
+        }
+        let reserved = SourceUsage {
+            input_tokens: estimate.0,
+            output_tokens: estimate.1,
+            cost_usd: self.estimate_usd(&usage, request.model(), estimate),
+        };
+        let held = match shared::reserve(
+            state,
+            session.id(),
+            &self.ceilings,
+            &usage.source,
+            &reserved,
+        ) {
+            Ok(held) => held,
+            Err(error) => return Self::unreadable(&error),
+        };
+        let besides = |_: usize, ceiling: &Ceiling| {
+            Ok::<_, std::convert::Infallible>(shared::spent_besides(&held, ceiling))
+        };
+        let verdict =
+            match self.verdict_on(session.id(), &usage, request.model(), estimate, &besides) {
+                Ok(verdict) => verdict,
+                Err(never) => match never {},
+            };
+        match (&verdict, call) {
+            // It goes: what it holds is settled when it ends.
+            (Verdict::Pass(_) | Verdict::Warn(_) | Verdict::Downgrade(_), Some(call)) => {
+                let mut held_by = self.held();
+                if held_by.len() >= MAX_HELD {
+                    held_by.clear();
+                }
+                held_by.insert(call, held);
+            }
+            // Blocked, or a host that numbers no calls (so none could be
+            // settled): given back now.
+            _ => {
+                if let Err(error) = shared::release(state, &held) {
+                    return Self::unreadable(&error);
+                }
+            }
+        }
+        verdict
+    }
+
+    /// The block of a call whose spending the store could not count.
+    fn unreadable(error: &chimera_plugin_api::sdk::StateError) -> Verdict {
+        let reason = format!("token-budget: cannot read what was spent: {error}");
+        Verdict::Block(reason.clone(), reason)
+    }
+
+    /// Settles what call `call` reserved, now that it ended: to what the
+    /// provider reported, given back when nothing was billed, kept (the
+    /// estimate is the charge) when what was billed is not known.
+    fn settle(&self, state: &State, call: u64, session: Session<'_>) -> Result<(), InterceptError> {
+        let Some(held) = self.held().remove(&call) else {
+            return Ok(());
+        };
+        match session.last_call_billing() {
+            Billing::Reported => match session.last_call() {
+                Some((_, actual)) => shared::settle(state, &held, &actual)?,
+                None => shared::release(state, &held)?,
+            },
+            Billing::Nothing => shared::release(state, &held)?,
+            Billing::Unknown => {}
+        }
+        Ok(())
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Held>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The cheapest candidate (input + output price per million) other
@@ -340,6 +433,7 @@ impl Pack for TokenBudget {
             estimate_factor: config.estimate_factor,
             pricing: config.pricing,
             memory: Mutex::new(Memory::default()),
+            held: Mutex::new(HashMap::new()),
         })
     }
 
@@ -371,16 +465,14 @@ impl Pack for TokenBudget {
             }
         });
         registrar.fail_closed("budget");
-        // With a shared store, each reply's charge is added there, so the
-        // next call of the conversation — on whichever replica — sees it.
-        registrar.observe_model_response("spent", move |session, _reply| {
-            if !store.is_shared() {
-                return Ok(());
+        // When a call ends (its reply came; behind a gateway, however its
+        // exchange ended), what it reserved is settled to what it cost, so
+        // the next call of the conversation — on whichever replica — sees it.
+        registrar.observe_model_response("spent", move |session, _reply| match session.call_id() {
+            Some(call) if TokenBudget::counts_in_store(&store, session) => {
+                recorder.settle(&store, call, session)
             }
-            if let Some((source, usage)) = session.last_call() {
-                shared::record(&store, session.id(), &recorder.ceilings, &source, &usage)?;
-            }
-            Ok(())
+            _ => Ok(()),
         });
     }
 }

@@ -26,9 +26,7 @@
 //!
 //! The check compares the *projected* totals: what was spent, plus this
 //! call's estimate — its message characters / 4 × `estimate_factor`
-//! (default 1.5) input tokens, and its `max_tokens` option as output. The
-//! totals are the host's own figures, so nothing is reserved and nothing
-//! leaks (Nexus's reservations without a request id were never released).
+//! (default 1.5) input tokens, and its `max_tokens` option as output.
 //! A bucket at 80 % or more of a limit gets one notice per session,
 //! `Warning: <dimension> budget at <pct>%`.
 //!
@@ -38,13 +36,28 @@
 //! is a session total-token block ceiling whose notice is `message`
 //! (default `Token budget exhausted for this session.`).
 //!
-//! With a host whose gate state is shared (`chimera serve --state-redis`),
-//! the spending is counted there instead: each reply adds its call's
-//! charge (on `model_response`) to the conversation's counters, and each
-//! call reads them, so every replica of a gateway enforces one budget per
-//! conversation. A store that is down follows the host's policy for this
-//! pack: refused (the call is blocked with the store's line) or counted
-//! in the process alone until it answers.
+//! Behind a gateway (`chimera serve`: the host relays a client's
+//! requests, so several of one conversation may run at once), and with
+//! any host whose gate state is shared (`--state-redis`), the spending is
+//! counted in the host's store, by reservation: each call adds its
+//! estimate to the conversation's counters before it goes (one atomic
+//! add a counter), and the limits judge the totals — spent, held by the
+//! calls under way, and this call's estimate —, so concurrent calls of a
+//! conversation see each other, in process and across replicas alike. A
+//! blocked call gives its estimate back at once. When the call ends its
+//! reservation is settled (on `model_response`, as an observer: behind a
+//! gateway, once per upstream call, however its exchange ended): to what
+//! the provider reported — a client that leaves before the reply is done
+//! is charged what the reply reports, since the gateway reads it to its
+//! end —, given back when nothing was billed (blocked after this gate,
+//! the upstream refused or unreachable), and kept when what was billed is
+//! not known (a reply that broke off, or a stream that reports no usage:
+//! then the estimate is the charge). Nexus's reservations without a
+//! request id were never released; these are keyed by the host's call id.
+//! A store that is down follows the host's policy for this pack: refused
+//! (the call is blocked with the store's line) or counted in the process
+//! alone until it answers. A session the host runs itself, one call at a
+//! time (`chimera run`), is judged on the host's own figures instead.
 //!
 //! Nexus's `warning_threshold` key was never read; here it is an unknown
 //! key and refused, like any other.

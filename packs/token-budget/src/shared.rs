@@ -1,19 +1,25 @@
-//! Spending counted in the host's shared store, when it has one: several
-//! gateway replicas then enforce one budget per conversation.
+//! Spending counted in the host's store, by reservation: every call of a
+//! conversation — concurrent ones too, on whichever replica of a gateway
+//! — sees what the others hold.
 //!
-//! Each reply adds its call's charge (`Session::last_call`, on
-//! `model_response`) to the conversation's counters, one per quantity a
-//! limit reads: `spent:<dimension>:<window>:<source>:<kind>`, kind `in`,
-//! `out`, `tokens` or `usd_micros` (millionths of a dollar). Ceilings that
-//! count the same spending share their counters, so a rebuilt pack with
-//! its ceilings reordered still reads what was counted. A day window is
-//! the store's fixed window of one day: its days start at UTC midnight
-//! by the store's clock. Before each call the gate reads the counters its
-//! limits need (one round trip a limit); the add after a reply is sent
-//! without waiting for its answer (`State::add`), so it costs the request
-//! no round trip, and it is on its way to the store before the reply
-//! reaches the client, so before the client's next request is read
-//! anywhere.
+//! Counters: one per quantity a limit reads,
+//! `spent:<dimension>:<window>:<source>:<kind>` in the conversation's
+//! scope, kind `in`, `out`, `tokens` or `usd_micros` (millionths of a
+//! dollar). Ceilings that count the same spending share their counters,
+//! so a rebuilt pack with its ceilings reordered still reads what was
+//! counted. A day window is the store's fixed window of one day: its days
+//! start at UTC midnight by the store's clock.
+//!
+//! A call *reserves* its estimate: one atomic add to each counter it
+//! counts in, whose total — what was spent, what every call under way
+//! holds, and this call's estimate — is what the limits judge (the
+//! store's incr-then-check: two calls never both see room that only one
+//! has). A call that is blocked gives its reservation back at once. When
+//! the call ends, its reservation is *settled*: replaced by what the
+//! provider reported, given back when nothing was billed, kept when what
+//! was billed is not known (the reply broke off or reported no usage: the
+//! estimate is the charge). The settling adds are sent without waiting for
+//! their answers (`State::add`).
 
 use crate::budget::Spent;
 use crate::config::{Ceiling, Dimension, Window as Span};
@@ -97,17 +103,81 @@ fn counts(ceiling: &Ceiling, source: &str) -> bool {
     ceiling.dimension == Dimension::Session || ceiling.matches.as_deref() == Some(source)
 }
 
-/// What `ceiling` counts as spent in conversation `session`, from the
-/// store (only the quantities its limits read).
-pub(crate) fn spent(state: &State, session: &str, ceiling: &Ceiling) -> Result<Spent, StateError> {
+/// What one call holds in the store: per counter, its amount.
+#[derive(Debug)]
+pub(crate) struct Held {
+    /// The conversation whose counters they are.
+    session: String,
+    counters: Vec<Counter>,
+}
+
+/// One counter a call added to, and how much.
+#[derive(Debug)]
+struct Counter {
+    key: String,
+    kind: Kind,
+    window: Window,
+    amount: i64,
+    /// Its total once this call's amount was added.
+    total: i64,
+}
+
+/// Reserves `estimate` for a call from `source` in conversation `session`:
+/// adds its amount to every counter a ceiling that counts the call reads,
+/// each once. What each counter holds then is in the [`Held`].
+///
+/// # Errors
+///
+/// The store's, when it refuses (down, and this pack fails closed); what
+/// was already added is given back first.
+pub(crate) fn reserve(
+    state: &State,
+    session: &str,
+    ceilings: &[Ceiling],
+    source: &str,
+    estimate: &SourceUsage,
+) -> Result<Held, StateError> {
+    let mut held = Held {
+        session: session.to_owned(),
+        counters: Vec::new(),
+    };
+    let mut seen = BTreeSet::new();
+    for ceiling in ceilings.iter().filter(|c| counts(c, source)) {
+        for kind in Kind::of(ceiling) {
+            let key = key(ceiling, kind);
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let amount = kind.amount(estimate);
+            let window = window(ceiling);
+            match state.incr_by(Scope::Conversation(session), &key, amount, window) {
+                Ok(total) => held.counters.push(Counter {
+                    key,
+                    kind,
+                    window,
+                    amount,
+                    total,
+                }),
+                Err(error) => {
+                    let _ = release(state, &held);
+                    return Err(error);
+                }
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// What `ceiling` counts as spent besides the call `held` reserved for:
+/// what was spent and what the calls under way hold.
+pub(crate) fn spent_besides(held: &Held, ceiling: &Ceiling) -> Spent {
     let mut spent = Spent::default();
     for kind in Kind::of(ceiling) {
-        let total = state.get(
-            Scope::Conversation(session),
-            &key(ceiling, kind),
-            window(ceiling),
-        )?;
-        let total = u64::try_from(total).unwrap_or(0);
+        let key = key(ceiling, kind);
+        let Some(counter) = held.counters.iter().find(|c| c.key == key) else {
+            continue;
+        };
+        let total = u64::try_from(counter.total - counter.amount).unwrap_or(0);
         match kind {
             Kind::In => spent.input = total,
             Kind::Out => spent.output = total,
@@ -119,28 +189,49 @@ pub(crate) fn spent(state: &State, session: &str, ceiling: &Ceiling) -> Result<S
             Kind::UsdMicros => spent.usd = total as f64 / 1e6,
         }
     }
-    Ok(spent)
+    spent
 }
 
-/// Adds one call's charge (from `source`) to every counter a ceiling that
-/// counts it reads, each once.
-pub(crate) fn record(
-    state: &State,
-    session: &str,
-    ceilings: &[Ceiling],
-    source: &str,
-    usage: &SourceUsage,
-) -> Result<(), StateError> {
-    let mut added = BTreeSet::new();
-    for ceiling in ceilings.iter().filter(|c| counts(c, source)) {
-        for kind in Kind::of(ceiling) {
-            let key = key(ceiling, kind);
-            let amount = kind.amount(usage);
-            if amount == 0 || !added.insert(key.clone()) {
-                continue;
-            }
-            state.add(Scope::Conversation(session), &key, amount, window(ceiling))?;
+/// Gives back what `held` reserved.
+///
+/// # Errors
+///
+/// The store's, when it refuses.
+pub(crate) fn release(state: &State, held: &Held) -> Result<(), StateError> {
+    adjust(state, held, |counter| -counter.amount)
+}
+
+/// Settles `held` to what the provider reported: each counter gets what
+/// `actual` counts there instead of the estimate.
+///
+/// # Errors
+///
+/// The store's, when it refuses.
+pub(crate) fn settle(state: &State, held: &Held, actual: &SourceUsage) -> Result<(), StateError> {
+    adjust(state, held, |counter| {
+        counter.kind.amount(actual) - counter.amount
+    })
+}
+
+/// Adds `change(counter)` to each counter of `held` (none when zero),
+/// without waiting for the answers. Every counter is tried; the first
+/// refusal is the answer.
+fn adjust(state: &State, held: &Held, change: impl Fn(&Counter) -> i64) -> Result<(), StateError> {
+    let mut outcome = Ok(());
+    for counter in &held.counters {
+        let n = change(counter);
+        if n == 0 {
+            continue;
+        }
+        let added = state.add(
+            Scope::Conversation(&held.session),
+            &counter.key,
+            n,
+            counter.window,
+        );
+        if outcome.is_ok() {
+            outcome = added;
         }
     }
-    Ok(())
+    outcome
 }

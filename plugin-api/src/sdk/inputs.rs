@@ -125,6 +125,35 @@ impl<'a> Session<'a> {
         let facts: Facts = serde_json::from_str(self.0.extension_json.as_str()).ok()?;
         facts.last_call.map(|last| (last.charged_to, last.usage))
     }
+    /// How the host knows what the last provider call was billed: the
+    /// provider's report ([`Billing::Reported`]: what
+    /// [`Session::last_call`] says), nothing billed, or not known. A host
+    /// that relays a client's requests (a gateway) ends each upstream call
+    /// this way, however its exchange ended — answered, refused, blocked
+    /// after a gate reserved for it, or its client gone — so a pack that
+    /// reserved an estimate when the call was judged settles it here.
+    /// [`Billing::Reported`] from a host that does not say.
+    #[must_use]
+    pub fn last_call_billing(&self) -> Billing {
+        #[derive(serde::Deserialize)]
+        struct Facts {
+            last_call: Option<Billed>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Billed {
+            billed: Option<String>,
+        }
+        let facts: Option<Facts> = serde_json::from_str(self.0.extension_json.as_str()).ok();
+        match facts
+            .and_then(|facts| facts.last_call)
+            .and_then(|last| last.billed)
+            .as_deref()
+        {
+            Some("none") => Billing::Nothing,
+            Some("unknown") => Billing::Unknown,
+            _ => Billing::Reported,
+        }
+    }
     /// What the host says beyond the fixed facts: the call's source, the
     /// session's charges per source, its cost and the host's price table.
     /// A host that says nothing gives [`Usage::default`] (source `agent`,
@@ -133,6 +162,21 @@ impl<'a> Session<'a> {
     pub fn usage(&self) -> Usage {
         serde_json::from_str(self.0.extension_json.as_str()).unwrap_or_default()
     }
+}
+
+/// How the host knows what a provider call was billed (see
+/// [`Session::last_call_billing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Billing {
+    /// The provider reported its usage: [`Session::last_call`] is what it
+    /// billed.
+    Reported,
+    /// Nothing was billed: the call never left (a gate blocked it, the
+    /// provider could not be reached), or the provider refused it.
+    Nothing,
+    /// It went, and what it was billed is not known: the reply broke off
+    /// or reported no usage.
+    Unknown,
 }
 
 /// The session's charges as the host reports them (see [`Session::usage`]).

@@ -33,8 +33,8 @@ pub use decision::{
 pub use edit::{MessagesEdit, RequestEdit, HOST_SESSION_EXTENSION, HOST_TAKES_EDITS};
 pub use guard::panic_message;
 pub use inputs::{
-    BlockRef, HeadersRef, MessageRef, Messages, Price, RequestRef, ResponseRef, Segment, Session,
-    SourceUsage, ToolCallRef, ToolResultRef, Usage,
+    Billing, BlockRef, HeadersRef, MessageRef, Messages, Price, RequestRef, ResponseRef, Segment,
+    Session, SourceUsage, ToolCallRef, ToolResultRef, Usage,
 };
 pub use instance::{instantiate, FAILURE_POLICY_METHOD};
 pub use pack::{NoConfig, Pack, PackError};

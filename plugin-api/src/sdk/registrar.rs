@@ -296,6 +296,15 @@ impl Registrar {
     /// off. For counting what replies cost, in a store other processes
     /// share ([`Registrar::state`]).
     ///
+    /// Behind a host that relays a client's requests (a gateway), an
+    /// observer sees each upstream call once, when its exchange ends —
+    /// after the whole reply was read, every choice of it, or when the
+    /// client left, a gate after it blocked the request, or the upstream
+    /// refused it — with an empty reply text and
+    /// [`Session::last_call_billing`] saying how the charge is known; the
+    /// calls the host makes itself (a gate retry) are seen as their
+    /// replies come.
+    ///
     /// ```
     /// # use chimera_plugin_api::prelude::*;
     /// # fn register(registrar: &mut Registrar) {

@@ -159,6 +159,9 @@ fn an_iteration_cap_spans_a_clients_turn_across_two_replicas() {
             r#"rate-limiter={"requests_per_minute":1,"window_seconds":1}"#,
             "--state-redis",
             &url,
+            // Held through the pause, not answered 429.
+            "--rate-limit-hold",
+            "10",
         ],
     );
     let client = RoundRobin::new(&paced);
@@ -234,7 +237,18 @@ fn a_rate_limit_holds_across_two_replicas() {
     // Two requests a minute, shared: of six sent at once, two go upstream
     // and the other four wait for a token (half a minute and more).
     let limit = r#"rate-limiter={"requests_per_minute":2,"window_seconds":60}"#;
-    let shared = replicas(&upstream, &["--pack", limit, "--state-redis", &url]);
+    // Held through their pauses, not answered 429.
+    let shared = replicas(
+        &upstream,
+        &[
+            "--pack",
+            limit,
+            "--state-redis",
+            &url,
+            "--rate-limit-hold",
+            "300",
+        ],
+    );
     let (answered, answers) = std::sync::mpsc::channel();
     for i in 0..6 {
         let (address, answered) = (shared[i % 2].address.clone(), answered.clone());

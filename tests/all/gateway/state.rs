@@ -46,7 +46,9 @@ fn a_token_budget_spans_the_requests_of_one_conversation_and_no_other() {
         .as_str()
         .unwrap()
         .starts_with("x-chimera-session"));
-    // Scoped by key, a new session name is no way around the key's budget.
+    // Scoped by key, a new session name is no way around the key's budget
+    // (a scope that needs the gateway to know its clients' keys).
+    let hash = chimera_host::gateway::key_hash("sk-one");
     let by_key = serve(
         &upstream,
         &[
@@ -54,6 +56,8 @@ fn a_token_budget_spans_the_requests_of_one_conversation_and_no_other() {
             r#"token-budget={"max_tokens":100}"#,
             "--session-scope",
             "key",
+            "--client-key-sha256",
+            &hash,
         ],
     );
     let named = |name: &str| {

@@ -21,6 +21,7 @@
 //! A stream that ends without `message_stop` ends with an `error` event.
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
+use super::super::wire::{Refusal, Wire};
 use super::reply::usage_of;
 use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
 use crate::jsondoc::{parse, string_literal, Limits, Node, Splice};
@@ -114,14 +115,14 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             }
         };
         match relay.on_event(&event).await {
-            Ok(Step::Go(text)) => out.send(text).await,
+            Ok(Step::Go(text)) => out.send_judged(relay.session, text, unjudged_event).await,
             Ok(Step::Stop(text)) => {
-                out.send(text).await;
+                out.send_judged(relay.session, text, unjudged_event).await;
                 stopped = true;
                 break;
             }
             Ok(Step::Error(text)) => {
-                out.send(text).await;
+                out.send_judged(relay.session, text, unjudged_event).await;
                 streamed.usage = relay.usage;
                 streamed.broken = Some(String::new());
                 return streamed;
@@ -141,6 +142,14 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         out.send(sse("error", &body.to_string())).await;
     }
     streamed
+}
+
+/// The error event a stream ends with when a pack could not judge it.
+fn unjudged_event(line: &str) -> String {
+    sse(
+        "error",
+        &super::Anthropic::error(Refusal::Unjudged, line).to_string(),
+    )
 }
 
 /// What one upstream event comes to.

@@ -72,13 +72,15 @@ impl Wire for Anthropic {
 
     fn error(refusal: Refusal, message: &str) -> Value {
         let kind = match refusal {
-            Refusal::BadRequest | Refusal::HeadersTooLarge => "invalid_request_error",
+            Refusal::BadRequest | Refusal::HeadersTooLarge | Refusal::Timeout => {
+                "invalid_request_error"
+            }
             Refusal::UnknownModel | Refusal::NotFound => "not_found_error",
             Refusal::BadKey => "authentication_error",
             Refusal::Blocked => "permission_error",
             Refusal::TooLarge => "request_too_large",
-            Refusal::Busy => "rate_limit_error",
-            Refusal::Upstream => "api_error",
+            Refusal::Busy | Refusal::RateLimited => "rate_limit_error",
+            Refusal::Upstream | Refusal::Unjudged => "api_error",
         };
         json!({"type": "error", "error": {"type": kind, "message": message}})
     }

@@ -17,6 +17,7 @@
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
 use super::super::views;
+use super::super::wire::{Refusal, Wire};
 use super::reply::{shown, usage_of};
 use super::request::{arguments_of, arguments_text};
 use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, StreamGate};
@@ -111,7 +112,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             for index in open {
                 let (mut text, reason) = relay.finish(index, "stop").await;
                 text.push_str(&relay.write_delta(index, &serde_json::json!({}), Some(&reason)));
-                out.send(text).await;
+                out.send_judged(relay.session, text, unjudged_chunk).await;
             }
             done = true;
             continue;
@@ -141,7 +142,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             streamed.usage = usage_of(src, &root);
         }
         let text = relay.chunk(&event.kind, src, &root).await;
-        out.send(text).await;
+        out.send_judged(relay.session, text, unjudged_chunk).await;
     }
     if streamed.broken.is_none() && !done {
         streamed.broken = Some("the upstream's stream ended before its end".to_owned());
@@ -152,6 +153,14 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         Some(_) => {}
     }
     streamed
+}
+
+/// The error chunk a stream ends with when a pack could not judge it.
+fn unjudged_chunk(line: &str) -> String {
+    sse(
+        "",
+        &super::OpenAi::error(Refusal::Unjudged, line).to_string(),
+    )
 }
 
 /// The error chunk a broken stream ends with.

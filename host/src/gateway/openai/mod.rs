@@ -73,7 +73,10 @@ impl Wire for OpenAi {
             Refusal::TooLarge => ("invalid_request_error", Some("body_too_large")),
             Refusal::HeadersTooLarge => ("invalid_request_error", Some("headers_too_large")),
             Refusal::Busy => ("rate_limit_error", Some("gateway_busy")),
+            Refusal::RateLimited => ("rate_limit_error", Some("rate_limit_exceeded")),
+            Refusal::Timeout => ("invalid_request_error", Some("request_timeout")),
             Refusal::Upstream => ("upstream_error", Some("upstream_failed")),
+            Refusal::Unjudged => ("server_error", Some("policy_unavailable")),
         };
         json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
     }

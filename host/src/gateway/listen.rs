@@ -1,0 +1,268 @@
+//! The gateway's connections: HTTP/1.1 served by hyper, with the bounds a
+//! client cannot keep a connection open past:
+//!
+//! - **Header timeout.** A request's head must arrive whole within
+//!   `header_timeout` of the connection being ready for it (an idle
+//!   keep-alive connection waits as long for the next one); else the
+//!   connection is closed. A head is buffered up to the header cap and
+//!   16 KiB more (hyper answers a longer one 431 itself).
+//! - **Write timeout.** A write the client takes none of for
+//!   `write_timeout` fails: the connection is closed, and a stream being
+//!   relayed on it is told ([`stalled`]), so the relay stops — its
+//!   upstream call cancelled, its slot given back — instead of waiting on
+//!   a client that does not read.
+//!
+//! On shutdown the listener closes, each connection finishes the request
+//! it is answering, and `serve` returns once every connection is done.
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep};
+
+tokio::task_local! {
+    /// The connection a request came in on, while it is answered: `true`
+    /// once a write to it timed out.
+    static STALLED: watch::Receiver<bool>;
+}
+
+/// What a connection is allowed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ConnectionLimits {
+    /// See the module docs.
+    pub(super) header_timeout: Duration,
+    /// See the module docs.
+    pub(super) write_timeout: Duration,
+    /// The header cap: the head is buffered up to this and 16 KiB more.
+    pub(super) header_cap: usize,
+}
+
+/// Completes when a write to the connection the current request came in
+/// on timed out; `None` outside a connection served here (a test's own
+/// router). Taken while the request is answered, awaited anywhere after.
+pub(super) fn stalled() -> Option<impl Future<Output = ()> + Send + 'static> {
+    let mut receiver = STALLED.try_with(watch::Receiver::clone).ok()?;
+    Some(async move {
+        if receiver.wait_for(|stalled| *stalled).await.is_err() {
+            // The connection ended without a timed-out write.
+            std::future::pending::<()>().await;
+        }
+    })
+}
+
+/// `future`, knowing (as [`stalled`] asks) the connection the current
+/// request came in on: for a task the request spawns.
+pub(super) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    let receiver = STALLED.try_with(watch::Receiver::clone).ok();
+    async move {
+        match receiver {
+            Some(receiver) => STALLED.scope(receiver, future).await,
+            None => future.await,
+        }
+    }
+}
+
+/// Serves `router` on `listener` within `limits` until `shutdown`
+/// completes, then lets each connection finish the request it answers.
+///
+/// # Errors
+///
+/// None so far: a failed accept (a reset connection, no file descriptor
+/// left) is waited out and accepting goes on. The `Result` is the
+/// public `Gateway::serve`'s.
+pub(super) async fn serve(
+    router: Router,
+    listener: TcpListener,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let (closing, closed) = watch::channel(false);
+    // Each connection holds a receiver; all of them dropped: all done.
+    let (done, connections) = watch::channel(());
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    if !is_connection_error(&error) {
+                        // Out of descriptors, most likely: connections
+                        // ending will free some.
+                        tracing::warn!("accepting a connection: {error}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        tokio::spawn(connection(
+            stream,
+            router.clone(),
+            limits,
+            closed.clone(),
+            connections.clone(),
+        ));
+    }
+    drop(listener);
+    closing.send_replace(true);
+    drop(connections);
+    done.closed().await;
+    Ok(())
+}
+
+/// Errors of one connection, not of the listener.
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// One connection, served until it ends (or, once `closing` says so,
+/// until the request it answers is answered).
+async fn connection(
+    stream: TcpStream,
+    router: Router,
+    limits: ConnectionLimits,
+    mut closing: watch::Receiver<bool>,
+    _alive: watch::Receiver<()>,
+) {
+    // Replies are written as a head and then a body: without
+    // TCP_NODELAY, Nagle's algorithm holds the second write for the
+    // client's delayed ACK (up to 40 ms on Linux).
+    let _ = stream.set_nodelay(true);
+    let (stalled, watched) = watch::channel(false);
+    let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout, stalled));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size((limits.header_cap + 16 * 1024).max(8 * 1024));
+    let served = builder.serve_connection(io, TowerToHyperService::new(router));
+    let close = async move {
+        if closing.wait_for(|closing| *closing).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    STALLED
+        .scope(watched, async move {
+            tokio::pin!(served, close);
+            tokio::select! {
+                _ = served.as_mut() => {}
+                () = close => {
+                    served.as_mut().graceful_shutdown();
+                    let _ = served.await;
+                }
+            }
+        })
+        .await;
+}
+
+/// A connection whose writes fail once one has waited `limit` for the
+/// client to take anything, saying so on `stalled`.
+struct WriteDeadline {
+    io: TcpStream,
+    limit: Duration,
+    /// Armed while a write waits.
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: bool,
+    stalled: watch::Sender<bool>,
+}
+
+impl WriteDeadline {
+    fn new(io: TcpStream, limit: Duration, stalled: watch::Sender<bool>) -> Self {
+        WriteDeadline {
+            io,
+            limit,
+            timer: None,
+            armed: false,
+            stalled,
+        }
+    }
+
+    /// `result` of a write, with the deadline kept: armed when the write
+    /// waits, disarmed when it went through, an error once it passed.
+    fn watch<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if result.is_ready() {
+            self.armed = false;
+            return result;
+        }
+        let deadline = Instant::now() + self.limit;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if !self.armed {
+            timer.as_mut().reset(deadline);
+            self.armed = true;
+        }
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.stalled.send_replace(true);
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the client took nothing written to it within the write timeout",
+        )))
+    }
+}
+
+impl AsyncRead for WriteDeadline {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteDeadline {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        let result = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.watch(cx, result)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        let result = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.watch(cx, result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        let result = Pin::new(&mut this.io).poll_flush(cx);
+        this.watch(cx, result)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
