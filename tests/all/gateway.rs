@@ -805,6 +805,70 @@ fn a_rebuilt_pack_swaps_into_the_live_gateway_under_load_with_no_failed_request(
 }
 
 #[test]
+fn metrics_are_the_operators_never_a_clients() {
+    let upstream = Server::start(vec![Reply::Model(vec!["noted".into()], Duration::ZERO)]);
+    let client = chimera_host::gateway::key_hash("sk-client");
+    let operator = chimera_host::gateway::key_hash("sk-operator");
+    let as_client = ["authorization: Bearer sk-client"];
+    let as_operator = ["authorization: Bearer sk-operator"];
+    let page =
+        |gateway: &Gateway, headers: &[&str]| exchange(gateway, "GET", "/metrics", headers, "");
+    let counted = "chimera_gateway_requests_total";
+
+    // Client keys and nothing else: no key opens it, a client's least.
+    let keyed = serve(&upstream, &["--client-key-sha256", &client]);
+    for headers in [&as_client[..], &[]] {
+        let (status, text) = page(&keyed, headers);
+        assert_eq!(status, 401, "{text}");
+        assert!(
+            text.contains("--metrics-key-sha256") && !text.contains(counted),
+            "{text}"
+        );
+    }
+
+    // Its own key: that key alone.
+    let own_key = serve(
+        &upstream,
+        &[
+            "--client-key-sha256",
+            &client,
+            "--metrics-key-sha256",
+            &operator,
+        ],
+    );
+    assert_eq!(page(&own_key, &as_client).0, 401);
+    assert_eq!(page(&own_key, &[]).0, 401);
+    let (status, text) = page(&own_key, &as_operator);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(counted), "{text}");
+
+    // Its own listener: not on the gateway's.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let apart = format!("127.0.0.1:{port}");
+    let own_listener = serve(
+        &upstream,
+        &["--client-key-sha256", &client, "--metrics-listen", &apart],
+    );
+    assert_eq!(page(&own_listener, &as_client).0, 404);
+    let (status, text) = exchange_at(&apart, "GET", "/metrics", &[], "");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(counted), "{text}");
+    // And nothing but /metrics there.
+    let (status, _) = exchange_at(
+        &apart,
+        "POST",
+        "/v1/chat/completions",
+        &as_client,
+        &user("hi").to_string(),
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
 fn metrics_count_requests_by_status_and_decisions_by_interceptor() {
     let upstream = Server::start(vec![Reply::Model(vec!["noted".into()], Duration::ZERO)]);
     let gateway = serve(

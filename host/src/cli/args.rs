@@ -114,6 +114,15 @@ pub(crate) struct ServeArgs {
     /// no key is asked for. `chimera serve --hash-key` prints one.
     #[arg(long = "client-key-sha256", value_name = "HEX")]
     pub(crate) client_key_hashes: Vec<String>,
+    /// The SHA-256 (hex) of the key `/metrics` asks for (`Authorization:
+    /// Bearer` or `x-api-key`). With client keys and neither this nor
+    /// `--metrics-listen`, `/metrics` is refused: no client key opens it.
+    #[arg(long = "metrics-key-sha256", value_name = "HEX")]
+    pub(crate) metrics_key_sha256: Option<String>,
+    /// Serve `/metrics` on this address alone (not on `--listen`); the
+    /// address taken is printed as `metrics on http://ADDR/metrics`.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
     /// The largest request body taken, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_BODY_CAP)]
     pub(crate) body_cap: usize,

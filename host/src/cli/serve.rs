@@ -6,7 +6,9 @@ use super::args::{ClientLimitArgs, ServeArgs, StateArgs};
 use super::failure::Failure;
 use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
 use chimera_host::audit::AuditLog;
-use chimera_host::gateway::{key_hash, ClientLimits, Gateway, GatewayConfig, Upstream};
+use chimera_host::gateway::{
+    key_hash, ClientLimits, Gateway, GatewayConfig, MetricsAccess, Upstream,
+};
 use chimera_host::plugins::PluginManager;
 use chimera_host::providers::HttpSettings;
 use chimera_host::state::{FailPolicy, GateState, RedisStore, StateService};
@@ -81,24 +83,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::run_failed(format!("cannot start the server's runtime: {e}")))?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", args.listen)))?;
-        let address = listener
-            .local_addr()
-            .map_err(|e| Failure::run_failed(format!("cannot read the listening address: {e}")))?;
-        let mut stdout = std::io::stdout();
-        if let Some(line) = gateway.stream_line() {
-            tracing::warn!("{line}");
-        }
-        let _ = writeln!(stdout, "listening on http://{address}");
-        let _ = stdout.flush();
-        gateway
-            .serve(listener, shutdown_signal())
-            .await
-            .map_err(|e| Failure::run_failed(format!("the server stopped: {e}")))
-    })?;
+    runtime.block_on(listen(gateway, args.listen, args.metrics_listen))?;
     if let Some(audit) = audit {
         audit
             .finish()
@@ -112,13 +97,60 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `--client-key-sha256` values are SHA-256s in hex, and
+/// Serves `gateway` on `address` (and `/metrics` on `metrics`, when
+/// given) until Ctrl-C or SIGTERM, saying where on stdout.
+async fn listen(
+    gateway: Arc<Gateway>,
+    address: std::net::SocketAddr,
+    metrics: Option<std::net::SocketAddr>,
+) -> Result<(), Failure> {
+    let bind = |address: std::net::SocketAddr| async move {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|e| Failure::usage(format!("cannot listen on {address}: {e}")))?;
+        let taken = listener
+            .local_addr()
+            .map_err(|e| Failure::run_failed(format!("cannot read the listening address: {e}")))?;
+        Ok::<_, Failure>((listener, taken))
+    };
+    let (listener, taken) = bind(address).await?;
+    let mut stdout = std::io::stdout();
+    if let Some(line) = gateway.stream_line() {
+        tracing::warn!("{line}");
+    }
+    let apart = match metrics {
+        Some(metrics) => Some(bind(metrics).await?),
+        None => None,
+    };
+    let _ = writeln!(stdout, "listening on http://{taken}");
+    if let Some((apart, taken)) = apart {
+        let router = Arc::clone(&gateway).metrics_router();
+        tokio::spawn(async move { axum::serve(apart, router).await });
+        let _ = writeln!(stdout, "metrics on http://{taken}/metrics");
+    }
+    let _ = stdout.flush();
+    gateway
+        .serve(listener, shutdown_signal())
+        .await
+        .map_err(|e| Failure::run_failed(format!("the server stopped: {e}")))
+}
+
+/// `--client-key-sha256` and `--metrics-key-sha256` values are SHA-256s
+/// in hex, and
 /// `--session-scope key` has them.
 fn check_client_keys(args: &ServeArgs) -> Result<(), Failure> {
-    for hash in &args.client_key_hashes {
+    let named = args
+        .client_key_hashes
+        .iter()
+        .map(|h| ("--client-key-sha256", h));
+    let metrics = args
+        .metrics_key_sha256
+        .iter()
+        .map(|h| ("--metrics-key-sha256", h));
+    for (flag, hash) in named.chain(metrics) {
         if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Failure::usage(format!(
-                "--client-key-sha256 {}: not a SHA-256 in hex (64 hex digits)",
+                "{flag} {}: not a SHA-256 in hex (64 hex digits)",
                 chimera_host::types::one_line(hash)
             )));
         }
@@ -161,6 +193,17 @@ fn gateway_config(
         upstream_retries: args.upstream_retries.min(10),
         stream_policy: args.stream_policy.into(),
         limits: client_limits(&args.limits),
+        metrics: {
+            let key = args
+                .metrics_key_sha256
+                .as_ref()
+                .map(|h| h.to_ascii_lowercase());
+            match (args.metrics_listen, key) {
+                (Some(_), key) => MetricsAccess::Apart(key),
+                (None, Some(key)) => MetricsAccess::Key(key),
+                (None, None) => MetricsAccess::Listener,
+            }
+        },
     }
 }
 

@@ -96,6 +96,7 @@ shown_as_json!(
     Vec<String>,
     Vec<PathBuf>,
     std::net::SocketAddr,
+    Option<std::net::SocketAddr>,
     chimera_host::gateway::SessionScope,
     FailPolicy
 );
@@ -355,6 +356,20 @@ fn merge_for_serve(
     let serve = &config.serve;
     serve_keys!(m, args, serve; listen, body_cap, header_cap, concurrency, max_sessions,
         session_scope, upstream_connect_timeout, upstream_timeout, upstream_retries, watch);
+    let metrics_key = serve.metrics_key_sha256.clone().map(Some);
+    m.take(
+        "serve.metrics_key_sha256",
+        "metrics_key_sha256",
+        &mut args.metrics_key_sha256,
+        metrics_key,
+    );
+    let metrics_listen = serve.metrics_listen.map(Some);
+    m.take(
+        "serve.metrics_listen",
+        "metrics_listen",
+        &mut args.metrics_listen,
+        metrics_listen,
+    );
     m.take(
         "serve.client_key_sha256",
         "client_key_hashes",

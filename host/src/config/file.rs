@@ -105,6 +105,10 @@ pub struct ServeSection {
     pub listen: Option<std::net::SocketAddr>,
     /// The SHA-256 (hex) of each accepted client key.
     pub client_key_sha256: Option<Vec<String>>,
+    /// The SHA-256 (hex) of the key `/metrics` asks for.
+    pub metrics_key_sha256: Option<String>,
+    /// A listener of `/metrics`' own (then not served on `listen`).
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// The largest request body taken, in bytes.
     pub body_cap: Option<usize>,
     /// The most bytes of request headers taken.

@@ -75,12 +75,18 @@ impl Out {
         match session.unjudged() {
             None => self.send(text).await,
             Some(reason) => {
-                let last = error(&super::wire::unjudged_line(reason));
+                let last = error(&unjudged_line(reason));
                 self.send(last).await;
                 self.gone = true;
             }
         }
     }
+}
+
+/// The line a client is told when a pack could not judge its exchange
+/// (`reason`: the chain's, naming the interceptor and what failed).
+pub(super) fn unjudged_line(reason: &str) -> String {
+    format!("a policy could not judge this exchange, so it was held back; retry shortly ({reason})")
 }
 
 /// Where the reader puts the events it completes.

@@ -179,7 +179,7 @@ async fn relay<W: Wire>(
             return response;
         }
         Err(Stopped::Refused(refused)) => {
-            let unjudged = session.unjudged().map(super::wire::unjudged_line);
+            let unjudged = session.unjudged().map(super::events::unjudged_line);
             let by = refused.by.map(|by| format!(" ({by})")).unwrap_or_default();
             drop(lease);
             gateway
@@ -370,7 +370,7 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
     } else {
         super::wire::judged_error(lease.session(), &exchange, &bytes)
     };
-    let unjudged = lease.session().unjudged().map(super::wire::unjudged_line);
+    let unjudged = lease.session().unjudged().map(super::events::unjudged_line);
     drop(lease);
     drop(slot);
     timing

@@ -49,6 +49,7 @@
 //! | 429 | every request slot is taken, or the key's, or the buffer of request bodies is full (`Retry-After: 1`) | `rate_limit_error` / `gateway_busy` | `rate_limit_error` |
 //! | 429 | a rate limiter paused the request (`Retry-After`: its wait; see [`hold`](self::hold)) | `rate_limit_error` / `rate_limit_exceeded` | `rate_limit_error` |
 //! | 502 | the upstream gave no answer, or one that cannot be read | `upstream_error` / `upstream_failed` | `api_error` |
+//! | 503 | a pack could not judge the request or the reply (an error, a call past its deadline, its process restarting, a quarantine; `Retry-After: 1`) | `server_error` / `policy_unavailable` | `api_error` |
 //!
 //! Every refusal but 408, 429, 502 and 503 carries `x-should-retry: false`.
 //! What one client may hold (its requests in flight, the bytes of its
@@ -168,6 +169,27 @@ pub struct GatewayConfig {
     /// What one client may hold: timeouts, buffered bytes, requests in
     /// flight, and what a rate limit's pause does.
     pub limits: ClientLimits,
+    /// Who may read `/metrics`.
+    pub metrics: MetricsAccess,
+}
+
+/// Who may read `/metrics`: what it shows (every client's requests and
+/// what the packs decided on them, the store's address) is the operator's,
+/// never a client's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetricsAccess {
+    /// On the gateway's listener, to a request presenting no key or any
+    /// key while no client keys are configured; refused (401) while they
+    /// are, since a client key must not open it.
+    #[default]
+    Listener,
+    /// On the gateway's listener, to a request presenting the key of this
+    /// SHA-256 (hex) alone.
+    Key(String),
+    /// Not on the gateway's listener (404 there): on a listener of its own
+    /// ([`Gateway::metrics_router`]), optionally behind the key of this
+    /// SHA-256.
+    Apart(Option<String>),
 }
 
 impl Default for GatewayConfig {
@@ -186,6 +208,7 @@ impl Default for GatewayConfig {
             upstream_retries: 0,
             stream_policy: StreamPolicy::Downgrade,
             limits: ClientLimits::default(),
+            metrics: MetricsAccess::Listener,
         }
     }
 }
@@ -334,6 +357,7 @@ pub struct Gateway {
     bounds: Arc<bounds::Bounds>,
     conversations: Arc<Conversations>,
     metrics: Metrics,
+    metrics_access: MetricsAccess,
     state: Option<StateService>,
 }
 
@@ -364,6 +388,7 @@ impl Gateway {
             bounds: Arc::new(bounds::Bounds::new(&config.limits, config.body_cap)),
             conversations: Arc::new(Conversations::new(config.max_sessions)),
             metrics: Metrics::default(),
+            metrics_access: config.metrics.clone(),
             state: None,
         }
     }
@@ -396,6 +421,14 @@ impl Gateway {
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ready" }))
             .fallback(unknown_route)
+            .with_state(self)
+    }
+
+    /// The routes of a listener of `/metrics`' own
+    /// ([`MetricsAccess::Apart`]): `GET /metrics` and nothing else.
+    pub fn metrics_router(self: Arc<Self>) -> Router {
+        Router::new()
+            .route("/metrics", get(metrics_apart))
             .with_state(self)
     }
 
@@ -572,8 +605,44 @@ fn new_id(kind: Kind) -> String {
     format!("{prefix}{:016x}", fastrand::u64(..))
 }
 
-/// `GET /metrics`.
-async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
+/// `GET /metrics` on the gateway's listener, to whom [`MetricsAccess`]
+/// lets read it.
+async fn metrics(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    let presents = |hash: &str| presents_key(&headers, hash);
+    match &gateway.metrics_access {
+        MetricsAccess::Apart(_) => plain(
+            StatusCode::NOT_FOUND,
+            "/metrics is served on a listener of its own",
+        ),
+        MetricsAccess::Key(hash) if !presents(hash) => {
+            plain(StatusCode::UNAUTHORIZED, "/metrics needs the metrics key")
+        }
+        MetricsAccess::Listener if !gateway.client_keys.is_empty() => plain(
+            StatusCode::UNAUTHORIZED,
+            "/metrics is not open to client keys: give it a key of its own \
+             (--metrics-key-sha256) or a listener of its own (--metrics-listen)",
+        ),
+        _ => metrics_page(&gateway),
+    }
+}
+
+/// `GET /metrics` on its own listener, behind its key when it has one.
+async fn metrics_apart(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    match &gateway.metrics_access {
+        MetricsAccess::Apart(Some(hash)) if !presents_key(&headers, hash) => {
+            plain(StatusCode::UNAUTHORIZED, "/metrics needs the metrics key")
+        }
+        _ => metrics_page(&gateway),
+    }
+}
+
+/// Whether `headers` present the key of SHA-256 `hash`.
+fn presents_key(headers: &HeaderMap, hash: &str) -> bool {
+    presented_key(headers).is_some_and(|key| key_hash(key) == hash)
+}
+
+/// The metrics, as Prometheus text.
+fn metrics_page(gateway: &Gateway) -> Response {
     (
         StatusCode::OK,
         [(
@@ -583,6 +652,11 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         gateway.metrics.render(gateway.state.as_ref()),
     )
         .into_response()
+}
+
+/// A plain-text answer of one line.
+fn plain(status: StatusCode, line: &str) -> Response {
+    (status, format!("{line}\n")).into_response()
 }
 
 /// `POST` of wire `W`, counted by status.

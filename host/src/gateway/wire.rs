@@ -161,12 +161,6 @@ pub(super) fn judged_error(
     splice.render(bytes).unwrap_or_else(|_| bytes.to_vec())
 }
 
-/// The line a client is told when a pack could not judge its exchange
-/// (`reason`: the chain's, naming the interceptor and what failed).
-pub(super) fn unjudged_line(reason: &str) -> String {
-    format!("a policy could not judge this exchange, so it was held back; retry shortly ({reason})")
-}
-
 /// A client's word, cut short and made printable for an error line.
 pub(super) fn one_word(text: &str) -> String {
     crate::types::one_line(&text.chars().take(40).collect::<String>())

@@ -6,6 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What a fail-closed operation says when the store is down: no address,
+/// no error of the store's (a pack may pass it on to a client; the
+/// operator's log names the store and why).
+const UNAVAILABLE: &str = "the shared state store is unavailable";
+
 /// What a gate does when the store fails: `fail_closed` or `fail_open`
 /// (in `chimera.toml` and on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
@@ -154,7 +159,9 @@ impl StateService {
                     ));
                 }
                 match policy {
-                    FailPolicy::Closed => Err(StateError::Unavailable(why)),
+                    // The operator's line above names the store; what a
+                    // pack may pass on to a client does not.
+                    FailPolicy::Closed => Err(StateError::Unavailable(UNAVAILABLE.to_owned())),
                     FailPolicy::Open => {
                         self.health.fallbacks.fetch_add(1, Ordering::Relaxed);
                         operation(self.local.as_ref()).map(|value| Counted {

@@ -338,10 +338,22 @@ fn an_outage_of_the_store_follows_each_packs_policy_is_said_once_and_ends_when_i
                 && message.contains("unavailable"),
             "{message}"
         );
+        // The store's address is the operator's (in the log), not a client's.
+        assert!(
+            !refused.to_string().contains(&redis.port.to_string())
+                && !refused.to_string().contains("redis://"),
+            "{refused}"
+        );
         assert_eq!(ask(&open).0, 200, "fail_open counts in process");
     }
     for lines in [&closed_said, &open_said] {
         assert_eq!(said(lines, "is unavailable"), 1, "{:?}", lines.lock());
+        assert_eq!(
+            said(lines, &format!(":{}", redis.port)),
+            1,
+            "{:?}",
+            lines.lock()
+        );
     }
 
     assert!(redis.restart());
