@@ -19,7 +19,7 @@
 
 use std::future::Future;
 use std::sync::OnceLock;
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 
 /// The runtime the synchronous API blocks on, built on first use. `None`
 /// when the system refused it a thread.
@@ -54,6 +54,22 @@ where
         });
     }
     run(future)
+}
+
+/// Runs `f`, which may block (a call into a pack's own process, an
+/// operation on a remote state store), without stalling the runtime it is
+/// called from: on a worker of a multi-thread runtime (a server's), the
+/// worker hands its other tasks to another thread while `f` runs
+/// (`block_in_place`), so accepts, `/healthz` and every other stream go
+/// on; anywhere else `f` just runs. The servers bound how many such calls
+/// run at once by the requests they admit.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }
 
 /// A handle on the shared runtime, for work that outlives one call (the

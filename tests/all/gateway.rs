@@ -24,6 +24,7 @@ mod clients;
 mod fail_safe;
 mod fidelity;
 mod limits;
+mod liveness;
 mod monitor;
 mod replicas;
 mod security;

@@ -57,6 +57,29 @@ impl RedisServer {
         }
     }
 
+    /// Stops the server (`SIGSTOP`) without closing anything: connections
+    /// are accepted by the kernel and commands are never answered, as a
+    /// hung store's are, until [`RedisServer::resume`].
+    pub fn hang(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a [`RedisServer::hang`]ed server go on (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Sends `signal` (`kill`'s spelling) to the server.
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let sent = Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .status()
+                .is_ok_and(|status| status.success());
+            assert!(sent, "kill {signal} redis-server");
+        }
+    }
+
     /// Starts it again on the same port, empty; `false` when it cannot run.
     pub fn restart(&mut self) -> bool {
         self.run().is_ok()

@@ -430,6 +430,17 @@ impl IsolatedPack {
         indices: &[u32],
         input: &SeamInput<'_>,
     ) -> Result<(usize, Option<Decision>), String> {
+        // Waiting for the lock, the child's restart and its reply blocks:
+        // off the runtime's workers when called from one.
+        crate::runtime::blocking(|| self.call_child(indices, input))
+    }
+
+    /// [`Self::call`], on the calling thread.
+    fn call_child(
+        &self,
+        indices: &[u32],
+        input: &SeamInput<'_>,
+    ) -> Result<(usize, Option<Decision>), String> {
         let mut guard = self.wait_for_child(self.lock());
         let state = &mut *guard;
         let Some(running) = state.child.as_mut() else {

@@ -122,6 +122,16 @@ impl RedisStore {
         &self,
         operation: impl FnOnce(&mut Pooled) -> redis::RedisResult<T>,
     ) -> Result<T, StateError> {
+        // A round trip blocks (at most the timeout): off the runtime's
+        // workers when called from one.
+        crate::runtime::blocking(|| self.with_connection(operation))
+    }
+
+    /// [`Self::with`], on the calling thread.
+    fn with_connection<T>(
+        &self,
+        operation: impl FnOnce(&mut Pooled) -> redis::RedisResult<T>,
+    ) -> Result<T, StateError> {
         {
             let down = self
                 .down_until
