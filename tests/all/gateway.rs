@@ -1007,30 +1007,39 @@ fn sigterm_lets_a_stream_in_flight_finish_then_the_gateway_exits() {
 }
 
 #[test]
-fn a_panicking_pack_is_contained_by_its_seams_failure_policy() {
+fn a_panicking_pack_is_contained_and_what_it_could_not_judge_is_refused_unless_it_fails_open() {
     let upstream = Server::start(vec![Reply::Model(
         vec!["still here".into()],
         Duration::ZERO,
     )]);
     let config = json!({"model_response": {"action": "panic"}}).to_string();
     let plugins = chimera_tests::test_packs_dir().to_str().unwrap().to_owned();
-    let gateway = serve(
-        &upstream,
-        &[
-            "--plugins-dir",
-            &plugins,
-            "--pack",
-            &format!("fixture={config}"),
-        ],
-    );
-    let (status, reply) = chat(&gateway, &user("hi"));
-    assert_eq!(status, 200, "{reply}");
-    assert_eq!(reply["choices"][0]["message"]["content"], "still here");
+    let pack = format!("fixture={config}");
+    let panicking = |extra: &[&str]| {
+        let mut args = vec!["--plugins-dir", plugins.as_str(), "--pack", pack.as_str()];
+        args.extend(extra);
+        serve(&upstream, &args)
+    };
+    // The reply no pack could judge is held back (503), and the gateway
+    // serves on.
+    let gateway = panicking(&[]);
+    for _ in 0..2 {
+        let (status, reply) = chat(&gateway, &user("hi"));
+        assert_eq!(status, 503, "{reply}");
+        assert_eq!(reply["error"]["code"], "policy_unavailable", "{reply}");
+        assert!(!reply.to_string().contains("still here"), "{reply}");
+    }
     let (_, metrics) = exchange(&gateway, "GET", "/metrics", &[], "");
     assert!(
-        metrics.contains("seam=\"model_response\",decision=\"error\"} 1"),
+        metrics.contains("seam=\"model_response\",decision=\"error\"} 2"),
         "{metrics}"
     );
+    // Set to fail open, its seam's own policy (model_response: open)
+    // passes the reply.
+    let open = panicking(&["--fail-open", "fixture"]);
+    let (status, reply) = chat(&open, &user("hi"));
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["choices"][0]["message"]["content"], "still here");
 }
 
 #[test]

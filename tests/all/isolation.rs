@@ -261,6 +261,7 @@ fn isolating_manager(dirs: Vec<std::path::PathBuf>, budget_ms: u64) -> PluginMan
         all: false,
         program: chimera_tests::chimera_bin(),
         start_timeout: Duration::from_secs(20),
+        processes: 1,
     }));
     manager
 }

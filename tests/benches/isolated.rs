@@ -54,6 +54,7 @@ fn chains(isolated: bool) -> (PluginManager, Interceptors) {
             all: false,
             program: chimera_tests::chimera_bin(),
             start_timeout: Duration::from_secs(30),
+            processes: 1,
         }));
     }
     manager.load("fixture", CONFIG).expect("the fixture loads");

@@ -528,6 +528,12 @@ pub(crate) struct TrustArgs {
         default_value_t = 50
     )]
     pub(crate) call_budget_per_mib_ms: u64,
+
+    /// How many processes each isolated pack runs (`--isolate`), to
+    /// answer that many calls at once; each has its own memory, so a pack
+    /// that remembers across calls keeps that in the host's gate state.
+    #[arg(long = "isolate-processes", value_name = "N", default_value_t = 1)]
+    pub(crate) isolate_processes: usize,
 }
 
 #[derive(Debug, Args)]

@@ -141,13 +141,16 @@ pub(crate) fn configure_trust(
     Ok(())
 }
 
+/// The most processes one isolated pack runs (`--isolate-processes`).
+const MAX_ISOLATE_PROCESSES: usize = 64;
+
 /// `--isolate NAME` (each a pack `--pack` loads) and `CHIMERA_ISOLATE`
 /// (`all`, or comma-separated names): which packs run in a child process.
 pub(crate) fn configure_isolation(
     manager: &PluginManager,
     packs: &[String],
     isolate: &[String],
-    probe_timeout: u64,
+    trust: &TrustArgs,
 ) -> Result<(), Failure> {
     check_loaded("--isolate", packs, isolate)?;
     let from_env = std::env::var("CHIMERA_ISOLATE").unwrap_or_default();
@@ -170,7 +173,8 @@ pub(crate) fn configure_isolation(
             "cannot locate the chimera executable for isolated packs: {e}"
         ))
     })?;
-    isolation.start_timeout = Duration::from_secs(probe_timeout.max(1));
+    isolation.start_timeout = Duration::from_secs(trust.probe_timeout.max(1));
+    isolation.processes = trust.isolate_processes.clamp(1, MAX_ISOLATE_PROCESSES);
     manager.set_isolation(Some(isolation));
     Ok(())
 }
@@ -283,12 +287,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let host = Host::new(&args.search, args.json);
     let audit = audit_log(args.audit.as_deref(), &host)?;
     configure_trust(&host.manager, &args.trust, &host.bus)?;
-    configure_isolation(
-        &host.manager,
-        &args.packs,
-        &args.isolate,
-        args.trust.probe_timeout,
-    )?;
+    configure_isolation(&host.manager, &args.packs, &args.isolate, &args.trust)?;
     configure_monitoring(&host.manager, &args.packs, &args.monitor)?;
     load_packs(&host.manager, &args.packs, &host.bus)?;
     let _watcher = args

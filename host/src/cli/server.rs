@@ -79,8 +79,10 @@ pub(crate) fn server_packs(
     // A server judges for clients it does not trust: see `serving_line`.
     check_loaded("--fail-open", packs, fail_open)?;
     manager.set_serving(fail_open.iter().cloned());
-    eprintln!("{who}: {}", serving_line(fail_open));
-    configure_isolation(&manager, packs, isolate, trust.probe_timeout)?;
+    if !packs.is_empty() {
+        eprintln!("{who}: {}", serving_line(fail_open));
+    }
+    configure_isolation(&manager, packs, isolate, trust)?;
     configure_monitoring(&manager, packs, monitor)?;
     prepare(&manager)?;
     load_packs(&manager, packs, &bus)?;

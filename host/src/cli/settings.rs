@@ -543,6 +543,12 @@ fn merge_trust(m: &mut Merge<'_>, t: &mut TrustArgs, trust: &TrustSection) {
         &mut t.call_budget_per_mib_ms,
         trust.call_budget_per_mib_ms,
     );
+    m.take(
+        "trust.isolate_processes",
+        "isolate_processes",
+        &mut t.isolate_processes,
+        trust.isolate_processes,
+    );
 }
 
 /// `[provider]`: the command line's choice of model source wins whole.

@@ -217,6 +217,8 @@ pub struct TrustSection {
     /// What a call's budget grows by per MiB of its input, in
     /// milliseconds.
     pub call_budget_per_mib_ms: Option<u64>,
+    /// How many processes each isolated pack runs.
+    pub isolate_processes: Option<usize>,
 }
 
 /// `[provider]`: the model.

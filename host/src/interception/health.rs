@@ -291,8 +291,11 @@ impl PackHealth {
         let (count, _) = self.count(&mut overruns, now, "");
         record.overruns = overruns;
         if count >= self.policy.max_overruns && record.reason.is_none() {
+            // The base budget: what the operator set (the one this call
+            // overran grew with its input).
+            let base = self.policy.call_budget.unwrap_or(budget);
             let reason = format!(
-                "pack '{}' is quarantined after {count} calls over its {budget:?} budget within {:?}",
+                "pack '{}' is quarantined after {count} calls over its {base:?} budget within {:?}",
                 self.pack, self.policy.window
             );
             self.enter_quarantine(&mut record, reason);

@@ -7,7 +7,7 @@
 use super::state::{answer_state, MAX_STATE_OPS};
 use super::transport::DeadlineRead;
 use super::wire::{self, FromChild, Hello, ReadError, WIRE_VERSION};
-use crate::interception::{PackHealth, RemotePack};
+use crate::interception::PackHealth;
 use chimera_plugin_api::abi::state::StateServiceArc;
 use chimera_plugin_api::abi::{Decision, SeamInput};
 use std::io::{self, Read};
@@ -15,7 +15,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
 /// The first restart after a good answer is immediate; the second failure
@@ -338,7 +338,7 @@ impl State {
 /// One pack running in its own process: every interceptor of its chains
 /// holds an `Arc` of it, and the last one dropped ends the process.
 pub(crate) struct IsolatedPack {
-    spawner: Spawner,
+    spawner: Arc<Spawner>,
     hello: Hello,
     health: Arc<PackHealth>,
     budget: Duration,
@@ -357,23 +357,12 @@ impl std::fmt::Debug for IsolatedPack {
     }
 }
 
-impl RemotePack for IsolatedPack {
-    fn health(&self) -> &Arc<PackHealth> {
-        IsolatedPack::health(self)
-    }
-
-    fn call(
-        &self,
-        indices: &[u32],
-        input: &SeamInput<'_>,
-    ) -> Result<(usize, Option<Decision>), String> {
-        IsolatedPack::call(self, indices, input)
-    }
-}
-
 impl IsolatedPack {
     /// Starts the pack host; an error is one line naming the pack.
-    pub(crate) fn start(spawner: Spawner, health: Arc<PackHealth>) -> Result<Arc<Self>, String> {
+    pub(crate) fn start(
+        spawner: Arc<Spawner>,
+        health: Arc<PackHealth>,
+    ) -> Result<Arc<Self>, String> {
         let (running, hello) = spawner
             .spawn()
             .map_err(|line| format!("pack '{}' (isolated) {line}", spawner.pack))?;
@@ -432,16 +421,34 @@ impl IsolatedPack {
     ) -> Result<(usize, Option<Decision>), String> {
         // Waiting for the lock, the child's restart and its reply blocks:
         // off the runtime's workers when called from one.
-        crate::runtime::blocking(|| self.call_child(indices, input))
+        crate::runtime::blocking(|| self.call_locked(self.lock(), indices, input))
     }
 
-    /// [`Self::call`], on the calling thread.
-    fn call_child(
+    /// [`Self::call`] when no other call holds the child; `None` when one
+    /// does (a pool then tries another of its processes).
+    pub(crate) fn try_call(
         &self,
         indices: &[u32],
         input: &SeamInput<'_>,
+    ) -> Option<Result<(usize, Option<Decision>), String>> {
+        let guard = match self.state.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(crate::runtime::blocking(|| {
+            self.call_locked(guard, indices, input)
+        }))
+    }
+
+    /// [`Self::call`] with the child's lock held, on the calling thread.
+    fn call_locked(
+        &self,
+        guard: MutexGuard<'_, State>,
+        indices: &[u32],
+        input: &SeamInput<'_>,
     ) -> Result<(usize, Option<Decision>), String> {
-        let mut guard = self.wait_for_child(self.lock());
+        let mut guard = self.wait_for_child(guard);
         let state = &mut *guard;
         let Some(running) = state.child.as_mut() else {
             return Err(self.unavailable(state));

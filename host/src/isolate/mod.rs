@@ -43,6 +43,7 @@
 //! `dlopen`s an isolated pack, so its memory does not grow with reloads.
 
 pub(crate) mod host;
+pub(crate) mod pool;
 pub(crate) mod sandbox;
 mod state;
 pub(crate) mod transport;
@@ -73,6 +74,9 @@ pub struct Isolation {
     pub program: PathBuf,
     /// How long a pack host may take to load its pack.
     pub start_timeout: Duration,
+    /// How many pack hosts each isolated pack runs, to answer that many
+    /// calls at once (at least one; see [`pool`]).
+    pub processes: usize,
 }
 
 impl Isolation {
@@ -90,6 +94,7 @@ impl Isolation {
             all,
             program: std::env::current_exe()?,
             start_timeout: Duration::from_secs(10),
+            processes: 1,
         })
     }
 

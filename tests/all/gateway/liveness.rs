@@ -118,3 +118,60 @@ fn signal(signal: &str, pid: u32) {
         .is_ok_and(|status| status.success());
     assert!(sent, "kill {signal} {pid}");
 }
+
+#[test]
+fn an_isolated_pack_with_two_processes_answers_while_one_is_hung() {
+    let upstream = Server::start_concurrent(vec![Reply::Model(vec!["ok".into()], Duration::ZERO)]);
+    let gateway = serve(
+        &upstream,
+        &[
+            "--pack",
+            "redactor",
+            "--isolate",
+            "redactor",
+            "--isolate-processes",
+            "2",
+            "--call-budget-ms",
+            "30000",
+        ],
+    );
+    assert_eq!(chat(&gateway, &user("warm")).0, 200);
+    let hosts = children(gateway.pid());
+    assert_eq!(hosts.len(), 2, "two pack hosts: {hosts:?}");
+    signal("-STOP", hosts[0]);
+    // The first call that reaches the stopped process waits in it, which
+    // holds it; every later call goes to the other process.
+    let answered = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                let (status, reply) = chat(&gateway, &user("deploy with sk-live1234567890abcdef"));
+                assert_eq!(status, 200, "{reply}");
+                answered.fetch_add(1, Ordering::SeqCst);
+            });
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while answered.load(Ordering::SeqCst) < 5 {
+            assert!(
+                std::time::Instant::now() < until,
+                "only {} of 6 answered beside the hung process",
+                answered.load(Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            answered.load(Ordering::SeqCst),
+            5,
+            "one waits in the hung process"
+        );
+        signal("-CONT", hosts[0]);
+    });
+    assert_eq!(answered.load(Ordering::SeqCst), 6);
+    for request in upstream.requests() {
+        assert!(
+            !request.body.contains("sk-live"),
+            "judged by either process"
+        );
+    }
+}

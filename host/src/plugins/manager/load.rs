@@ -4,7 +4,8 @@
 
 use super::pack_plugin::{IsolatedPlugin, PackPlugin};
 use crate::interception::{HealthPolicy, HealthSink, Interceptors, PackHealth, PackMode};
-use crate::isolate::host::{IsolatedPack, Spawner};
+use crate::isolate::host::Spawner;
+use crate::isolate::pool::IsolatedPool;
 use crate::isolate::Isolation;
 use crate::plugins::discovery::{discover, Discovery, SearchDir};
 use crate::plugins::errors::{LoadError, PluginError};
@@ -384,8 +385,8 @@ impl PluginManager {
             start_timeout: isolation.start_timeout,
             state: self.state().bind(&name),
         };
-        let pack =
-            IsolatedPack::start(spawner, self.new_health(&name)).map_err(LoadError::Instantiate)?;
+        let pack = IsolatedPool::start(spawner, &self.new_health(&name), isolation.processes)
+            .map_err(LoadError::Instantiate)?;
         Ok((IsolatedPlugin { pack }, sealed.sha256))
     }
 

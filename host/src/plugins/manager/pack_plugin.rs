@@ -6,7 +6,7 @@
 use crate::interception::{
     AnyInterceptor, ContentRole, HealthPolicy, Interceptors, PackHealth, SeamName,
 };
-use crate::isolate::host::IsolatedPack;
+use crate::isolate::pool::IsolatedPool;
 use crate::plugins::errors::{LoadError, PluginError};
 use crate::plugins::plugin::{Plugin, PluginRegistrar};
 use chimera_plugin_api::abi::{PackInstanceBox, Seam};
@@ -120,7 +120,7 @@ fn declared(
 
 /// An isolated pack's registrations (from its hello) as host interceptors
 /// named `<pack>/<name>`, each a call into its process.
-fn isolated_interceptors(pack: &Arc<IsolatedPack>) -> Result<Vec<AnyInterceptor>, PluginError> {
+fn isolated_interceptors(pack: &Arc<IsolatedPool>) -> Result<Vec<AnyInterceptor>, PluginError> {
     let hello = pack.hello();
     let policy = parse_policy(&hello.policy_json);
     hello
@@ -138,7 +138,7 @@ fn isolated_interceptors(pack: &Arc<IsolatedPack>) -> Result<Vec<AnyInterceptor>
                     AnyInterceptor::from_isolated(
                         seam,
                         name,
-                        Arc::<IsolatedPack>::clone(pack),
+                        Arc::<IsolatedPool>::clone(pack),
                         index,
                         closed,
                     )
@@ -150,7 +150,7 @@ fn isolated_interceptors(pack: &Arc<IsolatedPack>) -> Result<Vec<AnyInterceptor>
 
 /// A pack instance running in its own process, seen as a plugin.
 pub(super) struct IsolatedPlugin {
-    pub(super) pack: Arc<IsolatedPack>,
+    pub(super) pack: Arc<IsolatedPool>,
 }
 
 impl Plugin for IsolatedPlugin {
