@@ -289,8 +289,9 @@ impl Scanner {
     /// too. Returns false when `sink` asked to stop.
     ///
     /// `scanned` is where the check's last run of non-whitespace ended
-    /// (`Within` checks): a literal inside a run already scanned is not
-    /// scanned again, so `x@x@x@…` costs one pass, not one per `@`.
+    /// (`Within` checks) or its last match ended (`Starts` checks): a
+    /// literal inside it is not scanned again, so `x@x@x@…` and
+    /// `password:password:…` cost one pass, not one per literal.
     fn verify(
         &self,
         index: usize,
@@ -302,9 +303,20 @@ impl Scanner {
         let check = &self.checks[index];
         let range = match check.anchor {
             Some(Anchor::Starts(_)) => {
+                // A literal inside this check's last match starts no
+                // match that ends past it (the built-in `Starts` patterns
+                // end in a run that the earlier match already took to its
+                // end), so `password:password:…` costs one pass, not one
+                // per literal.
+                if at < *scanned {
+                    return true;
+                }
                 let input = Input::new(bytes).range(at..).anchored(Anchored::Yes);
                 return match check.regex.search(&input) {
-                    Some(found) => sink(index, found.range()),
+                    Some(found) => {
+                        *scanned = found.end();
+                        sink(index, found.range())
+                    }
                     None => true,
                 };
             }
@@ -771,6 +783,17 @@ mod tests {
         assert_eq!(text, "[REDACTED] ok");
         assert_eq!(all.names(&fired), "email, password");
         assert_eq!(all.redact("nothing here"), None);
+        // Matches inside a match: one marker, and each literal of the run
+        // is not searched from again.
+        let run = "password:".repeat(20_000);
+        let (text, fired) = all.redact(&format!("{run} ok")).unwrap();
+        assert_eq!(text, "[REDACTED] ok");
+        assert_eq!(all.names(&fired), "password");
+        let (text, _) = all.redact("pwd=a x secret: b").unwrap();
+        assert_eq!(
+            text, "[REDACTED] x [REDACTED]",
+            "separate matches stay apart"
+        );
     }
 
     #[test]
