@@ -210,14 +210,28 @@ impl WriteDeadline {
             timer.as_mut().reset(deadline);
             self.armed = true;
         }
+        match self.expired(cx) {
+            Some(error) => Poll::Ready(Err(error)),
+            None => Poll::Pending,
+        }
+    }
+
+    /// The error to answer with when a write has been waiting past the
+    /// deadline (saying so on `stalled`); `None` while none waits or the
+    /// deadline is ahead (the timer then wakes the connection at it).
+    fn expired(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        if !self.armed {
+            return None;
+        }
+        let timer = self.timer.as_mut()?;
         if timer.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
+            return None;
         }
         self.stalled.send_replace(true);
-        Poll::Ready(Err(io::Error::new(
+        Some(io::Error::new(
             io::ErrorKind::TimedOut,
             "the client took nothing written to it within the write timeout",
-        )))
+        ))
     }
 }
 
@@ -257,9 +271,15 @@ impl AsyncWrite for WriteDeadline {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // A flush moves nothing to the client (a socket has no buffer of
+        // its own to flush): it neither starts nor ends the wait of a
+        // write, so a connection woken for more to send cannot put the
+        // deadline off by flushing.
         let this = &mut *self;
-        let result = Pin::new(&mut this.io).poll_flush(cx);
-        this.watch(cx, result)
+        if let Some(error) = this.expired(cx) {
+            return Poll::Ready(Err(error));
+        }
+        Pin::new(&mut this.io).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
