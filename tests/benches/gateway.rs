@@ -261,6 +261,15 @@ fn chimera_with(upstream: &str, packs: &[String], extra: &[&str]) -> Process {
         "slow",
         "--concurrency",
         "4096",
+        // Every request of the load generator is one client (one key):
+        // the per-key bounds sized for it, as for a gateway in front of
+        // one busy application.
+        "--key-concurrency",
+        "4096",
+        "--key-buffer-cap",
+        "67108864",
+        "--buffer-cap",
+        "67108864",
     ];
     for pack in packs {
         args.extend(["--pack", pack.as_str()]);
