@@ -160,3 +160,56 @@ fn a_pack_its_operator_set_to_fail_open_lets_what_it_could_not_judge_through() {
     assert_eq!(upstream.requests().len(), 2);
     assert!(upstream.requests()[1].body.contains(SECRET));
 }
+
+#[test]
+fn the_official_sdks_read_a_rate_limit_and_an_unjudged_request_as_their_own_errors() {
+    let upstream = Server::start(vec![Reply::Model(vec!["noted".into()], Duration::ZERO)]);
+    let limit = r#"rate-limiter={"scope":"key","requests_per_minute":1}"#;
+    let limited = serve(&upstream, &["--pack", limit]);
+    // The openai SDK: a RateLimitError with the wait, then (the request a
+    // pack could not judge) an InternalServerError it would retry.
+    let Some(seen) = super::with_sdk(
+        &limited,
+        r#"
+import json, openai
+client = openai.OpenAI(max_retries=0)
+client.chat.completions.create(model="m", messages=[{"role": "user", "content": "one"}])
+try:
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "two"}])
+    print(json.dumps({"raised": None}))
+except openai.RateLimitError as e:
+    print(json.dumps({"raised": "RateLimitError", "status": e.status_code, "code": e.code,
+                      "retry_after": e.response.headers.get("retry-after")}))
+"#,
+    ) else {
+        return;
+    };
+    assert_eq!(seen["raised"], "RateLimitError", "{seen}");
+    assert_eq!(seen["status"], 429);
+    assert_eq!(seen["code"], "rate_limit_exceeded");
+    let wait: u64 = seen["retry_after"].as_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{seen}");
+
+    let upstream = Server::start(vec![Reply::Model(vec!["noted".into()], Duration::ZERO)]);
+    let gateway = isolated(&upstream, &[]);
+    let seen = super::with_sdk(
+        &gateway,
+        r#"
+import json, openai
+client = openai.OpenAI(max_retries=0, api_key="a")
+padded = "sk-aaaaaaa\u00e9 " * 250000 + "sk-live1234567890abcdef"
+try:
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": padded}])
+    print(json.dumps({"raised": None}))
+except openai.InternalServerError as e:
+    print(json.dumps({"raised": "InternalServerError", "status": e.status_code, "code": e.code,
+                      "should_retry": client._should_retry(e.response)}))
+"#,
+    )
+    .unwrap();
+    assert_eq!(seen["raised"], "InternalServerError", "{seen}");
+    assert_eq!(seen["status"], 503);
+    assert_eq!(seen["code"], "policy_unavailable");
+    assert_eq!(seen["should_retry"], true, "{seen}");
+    assert_never_sent(&upstream);
+}
