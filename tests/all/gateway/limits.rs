@@ -320,7 +320,18 @@ fn a_client_that_stops_reading_loses_its_connection_its_slot_and_its_upstream_ca
     let upstream = endless_streams();
     let gateway = serve(&upstream, &["--write-timeout", "1", "--concurrency", "1"]);
     let mut reader = unread_stream(&gateway, "sk-sleepy");
-    // It holds the only slot until the write timeout cuts it off.
+    // Once its stream is under way (the upstream was asked), it holds the
+    // only slot until the write timeout cuts it off. (Asked before then,
+    // another request could take the slot first.)
+    let asked = Instant::now();
+    while !upstream
+        .exchanges()
+        .iter()
+        .any(|exchange| exchange.request.json()["stream"] == true)
+    {
+        assert!(asked.elapsed() < Duration::from_secs(30), "never relayed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let started = Instant::now();
     loop {
         let (status, _, body) = chat_of(&gateway, "sk-awake");
