@@ -17,6 +17,7 @@ mod answer;
 mod compaction;
 mod config;
 mod events;
+mod gated;
 mod hooks;
 mod outcome;
 mod permission;

@@ -1,6 +1,10 @@
 //! The command line: the outward contract tests, scripts and users rely on
 //! (README.md, "Using it"). Add to it freely; rename nothing without keeping
 //! the old name working.
+//!
+//! One file past 700 lines on purpose: every subcommand's flags side by
+//! side (they share groups: the pack, trust and state flags), read and
+//! kept as one contract.
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
