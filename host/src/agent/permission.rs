@@ -26,11 +26,16 @@ pub trait PermissionPolicy: Send + Sync {
     fn evaluate(&self, call: &ToolCall) -> Permission;
 }
 
-/// Per-tool rules over a default.
+/// Per-tool rules over a default: exact names, and glob patterns
+/// (`mcp__*`, `write_*`, `fs_{read,write}`) as Claude Code's users write
+/// them. A tool named exactly takes its rule; otherwise the strictest rule
+/// of the patterns it matches (deny over ask over allow); otherwise the
+/// default.
 #[derive(Debug, Clone)]
 pub struct ToolRules {
     default: Permission,
     rules: HashMap<String, Permission>,
+    patterns: Vec<(globset::GlobMatcher, Permission)>,
 }
 
 impl ToolRules {
@@ -40,20 +45,67 @@ impl ToolRules {
         ToolRules {
             default,
             rules: HashMap::new(),
+            patterns: Vec::new(),
         }
     }
 
-    /// Sets the rule for `tool`.
+    /// Whether `rule` is a glob pattern (holds `*`, `?`, `[` or `{`)
+    /// rather than a tool's name.
+    #[must_use]
+    pub fn is_pattern(rule: &str) -> bool {
+        rule.contains(['*', '?', '[', '{'])
+    }
+
+    /// Checks a rule: a name, or a glob pattern that compiles.
+    ///
+    /// # Errors
+    ///
+    /// One line naming the pattern and what is wrong with it.
+    pub fn check(rule: &str) -> Result<(), String> {
+        if Self::is_pattern(rule) {
+            globset::Glob::new(rule)
+                .map_err(|e| format!("tool pattern {rule:?}: {}", e.kind()))?;
+        }
+        Ok(())
+    }
+
+    /// Sets the rule for `tool`: a name, or a glob pattern (one that does
+    /// not compile, which [`check`](Self::check) refuses, is taken as a
+    /// name).
     #[must_use]
     pub fn set(mut self, tool: impl Into<String>, permission: Permission) -> Self {
-        self.rules.insert(tool.into(), permission);
+        let tool = tool.into();
+        if Self::is_pattern(&tool) {
+            if let Ok(glob) = globset::Glob::new(&tool) {
+                self.patterns.push((glob.compile_matcher(), permission));
+                return self;
+            }
+        }
+        self.rules.insert(tool, permission);
         self
+    }
+}
+
+/// How strict a permission is: deny over ask over allow.
+fn strictness(permission: Permission) -> u8 {
+    match permission {
+        Permission::Allow => 0,
+        Permission::Ask => 1,
+        Permission::Deny => 2,
     }
 }
 
 impl PermissionPolicy for ToolRules {
     fn evaluate(&self, call: &ToolCall) -> Permission {
-        self.rules.get(&call.name).copied().unwrap_or(self.default)
+        if let Some(permission) = self.rules.get(&call.name) {
+            return *permission;
+        }
+        self.patterns
+            .iter()
+            .filter(|(glob, _)| glob.is_match(&call.name))
+            .map(|(_, permission)| *permission)
+            .max_by_key(|permission| strictness(*permission))
+            .unwrap_or(self.default)
     }
 }
 
@@ -440,6 +492,22 @@ mod tests {
             name: name.into(),
             arguments: Arguments::empty(),
         }
+    }
+
+    #[test]
+    fn a_name_takes_its_rule_and_a_pattern_the_strictest_it_matches() {
+        let rules = ToolRules::new(Permission::Allow)
+            .set("write_*", Permission::Ask)
+            .set("*_file", Permission::Deny)
+            .set("read_file", Permission::Allow)
+            .set("fs_{mv,rm}", Permission::Deny);
+        assert_eq!(rules.evaluate(&call("write_file")), Permission::Deny);
+        assert_eq!(rules.evaluate(&call("write_notes")), Permission::Ask);
+        assert_eq!(rules.evaluate(&call("read_file")), Permission::Allow);
+        assert_eq!(rules.evaluate(&call("fs_rm")), Permission::Deny);
+        assert_eq!(rules.evaluate(&call("echo")), Permission::Allow);
+        assert!(ToolRules::check("fs_[").unwrap_err().contains("fs_["));
+        assert!(ToolRules::check("plain").is_ok());
     }
 
     #[test]

@@ -270,10 +270,37 @@ pub(crate) struct StateArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
     /// Be an MCP server (stdio) that starts the MCP server CMD and relays
-    /// to it, judging every tools/call and its result by the loaded packs:
-    /// point an MCP client at `chimera mcp guard --pack … -- CMD ARGS…`
-    /// instead of `CMD ARGS…`.
+    /// to it, judging every message both ways by the loaded packs: point
+    /// an MCP client at `chimera mcp guard --pack … CMD ARGS…` instead of
+    /// `CMD ARGS…`.
     Guard(McpGuardArgs),
+    /// Start the MCP server CMD, list its tools and pin each one (hashes
+    /// of its description and schemas) in the MCP lock: a guard then
+    /// withholds a tool that drifted, a new one and a renamed one.
+    Pin(McpPinArgs),
+}
+
+/// Where a server's pins are: the lock file and the server's name in it.
+#[derive(Debug, Args)]
+pub(crate) struct PinArgs {
+    /// The MCP lock file (default: chimera-mcp.lock in the working
+    /// directory, when it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) lock: Option<PathBuf>,
+    /// The server's name in the lock (default: its command line).
+    #[arg(long = "name", value_name = "NAME")]
+    pub(crate) name: Option<String>,
+}
+
+/// `chimera mcp pin`.
+#[derive(Debug, Args)]
+pub(crate) struct McpPinArgs {
+    #[command(flatten)]
+    pub(crate) pins: PinArgs,
+    /// The MCP server to start and pin: its program and arguments (after
+    /// `--`, or from the first argument that is not a flag).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<String>,
 }
 
 /// `chimera mcp guard`.
@@ -302,16 +329,25 @@ pub(crate) struct McpGuardArgs {
     /// line names the call's JSON-RPC id).
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
-    /// Refuse every call of the MCP tool TOOL (repeatable), after the
-    /// packs' `tool_call` chain, as `run --deny` does.
+    /// Refuse every call of the MCP tool TOOL (repeatable; a name, or a
+    /// glob pattern: `write_*`), after the packs' `tool_call` chain, as
+    /// `run --deny` does.
     #[arg(long = "deny", value_name = "TOOL")]
     pub(crate) deny: Vec<String>,
+    /// Tools that would need an operator's approval (repeatable; a name
+    /// or a glob pattern): the guard has no operator, so it refuses them,
+    /// saying so.
+    #[arg(long = "ask", value_name = "TOOL")]
+    pub(crate) ask: Vec<String>,
+    #[command(flatten)]
+    pub(crate) pins: PinArgs,
     #[command(flatten)]
     pub(crate) search: SearchArgs,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
-    /// The MCP server to start and guard: its program and arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The MCP server to start and guard: its program and arguments (after
+    /// `--`, or from the first argument that is not a flag).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
 }
 
@@ -654,11 +690,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) system: Option<String>,
 
-    /// Ask before running these tools (repeatable).
+    /// Ask before running these tools (repeatable): a name, or a glob
+    /// pattern (`mcp_*`).
     #[arg(long = "ask", value_name = "TOOL")]
     pub(crate) ask: Vec<String>,
 
-    /// Never run these tools (repeatable).
+    /// Never run these tools (repeatable): a name, or a glob pattern
+    /// (`write_*`).
     #[arg(long = "deny", value_name = "TOOL")]
     pub(crate) deny: Vec<String>,
 

@@ -2,18 +2,86 @@
 //! client on standard input and output and the MCP server it starts (see
 //! `chimera_host::mcp`). Standard output carries only MCP messages; the
 //! guard's own lines (packs loaded, reloaded, a failure) go to standard
-//! error.
+//! error. `chimera mcp pin`: lists a server's tools into the MCP lock.
 
-use super::args::McpGuardArgs;
+use super::args::{McpGuardArgs, McpPinArgs, PinArgs};
 use super::failure::Failure;
 use super::serve::audit_log;
 use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
 use chimera_host::agent::{Permission, ToolRules};
+use chimera_host::mcp::pin::{self, Lock, PinnedServer};
 use chimera_host::mcp::Rules;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The lock file: the one named, or the default one.
+fn lock_path(pins: &PinArgs) -> PathBuf {
+    pins.lock
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(pin::DEFAULT_LOCK))
+}
+
+/// The server's pins, when its lock holds them. A lock named with
+/// `--lock` must exist; a server it does not hold is guarded unpinned,
+/// saying so.
+fn pins_of(pins: &PinArgs, command: &[String]) -> Result<Option<PinnedServer>, Failure> {
+    let path = lock_path(pins);
+    let name = pins.name.clone().unwrap_or_else(|| pin::default_name(command));
+    let lock = Lock::read(&path).map_err(|e| Failure::usage(e.to_string()))?;
+    let Some(mut lock) = lock else {
+        if pins.lock.is_some() {
+            return Err(Failure::usage(format!(
+                "the MCP lock {} does not exist (write it with `chimera mcp pin`)",
+                path.display()
+            )));
+        }
+        return Ok(None);
+    };
+    let pinned = lock.servers.remove(&name);
+    match &pinned {
+        Some(server) => eprintln!(
+            "chimera mcp guard: {} tools pinned for {name:?} in {}",
+            server.tools.len(),
+            path.display()
+        ),
+        None => eprintln!(
+            "chimera mcp guard: {} holds no server named {name:?}: its tools are not pinned",
+            path.display()
+        ),
+    }
+    Ok(pinned)
+}
+
+/// Runs `chimera mcp pin`: the server's tools, fingerprinted, into the
+/// lock (other servers' entries kept).
+pub(crate) fn pin(args: McpPinArgs) -> Result<(), Failure> {
+    let path = lock_path(&args.pins);
+    let name = args
+        .pins
+        .name
+        .clone()
+        .unwrap_or_else(|| pin::default_name(&args.command));
+    let mut lock = Lock::read(&path)
+        .map_err(|e| Failure::usage(e.to_string()))?
+        .unwrap_or(Lock {
+            version: 1,
+            ..Lock::default()
+        });
+    let server = pin::list_tools(&args.command).map_err(|e| Failure::run_failed(e.to_string()))?;
+    let count = server.tools.len();
+    lock.servers.insert(name.clone(), server);
+    lock.write(&path)
+        .map_err(|e| Failure::run_failed(e.to_string()))?;
+    println!("pinned {count} tools of {name:?} in {}", path.display());
+    Ok(())
+}
 
 /// Runs `chimera mcp guard`; exits as the server did.
 pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
+    for rule in args.deny.iter().chain(&args.ask) {
+        ToolRules::check(rule).map_err(Failure::usage)?;
+    }
+    let pins = pins_of(&args.pins, &args.command)?;
     let ServerPacks {
         registry,
         manager,
@@ -37,12 +105,15 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         std::io::stdout(),
         Rules {
             policy: Arc::new(
-                args.deny
+                args.ask
                     .iter()
-                    .fold(ToolRules::new(Permission::Allow), |rules, tool| {
-                        rules.set(tool, Permission::Deny)
+                    .map(|tool| (tool, Permission::Ask))
+                    .chain(args.deny.iter().map(|tool| (tool, Permission::Deny)))
+                    .fold(ToolRules::new(Permission::Allow), |rules, (tool, permission)| {
+                        rules.set(tool, permission)
                     }),
             ),
+            pins,
             audit: audit.clone(),
         },
     )

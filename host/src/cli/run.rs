@@ -295,6 +295,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .then(|| watcher(&host.manager, &host.bus))
         .transpose()?;
     let (provider, approver) = super::pack_test::record_hook(&args, &host.bus, provider, approver)?;
+    for rule in args.ask.iter().chain(&args.deny) {
+        ToolRules::check(rule).map_err(Failure::usage)?;
+    }
     let mut rules = ToolRules::new(Permission::Allow);
     for tool in &args.ask {
         rules = rules.set(tool.clone(), Permission::Ask);

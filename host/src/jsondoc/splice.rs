@@ -50,6 +50,11 @@ impl Splice {
         self.edits.push((span, bytes.into()));
     }
 
+    /// Takes `other`'s edits (made on the same source) as well.
+    pub fn absorb(&mut self, other: Splice) {
+        self.edits.extend(other.edits);
+    }
+
     /// Whether there are no edits (rendering gives the source unchanged).
     #[must_use]
     pub fn is_empty(&self) -> bool {

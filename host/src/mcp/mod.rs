@@ -1,38 +1,39 @@
 //! MCP (the Model Context Protocol) under the same seams: `chimera mcp
-//! guard -- CMD ARGS…` is an MCP server on standard input and output that
+//! guard CMD ARGS…` is an MCP server on standard input and output that
 //! starts the MCP server `CMD` and relays every message between the two,
-//! judging each `tools/call` by the loaded packs' `tool_call` chain and
-//! its result by their `tool_result` chain. Any MCP client (Claude Code,
+//! judging each one whole before it goes on. Any MCP client (Claude Code,
 //! Codex, Cursor) puts compiled policies in front of any stdio MCP server
 //! by changing the command it starts.
 //!
 //! ```text
-//!  client ── tools/call {name, arguments} ──▶ tool_call chain ─┬─ block ─▶ an error result, never sent
-//!                                                             ├─ rewrite ─▶ the server gets the new call
-//!                                                             └─ allow ──▶ the server gets it as sent
-//!  client ◀── result {content, isError} ◀── tool_result chain (each text) ◀── server
-//!  every other message (initialize, tools/list, notifications, …) ──▶ byte for byte, both ways
+//!  client ── any message ──▶ frame ─▶ parse whole ─┬─ cannot ─▶ a JSON-RPC error, never sent
+//!                                                  ├─ tools/call (any form) ─▶ tool_call chain,
+//!                                                  │   permission policy, pins ─▶ refused or sent as judged
+//!                                                  └─ anything else ─▶ as it came
+//!  client ◀── judged ◀── frame ◀── parse whole ◀── server
+//!      a call's answer (result or error) ─▶ tool_result on what a model reads of it
+//!      tools/list ─▶ each tool on provider_request (a relayed request offering it), then the pins
+//!      initialize's instructions ─▶ provider_request
+//!      any other answer, request, notification ─▶ tool_result on its strings
+//!      an answer to no request in flight, or one that cannot be read ─▶ withheld
 //! ```
 //!
-//! What the seams see of an MCP call: `tool_call` a call whose id is the
-//! request's JSON-RPC id (as JSON text), whose name is the MCP tool's and
-//! whose arguments are its `arguments` object; `tool_result` each text
-//! item of the result as the output (an `isError` result as the error),
-//! with that call leading, and so is every string of its
-//! `structuredContent` (which carries the same data, and must stay as the
-//! tool's output schema says). A block on `tool_call` answers the client
-//! an error result (`isError: true`) whose text is the reason; a block on
-//! `tool_result` replaces the whole result so. A tool result the server
-//! sends for no call in flight (a second answer to one, or an answer to
-//! none) would reach the client unjudged: it is dropped, with one line on
-//! standard error. An operator's question (an `ask` decision) takes
-//! its default answer: there is no terminal on an MCP server's standard
-//! input. When the server ends, each call it did not answer is answered
-//! with an error result saying so, and the guard exits naming how the
-//! server ended. Messages are JSON-RPC, one per line (the MCP stdio transport);
-//! a line that is not JSON passes through untouched (the other side
-//! refuses it), and a line longer than [`MAX_LINE`] ends the session with
-//! one line on standard error: it could not be judged whole.
+//! Both sides are read as the most permissive peer reads them
+//! ([`frame`]: a stream of JSON values, a message spread over lines or two
+//! on one line; [`message`]: lone surrogates, nesting to
+//! [`MAX_DEPTH`], batches), and what is forwarded is what was judged: the
+//! message's own bytes with the judged texts spliced in where they live
+//! (lone surrogates written as U+FFFD, line breaks as spaces). What a
+//! model reads of a message is [`view`]'s, the same text `chimera run`'s
+//! MCP tools record. A judgement that cannot be made (a pack failing, past
+//! its deadline) withholds what it judged. A question (an `ask`) takes its
+//! default answer: there is no terminal on an MCP server's standard
+//! input. A server pinned by `chimera mcp pin` ([`pin`]) has each listed
+//! tool held to its pin: a drifted, new or renamed tool is withheld from
+//! the listing and its calls refused. When the server ends, each request
+//! it did not answer is answered with an error saying so, and the guard
+//! exits naming how the server ended. A frame longer than [`MAX_LINE`]
+//! ends the session with one line on standard error.
 //!
 //! The other way round, [`McpServers`] makes MCP servers' tools tools of a
 //! session (`chimera run`'s `[mcp.servers.NAME]` and `--mcp`): each is
@@ -40,13 +41,21 @@
 //! as `NAME__tool` ([`McpTool`]) under the same seams and policy as a
 //! built-in tool; a server that fails is one line, and its tools go away.
 
+mod answers;
+mod calls;
 mod connection;
+mod frame;
 mod guard;
+mod judge;
+mod message;
+pub mod pin;
 mod servers;
 mod stdio;
 mod tool;
+mod view;
 
 pub use guard::{guard, GuardError, Rules, MAX_LINE};
+pub use message::MAX_DEPTH;
 pub use servers::{
     check_name, McpServers, ServerSpec, Transport, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,
     MAX_SERVER_NAME,
