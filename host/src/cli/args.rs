@@ -285,11 +285,11 @@ pub(crate) enum McpCommand {
 pub(crate) struct PinArgs {
     /// The MCP lock file (default: chimera-mcp.lock in the working
     /// directory, when it exists).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) lock: Option<PathBuf>,
+    #[arg(long = "mcp-lock", value_name = "FILE")]
+    pub(crate) mcp_lock: Option<PathBuf>,
     /// The server's name in the lock (default: its command line).
-    #[arg(long = "name", value_name = "NAME")]
-    pub(crate) name: Option<String>,
+    #[arg(long = "server-name", value_name = "NAME")]
+    pub(crate) server_name: Option<String>,
 }
 
 /// `chimera mcp pin`.

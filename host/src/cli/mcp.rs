@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The lock file: the one named, or the default one.
 fn lock_path(pins: &PinArgs) -> PathBuf {
-    pins.lock
+    pins.mcp_lock
         .clone()
         .unwrap_or_else(|| PathBuf::from(pin::DEFAULT_LOCK))
 }
@@ -26,10 +26,10 @@ fn lock_path(pins: &PinArgs) -> PathBuf {
 /// saying so.
 fn pins_of(pins: &PinArgs, command: &[String]) -> Result<Option<PinnedServer>, Failure> {
     let path = lock_path(pins);
-    let name = pins.name.clone().unwrap_or_else(|| pin::default_name(command));
+    let name = pins.server_name.clone().unwrap_or_else(|| pin::default_name(command));
     let lock = Lock::read(&path).map_err(|e| Failure::usage(e.to_string()))?;
     let Some(mut lock) = lock else {
-        if pins.lock.is_some() {
+        if pins.mcp_lock.is_some() {
             return Err(Failure::usage(format!(
                 "the MCP lock {} does not exist (write it with `chimera mcp pin`)",
                 path.display()
@@ -58,7 +58,7 @@ pub(crate) fn pin(args: McpPinArgs) -> Result<(), Failure> {
     let path = lock_path(&args.pins);
     let name = args
         .pins
-        .name
+        .server_name
         .clone()
         .unwrap_or_else(|| pin::default_name(&args.command));
     let mut lock = Lock::read(&path)

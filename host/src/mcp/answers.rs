@@ -52,10 +52,11 @@ pub(super) fn relay_answers(relay: &Relay, from_server: impl Read) -> Result<(),
     for (_, pending) in unanswered {
         pending.audited.done();
         let id = pending.call.id.as_bytes();
-        let why = "the MCP server ended before it answered this request";
         let message = if pending.method == "tools/call" {
+            let why = "the MCP server ended before it answered this call";
             answer(id, "result", &error_result(why))
         } else {
+            let why = "the MCP server ended before it answered this request";
             answer(id, "error", &rpc_error(WITHHELD, why))
         };
         relay.to_client(&message)?;
