@@ -12,7 +12,9 @@
 
 use super::connection::Server;
 use crate::tools::{Tool, ToolContext, ToolError};
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use super::view::View;
+use crate::jsondoc::{parse, Limits};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::ServiceError;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -118,7 +120,7 @@ impl Tool for McpTool {
             .deadline
             .map_or(server.call_timeout, |d| d.min(server.call_timeout));
         match self.wait(call, within) {
-            Some(Ok(result)) => from_result(result),
+            Some(Ok(result)) => from_result(&result),
             Some(Err(ServiceError::McpError(error))) => Err(ToolError::failed(format!(
                 "MCP server {} refused the call: {}",
                 server.name, error.message
@@ -230,72 +232,20 @@ fn offered(
     })
 }
 
-/// The text the conversation records of `result`: each content item in
-/// order (text as it is; anything else named by its kind and size), or its
-/// structured content as JSON when it has no content. An `isError` result
-/// is the call's error.
-fn from_result(result: CallToolResult) -> Result<String, ToolError> {
-    let mut text = String::new();
-    for (i, item) in result.content.iter().enumerate() {
-        if i > 0 {
-            text.push('\n');
-        }
-        describe(&mut text, item);
-    }
-    if result.content.is_empty() {
-        if let Some(structured) = &result.structured_content {
-            text = structured.to_string();
-        }
-    }
+/// The text the conversation records of `result`: what a model reads of
+/// it ([`View::tool_result`], the text `chimera mcp guard` judges too).
+/// An `isError` result is the call's error.
+fn from_result(result: &CallToolResult) -> Result<String, ToolError> {
+    let src = serde_json::to_vec(result).unwrap_or_default();
+    let text = match parse(&src, &Limits::new().with_max_depth(super::MAX_DEPTH)) {
+        Ok(root) => View::tool_result(&src, &root).text(),
+        Err(e) => format!("[a result this host cannot read: {e}]"),
+    };
     let text = cut(text);
     if result.is_error == Some(true) {
         return Err(ToolError::failed(text));
     }
     Ok(text)
-}
-
-/// One content item as text.
-fn describe(out: &mut String, item: &ContentBlock) {
-    match item {
-        ContentBlock::Text(text) => out.push_str(&text.text),
-        ContentBlock::Image(image) => {
-            let _ = write!(
-                out,
-                "[image {}, {} bytes of base64]",
-                image.mime_type,
-                image.data.len()
-            );
-        }
-        ContentBlock::Audio(audio) => {
-            let _ = write!(
-                out,
-                "[audio {}, {} bytes of base64]",
-                audio.mime_type,
-                audio.data.len()
-            );
-        }
-        ContentBlock::Resource(embedded) => match &embedded.resource {
-            ResourceContents::TextResourceContents { text, .. } => out.push_str(text),
-            ResourceContents::BlobResourceContents {
-                uri,
-                mime_type,
-                blob,
-                ..
-            } => {
-                let _ = write!(
-                    out,
-                    "[resource {uri} ({}), {} bytes of base64]",
-                    mime_type.as_deref().unwrap_or("binary"),
-                    blob.len()
-                );
-            }
-            _ => out.push_str("[a resource of a kind this host does not know]"),
-        },
-        ContentBlock::ResourceLink(link) => {
-            let _ = write!(out, "[resource link {}]", link.uri);
-        }
-        _ => out.push_str("[content of a kind this host does not know]"),
-    }
 }
 
 /// `text` cut at [`MAX_RESULT_BYTES`] (on a character boundary), saying so.
@@ -316,7 +266,7 @@ fn cut(mut text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{ImageContent, TextContent};
+    use rmcp::model::{ContentBlock, ImageContent, TextContent};
 
     #[test]
     fn a_result_is_its_items_in_order_and_an_error_result_is_an_error() {
@@ -325,12 +275,12 @@ mod tests {
             ContentBlock::Image(ImageContent::new("aGk=", "image/png")),
         ]);
         assert_eq!(
-            from_result(result.clone()).unwrap(),
+            from_result(&result).unwrap(),
             "first\n[image image/png, 4 bytes of base64]"
         );
         result.is_error = Some(true);
         assert_eq!(
-            from_result(result).unwrap_err().to_string(),
+            from_result(&result).unwrap_err().to_string(),
             "first\n[image image/png, 4 bytes of base64]"
         );
     }
@@ -339,7 +289,7 @@ mod tests {
     fn a_result_with_only_structured_content_is_its_json_and_a_huge_one_is_cut() {
         let mut result = CallToolResult::success(Vec::new());
         result.structured_content = Some(serde_json::json!({"sum": 3}));
-        assert_eq!(from_result(result).unwrap(), r#"{"sum":3}"#);
+        assert_eq!(from_result(&result).unwrap(), r#"{"sum":3}"#);
         let huge = "é".repeat(MAX_RESULT_BYTES);
         let kept = cut(huge);
         assert!(kept.len() < MAX_RESULT_BYTES + 100);

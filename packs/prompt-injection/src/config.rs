@@ -13,7 +13,7 @@ pub struct DefaultPattern {
 }
 
 /// The patterns every load judges by, in list order.
-pub const DEFAULT_PATTERNS: [DefaultPattern; 11] = [
+pub const DEFAULT_PATTERNS: [DefaultPattern; 15] = [
     DefaultPattern {
         name: "ignore-previous-instructions",
         pattern: r"(?i)ignore\s+(all\s+)?(previous|prior|above)\s+instructions",
@@ -57,6 +57,29 @@ pub const DEFAULT_PATTERNS: [DefaultPattern; 11] = [
     DefaultPattern {
         name: "no-restrictions",
         pattern: r"(?i)act\s+as\s+if\s+you\s+(have\s+)?no\s+(restrictions|rules|guidelines)",
+    },
+    // What tool poisoning hides in an MCP tool's description: tags that
+    // mark instructions for the model, a request to keep something from
+    // the user, a request to read credentials.
+    DefaultPattern {
+        name: "hidden-instructions",
+        pattern: r"(?i)<\s*/?\s*(important|system|secret|hidden|instructions?)\s*>",
+    },
+    DefaultPattern {
+        name: "conceal-from-user",
+        pattern: r"(?i)\b(do\s+not|don't|never)\s+(tell|mention|inform|reveal|show|notify)\b[^.\n]{0,60}\b(user|human)",
+    },
+    DefaultPattern {
+        name: "read-credentials",
+        pattern: r"(?i)\b(read|cat|open|send|include|pass|upload|attach)\b[^\n]{0,80}(~/\.ssh|id_rsa|id_ed25519|\.aws/credentials|mcp\.json|/etc/passwd|\.netrc)",
+    },
+    // Text a reader cannot see: Unicode tag characters (ASCII written
+    // invisibly) and bidirectional controls (text shown in another order
+    // than it is read). The tag sequences of the three subdivision flags
+    // are not matched (see `gate::visible`).
+    DefaultPattern {
+        name: "invisible-characters",
+        pattern: r"[\x{202A}-\x{202E}\x{2066}-\x{2069}\x{E0000}-\x{E007F}]",
     },
 ];
 

@@ -42,6 +42,10 @@
 //! | `system-token` | `<\|system\|>` |
 //! | `pretend-you-are` | `pretend you are` |
 //! | `no-restrictions` | `act as if you (have) no restrictions/rules/guidelines` |
+//! | `hidden-instructions` | a tag such as `<IMPORTANT>`, `<system>`, `</instructions>` |
+//! | `conceal-from-user` | `do not / don't / never tell/mention/reveal/… … user/human` |
+//! | `read-credentials` | `read/cat/send/… … ~/.ssh, id_rsa, .aws/credentials, mcp.json, /etc/passwd, .netrc` |
+//! | `invisible-characters` | a Unicode tag character or bidirectional control (but the England, Scotland and Wales flags) |
 //!
 //! ## Configuration
 //!
