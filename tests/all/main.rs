@@ -29,6 +29,7 @@ mod isolation_crash;
 mod isolation_secrets;
 mod loading;
 mod mcp;
+mod mcp_attacks;
 mod mcp_tools;
 mod merge;
 mod mockllm;

@@ -135,6 +135,13 @@ impl McpClient {
         input.flush().expect("the server reads");
     }
 
+    /// Sends `bytes` as they are (no newline added).
+    pub fn send_raw(&mut self, bytes: &str) {
+        let input = self.input.as_mut().expect("the client's input is open");
+        input.write_all(bytes.as_bytes()).expect("the server reads");
+        input.flush().expect("the server reads");
+    }
+
     /// The next message from the server.
     pub fn next_message(&mut self) -> Value {
         let mut line = String::new();
