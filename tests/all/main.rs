@@ -30,6 +30,7 @@ mod isolation_secrets;
 mod loading;
 mod mcp;
 mod mcp_attacks;
+mod mcp_pins;
 mod mcp_tools;
 mod merge;
 mod mockllm;
