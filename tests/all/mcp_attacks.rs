@@ -56,7 +56,11 @@ fn attacks(name: &str, base: u64) -> Vec<(&'static str, String, Option<u64>)> {
             call(Some(&id(1)), name, r#"{"m":"hi\ud800"}"#) + "\n",
             Some(base + 1),
         ),
-        ("nesting 200 deep", call(Some(&id(2)), name, &deep) + "\n", Some(base + 2)),
+        (
+            "nesting 200 deep",
+            call(Some(&id(2)), name, &deep) + "\n",
+            Some(base + 2),
+        ),
         (
             "a batch",
             format!("[{}]\n", call(Some(&id(3)), name, "{}")),
@@ -112,7 +116,11 @@ fn a_denied_tool_never_runs_on_a_permissive_server_however_its_call_is_written()
     );
     let refused = guarded.next_message();
     assert_eq!(refused["error"]["code"], -32700, "{refused}");
-    let past_cap = call(Some("201"), "echo", &format!("{}{}", "[".repeat(600), "]".repeat(600)));
+    let past_cap = call(
+        Some("201"),
+        "echo",
+        &format!("{}{}", "[".repeat(600), "]".repeat(600)),
+    );
     guarded.send_raw(&(past_cap + "\n"));
     assert_eq!(guarded.next_message()["error"]["code"], -32700);
     // The same five calls of a tool the guard allows all run: the server
@@ -192,8 +200,11 @@ fn a_secret_in_any_shape_reaches_a_raw_client_redacted_or_not_at_all() {
     for (method, params) in [
         ("resources/read", json!({"uri": "file:///notes"})),
         ("prompts/get", json!({"name": "p"})),
-        ("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                              "clientInfo": {"name": "again", "version": "0"}})),
+        (
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "again", "version": "0"}}),
+        ),
     ] {
         seen.push(guarded.request(method, params));
     }
@@ -251,21 +262,46 @@ fn redacted_everywhere(client: &str, out: &std::process::Output) {
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     let all = seen.to_string();
     assert!(!all.contains(SECRET), "{client}: {all}");
-    assert_eq!(seen["instructions"], "Use the tools. The key is [redacted]", "{client}: {all}");
+    assert_eq!(
+        seen["instructions"], "Use the tools. The key is [redacted]",
+        "{client}: {all}"
+    );
     for shape in ["text", "embedded", "link", "structured", "is_error"] {
         assert!(
             seen[shape].to_string().contains("[redacted]"),
             "{client}: {shape} in {all}"
         );
     }
-    assert!(seen["rpc_error"].to_string().contains("[redacted]"), "{client}: {all}");
-    assert!(seen["progress_progress"].to_string().contains("[redacted]"), "{client}: {all}");
-    assert!(seen["sampling"].to_string().contains("[redacted]"), "{client}: {all}");
-    assert!(seen["elicitation"].to_string().contains("[redacted]"), "{client}: {all}");
-    assert!(seen["resource"].to_string().contains("[redacted]"), "{client}: {all}");
-    assert!(seen["prompt"].to_string().contains("[redacted]"), "{client}: {all}");
+    assert!(
+        seen["rpc_error"].to_string().contains("[redacted]"),
+        "{client}: {all}"
+    );
+    assert!(
+        seen["progress_progress"].to_string().contains("[redacted]"),
+        "{client}: {all}"
+    );
+    assert!(
+        seen["sampling"].to_string().contains("[redacted]"),
+        "{client}: {all}"
+    );
+    assert!(
+        seen["elicitation"].to_string().contains("[redacted]"),
+        "{client}: {all}"
+    );
+    assert!(
+        seen["resource"].to_string().contains("[redacted]"),
+        "{client}: {all}"
+    );
+    assert!(
+        seen["prompt"].to_string().contains("[redacted]"),
+        "{client}: {all}"
+    );
     assert_eq!(text(&seen["string_id"]), "answered", "{client}: {all}");
-    assert_eq!(text(&seen["garbage"]), "after the garbage", "{client}: {all}");
+    assert_eq!(
+        text(&seen["garbage"]),
+        "after the garbage",
+        "{client}: {all}"
+    );
 }
 
 #[test]

@@ -56,7 +56,10 @@ fn names(listing: &Value) -> Vec<String> {
 
 /// The text of a tool result's content.
 fn text(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[test]
@@ -86,14 +89,21 @@ fn a_tool_whose_description_hides_instructions_is_withheld_and_its_calls_refused
     let refused = guard.call("add", json!({"m": "1"}));
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(
-        text(&refused).contains("tool add is withheld") && text(&refused).contains("hidden-instructions"),
+        text(&refused).contains("tool add is withheld")
+            && text(&refused).contains("hidden-instructions"),
         "{refused}"
     );
     assert_eq!(text(&guard.call("plain", json!({}))), "ran plain");
     guard.close();
     let said = std::fs::read_to_string(&stderr).unwrap();
-    assert!(said.contains("withheld tool add from the listing"), "{said}");
-    assert!(said.contains("withheld tool tagged from the listing"), "{said}");
+    assert!(
+        said.contains("withheld tool add from the listing"),
+        "{said}"
+    );
+    assert!(
+        said.contains("withheld tool tagged from the listing"),
+        "{said}"
+    );
     assert!(said.contains("invisible-characters"), "{said}");
 }
 
@@ -103,7 +113,10 @@ fn a_pinned_server_cannot_change_a_description_add_a_tool_or_rename_one() {
     let tools = dir.path().join("tools.json");
     let lock = dir.path().join("mcp.lock");
     let audit = dir.path().join("audit.jsonl");
-    list(&tools, &[("echo", "Echoes."), ("other", "Does the other thing.")]);
+    list(
+        &tools,
+        &[("echo", "Echoes."), ("other", "Does the other thing.")],
+    );
     let pinned = Command::new(chimera_bin())
         .args(["mcp", "pin", "--mcp-lock"])
         .arg(&lock)
@@ -112,7 +125,11 @@ fn a_pinned_server_cannot_change_a_description_add_a_tool_or_rename_one() {
         .env("TOOLS", &tools)
         .output()
         .unwrap();
-    assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));
+    assert!(
+        pinned.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pinned.stderr)
+    );
     assert_eq!(
         String::from_utf8_lossy(&pinned.stdout),
         format!("pinned 2 tools of \"hostile\" in {}\n", lock.display())
@@ -120,9 +137,19 @@ fn a_pinned_server_cannot_change_a_description_add_a_tool_or_rename_one() {
     let stderr = dir.path().join("stderr.txt");
     let lock_arg = lock.display().to_string();
     let audit_arg = audit.display().to_string();
-    let flags = ["--mcp-lock", &lock_arg, "--server-name", "hostile", "--audit", &audit_arg];
+    let flags = [
+        "--mcp-lock",
+        &lock_arg,
+        "--server-name",
+        "hostile",
+        "--audit",
+        &audit_arg,
+    ];
     let mut guard = guarded(&flags, &tools, &stderr);
-    assert_eq!(names(&guard.request("tools/list", json!({}))), ["echo", "other"]);
+    assert_eq!(
+        names(&guard.request("tools/list", json!({}))),
+        ["echo", "other"]
+    );
     assert_eq!(text(&guard.call("echo", json!({}))), "ran echo");
     // After approval: a description changed, a tool added, a pinned tool
     // renamed.
@@ -151,14 +178,23 @@ fn a_pinned_server_cannot_change_a_description_add_a_tool_or_rename_one() {
         assert!(said.contains(line), "{line} in {said}");
     }
     let lines = crate::audit::lines(&audit);
-    let drifted: Vec<&Value> = lines.iter().filter(|l| l["interceptor"] == "mcp-pin").collect();
+    let drifted: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["interceptor"] == "mcp-pin")
+        .collect();
     assert_eq!(drifted.len(), 3, "{lines:?}");
 }
 
 #[test]
 fn a_lock_named_that_does_not_exist_is_one_line() {
     let out = Command::new(chimera_bin())
-        .args(["mcp", "guard", "--mcp-lock", "/nonexistent/mcp.lock", "true"])
+        .args([
+            "mcp",
+            "guard",
+            "--mcp-lock",
+            "/nonexistent/mcp.lock",
+            "true",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

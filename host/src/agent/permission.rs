@@ -63,8 +63,7 @@ impl ToolRules {
     /// One line naming the pattern and what is wrong with it.
     pub fn check(rule: &str) -> Result<(), String> {
         if Self::is_pattern(rule) {
-            globset::Glob::new(rule)
-                .map_err(|e| format!("tool pattern {rule:?}: {}", e.kind()))?;
+            globset::Glob::new(rule).map_err(|e| format!("tool pattern {rule:?}: {}", e.kind()))?;
         }
         Ok(())
     }

@@ -63,8 +63,8 @@ mod verify;
 // The record and its diff live with the chains that make them (a
 // floor below): the log reads them, the interception layer writes them.
 pub use crate::interception::{AuditRecord, Change, Changes, INSERT_CAP, SPAN_CAP};
-pub use line::{seal, GENESIS, LINE_CAP};
 pub(crate) use line::hex;
+pub use line::{seal, GENESIS, LINE_CAP};
 pub use log::{AuditError, AuditLog, Exchange, Head, PackHashes};
 pub use summary::{summarise_file, Summary, Tally};
 pub use verify::{verify_file, Verified, VerifyError, FILE_CAP};

@@ -273,7 +273,7 @@ pub(crate) enum McpCommand {
     /// to it, judging every message both ways by the loaded packs: point
     /// an MCP client at `chimera mcp guard --pack … CMD ARGS…` instead of
     /// `CMD ARGS…`.
-    Guard(McpGuardArgs),
+    Guard(Box<McpGuardArgs>),
     /// Start the MCP server CMD, list its tools and pin each one (hashes
     /// of its description and schemas) in the MCP lock: a guard then
     /// withholds a tool that drifted, a new one and a renamed one.
@@ -299,7 +299,12 @@ pub(crate) struct McpPinArgs {
     pub(crate) pins: PinArgs,
     /// The MCP server to start and pin: its program and arguments (after
     /// `--`, or from the first argument that is not a flag).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
     pub(crate) command: Vec<String>,
 }
 
@@ -347,7 +352,12 @@ pub(crate) struct McpGuardArgs {
     pub(crate) trust: TrustArgs,
     /// The MCP server to start and guard: its program and arguments (after
     /// `--`, or from the first argument that is not a flag).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
     pub(crate) command: Vec<String>,
 }
 

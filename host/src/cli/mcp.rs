@@ -26,7 +26,10 @@ fn lock_path(pins: &PinArgs) -> PathBuf {
 /// saying so.
 fn pins_of(pins: &PinArgs, command: &[String]) -> Result<Option<PinnedServer>, Failure> {
     let path = lock_path(pins);
-    let name = pins.server_name.clone().unwrap_or_else(|| pin::default_name(command));
+    let name = pins
+        .server_name
+        .clone()
+        .unwrap_or_else(|| pin::default_name(command));
     let lock = Lock::read(&path).map_err(|e| Failure::usage(e.to_string()))?;
     let Some(mut lock) = lock else {
         if pins.mcp_lock.is_some() {
@@ -109,9 +112,10 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
                     .iter()
                     .map(|tool| (tool, Permission::Ask))
                     .chain(args.deny.iter().map(|tool| (tool, Permission::Deny)))
-                    .fold(ToolRules::new(Permission::Allow), |rules, (tool, permission)| {
-                        rules.set(tool, permission)
-                    }),
+                    .fold(
+                        ToolRules::new(Permission::Allow),
+                        |rules, (tool, permission)| rules.set(tool, permission),
+                    ),
             ),
             pins,
             audit: audit.clone(),

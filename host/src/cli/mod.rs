@@ -151,7 +151,7 @@ pub(crate) fn main() -> ExitCode {
             workspace,
         }) => settings::apply_to_mcp(cli.config.as_deref(), &mut mcp)
             .and_then(|()| tools::list(json, &mcp, workspace.as_deref())),
-        Command::Mcp(McpCommand::Guard(args)) => mcp::guard(args),
+        Command::Mcp(McpCommand::Guard(args)) => mcp::guard(*args),
         Command::Mcp(McpCommand::Pin(args)) => mcp::pin(args),
         Command::PackHost(args) => pack_host(&args),
     };

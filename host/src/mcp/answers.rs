@@ -7,8 +7,8 @@
 
 use super::frame::{Frame, Framer};
 use super::guard::{
-    answer, error_result, lock, reassemble, render_member, rpc_error, say, GuardError, Pending,
-    Relay,
+    answer, error_result, lock, reassemble, render_member, rpc_error, say, GuardError, Judging,
+    Pending, Relay,
 };
 use super::judge::{judge_instructions, judge_listed_tool, judge_view, Audited, Verdict};
 use super::message::{id_key, Parsed, Shape};
@@ -37,90 +37,135 @@ pub(super) fn relay_answers(relay: &Relay, from_server: impl Read) -> Result<(),
                 continue;
             }
         };
-        let mut relayed = Vec::new();
-        for message in parsed.messages() {
-            if let Some(bytes) = one_message(relay, &parsed.src, message)? {
-                relayed.push(bytes);
-            }
+        let mut pending = |key: &str| lock(&relay.in_flight).remove(key);
+        let judged = relay.judging.judge_server(&parsed, &mut pending);
+        for reply in &judged.to_server {
+            relay.to_server(reply)?;
         }
-        if let Some(bytes) = reassemble(parsed.is_batch(), relayed) {
+        if let Some(bytes) = judged.forward {
             relay.to_client(&bytes)?;
         }
     }
     // The server is gone: every request it did not answer gets an answer.
     let unanswered: Vec<(String, Pending)> = lock(&relay.in_flight).drain().collect();
     for (_, pending) in unanswered {
-        pending.audited.done();
-        let id = pending.call.id.as_bytes();
-        let message = if pending.method == "tools/call" {
-            let why = "the MCP server ended before it answered this call";
-            answer(id, "result", &error_result(why))
-        } else {
-            let why = "the MCP server ended before it answered this request";
-            answer(id, "error", &rpc_error(WITHHELD, why))
-        };
-        relay.to_client(&message)?;
+        relay.to_client(&unanswered_answer(
+            &pending,
+            "the MCP server ended before it answered",
+        ))?;
     }
     Ok(())
 }
 
-/// What goes on of one message (`None`: nothing).
-fn one_message(relay: &Relay, src: &[u8], message: &Node) -> Result<Option<Vec<u8>>, GuardError> {
-    match Shape::of(src, message) {
-        Shape::Invalid(why) => {
-            say(&format!("withheld a message from the server: {why}"));
-            Ok(None)
-        }
-        Shape::Response { id } => {
-            let pending = lock(&relay.in_flight).remove(&id_key(src, id));
-            let Some(pending) = pending else {
-                // A second answer, or one to no request: it would reach
-                // the client unjudged.
-                say("withheld an answer the server sent for no request in flight");
-                return Ok(None);
-            };
-            let relayed = response(relay, src, message, &pending);
-            pending.audited.done();
-            Ok(relayed)
-        }
-        Shape::Request { method, id } => {
-            let verdict = judge_strings(relay, src, message, &method);
-            match verdict {
-                Verdict::Withheld(why) => {
-                    say(&format!("refused the server's {method} request: {why}"));
-                    let error = rpc_error(WITHHELD, &format!("refused by chimera mcp guard: {why}"));
-                    relay.to_server(&answer(id.raw(src), "error", &error))?;
-                    Ok(None)
-                }
-                verdict => Ok(applied(src, message, verdict)),
-            }
-        }
-        Shape::Notification { method } => match judge_strings(relay, src, message, &method) {
-            Verdict::Withheld(why) => {
-                say(&format!("withheld the server's {method} notification: {why}"));
-                Ok(None)
-            }
-            verdict => Ok(applied(src, message, verdict)),
-        },
+/// The answer to `pending` when the server will not give one: `why`, and
+/// `this call` or `this request`.
+pub(super) fn unanswered_answer(pending: &Pending, why: &str) -> Vec<u8> {
+    pending.audited.done();
+    let id = pending.call.id.as_bytes();
+    if pending.method == "tools/call" {
+        answer(id, "result", &error_result(&format!("{why} this call")))
+    } else {
+        answer(
+            id,
+            "error",
+            &rpc_error(WITHHELD, &format!("{why} this request")),
+        )
     }
 }
 
-/// A server's request or notification judged as its params' strings, as
-/// the result of a synthetic `mcp:METHOD` call.
-fn judge_strings(relay: &Relay, src: &[u8], message: &Node, method: &str) -> Verdict {
-    let Some(params) = message.get(src, "params") else {
-        return Verdict::Pass;
-    };
-    let view = View::strings(src, params);
-    if view.is_empty() {
-        return Verdict::Pass;
+/// What judging one frame from the server made: what goes on to the
+/// client, and the guard's own answers to the server (its requests the
+/// guard refused).
+#[derive(Default)]
+pub(super) struct FromServer {
+    /// The frame as judged, when any of it goes on.
+    pub(super) forward: Option<Vec<u8>>,
+    /// The guard's own answers to the server.
+    pub(super) to_server: Vec<Vec<u8>>,
+}
+
+impl Judging {
+    /// Judges one frame from the server; `pending` takes the request an id
+    /// key answers, if one is in flight.
+    pub(super) fn judge_server(
+        &self,
+        parsed: &Parsed,
+        pending: &mut dyn FnMut(&str) -> Option<Pending>,
+    ) -> FromServer {
+        let mut judged = FromServer::default();
+        let mut relayed = Vec::new();
+        for message in parsed.messages() {
+            if let Some(bytes) = self.server_message(&parsed.src, message, pending, &mut judged) {
+                relayed.push(bytes);
+            }
+        }
+        judged.forward = reassemble(parsed.is_batch(), relayed);
+        judged
     }
-    let audited = Audited::of(relay.rules.audit.as_ref(), &format!("server {method}"));
-    let call = ToolCall::new("", format!("mcp:{method}"), serde_json::json!({}));
-    let chains = relay.registry.get_all();
-    let verdict = judge_view(&audited, &chains.tool_result, &call, &view, false);
-    audited.done();
-    verdict
+
+    /// What goes on of one message (`None`: nothing).
+    fn server_message(
+        &self,
+        src: &[u8],
+        message: &Node,
+        pending: &mut dyn FnMut(&str) -> Option<Pending>,
+        judged: &mut FromServer,
+    ) -> Option<Vec<u8>> {
+        match Shape::of(src, message) {
+            Shape::Invalid(why) => {
+                say(&format!("withheld a message from the server: {why}"));
+                None
+            }
+            Shape::Response { id } => {
+                let Some(pending) = pending(&id_key(src, id)) else {
+                    // A second answer, or one to no request: it would
+                    // reach the client unjudged.
+                    say("withheld an answer the server sent for no request in flight");
+                    return None;
+                };
+                let relayed = response(self, src, message, &pending);
+                pending.audited.done();
+                relayed
+            }
+            Shape::Request { method, id } => match self.judge_strings(src, message, &method) {
+                Verdict::Withheld(why) => {
+                    say(&format!("refused the server's {method} request: {why}"));
+                    let error =
+                        rpc_error(WITHHELD, &format!("refused by chimera mcp guard: {why}"));
+                    judged.to_server.push(answer(id.raw(src), "error", &error));
+                    None
+                }
+                verdict => applied(src, message, verdict),
+            },
+            Shape::Notification { method } => match self.judge_strings(src, message, &method) {
+                Verdict::Withheld(why) => {
+                    say(&format!(
+                        "withheld the server's {method} notification: {why}"
+                    ));
+                    None
+                }
+                verdict => applied(src, message, verdict),
+            },
+        }
+    }
+
+    /// A server's request or notification judged as its params' strings,
+    /// as the result of a synthetic `mcp:METHOD` call.
+    fn judge_strings(&self, src: &[u8], message: &Node, method: &str) -> Verdict {
+        let Some(params) = message.get(src, "params") else {
+            return Verdict::Pass;
+        };
+        let view = View::strings(src, params);
+        if view.is_empty() {
+            return Verdict::Pass;
+        }
+        let audited = Audited::of(self.rules.audit.as_ref(), &format!("server {method}"));
+        let call = ToolCall::new("", format!("mcp:{method}"), serde_json::json!({}));
+        let chains = self.registry.get_all();
+        let verdict = judge_view(&audited, &chains.tool_result, &call, &view, false);
+        audited.done();
+        verdict
+    }
 }
 
 /// `message` with `verdict` applied (`Pass` or `Edited`).
@@ -133,15 +178,20 @@ fn applied(src: &[u8], message: &Node, verdict: Verdict) -> Option<Vec<u8>> {
 }
 
 /// The answer to `pending` as it goes on.
-fn response(relay: &Relay, src: &[u8], message: &Node, pending: &Pending) -> Option<Vec<u8>> {
-    let id = message.get(src, "id").map_or(&b"null"[..], |id| id.raw(src));
-    let chains = relay.registry.get_all();
+fn response(judging: &Judging, src: &[u8], message: &Node, pending: &Pending) -> Option<Vec<u8>> {
+    let id = message
+        .get(src, "id")
+        .map_or(&b"null"[..], |id| id.raw(src));
+    let chains = judging.registry.get_all();
     let audited = &pending.audited;
     if let Some(error) = message.get(src, "error") {
         let view = View::strings(src, error);
         return match judge_view(audited, &chains.tool_result, &pending.call, &view, true) {
             Verdict::Withheld(why) => {
-                say(&format!("withheld an error answer to {}: {why}", pending.method));
+                say(&format!(
+                    "withheld an error answer to {}: {why}",
+                    pending.method
+                ));
                 Some(answer(id, "error", &rpc_error(WITHHELD, &why)))
             }
             verdict => applied(src, message, verdict),
@@ -154,13 +204,16 @@ fn response(relay: &Relay, src: &[u8], message: &Node, pending: &Pending) -> Opt
             let view = View::tool_result(src, result);
             match judge_view(audited, &chains.tool_result, &pending.call, &view, failed) {
                 Verdict::Withheld(why) => {
-                    say(&format!("withheld the result of a call of {}: {why}", pending.call.name));
+                    say(&format!(
+                        "withheld the result of a call of {}: {why}",
+                        pending.call.name
+                    ));
                     return Some(answer(id, "result", &error_result(&why)));
                 }
                 verdict => verdict,
             }
         }
-        "tools/list" => return listing(relay, src, message, result, audited),
+        "tools/list" => return listing(judging, src, message, result, audited),
         "initialize" | "server/discover" => match result.get(src, "instructions") {
             Some(instructions) => match judge_instructions(audited, &chains, src, instructions) {
                 Verdict::Withheld(why) => {
@@ -190,9 +243,18 @@ fn response(relay: &Relay, src: &[u8], message: &Node, pending: &Pending) -> Opt
 /// A `tools/list` answer: each tool judged, then held to the pins; a tool
 /// either withholds is left out of the listing, and calls of it are
 /// refused until a listing offers it as it should be.
-fn listing(relay: &Relay, src: &[u8], message: &Node, result: &Node, audited: &Audited) -> Option<Vec<u8>> {
-    let tools = result.get(src, "tools").and_then(Node::as_array).unwrap_or_default();
-    let chains = relay.registry.get_all();
+fn listing(
+    judging: &Judging,
+    src: &[u8],
+    message: &Node,
+    result: &Node,
+    audited: &Audited,
+) -> Option<Vec<u8>> {
+    let tools = result
+        .get(src, "tools")
+        .and_then(Node::as_array)
+        .unwrap_or_default();
+    let chains = judging.registry.get_all();
     let mut edits = Splice::new();
     let mut kept = Vec::new();
     for (index, tool) in tools.iter().enumerate() {
@@ -202,7 +264,7 @@ fn listing(relay: &Relay, src: &[u8], message: &Node, result: &Node, audited: &A
             .unwrap_or_default()
             .into_owned();
         let mut verdict = judge_listed_tool(audited, &chains, src, tool);
-        if let Some(pins) = &relay.rules.pins {
+        if let Some(pins) = &judging.rules.pins {
             if let Some(drift) = pins.drift(&name, &super::pin::fingerprint(src, tool)) {
                 verdict = Verdict::Withheld(drift.to_string());
                 audited.record(drifted(&name, &drift.to_string()));
@@ -211,15 +273,15 @@ fn listing(relay: &Relay, src: &[u8], message: &Node, result: &Node, audited: &A
         match verdict {
             Verdict::Withheld(why) => {
                 say(&format!("withheld tool {name} from the listing: {why}"));
-                lock(&relay.withheld).insert(name, why);
+                lock(&judging.withheld).insert(name, why);
             }
             Verdict::Edited(splice) => {
-                lock(&relay.withheld).remove(&name);
+                lock(&judging.withheld).remove(&name);
                 edits.absorb(splice);
                 kept.push(index);
             }
             Verdict::Pass => {
-                lock(&relay.withheld).remove(&name);
+                lock(&judging.withheld).remove(&name);
                 kept.push(index);
             }
         }
@@ -230,13 +292,21 @@ fn listing(relay: &Relay, src: &[u8], message: &Node, result: &Node, audited: &A
     }
     // The tools withheld are left out: the listing rebuilt from the
     // edited message, every other byte as it was.
-    let root = parse(&edited, &Limits::new().with_max_depth(super::message::MAX_DEPTH)).ok()?;
+    let root = parse(
+        &edited,
+        &Limits::new().with_max_depth(super::message::MAX_DEPTH),
+    )
+    .ok()?;
     let listed = root.get(&edited, "result")?.get(&edited, "tools")?;
     let items = listed.as_array()?;
     let mut splice = Splice::new();
     splice.replace(
         listed.span.clone(),
-        array_from(kept.iter().filter_map(|&i| items.get(i)).map(|n| n.raw(&edited))),
+        array_from(
+            kept.iter()
+                .filter_map(|&i| items.get(i))
+                .map(|n| n.raw(&edited)),
+        ),
     );
     splice.render(&edited).ok()
 }

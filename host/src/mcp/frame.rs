@@ -196,7 +196,8 @@ mod tests {
 
     #[test]
     fn one_message_a_line_two_on_a_line_and_one_over_several_lines_are_each_a_frame() {
-        let stream = "{\"a\":1}\n{\"b\":\"}{\\\"]\"} [1,{\"c\":[]}]\n{\n \"method\":\n \"tools/call\"\n}\n";
+        let stream =
+            "{\"a\":1}\n{\"b\":\"}{\\\"]\"} [1,{\"c\":[]}]\n{\n \"method\":\n \"tools/call\"\n}\n";
         assert_eq!(
             frames(stream),
             vec![

@@ -68,16 +68,33 @@ pub(super) struct Pending {
 /// A writer one side of the relay writes whole messages to.
 type Out = Mutex<Box<dyn Write + Send>>;
 
-/// What the two sides share.
-pub(super) struct Relay {
+/// What judges messages, whatever carries them: the packs, the rules,
+/// and the tools the last listing withheld.
+pub(super) struct Judging {
     pub(super) registry: Arc<Registry>,
     pub(super) rules: Rules,
+    /// Tools the last listing withheld, by name, with why.
+    pub(super) withheld: Mutex<HashMap<String, String>>,
+}
+
+impl Judging {
+    /// Judging by `registry`'s chains and `rules`.
+    pub(super) fn new(registry: &Arc<Registry>, rules: Rules) -> Judging {
+        Judging {
+            registry: Arc::clone(registry),
+            rules,
+            withheld: Mutex::default(),
+        }
+    }
+}
+
+/// What the two sides of a stdio relay share.
+pub(super) struct Relay {
+    pub(super) judging: Judging,
     client: Out,
     server: Out,
     /// The client's requests the server has not answered, by id key.
     pub(super) in_flight: Mutex<HashMap<String, Pending>>,
-    /// Tools the last listing withheld, by name, with why.
-    pub(super) withheld: Mutex<HashMap<String, String>>,
 }
 
 /// `mutex` locked, whatever a panicking holder left.
@@ -194,12 +211,10 @@ pub fn guard(
         });
     };
     let relay = Arc::new(Relay {
-        registry: Arc::clone(registry),
-        rules,
+        judging: Judging::new(registry, rules),
         client: Mutex::new(Box::new(output)),
         server: Mutex::new(Box::new(to_server)),
         in_flight: Mutex::default(),
-        withheld: Mutex::default(),
     });
     // The client's side on a thread of its own, not joined: it may wait on
     // the client's input after the server is gone. Its end closes the

@@ -175,7 +175,9 @@ pub(super) fn judge_view(
                 && whole.starts_with(&before)
                 && whole.ends_with(&after) =>
         {
-            vec![Some(whole[before.len()..whole.len() - after.len()].to_owned())]
+            vec![Some(
+                whole[before.len()..whole.len() - after.len()].to_owned(),
+            )]
         }
         _ => match rejudged(view, &judge) {
             Ok(texts) => texts,
@@ -215,9 +217,11 @@ fn rejudged(
         .collect();
     match judge(&joined)? {
         None => Ok(texts),
-        Some(_) => Err("Blocked by interceptor: the packs changed this message in a way the \
+        Some(_) => Err(
+            "Blocked by interceptor: the packs changed this message in a way the \
                         guard cannot write back into its items"
-            .to_owned()),
+                .to_owned(),
+        ),
     }
 }
 
@@ -250,7 +254,10 @@ fn listing_texts(src: &[u8], tool: &Node) -> Vec<(Option<std::ops::Range<usize>>
             }
         }
     }
-    if let Some(title) = tool.get(src, "annotations").and_then(|a| a.get(src, "title")) {
+    if let Some(title) = tool
+        .get(src, "annotations")
+        .and_then(|a| a.get(src, "title"))
+    {
         if let Some(text) = title.text(src) {
             texts.push((Some(title.span.clone()), text.into_owned()));
         }
@@ -266,8 +273,16 @@ fn listing_texts(src: &[u8], tool: &Node) -> Vec<(Option<std::ops::Range<usize>>
 /// A schema's keyword values that are no text: names of types, formats,
 /// references, patterns.
 const SCHEMA_KEYWORDS: &[&str] = &[
-    "type", "$schema", "$ref", "$id", "$anchor", "format", "pattern", "required",
-    "contentEncoding", "contentMediaType",
+    "type",
+    "$schema",
+    "$ref",
+    "$id",
+    "$anchor",
+    "format",
+    "pattern",
+    "required",
+    "contentEncoding",
+    "contentMediaType",
 ];
 
 fn schema_texts(
@@ -356,13 +371,20 @@ fn judge_listing(
     }
     let request = ProviderRequest {
         model: String::new(),
-        messages: texts.iter().map(|(_, t)| Message::system(t.clone())).collect(),
+        messages: texts
+            .iter()
+            .map(|(_, t)| Message::system(t.clone()))
+            .collect(),
         tools: ToolList::new(tools),
         kwargs: serde_json::Map::new(),
         headers: None,
     };
-    let outcome =
-        audited.run::<ProviderRequestSeam>(&chains.provider_request, &(), &request, &listing_facts());
+    let outcome = audited.run::<ProviderRequestSeam>(
+        &chains.provider_request,
+        &(),
+        &request,
+        &listing_facts(),
+    );
     if let Some(reason) = outcome.blocked {
         return Verdict::Withheld(format!("Blocked by interceptor: {reason}"));
     }
@@ -390,9 +412,7 @@ fn judge_listing(
             continue;
         }
         let Some(span) = span else {
-            return Verdict::Withheld(
-                "the packs changed a property name of its schema".to_owned(),
-            );
+            return Verdict::Withheld("the packs changed a property name of its schema".to_owned());
         };
         splice.replace(span.clone(), crate::jsondoc::string_literal(&new.content));
     }

@@ -165,7 +165,8 @@ mod tests {
 
     #[test]
     fn a_lone_surrogate_is_read_and_forwarded_as_the_replacement_character() {
-        let message = parsed(r#"{"method":"tools/call","params":{"name":"ech\ud800o","\udc00":1}}"#);
+        let message =
+            parsed(r#"{"method":"tools/call","params":{"name":"ech\ud800o","\udc00":1}}"#);
         let src = String::from_utf8(message.src.clone()).unwrap();
         assert_eq!(
             src,
@@ -206,7 +207,9 @@ mod tests {
             .messages()
             .into_iter()
             .map(|m| match Shape::of(&batch.src, m) {
-                Shape::Request { method, id } => format!("request {method} {}", id_key(&batch.src, id)),
+                Shape::Request { method, id } => {
+                    format!("request {method} {}", id_key(&batch.src, id))
+                }
                 Shape::Notification { method } => format!("notification {method}"),
                 Shape::Response { id } => format!("response {}", id_key(&batch.src, id)),
                 Shape::Invalid(_) => "invalid".to_owned(),

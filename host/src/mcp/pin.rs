@@ -219,8 +219,7 @@ impl Lock {
     ///
     /// `PinError::Lock` when it cannot be written.
     pub fn write(&self, path: &Path) -> Result<(), PinError> {
-        let mut text =
-            serde_json::to_string_pretty(self).map_err(|e| lock_error(path, e))?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| lock_error(path, e))?;
         text.push('\n');
         let partial = path.with_extension("lock.partial");
         std::fs::write(&partial, text)
@@ -268,7 +267,9 @@ pub fn list_tools(command: &[String]) -> Result<PinnedServer, PinError> {
         .map_err(|e| failed(format!("cannot start it: {e}")))?;
     let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
         let _ = child.kill();
-        return Err(failed("its standard streams could not be connected".to_owned()));
+        return Err(failed(
+            "its standard streams could not be connected".to_owned(),
+        ));
     };
     let (frames, receiver) = mpsc::channel();
     std::thread::spawn(move || {
@@ -281,8 +282,12 @@ pub fn list_tools(command: &[String]) -> Result<PinnedServer, PinError> {
     });
     let listed = (|| {
         let version = env!("CARGO_PKG_VERSION");
-        let ask = |input: &mut std::process::ChildStdin, id: u64, method: &str, params: serde_json::Value| {
-            let message = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let ask = |input: &mut std::process::ChildStdin,
+                   id: u64,
+                   method: &str,
+                   params: serde_json::Value| {
+            let message =
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
             writeln!(input, "{message}").map_err(|e| format!("it went away: {e}"))?;
             answer(&receiver, id)
         };
@@ -293,20 +298,41 @@ pub fn list_tools(command: &[String]) -> Result<PinnedServer, PinError> {
             serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": {"name": "chimera-mcp-pin", "version": version}}),
         )?;
-        writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#)
-            .map_err(|e| format!("it went away: {e}"))?;
+        writeln!(
+            input,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .map_err(|e| format!("it went away: {e}"))?;
         let mut pinned = PinnedServer::default();
         let mut cursor: Option<String> = None;
         for page in 2..1_000 {
-            let params = cursor.map_or_else(|| serde_json::json!({}), |c| serde_json::json!({"cursor": c}));
+            let params = cursor.map_or_else(
+                || serde_json::json!({}),
+                |c| serde_json::json!({"cursor": c}),
+            );
             let parsed = ask(&mut input, page, "tools/list", params)?;
             let src = &parsed.src;
-            let result = parsed.root.get(src, "result").ok_or("it answered tools/list with no result")?;
-            for tool in result.get(src, "tools").and_then(Node::as_array).unwrap_or_default() {
-                let name = tool.get(src, "name").and_then(|n| n.text(src)).ok_or("a listed tool has no name")?;
-                pinned.tools.insert(name.into_owned(), fingerprint(src, tool));
+            let result = parsed
+                .root
+                .get(src, "result")
+                .ok_or("it answered tools/list with no result")?;
+            for tool in result
+                .get(src, "tools")
+                .and_then(Node::as_array)
+                .unwrap_or_default()
+            {
+                let name = tool
+                    .get(src, "name")
+                    .and_then(|n| n.text(src))
+                    .ok_or("a listed tool has no name")?;
+                pinned
+                    .tools
+                    .insert(name.into_owned(), fingerprint(src, tool));
             }
-            cursor = result.get(src, "nextCursor").and_then(|c| c.text(src)).map(|c| c.into_owned());
+            cursor = result
+                .get(src, "nextCursor")
+                .and_then(|c| c.text(src))
+                .map(std::borrow::Cow::into_owned);
             if cursor.is_none() {
                 return Ok(pinned);
             }
@@ -322,11 +348,16 @@ pub fn list_tools(command: &[String]) -> Result<PinnedServer, PinError> {
 /// The server's answer to request `id`, skipping everything else it sends.
 fn answer(receiver: &mpsc::Receiver<Frame>, id: u64) -> Result<Parsed, String> {
     loop {
-        let frame = receiver
-            .recv_timeout(ANSWER_WITHIN)
-            .map_err(|_| format!("no answer to request {id} within {} s", ANSWER_WITHIN.as_secs()))?;
+        let frame = receiver.recv_timeout(ANSWER_WITHIN).map_err(|_| {
+            format!(
+                "no answer to request {id} within {} s",
+                ANSWER_WITHIN.as_secs()
+            )
+        })?;
         let Frame::Value(bytes) = frame else { continue };
-        let Ok(parsed) = Parsed::of(bytes) else { continue };
+        let Ok(parsed) = Parsed::of(bytes) else {
+            continue;
+        };
         let Shape::Response { id: answered } = Shape::of(&parsed.src, &parsed.root) else {
             continue;
         };
@@ -377,7 +408,9 @@ mod tests {
         );
         assert_eq!(
             server.drift("echo2", &print(echo)),
-            Some(Drift::Renamed { from: "echo".to_owned() })
+            Some(Drift::Renamed {
+                from: "echo".to_owned()
+            })
         );
         assert_eq!(server.drift("other", &print(poisoned)), Some(Drift::New));
     }
@@ -387,12 +420,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(DEFAULT_LOCK);
         assert_eq!(Lock::read(&path).unwrap(), None);
-        let mut lock = Lock { version: 1, ..Lock::default() };
+        let mut lock = Lock {
+            version: 1,
+            ..Lock::default()
+        };
         lock.servers.insert("s".to_owned(), PinnedServer::default());
         lock.write(&path).unwrap();
         assert_eq!(Lock::read(&path).unwrap(), Some(lock));
         std::fs::write(&path, "{\"version\": 2, \"servers\": {}}").unwrap();
         let error = Lock::read(&path).unwrap_err().to_string();
-        assert!(error.contains("version 2") && !error.contains('\n'), "{error}");
+        assert!(
+            error.contains("version 2") && !error.contains('\n'),
+            "{error}"
+        );
     }
 }

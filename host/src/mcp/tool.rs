@@ -11,9 +11,9 @@
 //! server. A result longer than [`MAX_RESULT_BYTES`] is cut, saying so.
 
 use super::connection::Server;
-use crate::tools::{Tool, ToolContext, ToolError};
 use super::view::View;
 use crate::jsondoc::{parse, Limits};
+use crate::tools::{Tool, ToolContext, ToolError};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::ServiceError;
 use serde_json::Value;

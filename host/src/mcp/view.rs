@@ -139,7 +139,9 @@ impl View {
                 self.string(src, field("text").unwrap_or(item));
             }
             Some(media @ ("image" | "audio")) => {
-                let mime = field("mimeType").and_then(|m| m.text(src)).unwrap_or_default();
+                let mime = field("mimeType")
+                    .and_then(|m| m.text(src))
+                    .unwrap_or_default();
                 let size = field("data").map_or(0, |d| d.raw(src).len().saturating_sub(2));
                 self.literal(format!("[{media} {mime}, {size} bytes of base64]"));
             }
@@ -190,7 +192,11 @@ impl View {
     fn strings_of(&mut self, src: &[u8], node: &Node) {
         match &node.kind {
             Kind::String { .. } => {
-                if self.pieces.last().is_some_and(|p| !p.text().ends_with('\n')) {
+                if self
+                    .pieces
+                    .last()
+                    .is_some_and(|p| !p.text().ends_with('\n'))
+                {
                     self.literal("\n");
                 }
                 self.string(src, node);
@@ -225,7 +231,11 @@ impl View {
     /// When the view has one judged piece: the texts around it, which a
     /// judged text must keep for its middle to be that piece's new text.
     pub(crate) fn single(&self) -> Option<(usize, String, String)> {
-        let mut judged = self.pieces.iter().enumerate().filter(|(_, p)| p.is_judged());
+        let mut judged = self
+            .pieces
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_judged());
         let (at, _) = judged.next()?;
         if judged.next().is_some() {
             return None;
@@ -255,7 +265,11 @@ impl View {
                     splice.replace(span.clone(), crate::jsondoc::string_literal(text));
                 }
                 Piece::Json { span, text: old } => {
-                    let kind = |t: &str| parse(t.as_bytes(), &Limits::default()).ok().map(|n| n.kind_name());
+                    let kind = |t: &str| {
+                        parse(t.as_bytes(), &Limits::default())
+                            .ok()
+                            .map(|n| n.kind_name())
+                    };
                     if kind(text).is_none() || kind(text) != kind(old) {
                         return Err("the packs changed its structured content into \
                                     something that is not the same kind of JSON"
@@ -303,7 +317,17 @@ mod tests {
         );
         assert_eq!(
             view.judged_texts(),
-            ["one", "file:///a", "two", "file:///b", "file:///c", "three", "four", "five", "{\"six\": 6}"]
+            [
+                "one",
+                "file:///a",
+                "two",
+                "file:///b",
+                "file:///c",
+                "three",
+                "four",
+                "five",
+                "{\"six\": 6}"
+            ]
         );
     }
 
@@ -314,7 +338,10 @@ mod tests {
         );
         let mut splice = Splice::new();
         view.write(
-            &[Some("a [x]".to_owned()), Some(r#"{"k":"a [x]"}"#.to_owned())],
+            &[
+                Some("a [x]".to_owned()),
+                Some(r#"{"k":"a [x]"}"#.to_owned()),
+            ],
             &mut splice,
         )
         .unwrap();
