@@ -77,7 +77,13 @@ const NOT_TEXT: &[&str] = &[
     "progressToken",
     "type",
     "role",
+    "resultType",
 ];
+
+/// Whether member `key` holds no text (see [`NOT_TEXT`]).
+fn is_keyword(src: &[u8], key: &crate::jsondoc::Key) -> bool {
+    NOT_TEXT.iter().any(|name| key.is(src, name))
+}
 
 impl View {
     /// The text the seams judge: every piece, in order.
@@ -127,6 +133,14 @@ impl View {
                 span: structured.span.clone(),
                 text: String::from_utf8_lossy(structured.raw(src)).into_owned(),
             });
+        }
+        // Anything else a server put in it (the input requests of an
+        // `input_required` result, fields a client may show): its strings.
+        for (key, value) in result.as_object().unwrap_or_default() {
+            let known = ["content", "structuredContent", "isError"];
+            if !known.iter().any(|name| key.is(src, name)) && !is_keyword(src, key) {
+                view.strings_of(src, value);
+            }
         }
         view
     }
@@ -208,8 +222,7 @@ impl View {
                     .and_then(|t| t.text(src))
                     .is_some_and(|t| t == "image" || t == "audio");
                 for (key, value) in members {
-                    let opaque = NOT_TEXT.iter().any(|name| key.is(src, name))
-                        || (media && key.is(src, "data"));
+                    let opaque = is_keyword(src, key) || (media && key.is(src, "data"));
                     if !opaque {
                         self.strings_of(src, value);
                     }
@@ -307,13 +320,15 @@ mod tests {
                 {"type": "resource_link", "uri": "file:///c", "name": "three", "description": "four"},
                 {"type": "future", "what": "five", "type2": 1}
               ],
-              "structuredContent": {"six": 6}}"#,
+              "structuredContent": {"six": 6},
+              "resultType": "input_required",
+              "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "seven"}}}}"#,
         );
         assert_eq!(
             view.text(),
             "one\n[image image/png, 4 bytes of base64]\n[resource file:///a]\ntwo\n\
              [resource file:///b] (x/y, 4 bytes of base64)\n[resource link file:///c]\nthree\nfour\n\
-             five\n{\"six\": 6}"
+             five\n{\"six\": 6}\nelicitation/create\nseven"
         );
         assert_eq!(
             view.judged_texts(),
@@ -326,7 +341,9 @@ mod tests {
                 "three",
                 "four",
                 "five",
-                "{\"six\": 6}"
+                "{\"six\": 6}",
+                "elicitation/create",
+                "seven"
             ]
         );
     }
