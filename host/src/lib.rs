@@ -82,6 +82,7 @@ pub mod gateway;
 pub mod interception;
 pub mod isolate;
 pub mod jsondoc;
+pub(crate) mod listen;
 pub mod mcp;
 pub mod pack_test;
 pub mod plugins;

@@ -15,7 +15,7 @@
 //! client keys a key is whatever the client says, so these bounds keep
 //! honest clients apart, and the global ones (`buffer_cap`, `concurrency`)
 //! bound the rest. The connection-level bounds (header and write
-//! timeouts) are in [`listen`](super::listen).
+//! timeouts) are in [`listen`](crate::listen).
 
 use super::wire::{Refusal, Wire};
 use super::{presented_key, refuse};

@@ -214,7 +214,7 @@ async fn relay<W: Wire>(
         id: id_header,
         started,
     };
-    tokio::spawn(super::listen::with_stall(forward_and_answer::<W>(upstream)))
+    tokio::spawn(crate::listen::with_stall(forward_and_answer::<W>(upstream)))
         .await
         .unwrap_or_else(|_| refuse::<W>(Refusal::Upstream, "the exchange failed"))
 }
@@ -470,7 +470,7 @@ fn stream<W: Wire>(
     timing: Timing,
 ) -> Response {
     let (sender, receiver) = mpsc::channel::<Bytes>(STREAM_BACKLOG);
-    let stalled = super::listen::stalled();
+    let stalled = crate::listen::stalled();
     tokio::spawn(async move {
         let session = lease.session();
         let relayed = W::relay(StreamContext {

@@ -70,7 +70,6 @@ mod events;
 mod exchange;
 mod forward;
 mod hold;
-mod listen;
 mod metrics;
 mod openai;
 pub mod sessions;
@@ -444,12 +443,12 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let limits = listen::ConnectionLimits {
+        let limits = crate::listen::ConnectionLimits {
             header_timeout: self.limits.header_timeout,
             write_timeout: self.limits.write_timeout,
             header_cap: self.header_cap,
         };
-        listen::serve(self.router(), listener, limits, shutdown).await
+        crate::listen::serve(self.router(), listener, limits, shutdown).await
     }
 
     /// What streamed replies do with the packs loaded now, in one line, when

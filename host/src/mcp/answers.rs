@@ -5,57 +5,18 @@
 //! its strings. An answer to no request in flight, or one the guard cannot
 //! read, never reaches the client.
 
-use super::frame::{Frame, Framer};
-use super::guard::{
-    answer, error_result, lock, reassemble, render_member, rpc_error, say, GuardError, Judging,
-    Pending, Relay,
+use super::judge::{
+    judge_instructions, judge_listed_tool, judge_view, lock, Audited, Judging, Pending, Verdict,
 };
-use super::judge::{judge_instructions, judge_listed_tool, judge_view, Audited, Verdict};
 use super::message::{id_key, Parsed, Shape};
 use super::view::View;
+use super::wire::{answer, error_result, reassemble, render_member, rpc_error, say};
 use crate::interception::{AuditRecord, EventDecision, InterceptorEvent};
 use crate::jsondoc::{array_from, parse, Limits, Node, Splice};
 use crate::types::ToolCall;
-use std::io::{BufReader, Read};
 
 /// JSON-RPC's "internal error", for what the guard withholds.
 const WITHHELD: i32 = -32603;
-
-/// Relays the server's messages until its output ends, then answers each
-/// request it left unanswered.
-pub(super) fn relay_answers(relay: &Relay, from_server: impl Read) -> Result<(), GuardError> {
-    let mut framer = Framer::new(BufReader::new(from_server), "server");
-    while let Some(frame) = framer.next_frame()? {
-        let parsed = match frame {
-            Frame::Value(bytes) => Parsed::of(bytes),
-            Frame::Garbage(_) => Err("not a JSON-RPC message".to_owned()),
-        };
-        let parsed = match parsed {
-            Ok(parsed) => parsed,
-            Err(why) => {
-                say(&format!("withheld a message from the server: {why}"));
-                continue;
-            }
-        };
-        let mut pending = |key: &str| lock(&relay.in_flight).remove(key);
-        let judged = relay.judging.judge_server(&parsed, &mut pending);
-        for reply in &judged.to_server {
-            relay.to_server(reply)?;
-        }
-        if let Some(bytes) = judged.forward {
-            relay.to_client(&bytes)?;
-        }
-    }
-    // The server is gone: every request it did not answer gets an answer.
-    let unanswered: Vec<(String, Pending)> = lock(&relay.in_flight).drain().collect();
-    for (_, pending) in unanswered {
-        relay.to_client(&unanswered_answer(
-            &pending,
-            "the MCP server ended before it answered",
-        ))?;
-    }
-    Ok(())
-}
 
 /// The answer to `pending` when the server will not give one: `why`, and
 /// `this call` or `this request`.

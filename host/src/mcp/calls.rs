@@ -3,17 +3,12 @@
 //! before it goes on, as judged; what the guard cannot read refused with a
 //! JSON-RPC error, never forwarded.
 
-use super::frame::{Frame, Framer};
-use super::guard::{
-    answer, error_result, lock, reassemble, render_member, rpc_error, say, GuardError, Judging,
-    Pending, Relay,
-};
-use super::judge::{gate, Audited, Gate, SESSION};
+use super::judge::{gate, lock, Audited, Gate, Judging, Pending, SESSION};
 use super::message::{id_key, Parsed, Shape};
+use super::wire::{answer, error_result, reassemble, render_member, rpc_error, say};
 use crate::interception::{SessionFacts, ToolCallSeam};
 use crate::jsondoc::{object_from, string_literal, Node, Splice};
 use crate::types::ToolCall;
-use std::io::{BufReader, Read};
 
 /// JSON-RPC's "parse error".
 const PARSE_ERROR: i32 = -32700;
@@ -21,32 +16,6 @@ const PARSE_ERROR: i32 = -32700;
 const INVALID_REQUEST: i32 = -32600;
 /// JSON-RPC's "invalid params".
 const INVALID_PARAMS: i32 = -32602;
-
-/// Relays the client's messages until its input ends.
-pub(super) fn relay_calls(relay: &Relay, input: impl Read) -> Result<(), GuardError> {
-    let mut framer = Framer::new(BufReader::new(input), "client");
-    while let Some(frame) = framer.next_frame()? {
-        let parsed = match frame {
-            Frame::Value(bytes) => Parsed::of(bytes),
-            Frame::Garbage(_) => Err("not a JSON-RPC message".to_owned()),
-        };
-        let judged = match parsed {
-            Ok(parsed) => {
-                let in_flight = |key: &str| lock(&relay.in_flight).contains_key(key);
-                relay.judging.judge_client(&parsed, &in_flight)
-            }
-            Err(why) => FromClient::unreadable(&why),
-        };
-        for reply in &judged.replies {
-            relay.to_client(reply)?;
-        }
-        lock(&relay.in_flight).extend(judged.pending);
-        if let Some(bytes) = judged.forward {
-            relay.to_server(&bytes)?;
-        }
-    }
-    Ok(())
-}
 
 /// What judging one frame from the client made: what goes on to the
 /// server, the answers the guard gives the client itself (refusals), and

@@ -11,8 +11,7 @@
 //! of its line; so is a value the stream ends inside. The guard refuses
 //! garbage: it is never forwarded.
 
-use super::guard::GuardError;
-use super::MAX_LINE;
+use super::error::{GuardError, MAX_LINE};
 use std::io::BufRead;
 
 /// One framed piece of the stream.

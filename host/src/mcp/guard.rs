@@ -3,90 +3,21 @@
 //! requests in flight, the tools withheld, one writer each way), and how
 //! the session ends.
 
-use super::judge::Audited;
-use crate::agent::PermissionPolicy;
-use crate::audit::AuditLog;
-use crate::jsondoc::{object_from, string_literal, Node, Splice};
+use super::answers::unanswered_answer;
+use super::calls::FromClient;
+use super::error::GuardError;
+use super::frame::{Frame, Framer};
+use super::judge::{lock, Judging, Pending, Rules};
+use super::message::Parsed;
+use super::wire::say;
 use crate::plugins::Registry;
-use crate::types::ToolCall;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-/// The longest message relayed, in bytes.
-pub const MAX_LINE: usize = 16 << 20;
-
-/// Why the guard stopped before its server did.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum GuardError {
-    /// The server could not be started.
-    #[error("cannot start the MCP server {program}: {source}")]
-    Start {
-        /// The command.
-        program: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A message longer than [`MAX_LINE`].
-    #[error("a message from the {from} is longer than {MAX_LINE} bytes: the session ends")]
-    TooLong {
-        /// `client` or `server`.
-        from: &'static str,
-    },
-    /// Reading or writing a stream failed.
-    #[error("the {0} went away: {1}")]
-    Io(&'static str, std::io::Error),
-}
-
-/// What the guard applies beside the packs: the permission policy (after
-/// the `tool_call` chain, as in the loop; a call it does not allow is
-/// refused, since there is no operator to ask), the server's pinned tools
-/// and the audit log.
-#[derive(Clone)]
-pub struct Rules {
-    /// Which calls may go to the server (`--deny TOOL`).
-    pub policy: Arc<dyn PermissionPolicy>,
-    /// The server's tools as `chimera mcp pin` recorded them, when it was
-    /// pinned: a listed tool that is not so is withheld.
-    pub pins: Option<super::pin::PinnedServer>,
-    /// Where every decision is recorded (`--audit FILE`).
-    pub audit: Option<AuditLog>,
-}
-
-/// A request the client sent and the server has not answered: its
-/// method, the call its answer is judged as the result of (a synthetic
-/// `mcp:METHOD` call for a method other than `tools/call`), and where its
-/// decisions are audited.
-pub(super) struct Pending {
-    pub(super) method: String,
-    pub(super) call: ToolCall,
-    pub(super) audited: Audited,
-}
+use std::sync::{Arc, Mutex};
 
 /// A writer one side of the relay writes whole messages to.
 type Out = Mutex<Box<dyn Write + Send>>;
-
-/// What judges messages, whatever carries them: the packs, the rules,
-/// and the tools the last listing withheld.
-pub(super) struct Judging {
-    pub(super) registry: Arc<Registry>,
-    pub(super) rules: Rules,
-    /// Tools the last listing withheld, by name, with why.
-    pub(super) withheld: Mutex<HashMap<String, String>>,
-}
-
-impl Judging {
-    /// Judging by `registry`'s chains and `rules`.
-    pub(super) fn new(registry: &Arc<Registry>, rules: Rules) -> Judging {
-        Judging {
-            registry: Arc::clone(registry),
-            rules,
-            withheld: Mutex::default(),
-        }
-    }
-}
 
 /// What the two sides of a stdio relay share.
 pub(super) struct Relay {
@@ -95,11 +26,6 @@ pub(super) struct Relay {
     server: Out,
     /// The client's requests the server has not answered, by id key.
     pub(super) in_flight: Mutex<HashMap<String, Pending>>,
-}
-
-/// `mutex` locked, whatever a panicking holder left.
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Relay {
@@ -120,54 +46,6 @@ fn send(to: &mut dyn Write, message: &[u8], who: &'static str) -> Result<(), Gua
         .and_then(|()| to.write_all(b"\n"))
         .and_then(|()| to.flush())
         .map_err(|e| GuardError::Io(who, e))
-}
-
-/// One line on standard error, safe to print.
-pub(super) fn say(line: &str) {
-    eprintln!("mcp guard: {}", crate::types::terminal_safe(line));
-}
-
-/// A JSON-RPC answer to `id` (its raw JSON) with `member` (`result` or
-/// `error`) holding `value` (raw JSON).
-pub(super) fn answer(id: &[u8], member: &str, value: &[u8]) -> Vec<u8> {
-    object_from([("jsonrpc", &b"\"2.0\""[..]), ("id", id), (member, value)])
-}
-
-/// A JSON-RPC error object.
-pub(super) fn rpc_error(code: i32, message: &str) -> Vec<u8> {
-    object_from([
-        ("code", code.to_string().as_bytes()),
-        ("message", string_literal(message).as_bytes()),
-    ])
-}
-
-/// An MCP tool result saying `text` as an error.
-pub(super) fn error_result(text: &str) -> Vec<u8> {
-    let item = object_from([
-        ("type", &b"\"text\""[..]),
-        ("text", string_literal(text).as_bytes()),
-    ]);
-    object_from([
-        ("content", crate::jsondoc::array_from([item]).as_slice()),
-        ("isError", b"true"),
-    ])
-}
-
-/// `member` of `src` with `splice`'s edits (all inside it) applied.
-pub(super) fn render_member(src: &[u8], member: &Node, splice: &Splice) -> Option<Vec<u8>> {
-    let rendered = splice.render(src).ok()?;
-    let end = (member.span.end + rendered.len()).checked_sub(src.len())?;
-    rendered.get(member.span.start..end).map(<[u8]>::to_vec)
-}
-
-/// The messages of one frame as they go on: a batch's members (those that
-/// go on) as a batch, or the one message.
-pub(super) fn reassemble(batch: bool, members: Vec<Vec<u8>>) -> Option<Vec<u8>> {
-    if batch {
-        (!members.is_empty()).then(|| crate::jsondoc::array_from(members))
-    } else {
-        members.into_iter().next()
-    }
 }
 
 /// Relays between the client on `input`/`output` and the MCP server
@@ -222,13 +100,13 @@ pub fn guard(
     let calls = {
         let relay = Arc::clone(&relay);
         std::thread::spawn(move || {
-            let outcome = super::calls::relay_calls(&relay, input);
+            let outcome = relay_calls(&relay, input);
             // The client is gone: so is the server's input.
             *lock(&relay.server) = Box::new(std::io::sink());
             outcome
         })
     };
-    let outcome = super::answers::relay_answers(&relay, from_server);
+    let outcome = relay_answers(&relay, from_server);
     let outcome = match (outcome, calls.is_finished()) {
         (Ok(()), true) => calls.join().unwrap_or(Ok(())),
         (outcome, _) => outcome,
@@ -238,4 +116,66 @@ pub fn guard(
     }
     let status = server.wait().map_err(|e| GuardError::Io("server", e))?;
     outcome.map(|()| status)
+}
+
+/// Relays the client's messages until its input ends.
+fn relay_calls(relay: &Relay, input: impl Read) -> Result<(), GuardError> {
+    let mut framer = Framer::new(BufReader::new(input), "client");
+    while let Some(frame) = framer.next_frame()? {
+        let parsed = match frame {
+            Frame::Value(bytes) => Parsed::of(bytes),
+            Frame::Garbage(_) => Err("not a JSON-RPC message".to_owned()),
+        };
+        let judged = match parsed {
+            Ok(parsed) => {
+                let in_flight = |key: &str| lock(&relay.in_flight).contains_key(key);
+                relay.judging.judge_client(&parsed, &in_flight)
+            }
+            Err(why) => FromClient::unreadable(&why),
+        };
+        for reply in &judged.replies {
+            relay.to_client(reply)?;
+        }
+        lock(&relay.in_flight).extend(judged.pending);
+        if let Some(bytes) = judged.forward {
+            relay.to_server(&bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// Relays the server's messages until its output ends, then answers each
+/// request it left unanswered.
+fn relay_answers(relay: &Relay, from_server: impl Read) -> Result<(), GuardError> {
+    let mut framer = Framer::new(BufReader::new(from_server), "server");
+    while let Some(frame) = framer.next_frame()? {
+        let parsed = match frame {
+            Frame::Value(bytes) => Parsed::of(bytes),
+            Frame::Garbage(_) => Err("not a JSON-RPC message".to_owned()),
+        };
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                say(&format!("withheld a message from the server: {why}"));
+                continue;
+            }
+        };
+        let mut pending = |key: &str| lock(&relay.in_flight).remove(key);
+        let judged = relay.judging.judge_server(&parsed, &mut pending);
+        for reply in &judged.to_server {
+            relay.to_server(reply)?;
+        }
+        if let Some(bytes) = judged.forward {
+            relay.to_client(&bytes)?;
+        }
+    }
+    // The server is gone: every request it did not answer gets an answer.
+    let unanswered: Vec<(String, Pending)> = lock(&relay.in_flight).drain().collect();
+    for (_, pending) in unanswered {
+        relay.to_client(&unanswered_answer(
+            &pending,
+            "the MCP server ended before it answered",
+        ))?;
+    }
+    Ok(())
 }

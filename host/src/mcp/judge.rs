@@ -17,7 +17,10 @@ use crate::interception::{
     SeamSpec, SessionFacts, ToolResultSeam,
 };
 use crate::jsondoc::{Kind, Node, Splice};
+use crate::plugins::Registry;
 use crate::types::{Message, ProviderRequest, ToolCall, ToolList, ToolResult, ToolSchema};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The session the chains run for, and the audit lines name: one per
 /// guard.
@@ -79,6 +82,56 @@ impl Audited {
             audit.write_out();
         }
     }
+}
+
+/// What the guard applies beside the packs: the permission policy (after
+/// the `tool_call` chain, as in the loop; a call it does not allow is
+/// refused, since there is no operator to ask), the server's pinned tools
+/// and the audit log.
+#[derive(Clone)]
+pub struct Rules {
+    /// Which calls may go to the server (`--deny TOOL`).
+    pub policy: Arc<dyn PermissionPolicy>,
+    /// The server's tools as `chimera mcp pin` recorded them, when it was
+    /// pinned: a listed tool that is not so is withheld.
+    pub pins: Option<super::pin::PinnedServer>,
+    /// Where every decision is recorded (`--audit FILE`).
+    pub audit: Option<AuditLog>,
+}
+
+/// A request the client sent and the server has not answered: its
+/// method, the call its answer is judged as the result of (a synthetic
+/// `mcp:METHOD` call for a method other than `tools/call`), and where its
+/// decisions are audited.
+pub(super) struct Pending {
+    pub(super) method: String,
+    pub(super) call: ToolCall,
+    pub(super) audited: Audited,
+}
+
+/// What judges messages, whatever carries them: the packs, the rules,
+/// and the tools the last listing withheld.
+pub(super) struct Judging {
+    pub(super) registry: Arc<Registry>,
+    pub(super) rules: Rules,
+    /// Tools the last listing withheld, by name, with why.
+    pub(super) withheld: Mutex<HashMap<String, String>>,
+}
+
+impl Judging {
+    /// Judging by `registry`'s chains and `rules`.
+    pub(super) fn new(registry: &Arc<Registry>, rules: Rules) -> Judging {
+        Judging {
+            registry: Arc::clone(registry),
+            rules,
+            withheld: Mutex::default(),
+        }
+    }
+}
+
+/// `mutex` locked, whatever a panicking holder left.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What judging made of a message.

@@ -44,6 +44,7 @@
 mod answers;
 mod calls;
 mod connection;
+mod error;
 mod frame;
 mod guard;
 mod judge;
@@ -53,8 +54,11 @@ mod servers;
 mod stdio;
 mod tool;
 mod view;
+mod wire;
 
-pub use guard::{guard, GuardError, Rules, MAX_LINE};
+pub use error::{GuardError, MAX_LINE};
+pub use guard::guard;
+pub use judge::Rules;
 pub use message::MAX_DEPTH;
 pub use servers::{
     check_name, McpServers, ServerSpec, Transport, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,

@@ -6,7 +6,7 @@
 //! than ignored while its calls hang. The last line it wrote on standard
 //! error is kept, for the line saying how it ended.
 
-use super::MAX_LINE;
+use super::error::MAX_LINE;
 use crate::types::terminal_safe;
 use std::collections::BTreeMap;
 use std::fmt;

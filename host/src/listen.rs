@@ -1,4 +1,5 @@
-//! The gateway's connections: HTTP/1.1 served by hyper, with the bounds a
+//! A server's connections (the gateway's, the MCP guard's over HTTP):
+//! HTTP/1.1 served by hyper, with the bounds a
 //! client cannot keep a connection open past:
 //!
 //! - **Header timeout.** A request's head must arrive whole within
@@ -36,19 +37,19 @@ tokio::task_local! {
 
 /// What a connection is allowed.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ConnectionLimits {
+pub(crate) struct ConnectionLimits {
     /// See the module docs.
-    pub(super) header_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// See the module docs.
-    pub(super) write_timeout: Duration,
+    pub(crate) write_timeout: Duration,
     /// The header cap: the head is buffered up to this and 16 KiB more.
-    pub(super) header_cap: usize,
+    pub(crate) header_cap: usize,
 }
 
 /// Completes when a write to the connection the current request came in
 /// on timed out; `None` outside a connection served here (a test's own
 /// router). Taken while the request is answered, awaited anywhere after.
-pub(super) fn stalled() -> Option<impl Future<Output = ()> + Send + 'static> {
+pub(crate) fn stalled() -> Option<impl Future<Output = ()> + Send + 'static> {
     let mut receiver = STALLED.try_with(watch::Receiver::clone).ok()?;
     Some(async move {
         if receiver.wait_for(|stalled| *stalled).await.is_err() {
@@ -60,7 +61,7 @@ pub(super) fn stalled() -> Option<impl Future<Output = ()> + Send + 'static> {
 
 /// `future`, knowing (as [`stalled`] asks) the connection the current
 /// request came in on: for a task the request spawns.
-pub(super) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output> {
+pub(crate) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output> {
     let receiver = STALLED.try_with(watch::Receiver::clone).ok();
     async move {
         match receiver {
@@ -78,7 +79,7 @@ pub(super) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output
 /// None so far: a failed accept (a reset connection, no file descriptor
 /// left) is waited out and accepting goes on. The `Result` is the
 /// public `Gateway::serve`'s.
-pub(super) async fn serve(
+pub(crate) async fn serve(
     router: Router,
     listener: TcpListener,
     limits: ConnectionLimits,
