@@ -233,12 +233,13 @@ fn offered(
 }
 
 /// The text the conversation records of `result`: what a model reads of
-/// it ([`View::tool_result`], the text `chimera mcp guard` judges too).
+/// it ([`View::recorded_result`]: the text `chimera mcp guard` judges, but
+/// for structured content that its content repeats).
 /// An `isError` result is the call's error.
 fn from_result(result: &CallToolResult) -> Result<String, ToolError> {
     let src = serde_json::to_vec(result).unwrap_or_default();
     let text = match parse(&src, &Limits::new().with_max_depth(super::MAX_DEPTH)) {
-        Ok(root) => View::tool_result(&src, &root).text(),
+        Ok(root) => View::recorded_result(&src, &root).text(),
         Err(e) => format!("[a result this host cannot read: {e}]"),
     };
     let text = cut(text);

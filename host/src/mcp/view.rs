@@ -116,18 +116,34 @@ impl View {
         }
     }
 
-    /// The view of a `tools/call` result.
+    /// The view of a `tools/call` result, as the guard judges it: its
+    /// structured content too, which a client may show instead of its
+    /// content.
     pub(crate) fn tool_result(src: &[u8], result: &Node) -> View {
+        Self::result_view(src, result, true)
+    }
+
+    /// The view of a `tools/call` result as `chimera run` records it: its
+    /// structured content only when it has no content (which, as the
+    /// specification asks, then repeats it).
+    pub(crate) fn recorded_result(src: &[u8], result: &Node) -> View {
+        Self::result_view(src, result, false)
+    }
+
+    fn result_view(src: &[u8], result: &Node, always_structured: bool) -> View {
         let mut view = View::default();
-        for item in result
+        let content = result
             .get(src, "content")
             .and_then(Node::as_array)
-            .unwrap_or_default()
-        {
+            .unwrap_or_default();
+        for item in content {
             view.item();
             view.content_item(src, item);
         }
-        if let Some(structured) = result.get(src, "structuredContent") {
+        let structured = result
+            .get(src, "structuredContent")
+            .filter(|_| always_structured || content.is_empty());
+        if let Some(structured) = structured {
             view.item();
             view.pieces.push(Piece::Json {
                 span: structured.span.clone(),
