@@ -287,3 +287,14 @@ impl AsyncWrite for WriteDeadline {
         Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
+
+/// A streamed body: the chunks a task writes, as they come.
+pub(crate) struct Chunks(pub(crate) tokio::sync::mpsc::Receiver<axum::body::Bytes>);
+
+impl futures_core::Stream for Chunks {
+    type Item = Result<axum::body::Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
+    }
+}

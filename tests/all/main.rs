@@ -31,6 +31,7 @@ mod loading;
 mod mcp;
 mod mcp_attacks;
 mod mcp_pins;
+mod mcp_remote;
 mod mcp_tools;
 mod merge;
 mod mockllm;

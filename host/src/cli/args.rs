@@ -350,12 +350,36 @@ pub(crate) struct McpGuardArgs {
     pub(crate) search: SearchArgs,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
+    /// Guard the remote MCP server at URL (streamable HTTP) instead of
+    /// starting one: the guard then serves streamable HTTP itself, on
+    /// --listen.
+    #[arg(
+        long,
+        visible_alias = "upstream-url",
+        value_name = "URL",
+        conflicts_with = "command"
+    )]
+    pub(crate) url: Option<String>,
+    /// With --url: where the guard serves its clients (its endpoint is
+    /// any path of this address).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8933",
+        requires = "url"
+    )]
+    pub(crate) listen: std::net::SocketAddr,
+    /// With --url: a host name the guard also answers requests for
+    /// (repeatable; by default only its own address and localhost, so a
+    /// web page cannot reach it through DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "url")]
+    pub(crate) allowed_hosts: Vec<String>,
     /// The MCP server to start and guard: its program and arguments (after
     /// `--`, or from the first argument that is not a flag).
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        required = true,
+        required_unless_present = "url",
         value_name = "CMD"
     )]
     pub(crate) command: Vec<String>,

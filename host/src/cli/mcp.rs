@@ -79,12 +79,18 @@ pub(crate) fn pin(args: McpPinArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs `chimera mcp guard`; exits as the server did.
+/// Runs `chimera mcp guard`: over stdio in front of the server it starts
+/// (exits as the server did), or over streamable HTTP in front of
+/// `--url` (until Ctrl-C or SIGTERM).
 pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
     for rule in args.deny.iter().chain(&args.ask) {
         ToolRules::check(rule).map_err(Failure::usage)?;
     }
-    let pins = pins_of(&args.pins, &args.command)?;
+    let identity = match &args.url {
+        Some(url) => vec![url.clone()],
+        None => args.command.clone(),
+    };
+    let pins = pins_of(&args.pins, &identity)?;
     let ServerPacks {
         registry,
         manager,
@@ -101,27 +107,24 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         .as_deref()
         .map(|path| audit_log(path, &manager))
         .transpose()?;
-    let status = chimera_host::mcp::guard(
-        &registry,
-        &args.command,
-        std::io::stdin(),
-        std::io::stdout(),
-        Rules {
-            policy: Arc::new(
-                args.ask
-                    .iter()
-                    .map(|tool| (tool, Permission::Ask))
-                    .chain(args.deny.iter().map(|tool| (tool, Permission::Deny)))
-                    .fold(
-                        ToolRules::new(Permission::Allow),
-                        |rules, (tool, permission)| rules.set(tool, permission),
-                    ),
-            ),
-            pins,
-            audit: audit.clone(),
-        },
-    )
-    .map_err(|e| Failure::run_failed(format!("mcp guard: {e}")))?;
+    let rules = Rules {
+        policy: Arc::new(
+            args.ask
+                .iter()
+                .map(|tool| (tool, Permission::Ask))
+                .chain(args.deny.iter().map(|tool| (tool, Permission::Deny)))
+                .fold(
+                    ToolRules::new(Permission::Allow),
+                    |rules, (tool, permission)| rules.set(tool, permission),
+                ),
+        ),
+        pins,
+        audit: audit.clone(),
+    };
+    let outcome = match &args.url {
+        Some(url) => guard_http(&registry, rules, url, &args),
+        None => guard_stdio(&registry, rules, &args.command),
+    };
     if let Some(audit) = audit {
         audit
             .finish()
@@ -129,12 +132,64 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
     }
     drop(watching);
     drop(manager);
+    outcome
+}
+
+/// The guard on standard input and output, in front of `command`.
+fn guard_stdio(
+    registry: &Arc<chimera_host::plugins::Registry>,
+    rules: Rules,
+    command: &[String],
+) -> Result<(), Failure> {
+    let status = chimera_host::mcp::guard(
+        registry,
+        command,
+        std::io::stdin(),
+        std::io::stdout(),
+        rules,
+    )
+    .map_err(|e| Failure::run_failed(format!("mcp guard: {e}")))?;
     if status.success() {
         Ok(())
     } else {
         Err(Failure::run_failed(format!(
             "mcp guard: the MCP server {} ended: {status}",
-            args.command[0]
+            command[0]
         )))
     }
+}
+
+/// The guard serving streamable HTTP on `--listen`, in front of `url`.
+fn guard_http(
+    registry: &Arc<chimera_host::plugins::Registry>,
+    rules: Rules,
+    url: &str,
+    args: &McpGuardArgs,
+) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::run_failed(format!("cannot start the guard's runtime: {e}")))?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", args.listen)))?;
+        let taken = listener
+            .local_addr()
+            .map_err(|e| Failure::run_failed(format!("cannot read the listening address: {e}")))?;
+        println!("listening on http://{taken}/mcp, guarding {url}");
+        chimera_host::mcp::serve_http(
+            registry,
+            rules,
+            url,
+            listener,
+            &args.allowed_hosts,
+            super::serve::shutdown_signal(),
+        )
+        .await
+        .map_err(|e| match e {
+            chimera_host::mcp::HttpGuardError::Url(_) => Failure::usage(format!("mcp guard: {e}")),
+            e => Failure::run_failed(format!("mcp guard: {e}")),
+        })
+    })
 }

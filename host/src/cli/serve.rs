@@ -307,7 +307,7 @@ fn upstream(
 }
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM.
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -508,19 +508,10 @@ fn stream<W: Wire>(
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    (StatusCode::OK, headers, Body::from_stream(Chunks(receiver))).into_response()
-}
-
-/// A stream's body: what the relay wrote, as it comes.
-struct Chunks(mpsc::Receiver<Bytes>);
-
-impl futures_core::Stream for Chunks {
-    type Item = Result<Bytes, std::convert::Infallible>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
-    }
+    (
+        StatusCode::OK,
+        headers,
+        Body::from_stream(crate::listen::Chunks(receiver)),
+    )
+        .into_response()
 }

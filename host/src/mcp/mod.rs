@@ -47,6 +47,7 @@ mod connection;
 mod error;
 mod frame;
 mod guard;
+mod http;
 mod judge;
 mod message;
 pub mod pin;
@@ -58,6 +59,7 @@ mod wire;
 
 pub use error::{GuardError, MAX_LINE};
 pub use guard::guard;
+pub use http::{serve_http, HttpGuardError};
 pub use judge::Rules;
 pub use message::MAX_DEPTH;
 pub use servers::{

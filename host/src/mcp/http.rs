@@ -1,0 +1,497 @@
+//! The guard over streamable HTTP: `chimera mcp guard --url URL` serves
+//! the MCP streamable HTTP transport on its own listener and relays each
+//! exchange to the remote server at `URL`, judging every message as the
+//! stdio guard does.
+//!
+//! ```text
+//!  client ── POST body ──▶ judged (calls, as on stdio) ──▶ POST URL ──┬─ application/json ─▶ judged ─▶ client
+//!                                                                     ├─ text/event-stream ─▶ each event judged ─▶ client
+//!                                                                     └─ 202 ─▶ client
+//!  client ── GET (the server's own stream) ─▶ GET URL ─▶ each event judged (an answer there is withheld)
+//!  client ── DELETE (the session's end) ─▶ DELETE URL
+//! ```
+//!
+//! What passes through untouched: the session (`Mcp-Session-Id`), the
+//! protocol version (`MCP-Protocol-Version`), the client's credentials
+//! (`Authorization`: bearer tokens and OAuth access tokens, never written
+//! anywhere). The 2026 routing headers (`Mcp-Method`, `Mcp-Name`) are
+//! written from the message as judged, never taken from the client. The
+//! guard's own listener answers only requests whose `Host` (and `Origin`,
+//! when sent) is the listener itself or a host allowed by
+//! `--allowed-host`: a web page cannot reach it through DNS rebinding.
+//!
+//! A server that cannot be reached, or whose stream ends before it
+//! answered, has each request in flight answered with an error saying so
+//! (a call's as an error result the model reads), and one line on
+//! standard error.
+
+use super::answers::unanswered_answer;
+use super::calls::FromClient;
+use super::error::MAX_LINE;
+use super::judge::{Judging, Pending, Rules};
+use super::message::Parsed;
+use super::wire::say;
+use crate::listen::{Chunks, ConnectionLimits};
+use crate::plugins::Registry;
+use crate::providers::sse::{Limits, Reader};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// The headers relayed to the server as the client sent them.
+const PASSED: &[&str] = &[
+    "authorization",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "accept",
+];
+
+/// The headers of the server's answer relayed to the client.
+const RETURNED: &[&str] = &["mcp-session-id", "mcp-protocol-version", "www-authenticate"];
+
+/// Why the HTTP guard could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpGuardError {
+    /// The upstream URL is not an http(s) URL.
+    #[error("--url {0}: not an http:// or https:// URL")]
+    Url(String),
+    /// The client for the server could not be set up.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
+    /// Serving failed.
+    #[error("serving: {0}")]
+    Serve(std::io::Error),
+}
+
+/// The guard in front of one remote server.
+struct HttpGuard {
+    judging: Judging,
+    upstream: reqwest::Url,
+    client: reqwest::Client,
+    /// `Host` values the listener answers.
+    hosts: Vec<String>,
+}
+
+/// Serves the streamable HTTP transport on `listener`, relaying to the
+/// MCP server at `upstream`, judging by `registry`'s chains and `rules`,
+/// until `shutdown` completes. `allowed_hosts` are host names (with or
+/// without a port) the listener answers besides its own address and
+/// `localhost`.
+///
+/// # Errors
+///
+/// `HttpGuardError` when the URL is not an http(s) URL, the client cannot
+/// be set up, or serving fails.
+pub async fn serve_http(
+    registry: &Arc<Registry>,
+    rules: Rules,
+    upstream: &str,
+    listener: TcpListener,
+    allowed_hosts: &[String],
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), HttpGuardError> {
+    let url = reqwest::Url::parse(upstream)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .ok_or_else(|| HttpGuardError::Url(upstream.to_owned()))?;
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(10))
+        .no_gzip()
+        .build()
+        .map_err(|e| HttpGuardError::Client(e.to_string()))?;
+    let port = listener.local_addr().map_err(HttpGuardError::Serve)?.port();
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .map(|host| format!("{host}:{port}"))
+        .collect();
+    hosts.extend(allowed_hosts.iter().cloned());
+    let guard = Arc::new(HttpGuard {
+        judging: Judging::new(registry, rules),
+        upstream: url,
+        client,
+        hosts,
+    });
+    let router = Router::new()
+        .fallback(handle)
+        .layer(DefaultBodyLimit::max(MAX_LINE))
+        .with_state(guard);
+    let limits = ConnectionLimits {
+        header_timeout: Duration::from_secs(30),
+        write_timeout: Duration::from_secs(60),
+        header_cap: 64 << 10,
+    };
+    crate::listen::serve(router, listener, limits, shutdown)
+        .await
+        .map_err(HttpGuardError::Serve)
+}
+
+/// One request of a client.
+async fn handle(
+    State(guard): State<Arc<HttpGuard>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(why) = guard.check_host(&headers) {
+        say(&why);
+        return (StatusCode::FORBIDDEN, why).into_response();
+    }
+    match method {
+        Method::POST => guard.post(&headers, body).await,
+        Method::GET => guard.server_stream(&headers).await,
+        Method::DELETE => guard.end_session(&headers).await,
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// A JSON-RPC body of `messages`: the one, or a batch.
+fn json_body(mut messages: Vec<Vec<u8>>) -> Vec<u8> {
+    if messages.len() == 1 {
+        messages.remove(0)
+    } else {
+        crate::jsondoc::array_from(messages)
+    }
+}
+
+/// A JSON response.
+fn json_response(status: StatusCode, headers: HeaderMap, body: Vec<u8>) -> Response {
+    let mut response = (status, headers, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// One server-sent event holding `message`.
+fn event(message: &[u8]) -> Bytes {
+    let mut out = b"event: message\ndata: ".to_vec();
+    out.extend_from_slice(message);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+impl HttpGuard {
+    /// The `Host` (and `Origin`) must name the listener or an allowed
+    /// host.
+    fn check_host(&self, headers: &HeaderMap) -> Result<(), String> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        let allowed = |host: &str| {
+            self.hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(host) || h.split(':').next() == Some(host))
+        };
+        if !allowed(host) {
+            return Err(format!(
+                "refused a request for host {host:?} (not this guard's)"
+            ));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+            let origin_host = origin.split("://").nth(1).unwrap_or_default();
+            if !allowed(origin_host) {
+                return Err(format!("refused a request from origin {origin:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A request to the server carrying the client's passed headers.
+    fn upstream(&self, method: Method, headers: &HeaderMap) -> reqwest::RequestBuilder {
+        let mut request = self.client.request(method, self.upstream.clone());
+        for name in PASSED {
+            if let Some(value) = headers.get(*name) {
+                request = request.header(*name, value.as_bytes());
+            }
+        }
+        request
+    }
+
+    /// The headers of the server's answer that go back to the client.
+    fn returned(answer: &reqwest::Response) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for name in RETURNED {
+            if let Some(value) = answer.headers().get(*name) {
+                if let Ok(value) = HeaderValue::from_bytes(value.as_bytes()) {
+                    headers.insert(HeaderName::from_static(name), value);
+                }
+            }
+        }
+        headers
+    }
+
+    /// A client's POST: judged, relayed, its answer judged.
+    async fn post(self: &Arc<Self>, headers: &HeaderMap, body: Bytes) -> Response {
+        let judged = match Parsed::of(body.to_vec()) {
+            Ok(parsed) => self.judging.judge_client(&parsed, &|_| false),
+            Err(why) => {
+                let refused = FromClient::unreadable(&why);
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    HeaderMap::new(),
+                    json_body(refused.replies),
+                );
+            }
+        };
+        let Some(forward) = judged.forward else {
+            if judged.replies.is_empty() {
+                return StatusCode::ACCEPTED.into_response();
+            }
+            return json_response(StatusCode::OK, HeaderMap::new(), json_body(judged.replies));
+        };
+        let pending: HashMap<String, Pending> = judged.pending.into_iter().collect();
+        let mut request = self
+            .upstream(Method::POST, headers)
+            .header("content-type", "application/json");
+        if headers.contains_key("mcp-method") || headers.contains_key("mcp-name") {
+            for (name, value) in routing_headers(&forward) {
+                request = request.header(name, value);
+            }
+        }
+        let answer = match request.body(forward).send().await {
+            Ok(answer) => answer,
+            Err(error) => {
+                let why = format!(
+                    "the MCP server at {} could not be reached ({error}) to answer",
+                    self.upstream
+                );
+                return Self::unanswered(judged.replies, pending, &why);
+            }
+        };
+        let status =
+            StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+        let returned = Self::returned(&answer);
+        let streamed = answer
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|t| t.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        if streamed {
+            return self.relay_stream(answer, returned, judged.replies, pending);
+        }
+        let bytes = match read_capped(answer).await {
+            Ok(bytes) => bytes,
+            Err(why) => return Self::unanswered(judged.replies, pending, &why),
+        };
+        if bytes.is_empty() && pending.is_empty() {
+            return (status, returned).into_response();
+        }
+        let mut out = judged.replies;
+        let mut pending = pending;
+        match Parsed::of(bytes) {
+            Ok(parsed) => {
+                let relayed = self.judge_answer(&parsed, &mut pending);
+                out.extend(relayed);
+            }
+            Err(why) => say(&format!("withheld an answer from the server: {why}")),
+        }
+        out.extend(
+            pending
+                .values()
+                .map(|p| unanswered_answer(p, "the MCP server did not answer")),
+        );
+        if out.is_empty() {
+            return (status, returned).into_response();
+        }
+        json_response(status, returned, json_body(out))
+    }
+
+    /// One frame from the server judged, `pending` matched: what goes on
+    /// (the guard's own answers to the server's requests sent off).
+    fn judge_answer(
+        self: &Arc<Self>,
+        parsed: &Parsed,
+        pending: &mut HashMap<String, Pending>,
+    ) -> Option<Vec<u8>> {
+        let mut take = |key: &str| pending.remove(key);
+        let judged = self.judging.judge_server(parsed, &mut take);
+        for reply in judged.to_server {
+            let guard = Arc::clone(self);
+            tokio::spawn(async move {
+                let request = guard
+                    .client
+                    .post(guard.upstream.clone())
+                    .header("content-type", "application/json")
+                    .body(reply);
+                if let Err(error) = request.send().await {
+                    say(&format!("could not answer the server's request: {error}"));
+                }
+            });
+        }
+        judged.forward
+    }
+
+    /// The client's answer when the server gave none: `replies`, then
+    /// each request of `pending` answered with `why`.
+    fn unanswered(replies: Vec<Vec<u8>>, pending: HashMap<String, Pending>, why: &str) -> Response {
+        say(why);
+        let mut out = replies;
+        out.extend(pending.values().map(|p| unanswered_answer(p, why)));
+        json_response(StatusCode::OK, HeaderMap::new(), json_body(out))
+    }
+
+    /// A server's event stream, each event judged on the way.
+    fn relay_stream(
+        self: &Arc<Self>,
+        mut answer: reqwest::Response,
+        mut returned: HeaderMap,
+        replies: Vec<Vec<u8>>,
+        mut pending: HashMap<String, Pending>,
+    ) -> Response {
+        let (sender, receiver) = mpsc::channel::<Bytes>(16);
+        let guard = Arc::clone(self);
+        tokio::spawn(async move {
+            for reply in &replies {
+                if sender.send(event(reply)).await.is_err() {
+                    return;
+                }
+            }
+            let limits = Limits {
+                max_bytes: u64::MAX,
+                max_line: MAX_LINE,
+            };
+            let events = std::sync::Mutex::new(Vec::new());
+            let mut reader = Reader::new(limits, |event| {
+                super::judge::lock(&events).push(event.data);
+                true
+            });
+            let mut ended = None;
+            loop {
+                let chunk = match answer.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
+                    Err(error) => {
+                        ended = Some(format!("the MCP server's stream broke off ({error}) before it answered"));
+                        break;
+                    }
+                };
+                if let Err(error) = reader.feed(&chunk) {
+                    ended = Some(format!("the MCP server's stream became unreadable ({error:?}) before it answered"));
+                    break;
+                }
+                let arrived: Vec<String> = super::judge::lock(&events).drain(..).collect();
+                for data in arrived {
+                    let relayed = match Parsed::of(data.into_bytes()) {
+                        Ok(parsed) => guard.judge_answer(&parsed, &mut pending),
+                        Err(why) => {
+                            say(&format!("withheld an event from the server: {why}"));
+                            None
+                        }
+                    };
+                    if let Some(message) = relayed {
+                        if sender.send(event(&message)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            if !pending.is_empty() {
+                let why = ended.unwrap_or_else(|| {
+                    "the MCP server's stream ended before it answered".to_owned()
+                });
+                say(&why);
+                for p in pending.values() {
+                    let _ = sender.send(event(&unanswered_answer(p, &why))).await;
+                }
+            }
+        });
+        returned.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        returned.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        (
+            StatusCode::OK,
+            returned,
+            Body::from_stream(Chunks(receiver)),
+        )
+            .into_response()
+    }
+
+    /// The server's own stream (GET): its requests and notifications
+    /// judged; an answer there answers nothing in flight and is withheld.
+    async fn server_stream(self: &Arc<Self>, headers: &HeaderMap) -> Response {
+        match self.upstream(Method::GET, headers).send().await {
+            Ok(answer) if answer.status().is_success() => {
+                let returned = Self::returned(&answer);
+                self.relay_stream(answer, returned, Vec::new(), HashMap::new())
+            }
+            Ok(answer) => {
+                let status = StatusCode::from_u16(answer.status().as_u16())
+                    .unwrap_or(StatusCode::BAD_GATEWAY);
+                (status, Self::returned(&answer)).into_response()
+            }
+            Err(error) => {
+                say(&format!(
+                    "the MCP server at {} cannot be reached ({error})",
+                    self.upstream
+                ));
+                StatusCode::BAD_GATEWAY.into_response()
+            }
+        }
+    }
+
+    /// The session's end (DELETE), relayed.
+    async fn end_session(&self, headers: &HeaderMap) -> Response {
+        match self.upstream(Method::DELETE, headers).send().await {
+            Ok(answer) => StatusCode::from_u16(answer.status().as_u16())
+                .unwrap_or(StatusCode::BAD_GATEWAY)
+                .into_response(),
+            Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+        }
+    }
+}
+
+/// A whole answer body, at most [`MAX_LINE`] bytes.
+async fn read_capped(mut answer: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    loop {
+        match answer.chunk().await {
+            Ok(Some(chunk)) => {
+                body.extend_from_slice(&chunk);
+                if body.len() > MAX_LINE {
+                    return Err(format!(
+                        "the MCP server's answer is longer than {MAX_LINE} bytes, so the guard withheld"
+                    ));
+                }
+            }
+            Ok(None) => return Ok(body),
+            Err(error) => return Err(format!("the MCP server's answer broke off ({error}) before it answered")),
+        }
+    }
+}
+
+/// The 2026 routing headers of a message as judged: `Mcp-Method`, and
+/// `Mcp-Name` (a call's tool, a read's URI, a prompt's name).
+fn routing_headers(message: &[u8]) -> Vec<(&'static str, String)> {
+    let Ok(parsed) = Parsed::of(message.to_vec()) else {
+        return Vec::new();
+    };
+    let src = &parsed.src;
+    let Some(method) = parsed.root.get(src, "method").and_then(|m| m.text(src)) else {
+        return Vec::new();
+    };
+    let mut headers = vec![("mcp-method", method.into_owned())];
+    let params = parsed.root.get(src, "params");
+    let name = params
+        .and_then(|p| p.get(src, "name").or_else(|| p.get(src, "uri")))
+        .and_then(|n| n.text(src));
+    if let Some(name) = name {
+        headers.push(("mcp-name", name.into_owned()));
+    }
+    headers
+}

@@ -1,0 +1,125 @@
+//! `chimera mcp guard --url`: the reference server-everything in
+//! streamable-HTTP mode behind the guard, driven by the official
+//! TypeScript client over HTTP: redaction, `--deny`, and the server killed
+//! mid-call, each with one clear line; and the guard's own listener
+//! refuses a request for another host (DNS rebinding).
+
+use chimera_tests::mcp::{server, servers_dir};
+use chimera_tests::{chimera_bin, publish, test_packs_dir, workspace_root};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until something listens on `port`.
+fn listening(port: u16) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The text of a tool result's content.
+fn text(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
+    let Some(mut everything) = server("@modelcontextprotocol/server-everything") else {
+        return;
+    };
+    everything.push("streamableHttp".to_owned());
+    let (upstream, guarded) = (free_port(), free_port());
+    let mut remote = Killed(
+        Command::new(&everything[0])
+            .args(&everything[1..])
+            .env("PORT", upstream.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    listening(upstream);
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = dir.path().join("guard.txt");
+    let _guard = Killed(
+        Command::new(chimera_bin())
+            .args(["mcp", "guard", "--plugins-dir"])
+            .arg(test_packs_dir())
+            .args(["--pack", "redactor", "--deny", "get-*", "--url"])
+            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
+            .args(["--listen", &format!("127.0.0.1:{guarded}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&stderr).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    listening(guarded);
+    // Another host's name (a web page's, resolved to loopback) is refused.
+    let rebound = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Host: evil.test"])
+        .arg(format!("http://127.0.0.1:{guarded}/mcp"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&rebound.stdout), "403");
+
+    let script = {
+        let source = std::fs::read(workspace_root().join("tests/support/clients/mcp_http.mjs"))
+            .expect("the client script");
+        publish(&servers_dir(), "mcp_http.mjs", &source)
+    };
+    let mut client = Killed(
+        Command::new("node")
+            .arg(script)
+            .arg(format!("http://127.0.0.1:{guarded}/mcp"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(client.0.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("a line").expect("readable");
+    let seen: Value = serde_json::from_str(&next()).unwrap();
+    assert!(seen["tools"].as_array().unwrap().len() > 5, "{seen}");
+    assert_eq!(text(&seen["echo"]), "Echo: key [redacted]", "{seen}");
+    assert_eq!(seen["denied"]["isError"], true, "{seen}");
+    assert_eq!(
+        text(&seen["denied"]),
+        "Permission denied for get-sum (the guard has no operator to ask)"
+    );
+    assert_eq!(next(), "calling");
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = remote.0.kill();
+    let died: Value = serde_json::from_str(&next()).unwrap();
+    assert_eq!(died["isError"], true, "{died}");
+    assert!(
+        text(&died).starts_with("the MCP server's stream broke off"),
+        "{died}"
+    );
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    let line = said
+        .lines()
+        .find(|l| l.contains("stream broke off"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.starts_with("mcp guard: "), "{said}");
+}
