@@ -41,7 +41,10 @@ fn listening(port: u16) {
 
 /// The text of a tool result's content.
 fn text(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[test]
@@ -78,7 +81,15 @@ fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
     listening(guarded);
     // Another host's name (a web page's, resolved to loopback) is refused.
     let rebound = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Host: evil.test"])
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "Host: evil.test",
+        ])
         .arg(format!("http://127.0.0.1:{guarded}/mcp"))
         .output()
         .unwrap();
@@ -122,4 +133,57 @@ fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
         .find(|l| l.contains("stream broke off"))
         .unwrap_or_else(|| panic!("{said}"));
     assert!(line.starts_with("mcp guard: "), "{said}");
+}
+
+#[test]
+fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
+    let Some(python) = chimera_tests::python::sdk_python() else {
+        return;
+    };
+    let clients = workspace_root().join("tests/support/clients");
+    let (upstream, guarded) = (free_port(), free_port());
+    let _remote = Killed(
+        Command::new(python)
+            .arg(clients.join("mcp_modern_server.py"))
+            .env("PORT", upstream.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    listening(upstream);
+    let _guard = Killed(
+        Command::new(chimera_bin())
+            .args(["mcp", "guard", "--plugins-dir"])
+            .arg(test_packs_dir())
+            .args(["--pack", "redactor", "--deny", "echo", "--url"])
+            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
+            .args(["--listen", &format!("127.0.0.1:{guarded}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    listening(guarded);
+    let out = Command::new(python)
+        .arg(clients.join("mcp_modern_client.py"))
+        .arg(format!("http://127.0.0.1:{guarded}/mcp"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = seen.to_string();
+    assert!(!all.contains("sk-live"), "{all}");
+    assert_eq!(seen["protocol"], "2026-07-28", "{all}");
+    assert_eq!(seen["instructions"], "Modern instructions; the key is [redacted]", "{all}");
+    assert_eq!(text(&seen["notes"]), "the key is [redacted]", "{all}");
+    assert_eq!(seen["echo"]["is_error"], true, "{all}");
+    assert_eq!(
+        text(&seen["echo"]),
+        "Permission denied for echo (the guard has no operator to ask)"
+    );
+    // The input_required round trip: the elicitation the result carried
+    // was judged, the retry went through.
+    assert_eq!(seen["elicitations"][0]["message"], "Share the key [redacted]?", "{all}");
+    assert_eq!(text(&seen["confirm"]), "confirmed", "{all}");
 }

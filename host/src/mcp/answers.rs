@@ -24,7 +24,11 @@ pub(super) fn unanswered_answer(pending: &Pending, why: &str) -> Vec<u8> {
     pending.audited.done();
     let id = pending.call.id.as_bytes();
     if pending.method == "tools/call" {
-        answer(id, "result", &error_result(&format!("{why} this call")))
+        answer(
+            id,
+            "result",
+            &error_result(&format!("{why} this call"), pending.modern),
+        )
     } else {
         answer(
             id,
@@ -169,7 +173,7 @@ fn response(judging: &Judging, src: &[u8], message: &Node, pending: &Pending) ->
                         "withheld the result of a call of {}: {why}",
                         pending.call.name
                     ));
-                    return Some(answer(id, "result", &error_result(&why)));
+                    return Some(answer(id, "result", &error_result(&why, pending.modern)));
                 }
                 verdict => verdict,
             }

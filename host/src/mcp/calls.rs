@@ -5,7 +5,7 @@
 
 use super::judge::{gate, lock, Audited, Gate, Judging, Pending, SESSION};
 use super::message::{id_key, Parsed, Shape};
-use super::wire::{answer, error_result, reassemble, render_member, rpc_error, say};
+use super::wire::{answer, error_result, is_modern, reassemble, render_member, rpc_error, say};
 use crate::interception::{SessionFacts, ToolCallSeam};
 use crate::jsondoc::{object_from, string_literal, Node, Splice};
 use crate::types::ToolCall;
@@ -104,6 +104,7 @@ impl Judging {
         );
         let call_id = raw_id.unwrap_or_default();
         let params = message.get(src, "params");
+        let modern = is_modern(src, params);
         let (call, bytes) = if method == "tools/call" {
             let Some(call) = call_of(src, params, &call_id) else {
                 audited.done();
@@ -118,9 +119,11 @@ impl Judging {
                     audited.done();
                     say(&format!("refused a call of {}: {reason}", call.name));
                     if let Some(id) = id {
-                        judged
-                            .replies
-                            .push(answer(id.raw(src), "result", &error_result(&reason)));
+                        judged.replies.push(answer(
+                            id.raw(src),
+                            "result",
+                            &error_result(&reason, modern),
+                        ));
                     }
                     return None;
                 }
@@ -147,6 +150,7 @@ impl Judging {
                 key,
                 Pending {
                     method,
+                    modern,
                     call,
                     audited,
                 },

@@ -375,12 +375,16 @@ impl HttpGuard {
                     Ok(Some(chunk)) => chunk,
                     Ok(None) => break,
                     Err(error) => {
-                        ended = Some(format!("the MCP server's stream broke off ({error}) before it answered"));
+                        ended = Some(format!(
+                            "the MCP server's stream broke off ({error}) before it answered"
+                        ));
                         break;
                     }
                 };
                 if let Err(error) = reader.feed(&chunk) {
-                    ended = Some(format!("the MCP server's stream became unreadable ({error:?}) before it answered"));
+                    ended = Some(format!(
+                        "the MCP server's stream became unreadable ({error:?}) before it answered"
+                    ));
                     break;
                 }
                 let arrived: Vec<String> = super::judge::lock(&events).drain(..).collect();
@@ -470,7 +474,11 @@ async fn read_capped(mut answer: reqwest::Response) -> Result<Vec<u8>, String> {
                 }
             }
             Ok(None) => return Ok(body),
-            Err(error) => return Err(format!("the MCP server's answer broke off ({error}) before it answered")),
+            Err(error) => {
+                return Err(format!(
+                    "the MCP server's answer broke off ({error}) before it answered"
+                ))
+            }
         }
     }
 }

@@ -105,6 +105,9 @@ pub struct Rules {
 /// decisions are audited.
 pub(super) struct Pending {
     pub(super) method: String,
+    /// The request is on the 2026-07-28 protocol: the guard's own results
+    /// are tagged as that revision asks.
+    pub(super) modern: bool,
     pub(super) call: ToolCall,
     pub(super) audited: Audited,
 }

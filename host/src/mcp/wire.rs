@@ -23,16 +23,32 @@ pub(super) fn rpc_error(code: i32, message: &str) -> Vec<u8> {
     ])
 }
 
-/// An MCP tool result saying `text` as an error.
-pub(super) fn error_result(text: &str) -> Vec<u8> {
+/// An MCP tool result saying `text` as an error; for a client on the
+/// 2026-07-28 protocol (`modern`), tagged `"resultType": "complete"`, as
+/// that revision asks of every result.
+pub(super) fn error_result(text: &str, modern: bool) -> Vec<u8> {
     let item = object_from([
         ("type", &b"\"text\""[..]),
         ("text", string_literal(text).as_bytes()),
     ]);
-    object_from([
-        ("content", crate::jsondoc::array_from([item]).as_slice()),
-        ("isError", b"true"),
-    ])
+    let content = crate::jsondoc::array_from([item]);
+    let mut members = vec![("content", content.as_slice()), ("isError", b"true")];
+    if modern {
+        members.push(("resultType", b"\"complete\""));
+    }
+    object_from(members)
+}
+
+/// The `_meta` key a 2026-07-28 request names its protocol version by.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Whether a request's `params` say it is on the 2026-07-28 protocol or
+/// later (its `_meta` names a protocol version).
+pub(super) fn is_modern(src: &[u8], params: Option<&Node>) -> bool {
+    params
+        .and_then(|p| p.get(src, "_meta"))
+        .and_then(|meta| meta.get(src, PROTOCOL_VERSION_META))
+        .is_some()
 }
 
 /// `member` of `src` with `splice`'s edits (all inside it) applied.
