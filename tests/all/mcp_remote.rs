@@ -170,12 +170,19 @@ fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
         .arg(format!("http://127.0.0.1:{guarded}/mcp"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     let all = seen.to_string();
     assert!(!all.contains("sk-live"), "{all}");
     assert_eq!(seen["protocol"], "2026-07-28", "{all}");
-    assert_eq!(seen["instructions"], "Modern instructions; the key is [redacted]", "{all}");
+    assert_eq!(
+        seen["instructions"], "Modern instructions; the key is [redacted]",
+        "{all}"
+    );
     assert_eq!(text(&seen["notes"]), "the key is [redacted]", "{all}");
     assert_eq!(seen["echo"]["is_error"], true, "{all}");
     assert_eq!(
@@ -184,6 +191,9 @@ fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
     );
     // The input_required round trip: the elicitation the result carried
     // was judged, the retry went through.
-    assert_eq!(seen["elicitations"][0]["message"], "Share the key [redacted]?", "{all}");
+    assert_eq!(
+        seen["elicitations"][0]["message"], "Share the key [redacted]?",
+        "{all}"
+    );
     assert_eq!(text(&seen["confirm"]), "confirmed", "{all}");
 }

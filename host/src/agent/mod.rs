@@ -27,6 +27,7 @@ mod session;
 mod strategies;
 mod stream;
 mod subagent;
+mod tool_gate;
 mod tool_step;
 mod usage;
 
@@ -50,4 +51,5 @@ pub use relay::{
 pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;
+pub use tool_gate::{unattended, Unattended};
 pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};

@@ -89,7 +89,7 @@ impl AgentSession {
         if let Some(bundle) = bundle.filter(|b| !b.tool_call.is_empty()) {
             let outcome = self.run_asking_seam(&bundle.tool_call, &(), call).await;
             if let Some(reason) = outcome.blocked {
-                return Gate::Refuse(call.clone(), format!("Blocked by interceptor: {reason}"));
+                return Gate::Refuse(call.clone(), super::tool_gate::blocked(&reason));
             }
             if let Some(replaced) = outcome.replaced {
                 effective = replaced;
@@ -124,7 +124,7 @@ impl AgentSession {
         if allowed {
             Gate::Run(effective, deadline)
         } else {
-            let text = format!("Permission denied for {}", effective.name);
+            let text = super::tool_gate::denied(&effective.name);
             Gate::Refuse(effective, text)
         }
     }

@@ -3,9 +3,10 @@
 //! before it goes on, as judged; what the guard cannot read refused with a
 //! JSON-RPC error, never forwarded.
 
-use super::judge::{gate, lock, Audited, Gate, Judging, Pending, SESSION};
+use super::judge::{lock, Audited, Judging, Pending, SESSION};
 use super::message::{id_key, Parsed, Shape};
 use super::wire::{answer, error_result, is_modern, reassemble, render_member, rpc_error, say};
+use crate::agent::{unattended, Unattended};
 use crate::interception::{SessionFacts, ToolCallSeam};
 use crate::jsondoc::{object_from, string_literal, Node, Splice};
 use crate::types::ToolCall;
@@ -167,9 +168,9 @@ impl Judging {
         let chains = self.registry.get_all();
         let facts = SessionFacts::new(SESSION);
         let outcome = audited.run::<ToolCallSeam>(&chains.tool_call, &(), call, &facts);
-        let effective = match gate(outcome, call, self.rules.policy.as_ref()) {
-            Gate::Refused(reason) => return Err(reason),
-            Gate::Sent(effective) => effective,
+        let effective = match unattended(outcome, call, self.rules.policy.as_ref()) {
+            Unattended::Refused(reason) => return Err(reason),
+            Unattended::Sent(effective) => effective,
         };
         let name = &effective.as_ref().unwrap_or(call).name;
         if let Some(why) = lock(&self.withheld).get(name) {

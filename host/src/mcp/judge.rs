@@ -10,7 +10,7 @@
 //! lives withholds the message.
 
 use super::view::View;
-use crate::agent::{EventBus, Permission, PermissionPolicy};
+use crate::agent::{EventBus, PermissionPolicy};
 use crate::audit::{AuditLog, Exchange};
 use crate::interception::{
     run_chain_spent, ChainContext, ChainOutcome, Interceptor, Interceptors, ProviderRequestSeam,
@@ -146,45 +146,6 @@ pub(super) enum Verdict {
     Edited(Splice),
     /// Do not forward it: why.
     Withheld(String),
-}
-
-/// What the `tool_call` chain and the permission policy made of a call.
-pub(super) enum Gate {
-    /// Refused, with this reason.
-    Refused(String),
-    /// Sent: rewritten (`Some`), or as it was.
-    Sent(Option<ToolCall>),
-}
-
-/// The loop's tool gate with no operator: a block refuses, a question
-/// takes its default answer, then the permission policy, whose `Ask`
-/// refuses (there is nobody to ask).
-pub(super) fn gate(
-    outcome: ChainOutcome<ToolCall>,
-    call: &ToolCall,
-    policy: &dyn PermissionPolicy,
-) -> Gate {
-    if let Some(reason) = outcome.blocked {
-        return Gate::Refused(format!("Blocked by interceptor: {reason}"));
-    }
-    if let Some(ask) = outcome.ask {
-        let (_, by, question) = *ask;
-        if question.default != "allow" {
-            return Gate::Refused(format!(
-                "Blocked by interceptor: {by} asks an operator ({}), and the guard has none: \
-                 its default answer is {}",
-                question.prompt, question.default
-            ));
-        }
-    }
-    let effective = outcome.replaced.as_ref().unwrap_or(call);
-    if policy.evaluate(effective) != Permission::Allow {
-        return Gate::Refused(format!(
-            "Permission denied for {} (the guard has no operator to ask)",
-            effective.name
-        ));
-    }
-    Gate::Sent(outcome.replaced)
 }
 
 /// `view` of a message judged on `tool_result` with `call` leading (an
