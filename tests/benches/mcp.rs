@@ -2,11 +2,15 @@
 //! `everything` server's `echo` called directly and through the guard
 //! with three packs on the call's seams (redactor on `tool_result`,
 //! plan-gate on `tool_call`, content-safety scanning tool results), in
-//! alternating batches so both see the same machine.
+//! alternating batches so every way sees the same machine: over stdio
+//! (the server directly, and `chimera mcp guard CMD`), and over
+//! streamable HTTP (the server directly, nginx as a plain reverse proxy
+//! in front of it, and `chimera mcp guard --url`).
 //!
 //! Run: `cargo bench -p chimera-tests --bench mcp` (needs `npm` for the
-//! server, which `.ci/run` installs; without it, says so in one line).
-//! Prints a Markdown table: p50 and p99 each way, and what the guard adds.
+//! server and nginx, which it installs when missing; without them, says
+//! so in one line). Prints Markdown tables: p50 and p99 each way, and
+//! what the guard (and nginx) add.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -16,6 +20,7 @@
 )]
 
 use chimera_tests::mcp::{server, McpClient};
+use chimera_tests::nginx::Nginx;
 use chimera_tests::{chimera_bin, packs_dir};
 use serde_json::json;
 use std::process::{Command, Stdio};
@@ -40,6 +45,16 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// The three packs the guard runs, as flags.
+const PACKS: [&str; 6] = [
+    "--pack",
+    "redactor",
+    "--pack",
+    "plan-gate",
+    "--pack",
+    r#"content-safety={"scan_tool_results":true}"#,
+];
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -50,6 +65,12 @@ fn main() {
         return;
     };
     packs_dir();
+    stdio(&everything, quick);
+    http(&everything, quick);
+}
+
+/// The stdio ways.
+fn stdio(everything: &[String], quick: bool) {
     let quiet = |mut command: Command| {
         command.stderr(Stdio::null());
         McpClient::start(command)
@@ -60,10 +81,9 @@ fn main() {
     let mut guarded_command = Command::new(chimera_bin());
     guarded_command
         .args(["mcp", "guard"])
-        .args(["--pack", "redactor", "--pack", "plan-gate"])
-        .args(["--pack", r#"content-safety={"scan_tool_results":true}"#])
+        .args(PACKS)
         .arg("--")
-        .args(&everything);
+        .args(everything);
     let mut guarded = quiet(guarded_command);
     let (batches, per_batch) = if quick { (5, 100) } else { (20, 250) };
     let (mut direct_times, mut guarded_times) = (Vec::new(), Vec::new());
@@ -93,5 +113,198 @@ fn main() {
         "\nAdded by the guard: p50 {:.1} µs, p99 {:.1} µs.",
         us(at(&guarded_times, 0.5)) - us(at(&direct_times, 0.5)),
         us(at(&guarded_times, 0.99)) - us(at(&direct_times, 0.99))
+    );
+}
+
+/// A child killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until something listens on `port`.
+fn wait_for(port: u16) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An MCP session over streamable HTTP at `url`.
+struct HttpSession {
+    url: String,
+    session: String,
+    client: reqwest::Client,
+}
+
+impl HttpSession {
+    async fn post(&self, body: serde_json::Value) -> String {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18");
+        if !self.session.is_empty() {
+            request = request.header("mcp-session-id", &self.session);
+        }
+        let answer = request
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("an answer");
+        answer.text().await.expect("a body")
+    }
+
+    async fn start(url: String) -> HttpSession {
+        let client = reqwest::Client::new();
+        let answer = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"}}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("initialize answered");
+        let session = answer
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let _ = answer.text().await;
+        let this = HttpSession {
+            url,
+            session,
+            client,
+        };
+        this.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        this
+    }
+
+    /// `n` sequential `echo` calls, their latencies appended to `times`.
+    async fn echo(&self, n: usize, times: &mut Vec<Duration>) {
+        for i in 0..n {
+            let started = Instant::now();
+            let body = self
+                .post(json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"message": format!("status report {i}")}}}))
+                .await;
+            times.push(started.elapsed());
+            assert!(body.contains("Echo: status report"), "{body}");
+        }
+    }
+}
+
+/// The streamable-HTTP ways: direct, nginx as a plain proxy, the guard.
+fn http(everything: &[String], quick: bool) {
+    let upstream = free_port();
+    let _server = Killed(
+        Command::new(&everything[0])
+            .args(&everything[1..])
+            .arg("streamableHttp")
+            .env("PORT", upstream.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    wait_for(upstream);
+    let base = format!("http://127.0.0.1:{upstream}");
+    let nginx = match Nginx::start(&base) {
+        Ok(nginx) => nginx,
+        Err(why) => {
+            println!("\nnginx cannot be had here ({why}): the HTTP ways are not measured");
+            return;
+        }
+    };
+    let guarded = free_port();
+    let _guard = Killed(
+        Command::new(chimera_bin())
+            .args(["mcp", "guard"])
+            .args(PACKS)
+            .arg("--url")
+            .arg(format!("{base}/mcp"))
+            .args(["--listen", &format!("127.0.0.1:{guarded}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the guard starts"),
+    );
+    wait_for(guarded);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (batches, per_batch) = if quick { (5, 100) } else { (20, 250) };
+    let ways = runtime.block_on(async {
+        let sessions = [
+            ("direct", HttpSession::start(format!("{base}/mcp")).await),
+            (
+                "nginx, plain proxy",
+                HttpSession::start(format!("{}/mcp", nginx.url())).await,
+            ),
+            (
+                "through the guard, 3 packs",
+                HttpSession::start(format!("http://127.0.0.1:{guarded}/mcp")).await,
+            ),
+        ];
+        let mut times = vec![Vec::new(); sessions.len()];
+        for (_, session) in &sessions {
+            session.echo(100, &mut Vec::new()).await;
+        }
+        for _ in 0..batches {
+            for ((_, session), times) in sessions.iter().zip(&mut times) {
+                session.echo(per_batch, times).await;
+            }
+        }
+        sessions
+            .iter()
+            .map(|(name, _)| *name)
+            .zip(times)
+            .collect::<Vec<_>>()
+    });
+    println!(
+        "\n| way over streamable HTTP ({} calls each; nginx {}) | p50 (µs) | p99 (µs) |",
+        batches * per_batch,
+        nginx.version
+    );
+    println!("|---|---|---|");
+    let mut p50 = Vec::new();
+    for (name, mut times) in ways {
+        times.sort_unstable();
+        println!(
+            "| {name} | {:.1} | {:.1} |",
+            us(at(&times, 0.5)),
+            us(at(&times, 0.99))
+        );
+        p50.push((us(at(&times, 0.5)), us(at(&times, 0.99))));
+    }
+    let (nginx_added, guard_added) = (p50[1].0 - p50[0].0, p50[2].0 - p50[0].0);
+    println!(
+        "\nAdded p50: nginx {nginx_added:.1} µs, the guard {guard_added:.1} µs ({:.2}× nginx's); \
+         added p99: nginx {:.1} µs, the guard {:.1} µs.",
+        guard_added / nginx_added,
+        p50[1].1 - p50[0].1,
+        p50[2].1 - p50[0].1,
     );
 }
