@@ -332,3 +332,46 @@ fn the_official_python_client_sees_every_shape_redacted() {
         .unwrap();
     redacted_everywhere("the Python client", &out);
 }
+
+#[test]
+fn the_mcp_inspector_cli_drives_the_guard_as_written_without_a_double_dash() {
+    let Some(everything) = server("@modelcontextprotocol/server-everything") else {
+        return;
+    };
+    let Some(inspector) = chimera_tests::mcp::inspector() else {
+        return;
+    };
+    let plugins = test_packs_dir().display().to_string();
+    let guard = [
+        chimera_bin().display().to_string(),
+        "mcp".to_owned(),
+        "guard".to_owned(),
+        "--plugins-dir".to_owned(),
+        plugins,
+        "--pack".to_owned(),
+        "redactor".to_owned(),
+    ];
+    let run = |method: &[&str]| {
+        let out = Command::new(&inspector)
+            .arg("--cli")
+            .args(&guard)
+            .args(&everything)
+            .args(method)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listed = run(&["--method", "tools/list"]);
+    assert!(listed.contains("\"echo\""), "{listed}");
+    let echoed = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        &format!("message=deploy with {SECRET}"),
+    ]);
+    assert!(echoed.contains("Echo: deploy with [redacted]"), "{echoed}");
+    assert!(!echoed.contains(SECRET), "{echoed}");
+}

@@ -54,6 +54,56 @@ fn entry(dir: &Path, package: &str) -> PathBuf {
     dir.join("node_modules").join(package).join("dist/index.js")
 }
 
+/// The MCP Inspector, pinned, with its CLI (`mcp-inspector --cli`), in a
+/// directory of its own (its SDK is not the servers').
+pub const INSPECTOR: (&str, &str) = ("@modelcontextprotocol/inspector", "2.12.0");
+
+/// The `mcp-inspector` launcher, installed once per machine (`.ci/run`
+/// installs it), or `None` (said once) when it cannot be had.
+///
+/// # Panics
+///
+/// When it cannot be installed and `CHIMERA_REQUIRE_REAL_PARTS` is set.
+pub fn inspector() -> Option<PathBuf> {
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let mut first = false;
+    let installed = INSTALLED.get_or_init(|| {
+        first = true;
+        let dir = super::workspace_root().join("target/mcp-inspector");
+        let launcher = dir.join("node_modules/.bin/mcp-inspector");
+        if launcher.is_file() {
+            return Ok(launcher);
+        }
+        npm_install(&dir, &[format!("{}@{}", INSPECTOR.0, INSPECTOR.1)]).map(|()| launcher)
+    });
+    match installed {
+        Ok(launcher) => Some(launcher.clone()),
+        Err(why) => {
+            real_parts::missing(&format!("the MCP Inspector cannot be had: {why}"), first);
+            None
+        }
+    }
+}
+
+/// `npm install` of `pinned` packages into `dir`.
+fn npm_install(dir: &Path, pinned: &[String]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(dir)
+        .args(pinned)
+        .output()
+        .map_err(|e| format!("npm cannot run ({e}); .ci/run installs it"))?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "npm install failed: {}",
+            why.lines().last().unwrap_or("no output")
+        ));
+    }
+    Ok(())
+}
+
 fn install() -> Result<PathBuf, String> {
     let node = Command::new("node")
         .arg("--version")
@@ -69,24 +119,11 @@ fn install() -> Result<PathBuf, String> {
     {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     let pinned: Vec<String> = SERVERS
         .iter()
         .map(|(package, version)| format!("{package}@{version}"))
         .collect();
-    let out = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-        .arg(&dir)
-        .args(&pinned)
-        .output()
-        .map_err(|e| format!("npm cannot run ({e}); .ci/run installs it"))?;
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "npm install failed: {}",
-            why.lines().last().unwrap_or("no output")
-        ));
-    }
+    npm_install(&dir, &pinned)?;
     Ok(dir)
 }
 
