@@ -230,7 +230,7 @@ fn http(everything: &[String], quick: bool) {
     );
     wait_for(upstream);
     let base = format!("http://127.0.0.1:{upstream}");
-    let nginx = match Nginx::start(&base) {
+    let nginx = match Nginx::start(&format!("127.0.0.1:{upstream}")) {
         Ok(nginx) => nginx,
         Err(why) => {
             println!("\nnginx cannot be had here ({why}): the HTTP ways are not measured");
