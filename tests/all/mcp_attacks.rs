@@ -359,7 +359,11 @@ fn the_mcp_inspector_cli_drives_the_guard_as_written_without_a_double_dash() {
             .args(method)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let listed = run(&["--method", "tools/list"]);

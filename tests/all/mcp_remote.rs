@@ -135,14 +135,13 @@ fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
     assert!(line.starts_with("mcp guard: "), "{said}");
 }
 
-#[test]
-fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
-    let Some(python) = chimera_tests::python::sdk_python() else {
-        return;
-    };
+/// The 2026-07-28 Python server (its SDK's) behind `chimera mcp guard
+/// --url` with the redactor and `--deny echo`: both processes, and the
+/// guard's port.
+fn modern_behind_the_guard(python: &std::path::Path) -> (Killed, Killed, u16) {
     let clients = workspace_root().join("tests/support/clients");
     let (upstream, guarded) = (free_port(), free_port());
-    let _remote = Killed(
+    let remote = Killed(
         Command::new(python)
             .arg(clients.join("mcp_modern_server.py"))
             .env("PORT", upstream.to_string())
@@ -152,7 +151,7 @@ fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
             .unwrap(),
     );
     listening(upstream);
-    let _guard = Killed(
+    let guard = Killed(
         Command::new(chimera_bin())
             .args(["mcp", "guard", "--plugins-dir"])
             .arg(test_packs_dir())
@@ -165,6 +164,16 @@ fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
             .unwrap(),
     );
     listening(guarded);
+    (remote, guard, guarded)
+}
+
+#[test]
+fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
+    let Some(python) = chimera_tests::python::sdk_python() else {
+        return;
+    };
+    let clients = workspace_root().join("tests/support/clients");
+    let (_remote, _guard, guarded) = modern_behind_the_guard(python);
     let out = Command::new(python)
         .arg(clients.join("mcp_modern_client.py"))
         .arg(format!("http://127.0.0.1:{guarded}/mcp"))
@@ -196,4 +205,57 @@ fn a_stateless_2026_server_and_client_speak_through_the_guard_judged() {
         "{all}"
     );
     assert_eq!(text(&seen["confirm"]), "confirmed", "{all}");
+}
+
+#[test]
+fn chimera_run_takes_a_2026_server_behind_the_guard_as_mcp_servers() {
+    let Some(python) = chimera_tests::python::sdk_python() else {
+        return;
+    };
+    let (_remote, _guard, guarded) = modern_behind_the_guard(python);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let responses = serde_json::json!({"responses": [
+        {"content": "", "tool_calls": [
+            {"id": "n1", "name": "modern__notes", "arguments": {}},
+            {"id": "e1", "name": "modern__echo", "arguments": {"message": "hi"}}]},
+        {"content": "done"}
+    ]});
+    std::fs::write(&script, responses.to_string()).unwrap();
+    let ran = chimera_tests::cli::chimera(
+        dir.path(),
+        &[
+            "run",
+            "--json",
+            "--mcp",
+            &format!("modern=http://127.0.0.1:{guarded}/mcp"),
+            "--script",
+            &script.display().to_string(),
+            "go",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(ran.status(), 0, "{}", ran.stderr());
+    let result = |id: &str| {
+        ran.of_type("tool_result")
+            .into_iter()
+            .find(|e| e["call_id"] == id)
+            .unwrap_or_else(|| panic!("no result of {id}: {}", ran.stdout()))
+    };
+    assert_eq!(
+        result("n1")["content"],
+        "the key is [redacted]",
+        "{}",
+        ran.stdout()
+    );
+    let echo = result("e1");
+    assert_eq!(echo["is_error"], true, "{echo}");
+    assert!(
+        echo["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Permission denied for echo"),
+        "{echo}"
+    );
 }
