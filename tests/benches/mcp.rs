@@ -237,20 +237,25 @@ fn http(everything: &[String], quick: bool) {
             return;
         }
     };
-    let guarded = free_port();
-    let _guard = Killed(
-        Command::new(chimera_bin())
-            .args(["mcp", "guard"])
-            .args(PACKS)
-            .arg("--url")
-            .arg(format!("{base}/mcp"))
-            .args(["--listen", &format!("127.0.0.1:{guarded}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the guard starts"),
-    );
-    wait_for(guarded);
+    let guard = |packs: &[&str]| {
+        let port = free_port();
+        let child = Killed(
+            Command::new(chimera_bin())
+                .args(["mcp", "guard"])
+                .args(packs)
+                .arg("--url")
+                .arg(format!("{base}/mcp"))
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("the guard starts"),
+        );
+        wait_for(port);
+        (child, port)
+    };
+    let (_bare, bare) = guard(&[]);
+    let (_guard, guarded) = guard(&PACKS);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -266,6 +271,10 @@ fn http(everything: &[String], quick: bool) {
             (
                 "through the guard, 3 packs",
                 HttpSession::start(format!("http://127.0.0.1:{guarded}/mcp")).await,
+            ),
+            (
+                "through the guard, no pack",
+                HttpSession::start(format!("http://127.0.0.1:{bare}/mcp")).await,
             ),
         ];
         let mut times = vec![Vec::new(); sessions.len()];
@@ -299,12 +308,16 @@ fn http(everything: &[String], quick: bool) {
         );
         p50.push((us(at(&times, 0.5)), us(at(&times, 0.99))));
     }
-    let (nginx_added, guard_added) = (p50[1].0 - p50[0].0, p50[2].0 - p50[0].0);
+    let nginx_added = p50[1].0 - p50[0].0;
+    let (guard_added, bare_added) = (p50[2].0 - p50[0].0, p50[3].0 - p50[0].0);
     println!(
-        "\nAdded p50: nginx {nginx_added:.1} µs, the guard {guard_added:.1} µs ({:.2}× nginx's); \
-         added p99: nginx {:.1} µs, the guard {:.1} µs.",
+        "\nAdded p50: nginx {nginx_added:.1} µs; the guard with 3 packs {guard_added:.1} µs \
+         ({:.2}× nginx's), with no pack {bare_added:.1} µs ({:.2}×); added p99: nginx {:.1} µs, \
+         the guard with 3 packs {:.1} µs, with none {:.1} µs.",
         guard_added / nginx_added,
+        bare_added / nginx_added,
         p50[1].1 - p50[0].1,
         p50[2].1 - p50[0].1,
+        p50[3].1 - p50[0].1,
     );
 }
