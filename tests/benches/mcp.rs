@@ -7,7 +7,8 @@
 //! streamable HTTP (the server directly, nginx as a plain reverse proxy
 //! in front of it, and `chimera mcp guard --url`).
 //!
-//! Run: `cargo bench -p chimera-tests --bench mcp` (needs `npm` for the
+//! Run: `cargo bench -p chimera-tests --bench mcp [-- http]` (`http`: the
+//! streamable-HTTP ways only; needs `npm` for the
 //! server and nginx, which it installs when missing; without them, says
 //! so in one line). Prints Markdown tables: p50 and p99 each way, and
 //! what the guard (and nginx) add.
@@ -65,7 +66,10 @@ fn main() {
         return;
     };
     packs_dir();
-    stdio(&everything, quick);
+    // `http`: the streamable-HTTP ways only.
+    if !std::env::args().any(|a| a == "http") {
+        stdio(&everything, quick);
+    }
     http(&everything, quick);
 }
 

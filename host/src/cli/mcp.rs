@@ -166,7 +166,12 @@ fn guard_http(
     url: &str,
     args: &McpGuardArgs,
 ) -> Result<(), Failure> {
+    // One worker: a client's exchange (its connection, the relay, the
+    // server's connection) stays on one thread, with no hand-offs between
+    // threads on the way; a judgement that blocks (an isolated pack's
+    // round trip) moves off it (`block_in_place`).
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| Failure::run_failed(format!("cannot start the guard's runtime: {e}")))?;

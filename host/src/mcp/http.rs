@@ -12,7 +12,8 @@
 //! ```
 //!
 //! What passes through untouched: the session (`Mcp-Session-Id`), the
-//! protocol version (`MCP-Protocol-Version`), the client's credentials
+//! protocol version (`MCP-Protocol-Version`), each event's id (and the
+//! client's `Last-Event-ID`, so a broken stream resumes), the client's credentials
 //! (`Authorization`: bearer tokens and OAuth access tokens, never written
 //! anywhere). The 2026 routing headers (`Mcp-Method`, `Mcp-Name`) are
 //! written from the message as judged, never taken from the client. The
@@ -175,9 +176,16 @@ fn json_response(status: StatusCode, headers: HeaderMap, body: Vec<u8>) -> Respo
     response
 }
 
-/// One server-sent event holding `message`.
-fn event(message: &[u8]) -> Bytes {
-    let mut out = b"event: message\ndata: ".to_vec();
+/// One server-sent event holding `message`, under the server's event id
+/// when it gave one (so a client can resume from it).
+fn event(id: Option<&str>, message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 32);
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"event: message\ndata: ");
     out.extend_from_slice(message);
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
@@ -356,7 +364,7 @@ impl HttpGuard {
         let guard = Arc::clone(self);
         tokio::spawn(async move {
             for reply in &replies {
-                if sender.send(event(reply)).await.is_err() {
+                if sender.send(event(None, reply)).await.is_err() {
                     return;
                 }
             }
@@ -366,7 +374,7 @@ impl HttpGuard {
             };
             let events = std::sync::Mutex::new(Vec::new());
             let mut reader = Reader::new(limits, |event| {
-                super::judge::lock(&events).push(event.data);
+                super::judge::lock(&events).push((event.id, event.data));
                 true
             });
             let mut ended = None;
@@ -387,8 +395,20 @@ impl HttpGuard {
                     ));
                     break;
                 }
-                let arrived: Vec<String> = super::judge::lock(&events).drain(..).collect();
-                for data in arrived {
+                let arrived: Vec<(Option<String>, String)> =
+                    super::judge::lock(&events).drain(..).collect();
+                for (id, data) in arrived {
+                    if data.trim().is_empty() {
+                        // A priming event (an id to resume from, no
+                        // message): nothing to judge.
+                        if let Some(id) = id {
+                            let primed = format!("id: {id}\ndata: \n\n");
+                            if sender.send(Bytes::from(primed)).await.is_err() {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
                     let relayed = match Parsed::of(data.into_bytes()) {
                         Ok(parsed) => guard.judge_answer(&parsed, &mut pending),
                         Err(why) => {
@@ -397,7 +417,7 @@ impl HttpGuard {
                         }
                     };
                     if let Some(message) = relayed {
-                        if sender.send(event(&message)).await.is_err() {
+                        if sender.send(event(id.as_deref(), &message)).await.is_err() {
                             return;
                         }
                     }
@@ -409,7 +429,7 @@ impl HttpGuard {
                 });
                 say(&why);
                 for p in pending.values() {
-                    let _ = sender.send(event(&unanswered_answer(p, &why))).await;
+                    let _ = sender.send(event(None, &unanswered_answer(p, &why))).await;
                 }
             }
         });

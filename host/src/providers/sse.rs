@@ -19,6 +19,9 @@ pub(crate) struct Event {
     pub(crate) kind: String,
     /// The `data:` lines, joined with `\n`.
     pub(crate) data: String,
+    /// The `id:` field, when the event has one (what a client resumes
+    /// from).
+    pub(crate) id: Option<String>,
 }
 
 /// How much of a peer's stream the reader accepts.
@@ -238,6 +241,7 @@ impl<F: FnMut(Event) -> bool> Parser<F> {
                 self.has_data = true;
             }
             "event" => value.clone_into(&mut self.event.kind),
+            "id" if !value.contains('\0') => self.event.id = Some(value.to_owned()),
             _ => {}
         }
         true
@@ -281,7 +285,15 @@ mod tests {
         Event {
             kind: kind.into(),
             data: data.into(),
+            id: None,
         }
+    }
+
+    #[test]
+    fn an_event_keeps_its_id() {
+        let seen = events(b"id: 7\ndata: x\n\ndata: y\n\nid: a\0b\ndata: z\n\n", ROOMY).unwrap();
+        let ids: Vec<Option<&str>> = seen.iter().map(|e| e.id.as_deref()).collect();
+        assert_eq!(ids, [Some("7"), None, None]);
     }
 
     /// A reader that hands out its bytes `step` at a time, so line endings
