@@ -296,10 +296,13 @@ fn http(everything: &[String], quick: bool) {
             .zip(times)
             .collect::<Vec<_>>()
     });
+    report(ways, batches * per_batch, &nginx.version);
+}
+
+/// The HTTP table and what each way adds to direct.
+fn report(ways: Vec<(&str, Vec<Duration>)>, calls: usize, nginx: &str) {
     println!(
-        "\n| way over streamable HTTP ({} calls each; nginx {}) | p50 (µs) | p99 (µs) |",
-        batches * per_batch,
-        nginx.version
+        "\n| way over streamable HTTP ({calls} calls each; nginx {nginx}) | p50 (µs) | p99 (µs) |"
     );
     println!("|---|---|---|");
     let mut p50 = Vec::new();
