@@ -306,7 +306,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         rules = rules.set(tool.clone(), Permission::Deny);
     }
     // Stopped when the run ends (dropped last).
-    let mcp = super::mcp_servers::start_servers(&args.mcp, workspace.root())?;
+    let mut mcp = super::mcp_servers::start_servers(&args.mcp, workspace.root())?;
+    mcp.judge_listings(&host.registry);
     let mut builder = host
         .session(
             provider,

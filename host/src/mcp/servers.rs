@@ -255,6 +255,42 @@ impl McpServers {
         servers
     }
 
+    /// Judges every tool's listing (name, description, schema texts) by
+    /// `registry`'s `provider_request` chain, as the MCP guard does: a
+    /// tool a pack blocks (prompt-injection's tool poisoning) is not
+    /// offered, one line each; a text a pack changes is offered changed.
+    pub fn judge_listings(&mut self, registry: &crate::plugins::Registry) {
+        let chains = registry.get_all();
+        if chains.provider_request.is_empty() {
+            return;
+        }
+        let audited = super::judge::Audited::of(None, "listing");
+        let mut kept = Vec::with_capacity(self.tools.len());
+        for tool in std::mem::take(&mut self.tools) {
+            let src = tool.listing();
+            let Ok(root) = crate::jsondoc::parse(&src, &crate::jsondoc::Limits::default()) else {
+                continue;
+            };
+            match super::judge::judge_listed_tool(&audited, &chains, &src, &root) {
+                super::judge::Verdict::Pass => kept.push(tool),
+                super::judge::Verdict::Edited(splice) => {
+                    let judged = splice
+                        .render(&src)
+                        .ok()
+                        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+                    if let (Some(judged), Some(mut tool)) = (judged, Arc::into_inner(tool)) {
+                        tool.relist(&judged);
+                        kept.push(Arc::new(tool));
+                    }
+                }
+                super::judge::Verdict::Withheld(why) => {
+                    tracing::warn!("MCP tool {} is not offered: {why}", tool.name());
+                }
+            }
+        }
+        self.tools = kept;
+    }
+
     /// Every tool of every server still there, in order.
     #[must_use]
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {

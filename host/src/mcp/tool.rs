@@ -49,6 +49,29 @@ pub struct McpTool {
 }
 
 impl McpTool {
+    /// The tool as its server listed it (name, description, input
+    /// schema), as JSON: what a listing judgement reads.
+    pub(super) fn listing(&self) -> Vec<u8> {
+        serde_json::json!({
+            "name": self.remote,
+            "description": self.description,
+            "inputSchema": self.parameters,
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Takes the description and input schema of `listing` (a judged
+    /// [`listing`](Self::listing)).
+    pub(super) fn relist(&mut self, listing: &Value) {
+        if let Some(description) = listing.get("description").and_then(Value::as_str) {
+            description.clone_into(&mut self.description);
+        }
+        if let Some(schema) = listing.get("inputSchema").filter(|s| s.is_object()) {
+            self.parameters = schema.clone();
+        }
+    }
+
     /// Whether its server is still there.
     pub(super) fn is_offered(&self) -> bool {
         self.server.gone().is_none()
