@@ -32,7 +32,7 @@ use super::error::MAX_LINE;
 use super::judge::{Judging, Pending, Rules};
 use super::message::Parsed;
 use super::wire::say;
-use crate::listen::{Chunks, ConnectionLimits};
+use crate::listen::ConnectionLimits;
 use crate::plugins::Registry;
 use crate::providers::sse::{Limits, Reader};
 use axum::body::{Body, Bytes};
@@ -45,7 +45,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 /// The headers relayed to the server as the client sent them.
 const PASSED: &[&str] = &[
@@ -352,85 +351,43 @@ impl HttpGuard {
         json_response(StatusCode::OK, HeaderMap::new(), json_body(out))
     }
 
-    /// A server's event stream, each event judged on the way.
+    /// A server's event stream, each event judged as the client's
+    /// connection asks for the next (no task or channel between them).
     fn relay_stream(
         self: &Arc<Self>,
-        mut answer: reqwest::Response,
+        answer: reqwest::Response,
         mut returned: HeaderMap,
         replies: Vec<Vec<u8>>,
-        mut pending: HashMap<String, Pending>,
+        pending: HashMap<String, Pending>,
     ) -> Response {
-        let (sender, receiver) = mpsc::channel::<Bytes>(16);
-        let guard = Arc::clone(self);
-        tokio::spawn(async move {
-            for reply in &replies {
-                if sender.send(event(None, reply)).await.is_err() {
-                    return;
-                }
-            }
-            let limits = Limits {
-                max_bytes: u64::MAX,
-                max_line: MAX_LINE,
-            };
-            let events = std::sync::Mutex::new(Vec::new());
-            let mut reader = Reader::new(limits, |event| {
-                super::judge::lock(&events).push((event.id, event.data));
+        let events: Arrived = Arc::default();
+        let arrived = Arc::clone(&events);
+        let limits = Limits {
+            max_bytes: u64::MAX,
+            max_line: MAX_LINE,
+        };
+        let reader: EventReader = Reader::new(
+            limits,
+            Box::new(move |event| {
+                super::judge::lock(&arrived).push((event.id, event.data));
                 true
-            });
-            let mut ended = None;
+            }),
+        );
+        let relaying = Relaying {
+            guard: Arc::clone(self),
+            answer: Some(answer),
+            reader,
+            events,
+            pending,
+            out: replies.iter().map(|reply| event(None, reply)).collect(),
+        };
+        let stream = futures_util::stream::unfold(relaying, |mut relaying| async move {
             loop {
-                let chunk = match answer.chunk().await {
-                    Ok(Some(chunk)) => chunk,
-                    Ok(None) => break,
-                    Err(error) => {
-                        ended = Some(format!(
-                            "the MCP server's stream broke off ({error}) before it answered"
-                        ));
-                        break;
-                    }
-                };
-                if let Err(error) = reader.feed(&chunk) {
-                    ended = Some(format!(
-                        "the MCP server's stream became unreadable ({error:?}) before it answered"
-                    ));
-                    break;
+                if let Some(bytes) = relaying.out.pop_front() {
+                    return Some((Ok::<_, std::convert::Infallible>(bytes), relaying));
                 }
-                let arrived: Vec<(Option<String>, String)> =
-                    super::judge::lock(&events).drain(..).collect();
-                for (id, data) in arrived {
-                    if data.trim().is_empty() {
-                        // A priming event (an id to resume from, no
-                        // message): nothing to judge.
-                        if let Some(id) = id {
-                            let primed = format!("id: {id}\ndata: \n\n");
-                            if sender.send(Bytes::from(primed)).await.is_err() {
-                                return;
-                            }
-                        }
-                        continue;
-                    }
-                    let relayed = match Parsed::of(data.into_bytes()) {
-                        Ok(parsed) => guard.judge_answer(&parsed, &mut pending),
-                        Err(why) => {
-                            say(&format!("withheld an event from the server: {why}"));
-                            None
-                        }
-                    };
-                    if let Some(message) = relayed {
-                        if sender.send(event(id.as_deref(), &message)).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            if !pending.is_empty() {
-                let why = ended.unwrap_or_else(|| {
-                    "the MCP server's stream ended before it answered".to_owned()
-                });
-                say(&why);
-                for p in pending.values() {
-                    let _ = sender.send(event(None, &unanswered_answer(p, &why))).await;
-                }
+                relaying.answer.as_ref()?;
+                relaying.next().await;
             }
         });
         returned.insert(
@@ -438,12 +395,7 @@ impl HttpGuard {
             HeaderValue::from_static("text/event-stream"),
         );
         returned.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        (
-            StatusCode::OK,
-            returned,
-            Body::from_stream(Chunks(receiver)),
-        )
-            .into_response()
+        (StatusCode::OK, returned, Body::from_stream(stream)).into_response()
     }
 
     /// The server's own stream (GET): its requests and notifications
@@ -476,6 +428,83 @@ impl HttpGuard {
                 .unwrap_or(StatusCode::BAD_GATEWAY)
                 .into_response(),
             Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+        }
+    }
+}
+
+/// The events read and not judged yet: each one's id and data.
+type Arrived = Arc<std::sync::Mutex<Vec<(Option<String>, String)>>>;
+
+/// Reads a server's event stream into events.
+type EventReader = Reader<Box<dyn FnMut(crate::providers::sse::Event) -> bool + Send>>;
+
+/// A server's event stream being relayed: what is read, what waits to go
+/// to the client, the requests still unanswered.
+struct Relaying {
+    guard: Arc<HttpGuard>,
+    /// `None` once the stream ended (and its unanswered requests were
+    /// answered).
+    answer: Option<reqwest::Response>,
+    reader: EventReader,
+    events: Arrived,
+    pending: HashMap<String, Pending>,
+    out: std::collections::VecDeque<Bytes>,
+}
+
+impl Relaying {
+    /// Reads the next piece of the stream, judging each event it
+    /// completes into `out`; at its end, answers what is still unanswered.
+    async fn next(&mut self) {
+        let Some(answer) = self.answer.as_mut() else {
+            return;
+        };
+        let ended = match answer.chunk().await {
+            Ok(Some(chunk)) => match self.reader.feed(&chunk) {
+                Ok(_) => None,
+                Err(error) => Some(format!(
+                    "the MCP server's stream became unreadable ({error:?}) before it answered"
+                )),
+            },
+            Ok(None) => Some("the MCP server's stream ended before it answered".to_owned()),
+            Err(error) => Some(format!(
+                "the MCP server's stream broke off ({error}) before it answered"
+            )),
+        };
+        let arrived: Vec<(Option<String>, String)> =
+            super::judge::lock(&self.events).drain(..).collect();
+        for (id, data) in arrived {
+            self.relay(id, &data);
+        }
+        if let Some(why) = ended {
+            self.answer = None;
+            if !self.pending.is_empty() {
+                say(&why);
+                for p in self.pending.values() {
+                    self.out.push_back(event(None, &unanswered_answer(p, &why)));
+                }
+                self.pending.clear();
+            }
+        }
+    }
+
+    /// One event of the server's, judged into `out`.
+    fn relay(&mut self, id: Option<String>, data: &str) {
+        if data.trim().is_empty() {
+            // A priming event (an id to resume from, no message): nothing
+            // to judge.
+            if let Some(id) = id {
+                self.out
+                    .push_back(Bytes::from(format!("id: {id}\ndata: \n\n")));
+            }
+            return;
+        }
+        match Parsed::of(data.as_bytes().to_vec()) {
+            Ok(parsed) => {
+                if let Some(message) = self.guard.judge_answer(&parsed, &mut self.pending) {
+                    self.out.push_back(event(id.as_deref(), &message));
+                }
+            }
+            Err(why) => say(&format!("withheld an event from the server: {why}")),
         }
     }
 }
