@@ -123,10 +123,14 @@ fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
     let _ = remote.0.kill();
     let died: Value = serde_json::from_str(&next()).unwrap();
     assert_eq!(died["isError"], true, "{died}");
-    assert!(
-        text(&died).starts_with("the MCP server's stream broke off"),
+    assert_eq!(
+        text(&died),
+        "the MCP server's stream broke off before it answered this call",
         "{died}"
     );
+    // The server's address and the transport's error are the operator's
+    // to read, on standard error: never the client's.
+    assert!(!died.to_string().contains(&upstream.to_string()), "{died}");
     let said = std::fs::read_to_string(&stderr).unwrap();
     let line = said
         .lines()

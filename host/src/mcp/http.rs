@@ -272,11 +272,9 @@ impl HttpGuard {
         let answer = match request.body(forward).send().await {
             Ok(answer) => answer,
             Err(error) => {
-                let why = format!(
-                    "the MCP server at {} could not be reached ({error}) to answer",
-                    self.upstream
-                );
-                return Self::unanswered(judged.replies, pending, &why);
+                let detail = format!("{} ({error})", self.upstream);
+                let why = "the MCP server could not be reached to answer";
+                return Self::unanswered(judged.replies, pending, why, &detail);
             }
         };
         let status =
@@ -292,7 +290,7 @@ impl HttpGuard {
         }
         let bytes = match read_capped(answer).await {
             Ok(bytes) => bytes,
-            Err(why) => return Self::unanswered(judged.replies, pending, &why),
+            Err((why, detail)) => return Self::unanswered(judged.replies, pending, why, &detail),
         };
         if bytes.is_empty() && pending.is_empty() {
             return (status, returned).into_response();
@@ -343,9 +341,16 @@ impl HttpGuard {
     }
 
     /// The client's answer when the server gave none: `replies`, then
-    /// each request of `pending` answered with `why`.
-    fn unanswered(replies: Vec<Vec<u8>>, pending: HashMap<String, Pending>, why: &str) -> Response {
-        say(why);
+    /// each request of `pending` answered with `why`; what went wrong in
+    /// detail (the server's address, the transport's error) is only on
+    /// standard error, never told the client.
+    fn unanswered(
+        replies: Vec<Vec<u8>>,
+        pending: HashMap<String, Pending>,
+        why: &str,
+        detail: &str,
+    ) -> Response {
+        say(&format!("{why}: {detail}"));
         let mut out = replies;
         out.extend(pending.values().map(|p| unanswered_answer(p, why)));
         json_response(StatusCode::OK, HeaderMap::new(), json_body(out))
@@ -461,13 +466,18 @@ impl Relaying {
         let ended = match answer.chunk().await {
             Ok(Some(chunk)) => match self.reader.feed(&chunk) {
                 Ok(_) => None,
-                Err(error) => Some(format!(
-                    "the MCP server's stream became unreadable ({error:?}) before it answered"
+                Err(error) => Some((
+                    "the MCP server's stream became unreadable before it answered",
+                    format!("{error:?}"),
                 )),
             },
-            Ok(None) => Some("the MCP server's stream ended before it answered".to_owned()),
-            Err(error) => Some(format!(
-                "the MCP server's stream broke off ({error}) before it answered"
+            Ok(None) => Some((
+                "the MCP server's stream ended before it answered",
+                String::new(),
+            )),
+            Err(error) => Some((
+                "the MCP server's stream broke off before it answered",
+                error.to_string(),
             )),
         };
         let arrived: Vec<(Option<String>, String)> =
@@ -475,12 +485,16 @@ impl Relaying {
         for (id, data) in arrived {
             self.relay(id, &data);
         }
-        if let Some(why) = ended {
+        if let Some((why, detail)) = ended {
             self.answer = None;
             if !self.pending.is_empty() {
-                say(&why);
+                if detail.is_empty() {
+                    say(why);
+                } else {
+                    say(&format!("{why}: {detail}"));
+                }
                 for p in self.pending.values() {
-                    self.out.push_back(event(None, &unanswered_answer(p, &why)));
+                    self.out.push_back(event(None, &unanswered_answer(p, why)));
                 }
                 self.pending.clear();
             }
@@ -509,23 +523,26 @@ impl Relaying {
     }
 }
 
-/// A whole answer body, at most [`MAX_LINE`] bytes.
-async fn read_capped(mut answer: reqwest::Response) -> Result<Vec<u8>, String> {
+/// A whole answer body, at most [`MAX_LINE`] bytes; else what the client
+/// is told, and the detail for standard error.
+async fn read_capped(mut answer: reqwest::Response) -> Result<Vec<u8>, (&'static str, String)> {
     let mut body = Vec::new();
     loop {
         match answer.chunk().await {
             Ok(Some(chunk)) => {
                 body.extend_from_slice(&chunk);
                 if body.len() > MAX_LINE {
-                    return Err(format!(
-                        "the MCP server's answer is longer than {MAX_LINE} bytes, so the guard withheld"
+                    return Err((
+                        "the MCP server's answer was too long to judge: the guard withheld its answer to",
+                        format!("over {MAX_LINE} bytes"),
                     ));
                 }
             }
             Ok(None) => return Ok(body),
             Err(error) => {
-                return Err(format!(
-                    "the MCP server's answer broke off ({error}) before it answered"
+                return Err((
+                    "the MCP server's answer broke off before it answered",
+                    error.to_string(),
                 ))
             }
         }
