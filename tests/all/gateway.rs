@@ -25,6 +25,7 @@ mod fail_safe;
 mod fidelity;
 mod limits;
 mod liveness;
+mod models;
 mod monitor;
 mod replicas;
 mod security;

@@ -562,24 +562,44 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-/// `GET /v1/models`: every model served by name, on either wire (a
-/// pattern is not a model: it is not listed).
+/// `GET /v1/models`: the models served by name on the wire the client
+/// speaks (a pattern is not a model: it is not listed), in that wire's
+/// own list shape. A Messages client says so by its `anthropic-version`
+/// header (the Anthropic SDKs and Claude Code always send it); any other
+/// client is taken for a chat-completions one.
 async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    let messages = headers.contains_key("anthropic-version");
     if !gateway.accepts_key(&headers) {
-        return refuse::<OpenAi>(Refusal::BadKey, BAD_KEY);
+        return if messages {
+            refuse::<Anthropic>(Refusal::BadKey, BAD_KEY)
+        } else {
+            refuse::<OpenAi>(Refusal::BadKey, BAD_KEY)
+        };
     }
-    let data: Vec<Value> = gateway
-        .openai
+    let served = if messages {
+        &gateway.anthropic
+    } else {
+        &gateway.openai
+    };
+    let names: Vec<&String> = served
         .iter()
-        .chain(gateway.anthropic.iter())
         .flat_map(|served| served.upstream.models.iter())
         .filter(|name| !name.contains(['*', '?']))
-        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "chimera", "type": "model", "display_name": id}))
         .collect();
-    json_response(
-        StatusCode::OK,
-        &json!({"object": "list", "data": data, "has_more": false}),
-    )
+    let body = if messages {
+        let data: Vec<Value> = names
+            .iter()
+            .map(|id| json!({"type": "model", "id": id, "display_name": id, "created_at": "1970-01-01T00:00:00Z"}))
+            .collect();
+        json!({"data": data, "has_more": false, "first_id": names.first(), "last_id": names.last()})
+    } else {
+        let data: Vec<Value> = names
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "chimera"}))
+            .collect();
+        json!({"object": "list", "data": data})
+    };
+    json_response(StatusCode::OK, &body)
 }
 
 /// Any other route: a 404 in the wire its path names (Messages for
