@@ -27,11 +27,11 @@ fn each_sdk_lists_the_models_of_its_own_wire() {
     ]);
     let Some(listed) = with_sdk(
         &gateway,
-        r#"
+        "
 import json, openai
 client = openai.OpenAI(max_retries=0)
 print(json.dumps([m.id for m in client.models.list()]))
-"#,
+",
     ) else {
         return;
     };
