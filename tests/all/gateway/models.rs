@@ -1,5 +1,5 @@
-//! `GET /v1/models` answers each client in its own wire: the OpenAI SDK
-//! lists the chat-completions models, the Anthropic SDK the Messages
+//! `GET /v1/models` answers each client in its own wire: the `openai` SDK
+//! lists the chat-completions models, the `anthropic` SDK the Messages
 //! models, each in its wire's list shape.
 
 use super::{serve_with, with_anthropic_sdk, with_sdk};
