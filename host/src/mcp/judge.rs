@@ -196,7 +196,7 @@ pub(super) fn judge_view(
                 whole[before.len()..whole.len() - after.len()].to_owned(),
             )]
         }
-        _ => match rejudged(view, &judge) {
+        _ => match rejudged(view, &whole, &judge) {
             Ok(texts) => texts,
             Err(reason) => return Verdict::Withheld(reason),
         },
@@ -209,10 +209,12 @@ pub(super) fn judge_view(
 }
 
 /// Each judged text of `view` judged alone, when the packs changed the
-/// whole: kept only when the texts so changed, joined, pass the packs
+/// whole into `whole`: kept when the texts so changed, joined, are
+/// `whole` (the packs' own verdict on the message) or pass the packs
 /// unchanged (what is forwarded is what was judged).
 fn rejudged(
     view: &View,
+    whole: &str,
     judge: &dyn Fn(&str) -> Result<Option<String>, String>,
 ) -> Result<Vec<Option<String>>, String> {
     let mut texts = Vec::new();
@@ -229,9 +231,12 @@ fn rejudged(
                 .next()
                 .cloned()
                 .flatten()
-                .unwrap_or_else(|| piece_text(piece)),
+                .unwrap_or_else(|| piece.text().to_owned()),
         })
         .collect();
+    if joined == whole {
+        return Ok(texts);
+    }
     match judge(&joined)? {
         None => Ok(texts),
         Some(_) => Err(
@@ -239,14 +244,6 @@ fn rejudged(
                         guard cannot write back into its items"
                 .to_owned(),
         ),
-    }
-}
-
-fn piece_text(piece: &super::view::Piece) -> String {
-    match piece {
-        super::view::Piece::Text { text, .. }
-        | super::view::Piece::Json { text, .. }
-        | super::view::Piece::Literal(text) => text.clone(),
     }
 }
 
@@ -437,5 +434,73 @@ fn judge_listing(
         Verdict::Pass
     } else {
         Verdict::Edited(splice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interception::{InterceptDecision, Interceptor};
+    use crate::jsondoc::{parse, Limits};
+
+    /// `result` judged by a host `tool_result` interceptor `f` over each
+    /// text it is shown: the verdict, and the message as forwarded.
+    fn judged(
+        result: &str,
+        f: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> (Verdict, Option<String>) {
+        let chain = vec![Interceptor::tool_result(
+            "t",
+            move |_, seen: &ToolResult| {
+                Ok(match f(&seen.output) {
+                    Some(output) => InterceptDecision::Replace(ToolResult::ok(output)),
+                    None => InterceptDecision::Allow,
+                })
+            },
+        )];
+        let src = result.as_bytes();
+        let root = parse(src, &Limits::default()).unwrap();
+        let view = View::tool_result(src, &root);
+        let call = ToolCall::new("1", "read", serde_json::json!({}));
+        let verdict = judge_view(&Audited(None), &chain, &call, &view, false);
+        let forwarded = match &verdict {
+            Verdict::Edited(splice) => {
+                Some(String::from_utf8(splice.render(src).unwrap()).unwrap())
+            }
+            _ => None,
+        };
+        (verdict, forwarded)
+    }
+
+    #[test]
+    fn a_change_to_one_of_several_texts_is_written_where_each_lives() {
+        let result = r#"{"content":[{"type":"text","text":"key sk-1"}],"structuredContent":{"k":"key sk-1"}}"#;
+        let (_, forwarded) = judged(result, |text| {
+            text.contains("sk-1").then(|| text.replace("sk-1", "[x]"))
+        });
+        assert_eq!(
+            forwarded.as_deref(),
+            Some(
+                r#"{"content":[{"type":"text","text":"key [x]"}],"structuredContent":{"k":"key [x]"}}"#
+            )
+        );
+    }
+
+    #[test]
+    fn a_change_that_cannot_be_written_back_withholds_the_message() {
+        // Whatever it is shown becomes one word: the pieces so changed,
+        // joined, are neither the packs' verdict on the whole nor passed
+        // unchanged by them.
+        let result = r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#;
+        let (verdict, _) = judged(result, |text| (text != "gone").then(|| "gone".to_owned()));
+        assert!(matches!(verdict, Verdict::Withheld(_)), "{verdict:?}");
+        // One text is written back directly.
+        let (_, forwarded) = judged(r#"{"content":[{"type":"text","text":"a"}]}"#, |text| {
+            (text != "gone").then(|| "gone".to_owned())
+        });
+        assert_eq!(
+            forwarded.as_deref(),
+            Some(r#"{"content":[{"type":"text","text":"gone"}]}"#)
+        );
     }
 }

@@ -46,7 +46,8 @@ pub(crate) enum Piece {
 }
 
 impl Piece {
-    fn text(&self) -> &str {
+    /// Its text, as the view reads it.
+    pub(crate) fn text(&self) -> &str {
         match self {
             Piece::Text { text, .. } | Piece::Json { text, .. } | Piece::Literal(text) => text,
         }
