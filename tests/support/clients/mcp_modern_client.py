@@ -1,7 +1,7 @@
 """The official Python MCP client at the newest protocol it speaks,
 against the server at URL: prints, as one JSON object, the protocol
 version agreed, the instructions, and what each call gave (an
-elicitation it is asked for is recorded and declined... then accepted).
+elicitation it is asked for is recorded, then accepted).
 Usage: mcp_modern_client.py URL"""
 
 import asyncio
