@@ -263,3 +263,60 @@ fn chimera_run_takes_a_2026_server_behind_the_guard_as_mcp_servers() {
         "{echo}"
     );
 }
+
+#[test]
+fn a_server_request_the_packs_block_is_refused_to_the_server_in_its_session() {
+    let Some(mut everything) = server("@modelcontextprotocol/server-everything") else {
+        return;
+    };
+    everything.push("streamableHttp".to_owned());
+    let (upstream, guarded) = (free_port(), free_port());
+    let _remote = Killed(
+        Command::new(&everything[0])
+            .args(&everything[1..])
+            .env("PORT", upstream.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    listening(upstream);
+    let no_sampling = serde_json::json!({"tool_result": {"action": "block",
+        "reason": "no sampling here", "tools": ["mcp:sampling/createMessage"]}});
+    let _guard = Killed(
+        Command::new(chimera_bin())
+            .args(["mcp", "guard", "--plugins-dir"])
+            .arg(test_packs_dir())
+            .args(["--pack", &format!("fixture={no_sampling}"), "--url"])
+            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
+            .args(["--listen", &format!("127.0.0.1:{guarded}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    listening(guarded);
+    let script = {
+        let source =
+            std::fs::read(workspace_root().join("tests/support/clients/mcp_http_sampling.mjs"))
+                .expect("the client script");
+        publish(&servers_dir(), "mcp_http_sampling.mjs", &source)
+    };
+    let out = Command::new("node")
+        .arg(script)
+        .arg(format!("http://127.0.0.1:{guarded}/mcp"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["sampled"], false, "{seen}");
+    // The server got the refusal in its session and ended the call with
+    // it (a timeout would mean the refusal never reached it).
+    let said = seen["result"].to_string();
+    assert!(said.contains("no sampling here"), "{seen}");
+    assert!(!said.contains("timed out"), "{seen}");
+}

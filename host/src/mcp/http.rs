@@ -286,7 +286,7 @@ impl HttpGuard {
             .and_then(|t| t.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if streamed {
-            return self.relay_stream(answer, returned, judged.replies, pending);
+            return self.relay_stream(answer, returned, judged.replies, pending, headers);
         }
         let bytes = match read_capped(answer).await {
             Ok(bytes) => bytes,
@@ -299,7 +299,7 @@ impl HttpGuard {
         let mut pending = pending;
         match Parsed::of(bytes) {
             Ok(parsed) => {
-                let relayed = self.judge_answer(&parsed, &mut pending);
+                let relayed = self.judge_answer(&parsed, &mut pending, headers);
                 out.extend(relayed);
             }
             Err(why) => say(&format!("withheld an answer from the server: {why}")),
@@ -317,21 +317,22 @@ impl HttpGuard {
 
     /// One frame from the server judged, `pending` matched: what goes on
     /// (the guard's own answers to the server's requests sent off).
+    /// `headers` are the client's, whose session and credentials the
+    /// guard's own answers carry.
     fn judge_answer(
         self: &Arc<Self>,
         parsed: &Parsed,
         pending: &mut HashMap<String, Pending>,
+        headers: &HeaderMap,
     ) -> Option<Vec<u8>> {
         let mut take = |key: &str| pending.remove(key);
         let judged = self.judging.judge_server(parsed, &mut take);
         for reply in judged.to_server {
-            let guard = Arc::clone(self);
+            let request = self
+                .upstream(Method::POST, headers)
+                .header("content-type", "application/json")
+                .body(reply);
             tokio::spawn(async move {
-                let request = guard
-                    .client
-                    .post(guard.upstream.clone())
-                    .header("content-type", "application/json")
-                    .body(reply);
                 if let Err(error) = request.send().await {
                     say(&format!("could not answer the server's request: {error}"));
                 }
@@ -364,6 +365,7 @@ impl HttpGuard {
         mut returned: HeaderMap,
         replies: Vec<Vec<u8>>,
         pending: HashMap<String, Pending>,
+        headers: &HeaderMap,
     ) -> Response {
         let events: Arrived = Arc::default();
         let arrived = Arc::clone(&events);
@@ -380,6 +382,7 @@ impl HttpGuard {
         );
         let relaying = Relaying {
             guard: Arc::clone(self),
+            headers: headers.clone(),
             answer: Some(answer),
             reader,
             events,
@@ -409,7 +412,7 @@ impl HttpGuard {
         match self.upstream(Method::GET, headers).send().await {
             Ok(answer) if answer.status().is_success() => {
                 let returned = Self::returned(&answer);
-                self.relay_stream(answer, returned, Vec::new(), HashMap::new())
+                self.relay_stream(answer, returned, Vec::new(), HashMap::new(), headers)
             }
             Ok(answer) => {
                 let status = StatusCode::from_u16(answer.status().as_u16())
@@ -447,6 +450,9 @@ type EventReader = Reader<Box<dyn FnMut(crate::providers::sse::Event) -> bool + 
 /// to the client, the requests still unanswered.
 struct Relaying {
     guard: Arc<HttpGuard>,
+    /// The client's request's headers (the guard's own answers to the
+    /// server carry its session).
+    headers: HeaderMap,
     /// `None` once the stream ended (and its unanswered requests were
     /// answered).
     answer: Option<reqwest::Response>,
@@ -514,7 +520,10 @@ impl Relaying {
         }
         match Parsed::of(data.as_bytes().to_vec()) {
             Ok(parsed) => {
-                if let Some(message) = self.guard.judge_answer(&parsed, &mut self.pending) {
+                let answered = self
+                    .guard
+                    .judge_answer(&parsed, &mut self.pending, &self.headers);
+                if let Some(message) = answered {
                     self.out.push_back(event(id.as_deref(), &message));
                 }
             }
