@@ -272,7 +272,8 @@ pub(crate) enum McpCommand {
     /// Be an MCP server (stdio) that starts the MCP server CMD and relays
     /// to it, judging every message both ways by the loaded packs: point
     /// an MCP client at `chimera mcp guard --pack … CMD ARGS…` instead of
-    /// `CMD ARGS…`.
+    /// `CMD ARGS…`. With --url, serve streamable HTTP in front of a remote
+    /// MCP server instead.
     Guard(Box<McpGuardArgs>),
     /// Start the MCP server CMD, list its tools and pin each one (hashes
     /// of its description and schemas) in the MCP lock: a guard then
@@ -330,8 +331,8 @@ pub(crate) struct McpGuardArgs {
     /// pack fails closed).
     #[arg(long = "fail-open", value_name = "NAME")]
     pub(crate) fail_open: Vec<String>,
-    /// Append every decision on every tool call to this audit log (each
-    /// line names the call's JSON-RPC id).
+    /// Append every decision on every message to this audit log (each
+    /// line names the request's JSON-RPC id).
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
     /// Refuse every call of the MCP tool TOOL (repeatable; a name, or a
