@@ -3,7 +3,7 @@
 //! without them), driven as an MCP client drives it: JSON-RPC on its
 //! standard input and output.
 
-use chimera_tests::mcp::{server, McpClient};
+use chimera_tests::mcp::{result_text as text, server, McpClient};
 use chimera_tests::{chimera_bin, test_packs_dir};
 use serde_json::{json, Value};
 use std::io::BufReader;
@@ -19,17 +19,6 @@ fn guard(flags: &[&str], server: &[String]) -> Command {
         .arg("--")
         .args(server);
     command
-}
-
-/// The text of a tool result's content.
-fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|item| item["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! that carries a secret in every shape a model reads, read by a raw
 //! client and by the official TypeScript and Python SDK clients.
 
-use chimera_tests::mcp::{server, servers_dir, McpClient};
+use chimera_tests::mcp::{
+    hostile_server as hostile, result_text as text, server, servers_dir, McpClient,
+};
 use chimera_tests::{chimera_bin, publish, test_packs_dir, workspace_root};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -12,12 +14,6 @@ use std::process::Command;
 
 /// The secret the hostile server carries.
 const SECRET: &str = "sk-live-0123456789abcdef";
-
-/// The hostile server (see its file), run by the system's Python.
-fn hostile() -> Vec<String> {
-    let script = workspace_root().join("tests/support/clients/hostile_mcp_server.py");
-    vec!["python3".to_owned(), script.display().to_string()]
-}
 
 /// `chimera mcp guard FLAGS SERVER…` (no `--`: the first argument that is
 /// not a flag starts the server's command), the server's record in
@@ -73,17 +69,6 @@ fn attacks(name: &str, base: u64) -> Vec<(&'static str, String, Option<u64>)> {
             Some(base + 5),
         ),
     ]
-}
-
-/// The text of a tool result's content.
-fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|item| item["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// A ping, and its answer: everything sent before it has been handled.

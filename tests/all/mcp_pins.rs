@@ -4,18 +4,11 @@
 //! pinned with `chimera mcp pin` cannot change a description, add a tool
 //! or rename one behind the user's back.
 
-use chimera_tests::mcp::McpClient;
-use chimera_tests::{chimera_bin, test_packs_dir, workspace_root};
+use chimera_tests::mcp::{hostile_server as hostile, result_text as text, McpClient};
+use chimera_tests::{chimera_bin, test_packs_dir};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// The hostile server (see its file), listing the tools of `tools` (a
-/// JSON file).
-fn hostile() -> Vec<String> {
-    let script = workspace_root().join("tests/support/clients/hostile_mcp_server.py");
-    vec!["python3".to_owned(), script.display().to_string()]
-}
 
 /// Writes `tools` (each `(name, description)`, an object input schema)
 /// to `path`.
@@ -52,14 +45,6 @@ fn names(listing: &Value) -> Vec<String> {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// The text of a tool result's content.
-fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[test]

@@ -4,81 +4,71 @@
 //! mid-call, each with one clear line; and the guard's own listener
 //! refuses a request for another host (DNS rebinding).
 
-use chimera_tests::mcp::{server, servers_dir};
+use chimera_tests::mcp::{
+    free_port, listening, result_text as text, server, servers_dir, wait_listening, Killed,
+};
 use chimera_tests::{chimera_bin, publish, test_packs_dir, workspace_root};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// server-everything in streamable-HTTP mode, listening, and its port.
+fn everything_over_http() -> Option<(Killed, u16)> {
+    let everything = server("@modelcontextprotocol/server-everything")?;
+    let port = free_port();
+    let mut command = Command::new(&everything[0]);
+    command
+        .args(&everything[1..])
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    Some((listening(command, port), port))
 }
 
-/// A child killed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `chimera mcp guard FLAGS --url` in front of the server on `upstream`,
+/// its standard error into `stderr` (or nowhere), listening, and its port.
+fn guard_url(flags: &[&str], upstream: u16, stderr: Option<&std::path::Path>) -> (Killed, u16) {
+    let port = free_port();
+    let said = match stderr {
+        Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+        None => Stdio::null(),
+    };
+    let guard = Killed(
+        Command::new(chimera_bin())
+            .args(["mcp", "guard", "--plugins-dir"])
+            .arg(test_packs_dir())
+            .args(flags)
+            .arg("--url")
+            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(said)
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(port);
+    (guard, port)
 }
 
-/// Waits until something listens on `port`.
-fn listening(port: u16) {
-    let until = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The text of a tool result's content.
-fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+/// Client script `name` published beside the SDK it imports.
+fn script(name: &str) -> std::path::PathBuf {
+    let source = std::fs::read(workspace_root().join("tests/support/clients").join(name))
+        .expect("the client script");
+    publish(&servers_dir(), name, &source)
 }
 
 #[test]
 fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
-    let Some(mut everything) = server("@modelcontextprotocol/server-everything") else {
+    let Some((mut remote, upstream)) = everything_over_http() else {
         return;
     };
-    everything.push("streamableHttp".to_owned());
-    let (upstream, guarded) = (free_port(), free_port());
-    let mut remote = Killed(
-        Command::new(&everything[0])
-            .args(&everything[1..])
-            .env("PORT", upstream.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    listening(upstream);
     let dir = tempfile::tempdir().unwrap();
     let stderr = dir.path().join("guard.txt");
-    let _guard = Killed(
-        Command::new(chimera_bin())
-            .args(["mcp", "guard", "--plugins-dir"])
-            .arg(test_packs_dir())
-            .args(["--pack", "redactor", "--deny", "get-*", "--url"])
-            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
-            .args(["--listen", &format!("127.0.0.1:{guarded}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(&stderr).unwrap()))
-            .spawn()
-            .unwrap(),
+    let (_guard, guarded) = guard_url(
+        &["--pack", "redactor", "--deny", "get-*"],
+        upstream,
+        Some(&stderr),
     );
-    listening(guarded);
     // Another host's name (a web page's, resolved to loopback) is refused.
     let rebound = Command::new("curl")
         .args([
@@ -95,14 +85,9 @@ fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&rebound.stdout), "403");
 
-    let script = {
-        let source = std::fs::read(workspace_root().join("tests/support/clients/mcp_http.mjs"))
-            .expect("the client script");
-        publish(&servers_dir(), "mcp_http.mjs", &source)
-    };
     let mut client = Killed(
         Command::new("node")
-            .arg(script)
+            .arg(script("mcp_http.mjs"))
             .arg(format!("http://127.0.0.1:{guarded}/mcp"))
             .stdout(Stdio::piped())
             .spawn()
@@ -143,31 +128,13 @@ fn a_remote_server_behind_the_guard_is_redacted_denied_and_said_when_it_dies() {
 /// --url` with the redactor and `--deny echo`: both processes, and the
 /// guard's port.
 fn modern_behind_the_guard(python: &std::path::Path) -> (Killed, Killed, u16) {
-    let clients = workspace_root().join("tests/support/clients");
-    let (upstream, guarded) = (free_port(), free_port());
-    let remote = Killed(
-        Command::new(python)
-            .arg(clients.join("mcp_modern_server.py"))
-            .env("PORT", upstream.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    listening(upstream);
-    let guard = Killed(
-        Command::new(chimera_bin())
-            .args(["mcp", "guard", "--plugins-dir"])
-            .arg(test_packs_dir())
-            .args(["--pack", "redactor", "--deny", "echo", "--url"])
-            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
-            .args(["--listen", &format!("127.0.0.1:{guarded}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    listening(guarded);
+    let upstream = free_port();
+    let mut command = Command::new(python);
+    command
+        .arg(workspace_root().join("tests/support/clients/mcp_modern_server.py"))
+        .env("PORT", upstream.to_string());
+    let remote = listening(command, upstream);
+    let (guard, guarded) = guard_url(&["--pack", "redactor", "--deny", "echo"], upstream, None);
     (remote, guard, guarded)
 }
 
@@ -266,44 +233,15 @@ fn chimera_run_takes_a_2026_server_behind_the_guard_as_mcp_servers() {
 
 #[test]
 fn a_server_request_the_packs_block_is_refused_to_the_server_in_its_session() {
-    let Some(mut everything) = server("@modelcontextprotocol/server-everything") else {
+    let Some((_remote, upstream)) = everything_over_http() else {
         return;
     };
-    everything.push("streamableHttp".to_owned());
-    let (upstream, guarded) = (free_port(), free_port());
-    let _remote = Killed(
-        Command::new(&everything[0])
-            .args(&everything[1..])
-            .env("PORT", upstream.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    listening(upstream);
     let no_sampling = serde_json::json!({"tool_result": {"action": "block",
         "reason": "no sampling here", "tools": ["mcp:sampling/createMessage"]}});
-    let _guard = Killed(
-        Command::new(chimera_bin())
-            .args(["mcp", "guard", "--plugins-dir"])
-            .arg(test_packs_dir())
-            .args(["--pack", &format!("fixture={no_sampling}"), "--url"])
-            .arg(format!("http://127.0.0.1:{upstream}/mcp"))
-            .args(["--listen", &format!("127.0.0.1:{guarded}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    listening(guarded);
-    let script = {
-        let source =
-            std::fs::read(workspace_root().join("tests/support/clients/mcp_http_sampling.mjs"))
-                .expect("the client script");
-        publish(&servers_dir(), "mcp_http_sampling.mjs", &source)
-    };
+    let fixture = format!("fixture={no_sampling}");
+    let (_guard, guarded) = guard_url(&["--pack", &fixture], upstream, None);
     let out = Command::new("node")
-        .arg(script)
+        .arg(script("mcp_http_sampling.mjs"))
         .arg(format!("http://127.0.0.1:{guarded}/mcp"))
         .output()
         .unwrap();

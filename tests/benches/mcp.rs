@@ -20,7 +20,7 @@
     reason = "a benchmark report: durations printed as floats"
 )]
 
-use chimera_tests::mcp::{server, McpClient};
+use chimera_tests::mcp::{free_port, listening, server, wait_listening, Killed, McpClient};
 use chimera_tests::nginx::Nginx;
 use chimera_tests::{chimera_bin, packs_dir};
 use serde_json::json;
@@ -120,33 +120,6 @@ fn stdio(everything: &[String], quick: bool) {
     );
 }
 
-/// A child killed when dropped.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Waits until something listens on `port`.
-fn wait_for(port: u16) {
-    let until = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// An MCP session over streamable HTTP at `url`.
 struct HttpSession {
     url: String,
@@ -222,17 +195,12 @@ impl HttpSession {
 /// The streamable-HTTP ways: direct, nginx as a plain proxy, the guard.
 fn http(everything: &[String], quick: bool) {
     let upstream = free_port();
-    let _server = Killed(
-        Command::new(&everything[0])
-            .args(&everything[1..])
-            .arg("streamableHttp")
-            .env("PORT", upstream.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts"),
-    );
-    wait_for(upstream);
+    let mut command = Command::new(&everything[0]);
+    command
+        .args(&everything[1..])
+        .arg("streamableHttp")
+        .env("PORT", upstream.to_string());
+    let _server = listening(command, upstream);
     let base = format!("http://127.0.0.1:{upstream}");
     let nginx = match Nginx::start(&format!("127.0.0.1:{upstream}")) {
         Ok(nginx) => nginx,
@@ -255,7 +223,7 @@ fn http(everything: &[String], quick: bool) {
                 .spawn()
                 .expect("the guard starts"),
         );
-        wait_for(port);
+        wait_listening(port);
         (child, port)
     };
     let (_bare, bare) = guard(&[]);

@@ -231,3 +231,80 @@ impl Drop for McpClient {
         let _ = self.child.wait();
     }
 }
+
+/// The texts of a tool result's content, joined by newlines.
+#[must_use]
+pub fn result_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The hostile MCP server the guard's tests run (see its file), by the
+/// system's Python.
+#[must_use]
+pub fn hostile_server() -> Vec<String> {
+    let script = super::workspace_root().join("tests/support/clients/hostile_mcp_server.py");
+    vec!["python3".to_owned(), script.display().to_string()]
+}
+
+/// A child process killed when dropped.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port.
+///
+/// # Panics
+///
+/// When the system has none.
+#[must_use]
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// Waits (up to 20 s) until something listens on loopback `port`.
+///
+/// # Panics
+///
+/// When nothing does by then.
+pub fn wait_listening(port: u16) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < until,
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Starts `command` (a server on loopback `port`, quiet), killed when
+/// dropped, once it listens.
+///
+/// # Panics
+///
+/// When it cannot start or never listens.
+#[must_use]
+pub fn listening(mut command: Command, port: u16) -> Killed {
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let killed = Killed(child);
+    wait_listening(port);
+    killed
+}

@@ -71,6 +71,7 @@ mod exchange;
 mod forward;
 mod hold;
 mod metrics;
+mod models;
 mod openai;
 pub mod sessions;
 mod views;
@@ -100,7 +101,7 @@ pub use bounds::{
 use forward::{Forwarder, KeyStyle};
 use metrics::Metrics;
 use openai::OpenAi;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sessions::{Conversations, Lease, Resumed};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
@@ -415,7 +416,7 @@ impl Gateway {
         Router::new()
             .route("/v1/chat/completions", post(relay::<OpenAi>))
             .route("/v1/messages", post(relay::<Anthropic>))
-            .route("/v1/models", get(models))
+            .route("/v1/models", get(models::models))
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ready" }))
@@ -560,46 +561,6 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
         body.to_string(),
     )
         .into_response()
-}
-
-/// `GET /v1/models`: the models served by name on the wire the client
-/// speaks (a pattern is not a model: it is not listed), in that wire's
-/// own list shape. A Messages client says so by its `anthropic-version`
-/// header (the Anthropic SDKs and Claude Code always send it); any other
-/// client is taken for a chat-completions one.
-async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
-    let messages = headers.contains_key("anthropic-version");
-    if !gateway.accepts_key(&headers) {
-        return if messages {
-            refuse::<Anthropic>(Refusal::BadKey, BAD_KEY)
-        } else {
-            refuse::<OpenAi>(Refusal::BadKey, BAD_KEY)
-        };
-    }
-    let served = if messages {
-        &gateway.anthropic
-    } else {
-        &gateway.openai
-    };
-    let names: Vec<&String> = served
-        .iter()
-        .flat_map(|served| served.upstream.models.iter())
-        .filter(|name| !name.contains(['*', '?']))
-        .collect();
-    let body = if messages {
-        let data: Vec<Value> = names
-            .iter()
-            .map(|id| json!({"type": "model", "id": id, "display_name": id, "created_at": "1970-01-01T00:00:00Z"}))
-            .collect();
-        json!({"data": data, "has_more": false, "first_id": names.first(), "last_id": names.last()})
-    } else {
-        let data: Vec<Value> = names
-            .iter()
-            .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "chimera"}))
-            .collect();
-        json!({"object": "list", "data": data})
-    };
-    json_response(StatusCode::OK, &body)
 }
 
 /// Any other route: a 404 in the wire its path names (Messages for
