@@ -32,6 +32,8 @@ pub(super) struct Streamed {
     /// Why it ended early, when it did (said to the client as an error
     /// event).
     pub(super) broken: Option<String>,
+    /// The id a later request can continue it by (Responses).
+    pub(super) response_id: Option<String>,
 }
 
 /// Where a relay writes what goes to the client.

@@ -104,6 +104,11 @@ async fn admit<W: Wire>(
         )
     })?;
     let read = W::read(&body, &root).map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
+    let conversation = if W::MODEL_CALL {
+        conversation.or_else(|| W::previous(&read).and_then(|id| gateway.chains.conversation(id)))
+    } else {
+        None
+    };
     let model = &W::request(&read).model;
     let served = gateway.served::<W>().ok_or_else(|| {
         refuse::<W>(
@@ -156,8 +161,10 @@ async fn relay<W: Wire>(
     let Some(served) = gateway.served::<W>() else {
         return refuse::<W>(Refusal::NotFound, "no upstream");
     };
-    let id = super::new_id(W::KIND);
+    let id = super::new_id(W::ID_PREFIX);
     let id_header = HeaderValue::from_str(&id).ok();
+    let conversation = conversation.or_else(|| W::CHAINED.then(|| format!("chain/{id}")));
+    let chain = conversation.clone().filter(|_| W::CHAINED);
     let mut lease = gateway.session(
         served.provider(&W::request(&read).model),
         EventBus::new(),
@@ -213,6 +220,7 @@ async fn relay<W: Wire>(
         slot,
         id: id_header,
         started,
+        chain,
     };
     tokio::spawn(crate::listen::with_stall(forward_and_answer::<W>(upstream)))
         .await
@@ -232,6 +240,8 @@ struct Upstream<R> {
     slot: Slot,
     id: Option<HeaderValue>,
     started: Instant,
+    /// The conversation a response id it gets belongs to (a chained wire).
+    chain: Option<String>,
 }
 
 /// The judged request sent upstream, and the answer judged.
@@ -248,6 +258,7 @@ async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
         mut slot,
         id: id_header,
         started,
+        chain,
     } = upstream;
     let Some(served) = gateway.served::<W>() else {
         return refuse::<W>(Refusal::NotFound, "no upstream");
@@ -267,6 +278,7 @@ async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
     let response = match served
         .forwarder
         .send(
+            W::PATH,
             query.as_deref(),
             &judged.headers.0,
             Bytes::from(sent),
@@ -297,6 +309,7 @@ async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
         },
         id: id_header,
         limit: served.forwarder.max_body(),
+        chain,
     };
     answer_with::<W>(answered, response).await
 }
@@ -313,6 +326,8 @@ struct Answered {
     id: Option<HeaderValue>,
     /// The most bytes of a reply read.
     limit: u64,
+    /// The conversation a response id it gets belongs to (a chained wire).
+    chain: Option<String>,
 }
 
 /// The upstream's answer, judged: a stream relayed, a reply written back,
@@ -326,6 +341,7 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
         timing,
         id,
         limit,
+        chain,
     } = answered;
     let status =
         StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -355,6 +371,7 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
             model,
             slot,
             timing,
+            chain,
         );
     }
     let bytes = match read_body(response, limit).await {
@@ -364,7 +381,12 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
     let upstream_spent = timing.upstream_started.elapsed();
     let body = if status.is_success() {
         match judge_reply::<W>(&mut lease, &exchange, &model, &bytes).await {
-            Ok(body) => body,
+            Ok((body, reply_id)) => {
+                if let (Some(id), Some(chain)) = (reply_id, chain) {
+                    timing.gateway.chains.record(id, chain);
+                }
+                body
+            }
             Err(line) => return refuse::<W>(Refusal::Upstream, &line),
         }
     } else {
@@ -413,13 +435,14 @@ fn unjudged(messages: &[crate::types::Message]) -> String {
         .join(", ")
 }
 
-/// A whole reply charged to `lease`'s call, judged and written back.
+/// A whole reply charged to `lease`'s call, judged and written back; the
+/// id a later request can continue it by.
 async fn judge_reply<W: Wire>(
     lease: &mut super::sessions::Lease,
     exchange: &Exchange,
     model: &str,
     bytes: &[u8],
-) -> Result<Vec<u8>, String> {
+) -> Result<(Vec<u8>, Option<String>), String> {
     let root = parse(bytes, &Limits::default())
         .map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
     let reply = W::read_reply(bytes, &root)?;
@@ -429,7 +452,10 @@ async fn judge_reply<W: Wire>(
     for choice in W::choices(&reply) {
         judged.push(session.judge_choice(exchange, choice).await);
     }
-    W::write_reply(bytes, &root, &reply, &judged)
+    Ok((
+        W::write_reply(bytes, &root, &reply, &judged)?,
+        W::reply_id(&reply),
+    ))
 }
 
 /// A response of `status` with the upstream's `headers` and `body`.
@@ -468,6 +494,7 @@ fn stream<W: Wire>(
     model: String,
     slot: Slot,
     timing: Timing,
+    chain: Option<String>,
 ) -> Response {
     let (sender, receiver) = mpsc::channel::<Bytes>(STREAM_BACKLOG);
     let stalled = crate::listen::stalled();
@@ -494,6 +521,9 @@ fn stream<W: Wire>(
         // and the packs that count (token-budget) keep their estimate.
         if let Some(streamed) = streamed {
             let complete = streamed.broken.is_none();
+            if let (Some(id), Some(chain)) = (streamed.response_id, chain) {
+                timing.gateway.chains.record(id, chain);
+            }
             lease.charge(&model, streamed.usage, complete);
         }
         drop(lease);

@@ -82,8 +82,8 @@ pub(super) struct Forwarder {
 pub(super) struct ForwardError(pub(super) String, pub(super) bool);
 
 impl Forwarder {
-    /// A client for `url` (the wire's endpoint on the upstream), sending
-    /// `key` the way `style` says.
+    /// A client for the upstream at `url` (its base URL: each request
+    /// names its endpoint under it), sending `key` the way `style` says.
     pub(super) fn new(
         url: String,
         key: Option<String>,
@@ -127,7 +127,7 @@ impl Forwarder {
     }
 
     /// POSTs `body` with `headers` (and `query`, as the client sent it) to
-    /// the upstream: its response, whatever the status. 429 and 5xx are
+    /// the upstream's endpoint `path`: its response, whatever the status. 429 and 5xx are
     /// retried only as configured, `on_retry` told of each (the status, and
     /// which retry it is).
     ///
@@ -137,6 +137,7 @@ impl Forwarder {
     /// timed out), in one line.
     pub(super) async fn send(
         &self,
+        path: &str,
         query: Option<&str>,
         headers: &[(String, String)],
         body: Bytes,
@@ -147,8 +148,8 @@ impl Forwarder {
             .as_ref()
             .map_err(|e| ForwardError(e.clone(), false))?;
         let url = match query {
-            Some(query) if !query.is_empty() => format!("{}?{query}", self.url),
-            _ => self.url.clone(),
+            Some(query) if !query.is_empty() => format!("{}{path}?{query}", self.url),
+            _ => format!("{}{path}", self.url),
         };
         let mut attempt = 0;
         loop {

@@ -66,13 +66,16 @@
 
 mod anthropic;
 mod bounds;
+mod chains;
 mod events;
 mod exchange;
 mod forward;
 mod hold;
+mod inputs;
 mod metrics;
 mod models;
 mod openai;
+mod responses;
 pub mod sessions;
 mod views;
 mod wire;
@@ -88,6 +91,8 @@ use crate::state::StateService;
 use crate::tools::Workspace;
 use crate::types::Headers;
 use anthropic::Anthropic;
+use inputs::{CountTokens, Embeddings};
+use responses::Responses;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -241,16 +246,15 @@ struct Served {
 
 impl Served {
     fn new(upstream: &Upstream, kind: Kind, config: &GatewayConfig) -> Self {
-        let base = upstream.base_url.trim_end_matches('/');
-        let (url, style) = match kind {
-            Kind::OpenAi => (format!("{base}/chat/completions"), KeyStyle::Bearer),
-            Kind::Anthropic => (format!("{base}/v1/messages"), KeyStyle::Anthropic),
+        let style = match kind {
+            Kind::OpenAi => KeyStyle::Bearer,
+            Kind::Anthropic => KeyStyle::Anthropic,
         };
         Served {
             upstream: upstream.clone(),
             kind,
             forwarder: Forwarder::new(
-                url,
+                upstream.base_url.trim_end_matches('/').to_owned(),
                 upstream.key.clone(),
                 style,
                 &config.http,
@@ -356,6 +360,7 @@ pub struct Gateway {
     limits: ClientLimits,
     bounds: Arc<bounds::Bounds>,
     conversations: Arc<Conversations>,
+    chains: chains::Chains,
     metrics: Metrics,
     metrics_access: MetricsAccess,
     state: Option<StateService>,
@@ -387,6 +392,7 @@ impl Gateway {
             limits: config.limits,
             bounds: Arc::new(bounds::Bounds::new(&config.limits, config.body_cap)),
             conversations: Arc::new(Conversations::new(config.max_sessions)),
+            chains: chains::Chains::new(config.max_sessions),
             metrics: Metrics::default(),
             metrics_access: config.metrics.clone(),
             state: None,
@@ -409,13 +415,17 @@ impl Gateway {
         self
     }
 
-    /// The routes: `POST /v1/chat/completions`, `POST /v1/messages`,
-    /// `GET /v1/models`, `GET /metrics`, `GET /healthz`, `GET /readyz`;
+    /// The routes: `POST /v1/chat/completions`, `POST /v1/responses`,
+    /// `POST /v1/embeddings`, `POST /v1/messages`, `POST
+    /// /v1/messages/count_tokens`, `GET /v1/models`, `GET /metrics`, `GET /healthz`, `GET /readyz`;
     /// anything else is a 404 error in the wire its path names.
     pub fn router(self: Arc<Self>) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(relay::<OpenAi>))
             .route("/v1/messages", post(relay::<Anthropic>))
+            .route("/v1/messages/count_tokens", post(relay::<CountTokens>))
+            .route("/v1/responses", post(relay::<Responses>))
+            .route("/v1/embeddings", post(relay::<Embeddings>))
             .route("/v1/models", get(models::models))
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
@@ -576,12 +586,9 @@ async fn unknown_route(uri: Uri) -> Response {
 
 const BAD_KEY: &str = "the API key is missing or not accepted by this gateway";
 
-/// A fresh id for a request of wire `kind` (what its audit lines name).
-fn new_id(kind: Kind) -> String {
-    let prefix = match kind {
-        Kind::OpenAi => "chatcmpl-",
-        Kind::Anthropic => "msg_",
-    };
+/// A fresh id for a request, beginning with `prefix` (what its audit
+/// lines name).
+fn new_id(prefix: &str) -> String {
     format!("{prefix}{:016x}", fastrand::u64(..))
 }
 

@@ -15,7 +15,7 @@
 //! and the splicing are here, once.
 
 use crate::jsondoc::{string_literal, Node, Splice};
-use crate::types::{Message, ToolSchema};
+use crate::types::{Arguments, ContentBlock, Message, ToolSchema};
 use std::ops::Range;
 
 /// Where one judged text of a message lives: the span of the JSON string
@@ -112,7 +112,7 @@ pub(super) fn write_texts(
             }
             match slot {
                 ArgsSlot::Text(span) => {
-                    splice.replace(span.clone(), string_literal(new_call.arguments.as_str()));
+                    splice.replace(span.clone(), string_literal(&arguments_text(&new_call.arguments)));
                 }
                 ArgsSlot::Object(span) => {
                     let value = new_call.arguments.parse();
@@ -327,6 +327,160 @@ pub(super) fn redistribute(pieces: &[String], joined: &str) -> Vec<String> {
             text
         })
         .collect()
+}
+
+/// A request's `model`: a non-empty string.
+///
+/// # Errors
+///
+/// One line when it is missing or not one.
+pub(super) fn model_of(src: &[u8], root: &Node) -> Result<String, String> {
+    match root.get(src, "model") {
+        Some(node) => match node.text(src) {
+            Some(model) if !model.is_empty() => Ok(model.into_owned()),
+            _ => Err("`model` must be a non-empty string".to_owned()),
+        },
+        None => Err("`model` is required".to_owned()),
+    }
+}
+
+/// A request's `tools` (none when missing or null), each read by `tool`.
+///
+/// # Errors
+///
+/// One line naming the tool that cannot be read.
+pub(super) fn tools_of(
+    src: &[u8],
+    root: &Node,
+    tool: impl Fn(&[u8], &Node) -> Result<(ToolSchema, PlacedTool), String>,
+) -> Result<(Vec<ToolSchema>, Vec<PlacedTool>), String> {
+    match root.get(src, "tools") {
+        None => Ok((Vec::new(), Vec::new())),
+        Some(node) if node.is_null() => Ok((Vec::new(), Vec::new())),
+        Some(node) => match node.as_array() {
+            Some(tools) => Ok(tools
+                .iter()
+                .enumerate()
+                .map(|(index, one)| tool(src, one).map_err(|e| format!("tools[{index}]: {e}")))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .unzip()),
+            None => Err("`tools` must be an array".to_owned()),
+        },
+    }
+}
+
+/// Checks a request's `stream`: a boolean, or none.
+///
+/// # Errors
+///
+/// One line when it is something else.
+pub(super) fn check_stream(src: &[u8], root: &Node) -> Result<(), String> {
+    match root.get(src, "stream") {
+        Some(node) if !node.is_null() && node.as_bool().is_none() => {
+            Err("`stream` must be a boolean".to_owned())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every top-level member but the `read` ones, as the envelope's `kwargs`.
+pub(super) fn kwargs_of(
+    src: &[u8],
+    members: &[(crate::jsondoc::Key, Node)],
+    read: &[&str],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut kwargs = serde_json::Map::new();
+    for (key, node) in members {
+        if read.iter().any(|k| key.is(src, k)) {
+            continue;
+        }
+        kwargs.insert(key.text(src).into_owned(), node.to_value(src));
+    }
+    kwargs
+}
+
+/// The top-level members the seams changed in the envelope: the `model`,
+/// and each of the `kwargs` set, changed or dropped.
+pub(super) fn envelope_changes(
+    before: &crate::agent::RelayRequest,
+    judged: &crate::agent::RelayRequest,
+) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    if judged.model != before.model {
+        members.push(("model".to_owned(), Some(string_literal(&judged.model).into_bytes())));
+    }
+    for (key, value) in &judged.kwargs {
+        if before.kwargs.get(key) != Some(value) {
+            members.push((key.clone(), Some(value.to_string().into_bytes())));
+        }
+    }
+    for key in before.kwargs.keys() {
+        if !judged.kwargs.contains_key(key) {
+            members.push((key.clone(), None));
+        }
+    }
+    members
+}
+
+/// A part or an item the seams do not read, as a block of `kind` holding
+/// its bytes (kept as written; named in the audit line as not judged).
+pub(super) fn opaque_block(src: &[u8], node: &Node, kind: &str) -> ContentBlock {
+    ContentBlock {
+        kind: kind.to_owned(),
+        text: String::new(),
+        data: serde_json::value::RawValue::from_string(
+            String::from_utf8_lossy(node.raw(src)).into_owned(),
+        )
+        .ok(),
+    }
+}
+
+/// A message's text: its content, or its text blocks joined by lines.
+pub(super) fn joined_text(message: &Message) -> String {
+    if message.blocks.is_empty() {
+        return message.content.clone();
+    }
+    message
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "text")
+        .map(|b| b.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Arguments text as the model wrote it: JSON, or (text that is not) a
+/// JSON string holding it, so it is judged and sent as it was.
+pub(super) fn arguments_of(text: &str) -> Arguments {
+    Arguments::from_json(text)
+        .unwrap_or_else(|_| Arguments::from_value(&serde_json::Value::String(text.to_owned())))
+}
+
+/// The text a call's arguments string carries for `arguments` (a string
+/// the model wrote that was not JSON goes back as it was).
+pub(super) fn arguments_text(arguments: &Arguments) -> String {
+    match arguments.parse() {
+        serde_json::Value::String(text) if Arguments::from_json(&text).is_err() => text,
+        _ => arguments.as_str().to_owned(),
+    }
+}
+
+/// The tokens of a `usage` object (`input_tokens`, `output_tokens`: a
+/// Messages reply's or stream event's, a Responses reply's); what it
+/// leaves out is 0.
+pub(super) fn usage_of(src: &[u8], usage: Option<&Node>) -> crate::providers::Usage {
+    let count = |name: &str| {
+        usage
+            .and_then(|u| u.get(src, name))
+            .and_then(|n| n.number_text(src))
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    crate::providers::Usage {
+        input_tokens: count("input_tokens"),
+        output_tokens: count("output_tokens"),
+    }
 }
 
 /// The text of a JSON string node, or `None` for any other kind.

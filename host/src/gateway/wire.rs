@@ -92,6 +92,20 @@ pub(super) trait Wire: StreamWire + Send + Sync + 'static {
     const KIND: Kind;
     /// Its name in lines the operator reads (`chat completions`).
     const NAME: &'static str;
+    /// Its endpoint under the upstream's base URL (`/chat/completions`).
+    const PATH: &'static str;
+    /// How the ids of its requests begin (what the audit lines name).
+    const ID_PREFIX: &'static str;
+    /// Whether a request asks the model for a reply. One that does not
+    /// (counting tokens, embedding text) is judged on the request seams in
+    /// a session of its own (it is no turn of a conversation, and no pack
+    /// counts it against one), and its answer passes as it came.
+    const MODEL_CALL: bool = true;
+    /// Whether its responses chain (a request names the one it continues):
+    /// a request that names no conversation then starts one of its own,
+    /// which the requests continuing its response resume (see
+    /// [`chains`](super::chains)).
+    const CHAINED: bool = false;
     /// A request read into views.
     type Read: Send + Sync;
     /// A reply read into views.
@@ -110,12 +124,23 @@ pub(super) trait Wire: StreamWire + Send + Sync + 'static {
         judged: &RelayRequest,
     ) -> Result<Vec<u8>, String>;
 
+    /// The response a request continues (Responses'
+    /// `previous_response_id`), when its wire chains them.
+    fn previous(_read: &Self::Read) -> Option<&str> {
+        None
+    }
+
     /// Reads a reply; one line when it cannot be read.
     fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String>;
     /// Its choices, as the seams see them.
     fn choices(reply: &Self::Reply) -> Vec<Choice>;
     /// The tokens it reports.
     fn usage(reply: &Self::Reply) -> Usage;
+    /// The id a later request can continue it by, when its wire chains
+    /// responses.
+    fn reply_id(_reply: &Self::Reply) -> Option<String> {
+        None
+    }
     /// The reply with each choice's judgement written back.
     fn write_reply(
         src: &[u8],
@@ -143,13 +168,29 @@ pub(super) fn judged_error(
     exchange: &crate::agent::Exchange,
     bytes: &[u8],
 ) -> Vec<u8> {
+    judged_message(session, exchange, bytes, &["error", "message"])
+}
+
+/// A JSON body with the string at `path` (an error's message) judged as
+/// the model's text is; every other byte as it came. A body that is not
+/// JSON is judged whole.
+pub(super) fn judged_message(
+    session: &crate::agent::AgentSession,
+    exchange: &crate::agent::Exchange,
+    bytes: &[u8],
+    path: &[&str],
+) -> Vec<u8> {
     use crate::jsondoc::{parse, string_literal, Limits, Splice};
     let Ok(root) = parse(bytes, &Limits::default()) else {
         return session
             .judge_text(exchange, &String::from_utf8_lossy(bytes))
             .into_bytes();
     };
-    let Some((span, message)) = error_message(bytes, &root) else {
+    let found = path
+        .iter()
+        .try_fold(&root, |node, key| node.get(bytes, key))
+        .and_then(|node| Some((node.span.clone(), node.text(bytes)?.into_owned())));
+    let Some((span, message)) = found else {
         return bytes.to_vec();
     };
     let judged = session.judge_text(exchange, &message);

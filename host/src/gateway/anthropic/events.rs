@@ -22,7 +22,7 @@
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
 use super::super::wire::{Refusal, Wire};
-use super::reply::usage_of;
+use super::super::views::usage_of;
 use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
 use crate::jsondoc::{parse, string_literal, Limits, Node, Splice};
 use crate::providers::Usage;

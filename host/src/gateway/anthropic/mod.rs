@@ -26,6 +26,8 @@ pub(super) struct Anthropic;
 impl Wire for Anthropic {
     const KIND: Kind = Kind::Anthropic;
     const NAME: &'static str = "messages";
+    const PATH: &'static str = "/v1/messages";
+    const ID_PREFIX: &'static str = "msg_";
     type Read = request::Read;
     type Reply = reply::ReadReply;
 

@@ -55,7 +55,7 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, Str
         texts: Vec::new(),
         calls: Vec::new(),
         stop_reason: root.get(src, "stop_reason").map(|n| n.span.clone()),
-        usage: usage_of(src, root.get(src, "usage")),
+        usage: views::usage_of(src, root.get(src, "usage")),
     };
     for (at, block) in content.as_array().unwrap_or_default().iter().enumerate() {
         let kind = block
@@ -97,22 +97,6 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, Str
         }
     }
     Ok(read)
-}
-
-/// The tokens of a `usage` object (a reply's, or a stream's
-/// `message_start` / `message_delta`); what it leaves out is 0.
-pub(in crate::gateway) fn usage_of(src: &[u8], usage: Option<&Node>) -> Usage {
-    let count = |name: &str| {
-        usage
-            .and_then(|u| u.get(src, name))
-            .and_then(|n| n.number_text(src))
-            .and_then(|t| t.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    Usage {
-        input_tokens: count("input_tokens"),
-        output_tokens: count("output_tokens"),
-    }
 }
 
 /// A text block holding `text`, as the wire writes it.

@@ -19,7 +19,7 @@ use super::super::views::{self, ArgsSlot, Placed, PlacedTool, Slot};
 use crate::agent::RelayRequest;
 use crate::jsondoc::{Kind, Node, Splice};
 use crate::types::{Arguments, ContentBlock, Message, Role, ToolCall, ToolList, ToolSchema};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// A request read.
 #[derive(Debug, Clone)]
@@ -45,13 +45,7 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
     let Some(members) = root.as_object() else {
         return Err("the request body is not a JSON object".to_owned());
     };
-    let model = match root.get(src, "model") {
-        Some(node) => match node.text(src) {
-            Some(model) if !model.is_empty() => model.into_owned(),
-            _ => return Err("`model` must be a non-empty string".to_owned()),
-        },
-        None => return Err("`model` is required".to_owned()),
-    };
+    let model = views::model_of(src, root)?;
     let mut messages = Vec::new();
     let mut placed = Vec::new();
     if let Some(system) = root.get(src, "system").filter(|n| !n.is_null()) {
@@ -69,36 +63,9 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
         turn_of(src, message, index, &mut messages, &mut placed)
             .map_err(|e| format!("messages[{index}]: {e}"))?;
     }
-    let (tools, tool_places) = match root.get(src, "tools") {
-        None => (Vec::new(), Vec::new()),
-        Some(node) if node.is_null() => (Vec::new(), Vec::new()),
-        Some(node) => match node.as_array() {
-            Some(tools) => tools
-                .iter()
-                .enumerate()
-                .map(|(index, tool)| tool_of(src, tool).map_err(|e| format!("tools[{index}]: {e}")))
-                .collect::<Result<Vec<_>, _>>()?
-                .into_iter()
-                .unzip(),
-            None => return Err("`tools` must be an array".to_owned()),
-        },
-    };
-    match root.get(src, "stream") {
-        Some(node) if !node.is_null() && node.as_bool().is_none() => {
-            return Err("`stream` must be a boolean".to_owned())
-        }
-        _ => {}
-    }
-    let mut kwargs = Map::new();
-    for (key, node) in members {
-        if ["model", "system", "messages", "tools"]
-            .iter()
-            .any(|k| key.is(src, k))
-        {
-            continue;
-        }
-        kwargs.insert(key.text(src).into_owned(), node.to_value(src));
-    }
+    let (tools, tool_places) = views::tools_of(src, root, tool_of)?;
+    views::check_stream(src, root)?;
+    let kwargs = views::kwargs_of(src, members, &["model", "system", "messages", "tools"]);
     Ok(Read {
         request: RelayRequest {
             model,
@@ -355,13 +322,7 @@ pub(in crate::gateway) fn write(
 ) -> Result<Vec<u8>, String> {
     let before = &read.request;
     let mut splice = Splice::new();
-    let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-    if judged.model != before.model {
-        members.push((
-            "model".to_owned(),
-            Some(crate::jsondoc::string_literal(&judged.model).into_bytes()),
-        ));
-    }
+    let mut members = views::envelope_changes(before, judged);
     if views::all_same_shape(&before.messages, &judged.messages) {
         views::write_texts(
             &mut splice,
@@ -375,7 +336,7 @@ pub(in crate::gateway) fn write(
             .messages
             .iter()
             .take_while(|m| m.role == Role::System)
-            .map(|m| json!({"type": "text", "text": system_text(m)}))
+            .map(|m| json!({"type": "text", "text": views::joined_text(m)}))
             .collect();
         let rest: Vec<Message> = judged.messages.iter().skip(system.len()).cloned().collect();
         members.push((
@@ -402,29 +363,6 @@ pub(in crate::gateway) fn write(
             (!judged.tools.is_empty()).then_some(array),
         ));
     }
-    for (key, value) in &judged.kwargs {
-        if before.kwargs.get(key) != Some(value) {
-            members.push((key.clone(), Some(value.to_string().into_bytes())));
-        }
-    }
-    for key in before.kwargs.keys() {
-        if !judged.kwargs.contains_key(key) {
-            members.push((key.clone(), None));
-        }
-    }
     views::write_members(src, root, splice, &members)
 }
 
-/// A system message's text: its content, or its text blocks joined.
-fn system_text(message: &Message) -> String {
-    if message.blocks.is_empty() {
-        return message.content.clone();
-    }
-    message
-        .blocks
-        .iter()
-        .filter(|b| b.kind == "text")
-        .map(|b| b.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}

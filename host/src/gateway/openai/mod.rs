@@ -22,6 +22,8 @@ pub(super) struct OpenAi;
 impl Wire for OpenAi {
     const KIND: Kind = Kind::OpenAi;
     const NAME: &'static str = "chat completions";
+    const PATH: &'static str = "/chat/completions";
+    const ID_PREFIX: &'static str = "chatcmpl-";
     type Read = request::Read;
     type Reply = reply::ReadReply;
 

@@ -8,7 +8,7 @@
 //! (`length` included) — is the upstream's, byte for byte.
 
 use super::super::views;
-use super::request::{arguments_of, arguments_text};
+use super::super::views::{arguments_of, arguments_text};
 use crate::agent::{CallVerdict, Choice, JudgedChoice};
 use crate::jsondoc::{array_from, string_literal, Node, Splice};
 use crate::providers::Usage;

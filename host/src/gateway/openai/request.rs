@@ -19,7 +19,7 @@
 use super::super::views::{self, ArgsSlot, Placed, PlacedTool, Slot};
 use crate::agent::RelayRequest;
 use crate::jsondoc::{Kind, Node, Splice};
-use crate::types::{Arguments, ContentBlock, Message, Role, ToolCall, ToolList, ToolSchema};
+use crate::types::{ContentBlock, Message, Role, ToolCall, ToolList, ToolSchema};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
@@ -43,13 +43,7 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
     let Some(members) = root.as_object() else {
         return Err("the request body is not a JSON object".to_owned());
     };
-    let model = match root.get(src, "model") {
-        Some(node) => match node.text(src) {
-            Some(model) if !model.is_empty() => model.into_owned(),
-            _ => return Err("`model` must be a non-empty string".to_owned()),
-        },
-        None => return Err("`model` is required".to_owned()),
-    };
+    let model = views::model_of(src, root)?;
     let wire_messages = match root.get(src, "messages").map(|n| (n, n.as_array())) {
         Some((_, Some(messages))) if !messages.is_empty() => messages,
         Some(_) => return Err("`messages` must be a non-empty array".to_owned()),
@@ -63,35 +57,9 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
         messages.push(message);
         placed.push(place);
     }
-    let (tools, tool_places) = match root.get(src, "tools") {
-        None => (Vec::new(), Vec::new()),
-        Some(node) if node.is_null() => (Vec::new(), Vec::new()),
-        Some(node) => match node.as_array() {
-            Some(tools) => tools
-                .iter()
-                .enumerate()
-                .map(|(index, tool)| {
-                    tool_of(src, tool).map_err(|error| format!("tools[{index}]: {error}"))
-                })
-                .collect::<Result<Vec<_>, _>>()?
-                .into_iter()
-                .unzip(),
-            None => return Err("`tools` must be an array".to_owned()),
-        },
-    };
-    match root.get(src, "stream") {
-        Some(node) if !node.is_null() && node.as_bool().is_none() => {
-            return Err("`stream` must be a boolean".to_owned())
-        }
-        _ => {}
-    }
-    let mut kwargs = Map::new();
-    for (key, node) in members {
-        if key.is(src, "model") || key.is(src, "messages") || key.is(src, "tools") {
-            continue;
-        }
-        kwargs.insert(key.text(src).into_owned(), node.to_value(src));
-    }
+    let (tools, tool_places) = views::tools_of(src, root, tool_of)?;
+    views::check_stream(src, root)?;
+    let kwargs = views::kwargs_of(src, members, &["model", "messages", "tools"]);
     Ok(Read {
         request: RelayRequest {
             model,
@@ -214,18 +182,7 @@ fn part_of(src: &[u8], part: &Node, index: usize) -> Result<(ContentBlock, Optio
             Some(Slot::Block(index, node.span.clone())),
         ));
     }
-    let data = serde_json::value::RawValue::from_string(
-        String::from_utf8_lossy(part.raw(src)).into_owned(),
-    )
-    .ok();
-    Ok((
-        ContentBlock {
-            kind: kind.into_owned(),
-            text: String::new(),
-            data,
-        },
-        None,
-    ))
+    Ok((views::opaque_block(src, part, &kind), None))
 }
 
 /// One tool call of an assistant message, and where its arguments live.
@@ -249,17 +206,10 @@ fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, ArgsSlot), String> {
         ToolCall {
             id: id.into_owned(),
             name: name.into_owned(),
-            arguments: arguments_of(&text),
+            arguments: views::arguments_of(&text),
         },
         ArgsSlot::Text(arguments.span.clone()),
     ))
-}
-
-/// Arguments text as the model wrote it: JSON, or (text that is not) a
-/// JSON string holding it, so it is judged and sent as it was.
-pub(in crate::gateway) fn arguments_of(text: &str) -> Arguments {
-    Arguments::from_json(text)
-        .unwrap_or_else(|_| Arguments::from_value(&Value::String(text.to_owned())))
 }
 
 /// One tool, and where it lives.
@@ -324,13 +274,7 @@ pub(in crate::gateway) fn write(
 ) -> Result<Vec<u8>, String> {
     let before = &read.request;
     let mut splice = Splice::new();
-    let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-    if judged.model != before.model {
-        members.push((
-            "model".to_owned(),
-            Some(crate::jsondoc::string_literal(&judged.model).into_bytes()),
-        ));
-    }
+    let mut members = views::envelope_changes(before, judged);
     if views::all_same_shape(&before.messages, &judged.messages) {
         views::write_texts(
             &mut splice,
@@ -372,16 +316,6 @@ pub(in crate::gateway) fn write(
             (!judged.tools.is_empty()).then_some(array),
         ));
     }
-    for (key, value) in &judged.kwargs {
-        if before.kwargs.get(key) != Some(value) {
-            members.push((key.clone(), Some(value.to_string().into_bytes())));
-        }
-    }
-    for key in before.kwargs.keys() {
-        if !judged.kwargs.contains_key(key) {
-            members.push((key.clone(), None));
-        }
-    }
     views::write_members(src, root, splice, &members)
 }
 
@@ -410,7 +344,7 @@ pub(in crate::gateway) fn wire_message(message: &Message) -> Value {
         let calls: Vec<Value> = message
             .tool_calls
             .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments_text(&c.arguments)}}))
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": views::arguments_text(&c.arguments)}}))
             .collect();
         out.insert("tool_calls".into(), Value::Array(calls));
     }
@@ -421,15 +355,6 @@ pub(in crate::gateway) fn wire_message(message: &Message) -> Value {
         out.insert("name".into(), json!(name));
     }
     Value::Object(out)
-}
-
-/// The text `function.arguments` carries for `arguments` (a string the
-/// model wrote that was not JSON goes back as it was).
-pub(in crate::gateway) fn arguments_text(arguments: &Arguments) -> String {
-    match arguments.parse() {
-        Value::String(text) if Arguments::from_json(&text).is_err() => text,
-        _ => arguments.as_str().to_owned(),
-    }
 }
 
 /// A tool in the wire's shape (for a tool the seams changed).

@@ -1,0 +1,860 @@
+//! A Responses stream relayed (see [`events`](super::super::events)):
+//! each event forwarded as it came when what it carries was released as
+//! it is, its `sequence_number` and `output_index` rewritten only where
+//! the gateway took an event out or wrote one in, so the client's stream
+//! always counts up with no gap.
+//!
+//! - `response.created`, `response.in_progress`, `reasoning` items and
+//!   their summaries, built-in tools' items and every unknown event: as
+//!   they came.
+//! - A `message` item's `output_text` (`refusal`) part: each
+//!   `.delta` through the part's stream gate (forwarded as it came when the
+//!   gate released exactly its text, else with what was released, nothing
+//!   when it held it); at `.done` the gate's final check releases what it
+//!   held, and the `.done`, `content_part.done` and `output_item.done`
+//!   events carry the part's text as the client received it.
+//! - A `function_call` / `custom_tool_call` item: held, with everything
+//!   after it, until the response ends. Then `model_response`, `tool_call`
+//!   on each call and `output` judge it, and what was held goes out: a
+//!   passed call as it came (or, rewritten, as one delta of its new
+//!   arguments, its `.done` and item carrying them; its `call_id` kept), a
+//!   refused call as a `message` item of its refusal line at its place, a
+//!   veto's notice as a `message` item after what was sent.
+//! - `response.completed` / `response.incomplete`: its `response.output`
+//!   the items the client received, as it received them.
+//! - `response.failed` and `error`: their message judged; they end the
+//!   stream, and nothing held goes out.
+//!
+//! A stream that ends without `response.completed` (`.incomplete`,
+//! `.failed`) ends with an `error` event: never a completion.
+
+use super::super::events::{sse, StreamContext, StreamWire, Streamed};
+use super::super::views;
+use super::super::wire::{Refusal, Wire};
+use super::reply::{call_field, message_item, new_item_id, part_field};
+use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
+use crate::jsondoc::{array_from, parse, string_literal, Limits, Node, Splice};
+use crate::providers::Usage;
+use crate::types::ToolCall;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A text part of a message item.
+struct Part {
+    gate: StreamGate,
+    /// Text held (the part is held): offered whole at its `.done`.
+    held: String,
+    /// What the gate released: what the client reads of the part.
+    released: String,
+    /// Its text as the gate left it (`.done` seen).
+    whole: Option<String>,
+}
+
+/// A call item's events and what they assembled.
+struct Call {
+    call_id: String,
+    name: String,
+    arguments: String,
+    /// `arguments` or `input`.
+    field: &'static str,
+    events: Vec<(String, Vec<u8>)>,
+}
+
+/// What one output item is to the relay.
+enum Item {
+    /// A message: its text parts by content index.
+    Message(BTreeMap<u64, Part>),
+    /// A call, held.
+    Call(Call),
+    /// Anything else: as it comes.
+    Other,
+}
+
+/// A held event.
+enum Queued {
+    /// An event to write at the end as it then reads.
+    Event(String, Vec<u8>),
+    /// A call item (by output index), written as judged.
+    Call(u64),
+}
+
+/// The relay's state.
+struct Relay<'a> {
+    session: &'a mut AgentSession,
+    exchange: &'a Exchange,
+    hold_all: bool,
+    items: BTreeMap<u64, Item>,
+    queue: Vec<Queued>,
+    /// Upstream output index → the client's.
+    indexes: BTreeMap<u64, u64>,
+    next_index: u64,
+    /// The next sequence number the client gets (`None`: the upstream
+    /// numbers no event).
+    seq: Option<u64>,
+    /// Each item the client received whole (`output_item.done`), by its
+    /// output index.
+    done: BTreeMap<u64, Vec<u8>>,
+    /// An event was taken out, written in or rewritten: the terminal
+    /// event's `output` is written from what the client received.
+    changed: bool,
+    blocked: Option<crate::agent::StreamBlock>,
+    usage: Usage,
+    id: Option<String>,
+    /// A virtual upstream index for the items the gateway writes.
+    extra: u64,
+}
+
+impl StreamWire for super::Responses {
+    fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>> {
+        Box::pin(relay(cx))
+    }
+}
+
+/// What one upstream event comes to.
+enum Step {
+    /// Send this and go on.
+    Go(String),
+    /// Send this: the stream is over.
+    Stop(String),
+    /// Send this: the upstream's failure ends the stream.
+    Error(String),
+}
+
+async fn relay(cx: StreamContext<'_>) -> Streamed {
+    let StreamContext {
+        session,
+        exchange,
+        mut pump,
+        mut out,
+        hold_all,
+    } = cx;
+    let mut relay = Relay {
+        session,
+        exchange,
+        hold_all,
+        items: BTreeMap::new(),
+        queue: Vec::new(),
+        indexes: BTreeMap::new(),
+        next_index: 0,
+        seq: None,
+        done: BTreeMap::new(),
+        changed: false,
+        blocked: None,
+        usage: Usage::default(),
+        id: None,
+        extra: u64::MAX / 2,
+    };
+    let mut streamed = Streamed::default();
+    let mut stopped = false;
+    let mut first = true;
+    loop {
+        let event = match pump.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(line) => {
+                streamed.broken = Some(line);
+                break;
+            }
+        };
+        match relay.on_event(&event, std::mem::take(&mut first)).await {
+            Ok(Step::Go(text)) => out.send_judged(relay.session, text, unjudged_event).await,
+            Ok(Step::Stop(text)) => {
+                out.send_judged(relay.session, text, unjudged_event).await;
+                stopped = true;
+                break;
+            }
+            Ok(Step::Error(text)) => {
+                out.send_judged(relay.session, text, unjudged_event).await;
+                streamed.broken = Some(String::new());
+                break;
+            }
+            Err(line) => {
+                streamed.broken = Some(line);
+                break;
+            }
+        }
+    }
+    streamed.usage = relay.usage;
+    streamed.response_id = relay.id.take();
+    if streamed.broken.is_none() && !stopped {
+        streamed.broken = Some("the upstream's stream ended before response.completed".to_owned());
+    }
+    if let Some(line) = streamed.broken.as_ref().filter(|l| !l.is_empty()) {
+        let mut body = json!({"type": "error", "code": "upstream_failed", "message": line, "param": null});
+        if let Some(seq) = relay.seq {
+            body["sequence_number"] = json!(seq);
+        }
+        out.send(sse("error", &body.to_string())).await;
+    }
+    streamed
+}
+
+/// The error event a stream ends with when a pack could not judge it.
+fn unjudged_event(line: &str) -> String {
+    let error = super::Responses::error(Refusal::Unjudged, line);
+    let body = json!({"type": "error", "code": error["error"]["code"], "message": line, "param": null});
+    sse("error", &body.to_string())
+}
+
+/// The part of `items` an event of a text part (`root`) is about.
+fn part_of<'a>(items: &'a mut BTreeMap<u64, Item>, src: &[u8], root: &Node) -> Option<&'a mut Part> {
+    let index = number(src, root, "output_index")?;
+    let content = number(src, root, "content_index").unwrap_or(0);
+    match items.get_mut(&index) {
+        Some(Item::Message(parts)) => parts.get_mut(&content),
+        _ => None,
+    }
+}
+
+/// A number member of `node`.
+fn number(src: &[u8], node: &Node, name: &str) -> Option<u64> {
+    node.get(src, name)
+        .and_then(|n| n.number_text(src))
+        .and_then(|t| t.parse().ok())
+}
+
+/// A string member of `node`.
+fn string(src: &[u8], node: &Node, name: &str) -> String {
+    node.get(src, name)
+        .and_then(|n| views::text(src, n))
+        .unwrap_or_default()
+}
+
+impl Relay<'_> {
+    /// One upstream event (see the module docs).
+    async fn on_event(
+        &mut self,
+        event: &crate::providers::sse::Event,
+        first: bool,
+    ) -> Result<Step, String> {
+        let src = event.data.as_bytes();
+        let root = parse(src, &Limits::default())
+            .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
+        let kind = string(src, &root, "type");
+        if first {
+            self.seq = number(src, &root, "sequence_number");
+        }
+        let index = number(src, &root, "output_index");
+        Ok(match kind.as_str() {
+            "response.created" | "response.in_progress" => {
+                if let Some(id) = root.get(src, "response").map(|r| string(src, r, "id")) {
+                    self.id = Some(id).filter(|id| !id.is_empty());
+                }
+                let data = self.with_output_received(src, &root);
+                let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
+                Step::Go(self.pass(&event.kind, &data, &root))
+            }
+            "response.output_item.added" => {
+                let item = root.get(src, "item");
+                let item_kind = item.map(|i| string(src, i, "type")).unwrap_or_default();
+                let index = index.unwrap_or(0);
+                if let (Some(field), Some(item)) = (call_field(&item_kind), item) {
+                    self.items.insert(
+                        index,
+                        Item::Call(Call {
+                            call_id: string(src, item, "call_id"),
+                            name: string(src, item, "name"),
+                            arguments: string(src, item, field),
+                            field,
+                            events: vec![(event.kind.clone(), src.to_vec())],
+                        }),
+                    );
+                    self.queue.push(Queued::Call(index));
+                    return Ok(Step::Go(String::new()));
+                }
+                if item_kind == "message" {
+                    self.items.insert(index, Item::Message(BTreeMap::new()));
+                    if self.hold_all {
+                        // Held whole, a message goes out at the end, as
+                        // judged (or not at all, for a veto's notice).
+                        self.queue.push(Queued::Event(event.kind.clone(), src.to_vec()));
+                        return Ok(Step::Go(String::new()));
+                    }
+                } else {
+                    self.items.insert(index, Item::Other);
+                }
+                Step::Go(self.pass(&event.kind, src, &root))
+            }
+            "response.content_part.added" => {
+                let field = root
+                    .get(src, "part")
+                    .and_then(|p| part_field(&string(src, p, "type")));
+                if let (Some(_), Some(Item::Message(parts))) =
+                    (field, index.and_then(|i| self.items.get_mut(&i)))
+                {
+                    parts.insert(
+                        number(src, &root, "content_index").unwrap_or(0),
+                        Part {
+                            gate: self.session.stream_gate(self.exchange),
+                            held: String::new(),
+                            released: String::new(),
+                            whole: None,
+                        },
+                    );
+                }
+                Step::Go(self.pass(&event.kind, src, &root))
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                Step::Go(self.text_delta(&event.kind, src, &root))
+            }
+            "response.output_text.done" | "response.refusal.done" => {
+                Step::Go(self.text_done(&event.kind, src, &root))
+            }
+            "response.function_call_arguments.delta"
+            | "response.custom_tool_call_input.delta"
+            | "response.function_call_arguments.done"
+            | "response.custom_tool_call_input.done"
+            | "response.output_item.done"
+                if matches!(index.and_then(|i| self.items.get(&i)), Some(Item::Call(_))) =>
+            {
+                let Some(Item::Call(call)) = index.and_then(|i| self.items.get_mut(&i)) else {
+                    return Ok(Step::Go(String::new()));
+                };
+                if kind.ends_with(".delta") {
+                    call.arguments.push_str(&string(src, &root, "delta"));
+                }
+                call.events.push((event.kind.clone(), src.to_vec()));
+                Step::Go(String::new())
+            }
+            "response.completed" | "response.incomplete" => {
+                self.usage =
+                    views::usage_of(src, root.get(src, "response").and_then(|r| r.get(src, "usage")));
+                Step::Stop(self.finish(&event.kind, src, &root).await)
+            }
+            "response.failed" | "error" => {
+                let path: &[&str] = if kind == "error" {
+                    &["message"]
+                } else {
+                    &["response", "error", "message"]
+                };
+                let judged =
+                    super::super::wire::judged_message(self.session, self.exchange, src, path);
+                self.queue.clear();
+                let root = parse(&judged, &Limits::default())
+                    .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
+                Step::Error(self.pass(&event.kind, &judged, &root))
+            }
+            _ => Step::Go(self.pass(&event.kind, src, &root)),
+        })
+    }
+
+    /// An event that carries nothing judged: written now (its numbers
+    /// kept consistent), or held behind a held call.
+    fn pass(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        if !self.queue.is_empty() {
+            self.queue.push(Queued::Event(kind.to_owned(), src.to_vec()));
+            return String::new();
+        }
+        self.write(kind, src, root)
+    }
+
+    /// Writes an upstream event for the client: its `sequence_number` the
+    /// next, its `output_index` the client's; what it carries of a text
+    /// part, the part's released text; an item it completes recorded.
+    fn write(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        let mut splice = Splice::new();
+        let event_kind = string(src, root, "type");
+        if let (Some(seq), Some(node)) = (self.seq, root.get(src, "sequence_number")) {
+            if number(src, root, "sequence_number") != Some(seq) {
+                splice.replace(node.span.clone(), seq.to_string());
+            }
+            self.seq = Some(seq + 1);
+        }
+        let upstream = number(src, root, "output_index");
+        if let (Some(upstream), Some(node)) = (upstream, root.get(src, "output_index")) {
+            let client = self.client_index(upstream, event_kind == "response.output_item.added");
+            if client != upstream {
+                splice.replace(node.span.clone(), client.to_string());
+            }
+        }
+        if let Some(upstream) = upstream {
+            self.texts_as_released(&mut splice, src, root, &event_kind, upstream);
+        }
+        let data = splice.render(src).unwrap_or_else(|_| src.to_vec());
+        if event_kind == "response.output_item.done" {
+            if let (Some(upstream), Ok(written)) = (upstream, parse(&data, &Limits::default())) {
+                if let Some(item) = written.get(&data, "item") {
+                    let client = self.client_index(upstream, false);
+                    self.done.insert(client, item.raw(&data).to_vec());
+                }
+            }
+        }
+        if data != src {
+            self.changed = true;
+        }
+        sse(kind, &String::from_utf8_lossy(&data))
+    }
+
+    /// The client's output index for the upstream's `upstream` (a new
+    /// item takes the next one).
+    fn client_index(&mut self, upstream: u64, added: bool) -> u64 {
+        if let Some(client) = self.indexes.get(&upstream) {
+            return *client;
+        }
+        let client = self.next_index;
+        if added {
+            self.indexes.insert(upstream, client);
+            self.next_index += 1;
+        }
+        client
+    }
+
+    /// The edits that make every text an event carries (a part's `.done`,
+    /// a part's `added` / `done`, a message item's `added` / `done`) what
+    /// the client received of it: a text of no part the relay followed
+    /// was never judged, so it goes out empty.
+    fn texts_as_released(
+        &self,
+        splice: &mut Splice,
+        src: &[u8],
+        root: &Node,
+        kind: &str,
+        upstream: u64,
+    ) {
+        let parts = match self.items.get(&upstream) {
+            Some(Item::Message(parts)) => Some(parts),
+            _ => None,
+        };
+        let released = |at: u64| {
+            parts
+                .and_then(|p| p.get(&at))
+                .map_or("", |p| p.released.as_str())
+        };
+        let mut set = |node: Option<&Node>, text: &str| {
+            if let Some(node) = node {
+                if node.text(src).as_deref() != Some(text) {
+                    splice.replace(node.span.clone(), string_literal(text));
+                }
+            }
+        };
+        let content = number(src, root, "content_index").unwrap_or(0);
+        match kind {
+            "response.output_text.done" => set(root.get(src, "text"), released(content)),
+            "response.refusal.done" => set(root.get(src, "refusal"), released(content)),
+            "response.content_part.added" | "response.content_part.done" => {
+                let part = root.get(src, "part");
+                for field in ["text", "refusal"] {
+                    set(part.and_then(|p| p.get(src, field)), released(content));
+                }
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                let item = root.get(src, "item");
+                if item.is_none_or(|i| string(src, i, "type") != "message") {
+                    return;
+                }
+                let items = item
+                    .and_then(|i| i.get(src, "content"))
+                    .and_then(Node::as_array)
+                    .unwrap_or_default();
+                for (at, part) in items.iter().enumerate() {
+                    for field in ["text", "refusal"] {
+                        set(part.get(src, field), released(at as u64));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The part an event of a text part is about.
+    fn part(&mut self, src: &[u8], root: &Node) -> Option<&mut Part> {
+        part_of(&mut self.items, src, root)
+    }
+
+    /// A text delta: through its part's gate, or held.
+    fn text_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        let text = string(src, root, "delta");
+        let holding = self.hold_all || !self.queue.is_empty();
+        let exchange = self.exchange;
+        let session = &*self.session;
+        let Some(part) = part_of(&mut self.items, src, root) else {
+            // A delta of no part the relay knows: what it carries cannot
+            // be judged, so it does not go out.
+            self.changed = true;
+            return String::new();
+        };
+        if holding {
+            part.held.push_str(&text);
+            self.queue.push(Queued::Event(kind.to_owned(), src.to_vec()));
+            return String::new();
+        }
+        let offered = session.offer(exchange, &mut part.gate, &text, false);
+        let released = offered
+            .release
+            .map(|r| part.gate.text()[r].to_owned())
+            .unwrap_or_default();
+        if let Some(started) = offered.hold {
+            session.publish_hold_edge(exchange, started);
+        }
+        part.released.push_str(&released);
+        if released == text {
+            return self.write(kind, src, root);
+        }
+        if released.is_empty() {
+            self.changed = true;
+            return String::new();
+        }
+        let written = self.with_delta(src, root, &released);
+        let root = parse(&written, &Limits::default()).unwrap_or_else(|_| root.clone());
+        self.write(kind, &written, &root)
+    }
+
+    /// `root` (a delta event) carrying `delta` instead.
+    fn with_delta(&self, src: &[u8], root: &Node, delta: &str) -> Vec<u8> {
+        views::rebuild_object(
+            src,
+            root,
+            &[("delta", Some(string_literal(delta).into_bytes()))],
+        )
+    }
+
+    /// A text part's `.done`: the gate's final check (what it still held
+    /// goes out as a delta first), then the event with the part's text.
+    fn text_done(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        let holding = self.hold_all || !self.queue.is_empty();
+        let exchange = self.exchange;
+        let (released, end) = {
+            let session = &*self.session;
+            let Some(part) = part_of(&mut self.items, src, root) else {
+                return self.pass(kind, src, root);
+            };
+            let held = std::mem::take(&mut part.held);
+            let offered = session.offer(exchange, &mut part.gate, &held, true);
+            let released = offered
+                .release
+                .map(|r| part.gate.text()[r].to_owned())
+                .unwrap_or_default();
+            part.released.push_str(&released);
+            part.whole = Some(part.gate.text().to_owned());
+            let gate = std::mem::take(&mut part.gate);
+            (released, session.finish_stream(exchange, gate))
+        };
+        if let Some(blocked) = end.blocked {
+            self.blocked.get_or_insert(blocked);
+        }
+        if holding {
+            self.queue.push(Queued::Event(kind.to_owned(), src.to_vec()));
+            return String::new();
+        }
+        let mut out = String::new();
+        if !released.is_empty() {
+            let delta = delta_event(src, root, &released);
+            if let Ok(delta_root) = parse(delta.1.as_bytes(), &Limits::default()) {
+                out.push_str(&self.write_new(&delta.0, delta.1.as_bytes(), &delta_root));
+            }
+        }
+        out.push_str(&self.write(kind, src, root));
+        out
+    }
+
+    /// An event the gateway wrote: numbered and indexed like the others.
+    fn write_new(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        self.changed = true;
+        let mut data = src.to_vec();
+        if let Some(seq) = self.seq {
+            data = views::rebuild_object(src, root, &[("sequence_number", Some(seq.to_string().into_bytes()))]);
+        }
+        let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
+        // The number is now the next one: written as it reads.
+        self.write(kind, &data, &root)
+    }
+
+    /// The response ends: open parts get their final check, the response
+    /// is judged, what was held goes out as judged, then the terminal
+    /// event with the output the client received.
+    async fn finish(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        let judged = self.judge().await;
+        let vetoed = judged.vetoed_by.is_some();
+        let mut out = String::new();
+        if vetoed {
+            self.queue.clear();
+            self.changed = true;
+        } else {
+            if self.hold_all {
+                self.take_judged_text(&judged);
+            }
+            out.push_str(&self.write_held(&judged));
+        }
+        let whole: String = self.text_so_far();
+        let unsent = if vetoed {
+            judged.content.clone()
+        } else if self.hold_all {
+            String::new()
+        } else {
+            match judged.content.strip_prefix(whole.as_str()) {
+                Some(rest) => rest.to_owned(),
+                None => format!("\n{}", judged.content),
+            }
+        };
+        if !unsent.is_empty() {
+            self.extra += 1;
+            out.push_str(&self.write_message(self.extra, &new_item_id(), &unsent));
+        }
+        let data = self.with_output_received(src, root);
+        let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
+        out.push_str(&self.write(kind, &data, &root));
+        out
+    }
+
+    /// An event carrying the `response` (`created`, `in_progress`, the
+    /// terminal one) with its `output` the items the client received
+    /// whole, unless it already says exactly that: a text the upstream
+    /// put there and nowhere else was never judged.
+    fn with_output_received(&self, src: &[u8], root: &Node) -> Vec<u8> {
+        let Some(node) = root.get(src, "response").and_then(|r| r.get(src, "output")) else {
+            return src.to_vec();
+        };
+        let output = array_from(self.done.values().cloned().collect::<Vec<_>>());
+        let same = serde_json::from_slice::<Value>(&output).ok()
+            == serde_json::from_slice::<Value>(node.raw(src)).ok();
+        if same {
+            return src.to_vec();
+        }
+        let mut splice = Splice::new();
+        splice.replace(node.span.clone(), output);
+        splice.render(src).unwrap_or_else(|_| src.to_vec())
+    }
+
+    /// Every text part's text as the gates left it, in order.
+    fn text_so_far(&self) -> String {
+        self.items
+            .values()
+            .filter_map(|item| match item {
+                Item::Message(parts) => Some(parts.values()),
+                _ => None,
+            })
+            .flatten()
+            .map(|part| {
+                part.whole
+                    .clone()
+                    .unwrap_or_else(|| part.gate.text().to_owned())
+            })
+            .collect()
+    }
+
+    /// Held whole (`hold_all`), the parts take what the seams made of the
+    /// reply's text, each in its place.
+    fn take_judged_text(&mut self, judged: &JudgedChoice) {
+        let mut parts: Vec<&mut Part> = self
+            .items
+            .values_mut()
+            .filter_map(|item| match item {
+                Item::Message(parts) => Some(parts.values_mut()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let pieces: Vec<String> = parts
+            .iter()
+            .map(|p| p.whole.clone().unwrap_or_default())
+            .collect();
+        for (part, text) in parts
+            .iter_mut()
+            .zip(views::redistribute(&pieces, &judged.content))
+        {
+            part.released = text;
+        }
+    }
+
+    /// The reply's seams on what streamed: its text as the gates left it,
+    /// its calls as assembled.
+    async fn judge(&mut self) -> JudgedChoice {
+        let calls: Vec<ToolCall> = self
+            .items
+            .values()
+            .filter_map(|item| match item {
+                Item::Call(call) => Some(ToolCall {
+                    id: call.call_id.clone(),
+                    name: call.name.clone(),
+                    arguments: views::arguments_of(&call.arguments),
+                }),
+                _ => None,
+            })
+            .collect();
+        let choice = Choice {
+            content: self.text_so_far(),
+            tool_calls: calls,
+            stream_blocked: self.blocked.clone(),
+            streamed: true,
+        };
+        self.session.judge_choice(self.exchange, choice).await
+    }
+
+    /// What was held, written as judged (see the module docs).
+    fn write_held(&mut self, judged: &JudgedChoice) -> String {
+        let mut verdicts: BTreeMap<u64, &CallVerdict> = BTreeMap::new();
+        let mut calls = judged.calls.iter();
+        for (index, item) in &self.items {
+            if matches!(item, Item::Call(_)) {
+                if let Some(verdict) = calls.next() {
+                    verdicts.insert(*index, verdict);
+                }
+            }
+        }
+        let mut written_deltas: Vec<(u64, u64)> = Vec::new();
+        let mut out = String::new();
+        for queued in std::mem::take(&mut self.queue) {
+            match queued {
+                Queued::Event(kind, data) => {
+                    let Ok(root) = parse(&data, &Limits::default()) else {
+                        continue;
+                    };
+                    let event_kind = string(&data, &root, "type");
+                    if event_kind.ends_with("_text.delta") || event_kind == "response.refusal.delta"
+                    {
+                        // A held part goes out as one delta of its text.
+                        let key = (
+                            number(&data, &root, "output_index").unwrap_or(0),
+                            number(&data, &root, "content_index").unwrap_or(0),
+                        );
+                        if written_deltas.contains(&key) {
+                            self.changed = true;
+                            continue;
+                        }
+                        written_deltas.push(key);
+                        let text = self
+                            .part(&data, &root)
+                            .map(|p| p.released.clone())
+                            .unwrap_or_default();
+                        if text.is_empty() {
+                            self.changed = true;
+                            continue;
+                        }
+                        let rewritten = self.with_delta(&data, &root, &text);
+                        let rewritten_root =
+                            parse(&rewritten, &Limits::default()).unwrap_or_else(|_| root.clone());
+                        if rewritten != data {
+                            self.changed = true;
+                        }
+                        out.push_str(&self.write(&kind, &rewritten, &rewritten_root));
+                    } else if event_kind.ends_with("_text.done")
+                        || event_kind == "response.refusal.done"
+                    {
+                        let key = (
+                            number(&data, &root, "output_index").unwrap_or(0),
+                            number(&data, &root, "content_index").unwrap_or(0),
+                        );
+                        if !written_deltas.contains(&key) {
+                            // A part whose deltas were all empty.
+                            written_deltas.push(key);
+                        }
+                        out.push_str(&self.write(&kind, &data, &root));
+                    } else {
+                        out.push_str(&self.write(&kind, &data, &root));
+                    }
+                }
+                Queued::Call(index) => {
+                    let Some(Item::Call(call)) = self.items.remove(&index) else {
+                        continue;
+                    };
+                    self.items.insert(index, Item::Other);
+                    match verdicts.get(&index) {
+                        Some(CallVerdict::Pass(after)) => {
+                            out.push_str(&self.write_call(&call, after));
+                        }
+                        Some(CallVerdict::Refused(_, line)) => {
+                            let line = line.clone();
+                            out.push_str(&self.write_message(index, &new_item_id(), &line));
+                        }
+                        None => self.changed = true,
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A passed call's events: as they came, or carrying its new
+    /// arguments (one delta of them; `.done` and the item with them).
+    fn write_call(&mut self, call: &Call, after: &ToolCall) -> String {
+        let same = after.arguments.as_str() == views::arguments_of(&call.arguments).as_str();
+        let arguments = views::arguments_text(&after.arguments);
+        let mut out = String::new();
+        let mut delta_written = false;
+        for (kind, data) in &call.events {
+            let Ok(root) = parse(data, &Limits::default()) else {
+                continue;
+            };
+            if same {
+                out.push_str(&self.write(kind, data, &root));
+                continue;
+            }
+            self.changed = true;
+            let event_kind = string(data, &root, "type");
+            let literal = string_literal(&arguments).into_bytes();
+            let rewritten = if event_kind.ends_with(".delta") {
+                if std::mem::replace(&mut delta_written, true) {
+                    continue;
+                }
+                views::rebuild_object(data, &root, &[("delta", Some(literal))])
+            } else if event_kind.ends_with(".done") && event_kind != "response.output_item.done" {
+                views::rebuild_object(data, &root, &[(call.field, Some(literal))])
+            } else if let Some(item) = root.get(data, "item") {
+                let item = views::rebuild_object(data, item, &[(call.field, Some(literal))]);
+                views::rebuild_object(data, &root, &[("item", Some(item))])
+            } else {
+                data.clone()
+            };
+            let rewritten_root = parse(&rewritten, &Limits::default()).unwrap_or(root);
+            out.push_str(&self.write(kind, &rewritten, &rewritten_root));
+        }
+        out
+    }
+
+    /// A whole assistant message item of `text` at the upstream's output
+    /// index `index` (a refused call's place, or one past the end): its
+    /// added, part, delta, done events.
+    fn write_message(&mut self, index: u64, id: &str, text: &str) -> String {
+        self.changed = true;
+        let part = json!({"type": "output_text", "annotations": [], "text": ""});
+        let whole = json!({"type": "output_text", "annotations": [], "text": text});
+        let events = [
+            ("response.output_item.added", json!({"item": message_item(id, "", "in_progress").as_object().map(|o| {
+                let mut o = o.clone();
+                o.insert("content".to_owned(), json!([]));
+                Value::Object(o)
+            })})),
+            ("response.content_part.added", json!({"item_id": id, "content_index": 0, "part": part})),
+            ("response.output_text.delta", json!({"item_id": id, "content_index": 0, "delta": text, "logprobs": []})),
+            ("response.output_text.done", json!({"item_id": id, "content_index": 0, "text": text, "logprobs": []})),
+            ("response.content_part.done", json!({"item_id": id, "content_index": 0, "part": whole})),
+            ("response.output_item.done", json!({"item": message_item(id, text, "completed")})),
+        ];
+        let mut out = String::new();
+        for (kind, mut body) in events {
+            body["type"] = json!(kind);
+            body["output_index"] = json!(index);
+            if let Some(seq) = self.seq {
+                body["sequence_number"] = json!(seq);
+            }
+            let data = body.to_string().into_bytes();
+            let Ok(root) = parse(&data, &Limits::default()) else {
+                continue;
+            };
+            out.push_str(&self.write(kind, &data, &root));
+        }
+        out
+    }
+}
+
+/// The delta event (its type and data) that carries `text` for the part
+/// a `.done` event (`src`) is about.
+fn delta_event(src: &[u8], root: &Node, text: &str) -> (String, String) {
+    let delta_kind = string(src, root, "type").replace(".done", ".delta");
+    let mut body = json!({
+        "type": delta_kind,
+        "item_id": string(src, root, "item_id"),
+        "output_index": number(src, root, "output_index").unwrap_or(0),
+        "content_index": number(src, root, "content_index").unwrap_or(0),
+        "delta": text,
+    });
+    if delta_kind == "response.output_text.delta" {
+        body["logprobs"] = json!([]);
+    }
+    if let Some(seq) = number(src, root, "sequence_number") {
+        body["sequence_number"] = json!(seq);
+    }
+    (delta_kind, body.to_string())
+}
