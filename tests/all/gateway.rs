@@ -28,6 +28,7 @@ mod liveness;
 mod models;
 mod monitor;
 mod replicas;
+mod responses;
 mod security;
 mod state;
 

@@ -633,7 +633,7 @@ fn content_text(content: &serde_json::Value) -> String {
 }
 
 /// What [`tool_model`]'s model says in one turn: a text, or a call.
-enum Turn<'a> {
+pub(crate) enum Turn<'a> {
     Text(String),
     Call {
         id: String,
@@ -658,7 +658,15 @@ fn model_reply(request: &Request, calls: &[(String, serde_json::Value)]) -> Repl
         return Reply::json(json!({"input_tokens": 42}));
     }
     let anthropic = route.ends_with("/messages");
-    if request.method != "POST" || !(anthropic || route.ends_with("/chat/completions")) {
+    let responses = route.ends_with("/responses");
+    let body: serde_json::Value =
+        serde_json::from_slice(&request.bytes).unwrap_or(serde_json::Value::Null);
+    if route.ends_with("/embeddings") {
+        return super::responses::embeddings(&body);
+    }
+    if request.method != "POST"
+        || !(anthropic || responses || route.ends_with("/chat/completions"))
+    {
         let error = json!({"type": "error", "error": {"type": "not_found_error",
             "message": format!("no route {} {}", request.method, request.path)}});
         return Reply::status(
@@ -667,10 +675,11 @@ fn model_reply(request: &Request, calls: &[(String, serde_json::Value)]) -> Repl
             &error.to_string(),
         );
     }
-    let body: serde_json::Value =
-        serde_json::from_slice(&request.bytes).unwrap_or(serde_json::Value::Null);
-    let results = tool_results(&body);
-    let made = tool_results_so_far(&body);
+    let (results, made) = if responses {
+        super::responses::results(&body)
+    } else {
+        (tool_results(&body), tool_results_so_far(&body))
+    };
     let offered = |tool: &str| {
         body["tools"].as_array().is_some_and(|tools| {
             tools
@@ -690,7 +699,9 @@ fn model_reply(request: &Request, calls: &[(String, serde_json::Value)]) -> Repl
     };
     let model = body["model"].as_str().unwrap_or("chimera-test");
     let stream = body["stream"] == true;
-    if anthropic {
+    if responses {
+        super::responses::reply(&turn, &body)
+    } else if anthropic {
         let thinking = matches!(
             body["thinking"]["type"].as_str(),
             Some("enabled" | "adaptive")
@@ -703,7 +714,7 @@ fn model_reply(request: &Request, calls: &[(String, serde_json::Value)]) -> Repl
 }
 
 /// `text` in `pieces` pieces or fewer, cut at character boundaries.
-fn pieces(text: &str, pieces: usize) -> Vec<String> {
+pub(crate) fn pieces(text: &str, pieces: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let size = chars.len().div_ceil(pieces).max(1);
     chars

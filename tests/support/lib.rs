@@ -296,6 +296,9 @@ pub mod real_parts;
 
 pub mod redis;
 
+/// The Responses wire as a loopback model speaks it.
+pub mod responses;
+
 pub mod serve;
 
 /// The stateful example pack (`examples/stateful-pack`, entry point

@@ -430,6 +430,9 @@ impl Relay<'_> {
             }
         };
         let content = number(src, root, "content_index").unwrap_or(0);
+        // What is added has no text yet: its text comes in its deltas.
+        let added = kind.ends_with(".added");
+        let released = |at: u64| if added { "" } else { released(at) };
         match kind {
             "response.output_text.done" => set(root.get(src, "text"), released(content)),
             "response.refusal.done" => set(root.get(src, "refusal"), released(content)),
@@ -565,6 +568,8 @@ impl Relay<'_> {
     /// is judged, what was held goes out as judged, then the terminal
     /// event with the output the client received.
     async fn finish(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        self.close_open_parts();
+        let whole = self.text_so_far();
         let judged = self.judge().await;
         let vetoed = judged.vetoed_by.is_some();
         let mut out = String::new();
@@ -577,7 +582,6 @@ impl Relay<'_> {
             }
             out.push_str(&self.write_held(&judged));
         }
-        let whole: String = self.text_so_far();
         let unsent = if vetoed {
             judged.content.clone()
         } else if self.hold_all {
@@ -615,6 +619,31 @@ impl Relay<'_> {
         let mut splice = Splice::new();
         splice.replace(node.span.clone(), output);
         splice.render(src).unwrap_or_else(|_| src.to_vec())
+    }
+
+    /// The final check of each part the upstream never said was done:
+    /// what it held is judged with the rest (and goes out only if held
+    /// behind a call, at its place).
+    fn close_open_parts(&mut self) {
+        let exchange = self.exchange;
+        let session = &*self.session;
+        let mut blocked = None;
+        for item in self.items.values_mut() {
+            let Item::Message(parts) = item else { continue };
+            for part in parts.values_mut().filter(|p| p.whole.is_none()) {
+                let held = std::mem::take(&mut part.held);
+                let offered = session.offer(exchange, &mut part.gate, &held, true);
+                if let Some(range) = offered.release {
+                    part.released.push_str(&part.gate.text()[range]);
+                }
+                part.whole = Some(part.gate.text().to_owned());
+                let end = session.finish_stream(exchange, std::mem::take(&mut part.gate));
+                blocked = blocked.or(end.blocked);
+            }
+        }
+        if let Some(stream_block) = blocked {
+            self.blocked.get_or_insert(stream_block);
+        }
     }
 
     /// Every text part's text as the gates left it, in order.
@@ -808,6 +837,14 @@ impl Relay<'_> {
     /// added, part, delta, done events.
     fn write_message(&mut self, index: u64, id: &str, text: &str) -> String {
         self.changed = true;
+        let part = Part {
+            gate: StreamGate::default(),
+            held: String::new(),
+            released: text.to_owned(),
+            whole: Some(text.to_owned()),
+        };
+        self.items
+            .insert(index, Item::Message(BTreeMap::from([(0, part)])));
         let part = json!({"type": "output_text", "annotations": [], "text": ""});
         let whole = json!({"type": "output_text", "annotations": [], "text": text});
         let events = [
