@@ -155,12 +155,20 @@ impl Wire for Embeddings {
         };
         match &input.kind {
             NodeKind::String { .. } => text(input, 0),
-            NodeKind::Array(items) if items.iter().all(|i| matches!(i.kind, NodeKind::String { .. })) => {
+            NodeKind::Array(items)
+                if items
+                    .iter()
+                    .all(|i| matches!(i.kind, NodeKind::String { .. })) =>
+            {
                 for (at, item) in items.iter().enumerate() {
                     text(item, at);
                 }
             }
-            NodeKind::Array(items) if items.iter().all(|i| !matches!(i.kind, NodeKind::String { .. })) => {
+            NodeKind::Array(items)
+                if items
+                    .iter()
+                    .all(|i| !matches!(i.kind, NodeKind::String { .. })) =>
+            {
                 // Token ids: no text the seams can read.
                 messages.push(Message {
                     blocks: vec![views::opaque_block(src, input, "tokens")],
@@ -168,7 +176,9 @@ impl Wire for Embeddings {
                 });
                 placed.push(Placed::default());
             }
-            _ => return Err("`input` must be a string, an array of strings or token ids".to_owned()),
+            _ => {
+                return Err("`input` must be a string, an array of strings or token ids".to_owned())
+            }
         }
         Ok(EmbeddingsRead {
             request: RelayRequest {
@@ -200,7 +210,12 @@ impl Wire for Embeddings {
             );
         }
         let mut splice = Splice::new();
-        views::write_texts(&mut splice, &before.messages, &judged.messages, &read.placed);
+        views::write_texts(
+            &mut splice,
+            &before.messages,
+            &judged.messages,
+            &read.placed,
+        );
         views::write_members(src, root, splice, &views::envelope_changes(before, judged))
     }
 

@@ -91,8 +91,6 @@ use crate::state::StateService;
 use crate::tools::Workspace;
 use crate::types::Headers;
 use anthropic::Anthropic;
-use inputs::{CountTokens, Embeddings};
-use responses::Responses;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -104,8 +102,10 @@ pub use bounds::{
     DEFAULT_KEY_BUFFER_CAP, DEFAULT_KEY_CONCURRENCY, DEFAULT_WRITE_TIMEOUT,
 };
 use forward::{Forwarder, KeyStyle};
+use inputs::{CountTokens, Embeddings};
 use metrics::Metrics;
 use openai::OpenAi;
+use responses::Responses;
 use serde_json::Value;
 use sessions::{Conversations, Lease, Resumed};
 use sha2::{Digest, Sha256};

@@ -112,7 +112,10 @@ pub(super) fn write_texts(
             }
             match slot {
                 ArgsSlot::Text(span) => {
-                    splice.replace(span.clone(), string_literal(&arguments_text(&new_call.arguments)));
+                    splice.replace(
+                        span.clone(),
+                        string_literal(&arguments_text(&new_call.arguments)),
+                    );
                 }
                 ArgsSlot::Object(span) => {
                     let value = new_call.arguments.parse();
@@ -408,7 +411,10 @@ pub(super) fn envelope_changes(
 ) -> Vec<(String, Option<Vec<u8>>)> {
     let mut members: Vec<(String, Option<Vec<u8>>)> = Vec::new();
     if judged.model != before.model {
-        members.push(("model".to_owned(), Some(string_literal(&judged.model).into_bytes())));
+        members.push((
+            "model".to_owned(),
+            Some(string_literal(&judged.model).into_bytes()),
+        ));
     }
     for (key, value) in &judged.kwargs {
         if before.kwargs.get(key) != Some(value) {

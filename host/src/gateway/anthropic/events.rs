@@ -21,8 +21,8 @@
 //! A stream that ends without `message_stop` ends with an `error` event.
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
-use super::super::wire::{Refusal, Wire};
 use super::super::views::usage_of;
+use super::super::wire::{Refusal, Wire};
 use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
 use crate::jsondoc::{parse, string_literal, Limits, Node, Splice};
 use crate::providers::Usage;

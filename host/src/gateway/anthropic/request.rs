@@ -365,4 +365,3 @@ pub(in crate::gateway) fn write(
     }
     views::write_members(src, root, splice, &members)
 }
-

@@ -17,9 +17,9 @@
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
 use super::super::views;
+use super::super::views::{arguments_of, arguments_text};
 use super::super::wire::{Refusal, Wire};
 use super::reply::{shown, usage_of};
-use super::super::views::{arguments_of, arguments_text};
 use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, StreamGate};
 use crate::jsondoc::{array_from, parse, string_literal, Limits, Node};
 use crate::types::ToolCall;

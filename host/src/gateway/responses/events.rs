@@ -54,7 +54,8 @@ struct Part {
 
 /// A call item's events and what they assembled.
 struct Call {
-    call_id: String,
+    /// Its `call_id`.
+    id: String,
     name: String,
     arguments: String,
     /// `arguments` or `input`.
@@ -96,9 +97,6 @@ struct Relay<'a> {
     /// Each item the client received whole (`output_item.done`), by its
     /// output index.
     done: BTreeMap<u64, Vec<u8>>,
-    /// An event was taken out, written in or rewritten: the terminal
-    /// event's `output` is written from what the client received.
-    changed: bool,
     blocked: Option<crate::agent::StreamBlock>,
     usage: Usage,
     id: Option<String>,
@@ -140,7 +138,6 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         next_index: 0,
         seq: None,
         done: BTreeMap::new(),
-        changed: false,
         blocked: None,
         usage: Usage::default(),
         id: None,
@@ -182,7 +179,8 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         streamed.broken = Some("the upstream's stream ended before response.completed".to_owned());
     }
     if let Some(line) = streamed.broken.as_ref().filter(|l| !l.is_empty()) {
-        let mut body = json!({"type": "error", "code": "upstream_failed", "message": line, "param": null});
+        let mut body =
+            json!({"type": "error", "code": "upstream_failed", "message": line, "param": null});
         if let Some(seq) = relay.seq {
             body["sequence_number"] = json!(seq);
         }
@@ -194,18 +192,37 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
 /// The error event a stream ends with when a pack could not judge it.
 fn unjudged_event(line: &str) -> String {
     let error = super::Responses::error(Refusal::Unjudged, line);
-    let body = json!({"type": "error", "code": error["error"]["code"], "message": line, "param": null});
+    let body =
+        json!({"type": "error", "code": error["error"]["code"], "message": line, "param": null});
     sse("error", &body.to_string())
 }
 
 /// The part of `items` an event of a text part (`root`) is about.
-fn part_of<'a>(items: &'a mut BTreeMap<u64, Item>, src: &[u8], root: &Node) -> Option<&'a mut Part> {
+fn part_of<'a>(
+    items: &'a mut BTreeMap<u64, Item>,
+    src: &[u8],
+    root: &Node,
+) -> Option<&'a mut Part> {
     let index = number(src, root, "output_index")?;
     let content = number(src, root, "content_index").unwrap_or(0);
     match items.get_mut(&index) {
         Some(Item::Message(parts)) => parts.get_mut(&content),
         _ => None,
     }
+}
+
+/// `root` (a delta event) carrying `delta` instead.
+fn with_delta(src: &[u8], root: &Node, delta: &str) -> Vec<u8> {
+    views::rebuild_object(
+        src,
+        root,
+        &[("delta", Some(string_literal(delta).into_bytes()))],
+    )
+}
+
+/// The last dot-separated word of an event's type (`delta`, `done`).
+fn last_word(kind: &str) -> &str {
+    kind.rsplit('.').next().unwrap_or(kind)
 }
 
 /// A number member of `node`.
@@ -246,37 +263,7 @@ impl Relay<'_> {
                 let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
                 Step::Go(self.pass(&event.kind, &data, &root))
             }
-            "response.output_item.added" => {
-                let item = root.get(src, "item");
-                let item_kind = item.map(|i| string(src, i, "type")).unwrap_or_default();
-                let index = index.unwrap_or(0);
-                if let (Some(field), Some(item)) = (call_field(&item_kind), item) {
-                    self.items.insert(
-                        index,
-                        Item::Call(Call {
-                            call_id: string(src, item, "call_id"),
-                            name: string(src, item, "name"),
-                            arguments: string(src, item, field),
-                            field,
-                            events: vec![(event.kind.clone(), src.to_vec())],
-                        }),
-                    );
-                    self.queue.push(Queued::Call(index));
-                    return Ok(Step::Go(String::new()));
-                }
-                if item_kind == "message" {
-                    self.items.insert(index, Item::Message(BTreeMap::new()));
-                    if self.hold_all {
-                        // Held whole, a message goes out at the end, as
-                        // judged (or not at all, for a veto's notice).
-                        self.queue.push(Queued::Event(event.kind.clone(), src.to_vec()));
-                        return Ok(Step::Go(String::new()));
-                    }
-                } else {
-                    self.items.insert(index, Item::Other);
-                }
-                Step::Go(self.pass(&event.kind, src, &root))
-            }
+            "response.output_item.added" => self.item_added(&event.kind, src, &root),
             "response.content_part.added" => {
                 let field = root
                     .get(src, "part")
@@ -309,18 +296,19 @@ impl Relay<'_> {
             | "response.output_item.done"
                 if matches!(index.and_then(|i| self.items.get(&i)), Some(Item::Call(_))) =>
             {
-                let Some(Item::Call(call)) = index.and_then(|i| self.items.get_mut(&i)) else {
-                    return Ok(Step::Go(String::new()));
-                };
-                if kind.ends_with(".delta") {
-                    call.arguments.push_str(&string(src, &root, "delta"));
+                if let Some(Item::Call(call)) = index.and_then(|i| self.items.get_mut(&i)) {
+                    if last_word(&kind) == "delta" {
+                        call.arguments.push_str(&string(src, &root, "delta"));
+                    }
+                    call.events.push((event.kind.clone(), src.to_vec()));
                 }
-                call.events.push((event.kind.clone(), src.to_vec()));
                 Step::Go(String::new())
             }
             "response.completed" | "response.incomplete" => {
-                self.usage =
-                    views::usage_of(src, root.get(src, "response").and_then(|r| r.get(src, "usage")));
+                self.usage = views::usage_of(
+                    src,
+                    root.get(src, "response").and_then(|r| r.get(src, "usage")),
+                );
                 Step::Stop(self.finish(&event.kind, src, &root).await)
             }
             "response.failed" | "error" => {
@@ -340,11 +328,47 @@ impl Relay<'_> {
         })
     }
 
+    /// `response.output_item.added`: a call is held from here (with
+    /// everything after it), a message held whole when every text is.
+    fn item_added(&mut self, kind: &str, src: &[u8], root: &Node) -> Step {
+        let item = root.get(src, "item");
+        let item_kind = item.map(|i| string(src, i, "type")).unwrap_or_default();
+        let index = number(src, root, "output_index").unwrap_or(0);
+        if let (Some(field), Some(item)) = (call_field(&item_kind), item) {
+            self.items.insert(
+                index,
+                Item::Call(Call {
+                    id: string(src, item, "call_id"),
+                    name: string(src, item, "name"),
+                    arguments: string(src, item, field),
+                    field,
+                    events: vec![(kind.to_owned(), src.to_vec())],
+                }),
+            );
+            self.queue.push(Queued::Call(index));
+            return Step::Go(String::new());
+        }
+        if item_kind == "message" {
+            self.items.insert(index, Item::Message(BTreeMap::new()));
+            if self.hold_all {
+                // Held whole, a message goes out at the end, as
+                // judged (or not at all, for a veto's notice).
+                self.queue
+                    .push(Queued::Event(kind.to_owned(), src.to_vec()));
+                return Step::Go(String::new());
+            }
+        } else {
+            self.items.insert(index, Item::Other);
+        }
+        Step::Go(self.pass(kind, src, root))
+    }
+
     /// An event that carries nothing judged: written now (its numbers
     /// kept consistent), or held behind a held call.
     fn pass(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         if !self.queue.is_empty() {
-            self.queue.push(Queued::Event(kind.to_owned(), src.to_vec()));
+            self.queue
+                .push(Queued::Event(kind.to_owned(), src.to_vec()));
             return String::new();
         }
         self.write(kind, src, root)
@@ -381,9 +405,7 @@ impl Relay<'_> {
                 }
             }
         }
-        if data != src {
-            self.changed = true;
-        }
+        if data != src {}
         sse(kind, &String::from_utf8_lossy(&data))
     }
 
@@ -431,7 +453,7 @@ impl Relay<'_> {
         };
         let content = number(src, root, "content_index").unwrap_or(0);
         // What is added has no text yet: its text comes in its deltas.
-        let added = kind.ends_with(".added");
+        let added = last_word(kind) == "added";
         let released = |at: u64| if added { "" } else { released(at) };
         match kind {
             "response.output_text.done" => set(root.get(src, "text"), released(content)),
@@ -475,12 +497,12 @@ impl Relay<'_> {
         let Some(part) = part_of(&mut self.items, src, root) else {
             // A delta of no part the relay knows: what it carries cannot
             // be judged, so it does not go out.
-            self.changed = true;
             return String::new();
         };
         if holding {
             part.held.push_str(&text);
-            self.queue.push(Queued::Event(kind.to_owned(), src.to_vec()));
+            self.queue
+                .push(Queued::Event(kind.to_owned(), src.to_vec()));
             return String::new();
         }
         let offered = session.offer(exchange, &mut part.gate, &text, false);
@@ -496,21 +518,11 @@ impl Relay<'_> {
             return self.write(kind, src, root);
         }
         if released.is_empty() {
-            self.changed = true;
             return String::new();
         }
-        let written = self.with_delta(src, root, &released);
+        let written = with_delta(src, root, &released);
         let root = parse(&written, &Limits::default()).unwrap_or_else(|_| root.clone());
         self.write(kind, &written, &root)
-    }
-
-    /// `root` (a delta event) carrying `delta` instead.
-    fn with_delta(&self, src: &[u8], root: &Node, delta: &str) -> Vec<u8> {
-        views::rebuild_object(
-            src,
-            root,
-            &[("delta", Some(string_literal(delta).into_bytes()))],
-        )
     }
 
     /// A text part's `.done`: the gate's final check (what it still held
@@ -538,7 +550,8 @@ impl Relay<'_> {
             self.blocked.get_or_insert(blocked);
         }
         if holding {
-            self.queue.push(Queued::Event(kind.to_owned(), src.to_vec()));
+            self.queue
+                .push(Queued::Event(kind.to_owned(), src.to_vec()));
             return String::new();
         }
         let mut out = String::new();
@@ -554,10 +567,13 @@ impl Relay<'_> {
 
     /// An event the gateway wrote: numbered and indexed like the others.
     fn write_new(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        self.changed = true;
         let mut data = src.to_vec();
         if let Some(seq) = self.seq {
-            data = views::rebuild_object(src, root, &[("sequence_number", Some(seq.to_string().into_bytes()))]);
+            data = views::rebuild_object(
+                src,
+                root,
+                &[("sequence_number", Some(seq.to_string().into_bytes()))],
+            );
         }
         let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
         // The number is now the next one: written as it reads.
@@ -575,7 +591,6 @@ impl Relay<'_> {
         let mut out = String::new();
         if vetoed {
             self.queue.clear();
-            self.changed = true;
         } else {
             if self.hold_all {
                 self.take_judged_text(&judged);
@@ -695,7 +710,7 @@ impl Relay<'_> {
             .values()
             .filter_map(|item| match item {
                 Item::Call(call) => Some(ToolCall {
-                    id: call.call_id.clone(),
+                    id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: views::arguments_of(&call.arguments),
                 }),
@@ -731,7 +746,8 @@ impl Relay<'_> {
                         continue;
                     };
                     let event_kind = string(&data, &root, "type");
-                    if event_kind.ends_with("_text.delta") || event_kind == "response.refusal.delta"
+                    if event_kind == "response.output_text.delta"
+                        || event_kind == "response.refusal.delta"
                     {
                         // A held part goes out as one delta of its text.
                         let key = (
@@ -739,7 +755,6 @@ impl Relay<'_> {
                             number(&data, &root, "content_index").unwrap_or(0),
                         );
                         if written_deltas.contains(&key) {
-                            self.changed = true;
                             continue;
                         }
                         written_deltas.push(key);
@@ -748,28 +763,12 @@ impl Relay<'_> {
                             .map(|p| p.released.clone())
                             .unwrap_or_default();
                         if text.is_empty() {
-                            self.changed = true;
                             continue;
                         }
-                        let rewritten = self.with_delta(&data, &root, &text);
+                        let rewritten = with_delta(&data, &root, &text);
                         let rewritten_root =
                             parse(&rewritten, &Limits::default()).unwrap_or_else(|_| root.clone());
-                        if rewritten != data {
-                            self.changed = true;
-                        }
                         out.push_str(&self.write(&kind, &rewritten, &rewritten_root));
-                    } else if event_kind.ends_with("_text.done")
-                        || event_kind == "response.refusal.done"
-                    {
-                        let key = (
-                            number(&data, &root, "output_index").unwrap_or(0),
-                            number(&data, &root, "content_index").unwrap_or(0),
-                        );
-                        if !written_deltas.contains(&key) {
-                            // A part whose deltas were all empty.
-                            written_deltas.push(key);
-                        }
-                        out.push_str(&self.write(&kind, &data, &root));
                     } else {
                         out.push_str(&self.write(&kind, &data, &root));
                     }
@@ -787,7 +786,7 @@ impl Relay<'_> {
                             let line = line.clone();
                             out.push_str(&self.write_message(index, &new_item_id(), &line));
                         }
-                        None => self.changed = true,
+                        None => {}
                     }
                 }
             }
@@ -810,15 +809,15 @@ impl Relay<'_> {
                 out.push_str(&self.write(kind, data, &root));
                 continue;
             }
-            self.changed = true;
             let event_kind = string(data, &root, "type");
             let literal = string_literal(&arguments).into_bytes();
-            let rewritten = if event_kind.ends_with(".delta") {
+            let rewritten = if last_word(&event_kind) == "delta" {
                 if std::mem::replace(&mut delta_written, true) {
                     continue;
                 }
                 views::rebuild_object(data, &root, &[("delta", Some(literal))])
-            } else if event_kind.ends_with(".done") && event_kind != "response.output_item.done" {
+            } else if last_word(&event_kind) == "done" && event_kind != "response.output_item.done"
+            {
                 views::rebuild_object(data, &root, &[(call.field, Some(literal))])
             } else if let Some(item) = root.get(data, "item") {
                 let item = views::rebuild_object(data, item, &[(call.field, Some(literal))]);
@@ -836,7 +835,6 @@ impl Relay<'_> {
     /// index `index` (a refused call's place, or one past the end): its
     /// added, part, delta, done events.
     fn write_message(&mut self, index: u64, id: &str, text: &str) -> String {
-        self.changed = true;
         let part = Part {
             gate: StreamGate::default(),
             held: String::new(),
@@ -848,16 +846,34 @@ impl Relay<'_> {
         let part = json!({"type": "output_text", "annotations": [], "text": ""});
         let whole = json!({"type": "output_text", "annotations": [], "text": text});
         let events = [
-            ("response.output_item.added", json!({"item": message_item(id, "", "in_progress").as_object().map(|o| {
-                let mut o = o.clone();
-                o.insert("content".to_owned(), json!([]));
-                Value::Object(o)
-            })})),
-            ("response.content_part.added", json!({"item_id": id, "content_index": 0, "part": part})),
-            ("response.output_text.delta", json!({"item_id": id, "content_index": 0, "delta": text, "logprobs": []})),
-            ("response.output_text.done", json!({"item_id": id, "content_index": 0, "text": text, "logprobs": []})),
-            ("response.content_part.done", json!({"item_id": id, "content_index": 0, "part": whole})),
-            ("response.output_item.done", json!({"item": message_item(id, text, "completed")})),
+            (
+                "response.output_item.added",
+                json!({"item": message_item(id, "", "in_progress").as_object().map(|o| {
+                    let mut o = o.clone();
+                    o.insert("content".to_owned(), json!([]));
+                    Value::Object(o)
+                })}),
+            ),
+            (
+                "response.content_part.added",
+                json!({"item_id": id, "content_index": 0, "part": part}),
+            ),
+            (
+                "response.output_text.delta",
+                json!({"item_id": id, "content_index": 0, "delta": text, "logprobs": []}),
+            ),
+            (
+                "response.output_text.done",
+                json!({"item_id": id, "content_index": 0, "text": text, "logprobs": []}),
+            ),
+            (
+                "response.content_part.done",
+                json!({"item_id": id, "content_index": 0, "part": whole}),
+            ),
+            (
+                "response.output_item.done",
+                json!({"item": message_item(id, text, "completed")}),
+            ),
         ];
         let mut out = String::new();
         for (kind, mut body) in events {

@@ -82,13 +82,11 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, Str
         items: Vec::new(),
         pieces: Vec::new(),
         usage: views::usage_of(src, root.get(src, "usage")),
-        id: root
-            .get(src, "id")
-            .and_then(|n| views::text(src, n)),
+        id: root.get(src, "id").and_then(|n| views::text(src, n)),
     };
     for (at, item) in output.as_array().unwrap_or_default().iter().enumerate() {
-        let read_item =
-            item_of(src, item, &mut read).map_err(|e| format!("the upstream's output[{at}]: {e}"))?;
+        let read_item = item_of(src, item, &mut read)
+            .map_err(|e| format!("the upstream's output[{at}]: {e}"))?;
         read.items.push((item.span.clone(), read_item));
     }
     Ok(read)

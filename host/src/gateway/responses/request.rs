@@ -90,9 +90,9 @@ pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> 
     let (tools, tool_places) = views::tools_of(src, root, tool_of)?;
     views::check_stream(src, root)?;
     let previous = match root.get(src, "previous_response_id") {
-        Some(node) if !node.is_null() => Some(
-            views::text(src, node).ok_or("`previous_response_id` must be a string")?,
-        ),
+        Some(node) if !node.is_null() => {
+            Some(views::text(src, node).ok_or("`previous_response_id` must be a string")?)
+        }
         _ => None,
     };
     Ok(Read {
@@ -156,7 +156,9 @@ fn item_of(src: &[u8], item: &Node, index: usize) -> Result<(Message, Placed), S
                 }
                 None => return Err("a message needs a `role`".to_owned()),
             };
-            let content = item.get(src, "content").ok_or("a message needs `content`")?;
+            let content = item
+                .get(src, "content")
+                .ok_or("a message needs `content`")?;
             content_of(src, content, &mut message, &mut place, "content")?;
         }
         "function_call" | "custom_tool_call" => {
@@ -170,7 +172,8 @@ fn item_of(src: &[u8], item: &Node, index: usize) -> Result<(Message, Placed), S
             let node = item
                 .get(src, field)
                 .ok_or_else(|| format!("a {kind} needs `{field}`"))?;
-            let text = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
+            let text =
+                views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
             message.role = Role::Assistant;
             message.tool_calls.push(ToolCall {
                 id: call_id,
@@ -182,7 +185,9 @@ fn item_of(src: &[u8], item: &Node, index: usize) -> Result<(Message, Placed), S
         "function_call_output" | "custom_tool_call_output" => {
             message.role = Role::Tool;
             message.tool_call_id = Some(member_text(src, item, "call_id")?);
-            let output = item.get(src, "output").ok_or("a call output needs `output`")?;
+            let output = item
+                .get(src, "output")
+                .ok_or("a call output needs `output`")?;
             content_of(src, output, &mut message, &mut place, "output")?;
         }
         other => {
@@ -227,7 +232,12 @@ fn content_of(
 
 /// One content part: a text block (`input_text`, `output_text`, `text`,
 /// `refusal`) with its place, or a block with no text.
-fn part_of(src: &[u8], part: &Node, message: &mut Message, place: &mut Placed) -> Result<(), String> {
+fn part_of(
+    src: &[u8],
+    part: &Node,
+    message: &mut Message,
+    place: &mut Placed,
+) -> Result<(), String> {
     if part.as_object().is_none() {
         return Err("a part must be an object".to_owned());
     }
@@ -346,7 +356,8 @@ pub(in crate::gateway) fn write(
                 .collect();
             members.push((
                 "instructions".to_owned(),
-                (leading > 0).then(|| crate::jsondoc::string_literal(&text.join("\n")).into_bytes()),
+                (leading > 0)
+                    .then(|| crate::jsondoc::string_literal(&text.join("\n")).into_bytes()),
             ));
         }
         let wire = root
