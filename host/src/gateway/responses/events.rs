@@ -405,7 +405,6 @@ impl Relay<'_> {
                 }
             }
         }
-        if data != src {}
         sse(kind, &String::from_utf8_lossy(&data))
     }
 
