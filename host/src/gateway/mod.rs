@@ -1,6 +1,9 @@
 //! `chimera serve`: the packs as a guardrail gateway for clients that run
-//! their own agent, speaking the `OpenAI` chat-completions wire and the
-//! Anthropic Messages wire to them, and the same wire to the upstream.
+//! their own agent, speaking the `OpenAI` chat-completions and Responses
+//! wires and the Anthropic Messages wire to them (see [`responses`] for
+//! the Responses wire's own shapes), and the same wire to the upstream;
+//! the requests that only carry input (`count_tokens`, `embeddings`) pass
+//! the request seams (see [`inputs`]).
 //!
 //! ```text
 //!  client ──POST /v1/chat/completions | /v1/messages──▶ key check ─▶ body cap
@@ -37,7 +40,7 @@
 //! gateway does not retry for the client unless `upstream_retries` says
 //! so. Its own answers:
 //!
-//! | status | when | chat completions `error.type` / `code` | messages `error.type` |
+//! | status | when | chat completions, Responses `error.type` / `code` | messages `error.type` |
 //! |---|---|---|---|
 //! | 400 | the body is not a request of the wire (the line names the field) | `invalid_request_error` | `invalid_request_error` |
 //! | 401 | client keys are configured and the key is not one of them | `authentication_error` / `invalid_api_key` | `authentication_error` |
