@@ -21,6 +21,7 @@ use std::time::Duration;
 
 mod budgets;
 mod clients;
+mod codex;
 mod fail_safe;
 mod fidelity;
 mod limits;
@@ -29,6 +30,8 @@ mod models;
 mod monitor;
 mod replicas;
 mod responses;
+mod responses_clients;
+mod responses_vercel;
 mod security;
 mod state;
 

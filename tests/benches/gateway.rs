@@ -29,7 +29,9 @@
 //! generator and the report are one script read top to bottom.
 //!
 //! Run: `cargo bench -p chimera-tests --bench gateway` (add `-- quick`
-//! for a short ladder). It prints Markdown tables at the end. With
+//! for a short ladder). With `-- wires` it measures each wire side by
+//! side instead (chat completions and Responses, JSON and streamed):
+//! direct, nginx, chimera with no pack and with every pack. It prints Markdown tables at the end. With
 //! `-- rss` it measures only memory: each gateway idle and at 1 000 slow
 //! streams, and so per stream. With `-- state` it measures instead the
 //! gates that count (token-budget, rate-limiter, endless-loop) in this
@@ -82,7 +84,78 @@ fn request(model: &str, stream: bool) -> Value {
     })
 }
 
+/// The wire a ladder's requests speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// `POST /v1/chat/completions`.
+    Chat,
+    /// `POST /v1/responses`.
+    Responses,
+}
+
+impl Wire {
+    /// Its name in the report.
+    fn name(self) -> &'static str {
+        match self {
+            Wire::Chat => "chat completions",
+            Wire::Responses => "responses",
+        }
+    }
+
+    /// Its endpoint under a base URL (`…/v1`).
+    fn path(self) -> &'static str {
+        match self {
+            Wire::Chat => "/chat/completions",
+            Wire::Responses => "/responses",
+        }
+    }
+
+    /// The same short conversation ([`request`]) in its shape.
+    fn request(self, model: &str, stream: bool) -> Value {
+        let chat = request(model, stream);
+        match self {
+            Wire::Chat => chat,
+            Wire::Responses => json!({
+                "model": model,
+                "stream": stream,
+                "instructions": chat["messages"][0]["content"],
+                "input": [{"role": "user", "content": chat["messages"][1]["content"]}],
+            }),
+        }
+    }
+}
+
 // ---------------------------------------------------------------- upstream
+
+/// The loopback upstream's Responses endpoint (model `fast` only): the
+/// same answer as [`upstream`]'s, as one `response`, or streamed in the
+/// same number of text deltas.
+async fn upstream_responses(body: axum::body::Bytes) -> Response {
+    use chimera_tests::responses::{events_in, message, response};
+    let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = asked["model"].as_str().unwrap_or("fast");
+    if asked["stream"] != json!(true) {
+        let reply = response(model, &[message("msg_up", ANSWER)], "completed");
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(reply.to_string()))
+            .unwrap_or_default();
+    }
+    let text: String = std::iter::once("{\"status\":\"".to_owned())
+        .chain((0..20).map(|i| format!("w{i} ")))
+        .chain(std::iter::once("\"}".to_owned()))
+        .collect();
+    let events = events_in(model, &[message("msg_up", &text)], 22);
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(Paced {
+            events: events.into_iter(),
+            pace: Duration::ZERO,
+            sleep: None,
+            first: true,
+        }))
+        .unwrap_or_default()
+}
 
 /// The loopback upstream: model `fast` answers at once (streamed: 20
 /// deltas, no pause); model `slow` streams 10 deltas 300 ms apart.
@@ -187,7 +260,9 @@ fn start_upstream(runtime: &tokio::runtime::Runtime) -> String {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("bind the upstream");
     let address = listener.local_addr().expect("its address");
-    let app = Router::new().route("/v1/chat/completions", post(upstream));
+    let app = Router::new()
+        .route("/v1/chat/completions", post(upstream))
+        .route("/v1/responses", post(upstream_responses));
     runtime.spawn(async move {
         use axum::serve::ListenerExt as _;
         let listener = listener.tap_io(|stream| {
@@ -552,14 +627,20 @@ fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
     cause.to_string()
 }
 
-/// Whether `seen` holds, starting at or after byte `from`, a `"content"`
-/// whose string is not empty: the first text of a chat stream (a cheap
-/// scan, for the load generator; [`carries_text`] parses).
+/// Whether `seen` holds, starting at or after byte `from`, the first text
+/// of a stream of either wire (a cheap scan, for the load generator;
+/// [`carries_text`] parses).
 fn text_from(seen: &[u8], from: usize) -> bool {
-    const KEY: &[u8] = b"\"content\"";
+    text_after(seen, from, b"\"content\"") || text_after(seen, from, b"\"delta\"")
+}
+
+/// Whether `seen` holds, at or after byte `from`, member `key` whose
+/// value is a string that is not empty (a chat chunk's `content`; a
+/// Responses text event's `delta`: a chat chunk's `delta` is an object).
+fn text_after(seen: &[u8], from: usize, key: &[u8]) -> bool {
     let mut at = from;
-    while let Some(found) = seen[at..].windows(KEY.len()).position(|w| w == KEY) {
-        let mut rest = seen[at + found + KEY.len()..]
+    while let Some(found) = seen[at..].windows(key.len()).position(|w| w == key) {
+        let mut rest = seen[at + found + key.len()..]
             .iter()
             .copied()
             .skip_while(u8::is_ascii_whitespace);
@@ -581,10 +662,10 @@ async fn at_rate(
     base: &str,
     rate: u64,
     seconds: f64,
-    stream: bool,
+    (wire, stream): (Wire, bool),
 ) -> Run {
-    let url = Arc::new(format!("{base}/chat/completions"));
-    let body = Arc::new(request("fast", stream).to_string());
+    let url = Arc::new(format!("{base}{}", wire.path()));
+    let body = Arc::new(wire.request("fast", stream).to_string());
     let total = (rate as f64 * seconds) as u64;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let started = Instant::now();
@@ -735,9 +816,21 @@ fn ladder(
     seconds: f64,
     stream: bool,
 ) -> Vec<Vec<Option<Run>>> {
+    ladder_on(runtime, client, ways, rates, seconds, (Wire::Chat, stream))
+}
+
+/// [`ladder`], its requests on `wire`.
+fn ladder_on(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    ways: &Ways<'_>,
+    rates: &[u64],
+    seconds: f64,
+    (wire, stream): (Wire, bool),
+) -> Vec<Vec<Option<Run>>> {
     runtime.block_on(async {
         for (_, base) in ways {
-            let _ = at_rate(client, base, 20, 1.0, stream).await;
+            let _ = at_rate(client, base, 20, 1.0, (wire, stream)).await;
         }
     });
     let mut results: Vec<Vec<Option<Run>>> = vec![Vec::new(); ways.len()];
@@ -748,9 +841,10 @@ fn ladder(
                 results[index].push(None);
                 continue;
             }
-            let run = runtime.block_on(at_rate(client, base, rate, seconds, stream));
+            let run = runtime.block_on(at_rate(client, base, rate, seconds, (wire, stream)));
             eprintln!(
-                "{name:>36} @ {rate:>5}/s{}: p50 {} ms, p99 {} ms{}, errors {}, sent {:.0}/s",
+                "{name:>36} @ {rate:>5}/s {}{}: p50 {} ms, p99 {} ms{}, errors {}, sent {:.0}/s",
+                wire.name(),
                 if stream { " streamed" } else { "" },
                 ms(run.percentile(0.5)),
                 ms(run.percentile(0.99)),
@@ -999,6 +1093,50 @@ fn print_ratios(
     }
 }
 
+/// Each wire side by side (chat completions, Responses), JSON and
+/// streamed: direct, nginx as a plain proxy, chimera with no pack and with
+/// every pack, interleaved at each rate; chimera's overhead p50 as a
+/// multiple of nginx's, per wire.
+fn wires(
+    runtime: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    upstream: &str,
+    rates: &[u64],
+    seconds: f64,
+) {
+    let Some(proxy) = nginx(upstream) else {
+        println!("the wires bench compares with nginx, which cannot be had here");
+        return;
+    };
+    let bare = chimera(upstream, &[]);
+    let all = chimera(upstream, &all_packs());
+    let ways: Vec<(&str, String)> = vec![
+        (DIRECT, upstream.to_owned()),
+        (NGINX, proxy.base.clone()),
+        (BARE, bare.base.clone()),
+        (ALL, all.base.clone()),
+    ];
+    let mut tables = Vec::new();
+    for wire in [Wire::Chat, Wire::Responses] {
+        for stream in [false, true] {
+            let results = ladder_on(runtime, client, &ways, rates, seconds, (wire, stream));
+            tables.push((wire, stream, results));
+        }
+    }
+    for (wire, stream, results) in &tables {
+        let what = if *stream {
+            "streamed, to the stream's end"
+        } else {
+            "JSON"
+        };
+        println!(
+            "\n### {}, {what}: against nginx (ms; ×nginx = chimera's overhead p50 over nginx's)\n",
+            wire.name()
+        );
+        print_ratios(&ways, rates, results, 1, &[2, 3]);
+    }
+}
+
 /// A gateway measured for memory: its name and process.
 type Gateway<'a> = (&'static str, &'a Process);
 
@@ -1114,6 +1252,15 @@ fn main() {
     let streams = if quick { 200 } else { 1000 };
     if std::env::args().any(|a| a == "state") {
         redis_gates(&runtime, &client, &upstream, rates, seconds);
+        return;
+    }
+    if std::env::args().any(|a| a == "wires") {
+        let rates: &[u64] = if quick {
+            &[100, 1000]
+        } else {
+            &[100, 500, 1000, 2000]
+        };
+        wires(&runtime, &client, &upstream, rates, seconds);
         return;
     }
     let allow_flags = ["--stream-policy", "allow"];

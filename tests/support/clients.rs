@@ -365,7 +365,7 @@ impl Scratch {
 }
 
 /// Runs `command` to its end or for [`RUN_LIMIT`], whichever is first.
-fn run_bounded(mut command: Command) -> RoundTrip {
+pub fn run_bounded(mut command: Command) -> RoundTrip {
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -464,8 +464,9 @@ pub fn claude_code_with_mcp(base_url: &str, key: &str) -> Option<RoundTrip> {
 }
 
 /// Runs Python script `script` (in `tests/support/clients`) with `args`
-/// after the base URL and key.
-fn python_script(script: &str, base_url: &str, key: &str, args: &[&str]) -> Option<RoundTrip> {
+/// after the base URL and key, or `None` when the venv cannot be had (see
+/// the module's doc).
+pub fn python_script(script: &str, base_url: &str, key: &str, args: &[&str]) -> Option<RoundTrip> {
     let python = python::sdk_python()?;
     let scratch = Scratch::new();
     let mut command = scratch.command(python);

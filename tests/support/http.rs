@@ -664,8 +664,7 @@ fn model_reply(request: &Request, calls: &[(String, serde_json::Value)]) -> Repl
     if route.ends_with("/embeddings") {
         return super::responses::embeddings(&body);
     }
-    if request.method != "POST"
-        || !(anthropic || responses || route.ends_with("/chat/completions"))
+    if request.method != "POST" || !(anthropic || responses || route.ends_with("/chat/completions"))
     {
         let error = json!({"type": "error", "error": {"type": "not_found_error",
             "message": format!("no route {} {}", request.method, request.path)}});

@@ -280,6 +280,9 @@ pub const SHIPPED_PACKS: &[&str] = &[
 
 pub mod clients;
 
+/// The Codex CLI, pinned, run as `codex exec` against a base URL.
+pub mod codex;
+
 pub mod http;
 
 pub mod mcp;

@@ -50,8 +50,10 @@ pub(crate) fn reply(turn: &Turn<'_>, body: &Value) -> Reply {
             .as_array()
             .is_some_and(|i| i.iter().any(|x| x == "reasoning.encrypted_content"));
     if reasoning {
-        items.push(json!({"id": "rs_chimera_01", "type": "reasoning", "summary": [],
-            "encrypted_content": ENCRYPTED_REASONING}));
+        items.push(
+            json!({"id": "rs_chimera_01", "type": "reasoning", "summary": [],
+            "encrypted_content": ENCRYPTED_REASONING}),
+        );
     }
     match turn {
         Turn::Text(text) => items.push(message("msg_chimera_01", text)),
@@ -100,12 +102,17 @@ pub fn scripted(model: &str, items: &[Value], stream: bool) -> Reply {
 /// The event stream of a response holding `items` (see [`scripted`]),
 /// each event a chunk of its own.
 pub fn events(model: &str, items: &[Value]) -> Vec<String> {
+    events_in(model, items, 3)
+}
+
+/// [`events`], each text and each call's arguments in `deltas` deltas.
+pub fn events_in(model: &str, items: &[Value], deltas: usize) -> Vec<String> {
     let mut events: Vec<Value> = vec![
         json!({"type": "response.created", "response": response(model, &[], "in_progress")}),
         json!({"type": "response.in_progress", "response": response(model, &[], "in_progress")}),
     ];
     for (index, item) in items.iter().enumerate() {
-        events.extend(item_events(index, item));
+        events.extend(item_events_in(index, item, deltas));
     }
     events.push(
         json!({"type": "response.completed", "response": response(model, items, "completed")}),
@@ -113,8 +120,13 @@ pub fn events(model: &str, items: &[Value]) -> Vec<String> {
     numbered(events)
 }
 
-/// The events of one output item at `index`.
+/// The events of one output item at `index` (each text in 3 deltas).
 pub fn item_events(index: usize, item: &Value) -> Vec<Value> {
+    item_events_in(index, item, 3)
+}
+
+/// [`item_events`], each text in `deltas` deltas.
+pub fn item_events_in(index: usize, item: &Value, deltas: usize) -> Vec<Value> {
     let id = item["id"].clone();
     let mut events = Vec::new();
     match item["type"].as_str() {
@@ -131,7 +143,7 @@ pub fn item_events(index: usize, item: &Value) -> Vec<Value> {
                 empty["text"] = json!("");
                 events.push(json!({"type": "response.content_part.added", "item_id": id,
                     "output_index": index, "content_index": at, "part": empty}));
-                for piece in pieces(text, 3) {
+                for piece in pieces(text, deltas) {
                     events.push(json!({"type": "response.output_text.delta", "item_id": id,
                         "output_index": index, "content_index": at, "delta": piece,
                         "logprobs": []}));
@@ -150,7 +162,7 @@ pub fn item_events(index: usize, item: &Value) -> Vec<Value> {
                 json!({"type": "response.output_item.added", "output_index": index, "item": open}),
             );
             let arguments = item["arguments"].as_str().unwrap_or("");
-            for piece in pieces(arguments, 3) {
+            for piece in pieces(arguments, deltas) {
                 events.push(json!({"type": "response.function_call_arguments.delta",
                     "item_id": id, "output_index": index, "delta": piece}));
             }
@@ -189,6 +201,8 @@ pub fn embeddings(body: &Value) -> Reply {
     let data: Vec<Value> = (0..inputs)
         .map(|index| json!({"object": "embedding", "index": index, "embedding": [0.25, -0.5, 1.0]}))
         .collect();
-    Reply::json(json!({"object": "list", "data": data, "model": body["model"],
-        "usage": {"prompt_tokens": 5, "total_tokens": 5}}))
+    Reply::json(
+        json!({"object": "list", "data": data, "model": body["model"],
+        "usage": {"prompt_tokens": 5, "total_tokens": 5}}),
+    )
 }
