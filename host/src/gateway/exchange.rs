@@ -412,14 +412,22 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
 /// The kinds of block no pack reads (images, documents, thinking, server
 /// tools' blocks), counted: `image ×2, document`.
 fn unjudged(messages: &[crate::types::Message]) -> String {
+    counted(
+        messages
+            .iter()
+            .flat_map(|m| m.blocks.iter())
+            .filter(|block| block.kind != "text")
+            .map(|block| block.kind.as_str()),
+    )
+}
+
+/// `kinds` counted, in the order they first come: `image ×2, document`.
+pub(super) fn counted<'a>(kinds: impl Iterator<Item = &'a str>) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
-    for block in messages.iter().flat_map(|m| m.blocks.iter()) {
-        if block.kind == "text" {
-            continue;
-        }
-        match counts.iter_mut().find(|(kind, _)| *kind == block.kind) {
+    for kind in kinds {
+        match counts.iter_mut().find(|(seen, _)| *seen == kind) {
             Some((_, count)) => *count += 1,
-            None => counts.push((&block.kind, 1)),
+            None => counts.push((kind, 1)),
         }
     }
     counts
@@ -448,6 +456,7 @@ async fn judge_reply<W: Wire>(
     let reply = W::read_reply(bytes, &root)?;
     lease.charge(model, W::usage(&reply), true);
     let session = lease.session();
+    session.note_unjudged("model_response", &counted(W::unjudged(&reply).into_iter()));
     let mut judged = Vec::new();
     for choice in W::choices(&reply) {
         judged.push(session.judge_choice(exchange, choice).await);

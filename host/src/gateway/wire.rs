@@ -136,6 +136,11 @@ pub(super) trait Wire: StreamWire + Send + Sync + 'static {
     fn choices(reply: &Self::Reply) -> Vec<Choice>;
     /// The tokens it reports.
     fn usage(reply: &Self::Reply) -> Usage;
+    /// The kinds of what it carries that no pack reads (Responses'
+    /// `reasoning` and built-in tools' items), one entry each.
+    fn unjudged(_reply: &Self::Reply) -> Vec<&str> {
+        Vec::new()
+    }
     /// The id a later request can continue it by, when its wire chains
     /// responses.
     fn reply_id(_reply: &Self::Reply) -> Option<String> {

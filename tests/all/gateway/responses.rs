@@ -130,7 +130,11 @@ fn with_packs_that_allow_everything_the_upstream_gets_the_clients_body_and_the_c
         Reply::status(200, &[("content-type", "application/json")], &reply),
         Reply::Stream(stream.clone()),
     ]);
-    let gateway = serve(&upstream, ALLOWING);
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let audit_path = audit.path().to_str().unwrap().to_owned();
+    let mut flags = ALLOWING.to_vec();
+    flags.extend(["--audit", audit_path.as_str()]);
+    let gateway = serve(&upstream, &flags);
     let (status, _, answer) = post(&gateway, "/v1/responses", &body);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer, reply, "the upstream's response, byte for byte");
@@ -146,6 +150,15 @@ fn with_packs_that_allow_everything_the_upstream_gets_the_clients_body_and_the_c
     let requests = upstream.requests();
     assert_eq!(requests[0].route(), "/v1/responses");
     assert_eq!(requests[0].body, body, "the client's body, byte for byte");
+    drop(gateway);
+    // What no pack read is named in the audit log, both ways.
+    let audit = std::fs::read_to_string(audit.path()).unwrap();
+    for named in [
+        "not judged: input_image, reasoning, web_search_call, item_reference",
+        "not judged: reasoning, web_search_call",
+    ] {
+        assert!(audit.contains(named), "{named}: {audit}");
+    }
 }
 
 #[test]

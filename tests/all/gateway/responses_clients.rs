@@ -8,7 +8,7 @@
 use super::{serve_with, Gateway};
 use chimera_tests::clients::{python_script, RoundTrip};
 use chimera_tests::http::{tool_model, Reply, Request, Server, ANSWER_PREFIX};
-use chimera_tests::responses::{message, results, scripted};
+use chimera_tests::responses::{message, results, scripted, ENCRYPTED_REASONING};
 use serde_json::{json, Value};
 
 /// The key every client is given (the gateway takes any: no client keys
@@ -71,6 +71,12 @@ impl Sdk {
     fn streams(self) -> bool {
         matches!(self, Sdk::OpenAiStream | Sdk::AgentsStream)
     }
+
+    /// Whether it asks for reasoning (the Agents SDK's default model is a
+    /// reasoning model) and so sends the model's reasoning items back.
+    fn reasons(self) -> bool {
+        matches!(self, Sdk::AgentsRun | Sdk::AgentsStream)
+    }
 }
 
 /// One client run through the gateway: what it printed, the requests
@@ -128,7 +134,6 @@ fn through_gateway(sdk: Sdk, model: Reply, packs: &[&str]) -> Option<Run> {
             .map(|r| format!("{} {} {}", r.method, r.path, r.body))
             .collect::<Vec<_>>()
     );
-    eprintln!("=== {what}");
     Some(Run {
         trip,
         requests,
@@ -146,7 +151,8 @@ fn secret_model() -> Reply {
 /// Checks `sdk`'s round trip through the gateway with [`PACKS`]: it
 /// succeeded, its answer is the model's holding the tool's result, the
 /// result reached the model, every request went to `/v1/responses`
-/// (streamed when the client streams) and none carried the client's key.
+/// (streamed when the client streams) and none carried the client's key,
+/// and the model's encrypted reasoning came back as it was sent.
 fn assert_round_trip(sdk: Sdk) {
     let Some(run) = through_gateway(sdk, secret_model(), PACKS) else {
         return;
@@ -163,7 +169,19 @@ fn assert_round_trip(sdk: Sdk) {
         "the tool's result never reached the model: {what}"
     );
     assert!(run.requests.len() >= 2, "a call, then an answer: {what}");
-    for (request, body) in run.requests.iter().zip(run.bodies()) {
+    let bodies = run.bodies();
+    if sdk.reasons() {
+        assert!(!bodies[0]["reasoning"].is_null(), "{what}");
+        assert!(
+            bodies[1]["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|item| item["encrypted_content"] == ENCRYPTED_REASONING),
+            "the model's encrypted reasoning came back through the client: {what}"
+        );
+    }
+    for (request, body) in run.requests.iter().zip(bodies) {
         assert_eq!(
             (request.method.as_str(), request.route()),
             ("POST", "/v1/responses"),
@@ -212,6 +230,7 @@ fn a_packs_block_of_the_agents_call_is_its_output_and_the_tool_never_runs() {
             run.bodies().iter().all(|body| results(body).1 == 0),
             "the refused call never ran: {what}"
         );
+        assert_eq!(run.requests.len(), 1, "the refusal ends the turn: {what}");
         assert!(!run.trip.answer().contains(TOOL_RESULT), "{what}");
     }
 }

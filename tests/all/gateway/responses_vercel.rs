@@ -142,7 +142,6 @@ fn through_gateway(mode: Mode, model: Reply, packs: &[&str]) -> Option<Run> {
             .map(|r| format!("{} {} {}", r.method, r.path, r.body))
             .collect::<Vec<_>>()
     );
-    eprintln!("DEBUG {what}");
     Some(Run {
         trip,
         requests,

@@ -69,8 +69,8 @@ enum Item {
     Message(BTreeMap<u64, Part>),
     /// A call, held.
     Call(Call),
-    /// Anything else: as it comes.
-    Other,
+    /// Anything else (of this type): as it comes.
+    Other(String),
 }
 
 /// A held event.
@@ -358,7 +358,7 @@ impl Relay<'_> {
                 return Step::Go(String::new());
             }
         } else {
-            self.items.insert(index, Item::Other);
+            self.items.insert(index, Item::Other(item_kind));
         }
         Step::Go(self.pass(kind, src, root))
     }
@@ -584,6 +584,12 @@ impl Relay<'_> {
     /// event with the output the client received.
     async fn finish(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         self.close_open_parts();
+        let unjudged =
+            super::super::exchange::counted(self.items.values().filter_map(|item| match item {
+                Item::Other(kind) => Some(kind.as_str()),
+                _ => None,
+            }));
+        self.session.note_unjudged("model_response", &unjudged);
         let whole = self.text_so_far();
         let judged = self.judge().await;
         let vetoed = judged.vetoed_by.is_some();
@@ -776,7 +782,8 @@ impl Relay<'_> {
                     let Some(Item::Call(call)) = self.items.remove(&index) else {
                         continue;
                     };
-                    self.items.insert(index, Item::Other);
+                    self.items
+                        .insert(index, Item::Other("function_call".to_owned()));
                     match verdicts.get(&index) {
                         Some(CallVerdict::Pass(after)) => {
                             out.push_str(&self.write_call(&call, after));

@@ -74,6 +74,10 @@ impl Wire for Responses {
         reply.usage
     }
 
+    fn unjudged(reply: &Self::Reply) -> Vec<&str> {
+        reply.unjudged().collect()
+    }
+
     fn reply_id(reply: &Self::Reply) -> Option<String> {
         reply.id.clone()
     }

@@ -24,8 +24,8 @@ enum Item {
     Message(Vec<Range<usize>>),
     /// A call: its arguments' (input's) string.
     Call(Range<usize>),
-    /// Anything else: the upstream's.
-    Other,
+    /// Anything else (of this type): the upstream's.
+    Other(String),
 }
 
 /// A reply read.
@@ -43,6 +43,16 @@ pub(in crate::gateway) struct ReadReply {
     pub(in crate::gateway) usage: Usage,
     /// The response's `id`.
     pub(in crate::gateway) id: Option<String>,
+}
+
+impl ReadReply {
+    /// The type of each item no pack reads.
+    pub(in crate::gateway) fn unjudged(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().filter_map(|(_, item)| match item {
+            Item::Other(kind) => Some(kind.as_str()),
+            _ => None,
+        })
+    }
 }
 
 /// Which member of a call item holds what the model proposed: a
@@ -123,7 +133,7 @@ fn item_of(src: &[u8], item: &Node, read: &mut ReadReply) -> Result<Item, String
         return Ok(Item::Message(texts));
     }
     let Some(field) = call_field(&kind) else {
-        return Ok(Item::Other);
+        return Ok(Item::Other(kind.into_owned()));
     };
     let text_of = |name: &str| {
         item.get(src, name)
@@ -175,7 +185,7 @@ pub(in crate::gateway) fn write(
         let mut kept: Vec<Vec<u8>> = read
             .items
             .iter()
-            .filter(|(_, item)| matches!(item, Item::Other))
+            .filter(|(_, item)| matches!(item, Item::Other(_)))
             .map(|(span, _)| src[span.clone()].to_vec())
             .collect();
         kept.push(
