@@ -154,7 +154,7 @@ fn codex_runs_the_shell_command_the_model_proposes_through_the_gateway_and_print
 
 #[test]
 fn a_packs_block_of_codexs_shell_call_is_refused_and_shown_and_the_command_never_runs() {
-    let packs = ["--pack", r#"plan-gate={"gated_tools":["exec_command"]}"#];
+    let packs: [&str; 0] = []; // MUTATION
     let Some((run, requests)) = turn(
         "Run the shell command that prints the marker, then tell me what it printed.",
         COMMAND,
@@ -197,7 +197,7 @@ fn the_redactors_change_of_codexs_prompt_and_of_its_commands_output_is_what_the_
         "printf 'sk-%s\\n' {}",
         SECRET.strip_prefix("sk-").expect("an sk- key")
     );
-    let Some((run, requests)) = turn(&prompt, &command, &["--pack", "redactor"]) else {
+    let Some((run, requests)) = turn(&prompt, &command, &[]) // MUTATION else {
         return;
     };
     let what = describe(&run, &requests);

@@ -300,6 +300,50 @@ fn a_secret_in_the_answer_is_judged_streamed_or_not() {
 }
 
 #[test]
+fn a_veto_of_the_answer_is_a_completed_response_whose_last_message_is_the_notice() {
+    let items = [
+        json!({"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": ENCRYPTED_REASONING}),
+        message("msg_1", &format!("Write to {SECRET} today.")),
+    ];
+    for stream in [false, true] {
+        let upstream = Server::start(vec![if stream {
+            Reply::Stream(events("m", &items))
+        } else {
+            Reply::json(response("m", &items, "completed"))
+        }]);
+        let gateway = serve(
+            &upstream,
+            &["--pack", r#"content-safety={"action":"block","scan_llm_responses":true}"#],
+        );
+        let request = json!({"model": "m", "input": "who?", "stream": stream});
+        let (status, _, body) = post(&gateway, "/v1/responses", &request.to_string());
+        assert_eq!(status, 200, "{body}");
+        assert!(!body.contains("example.com"), "streamed {stream}: {body}");
+        let output = if stream {
+            let events = stream_events(&body);
+            assert_numbered(&events, "veto");
+            completed(&events).0["output"].clone()
+        } else {
+            serde_json::from_str::<Value>(&body).unwrap()["output"].clone()
+        };
+        let messages: Vec<&Value> = output
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["type"] == "message")
+            .collect();
+        // Streamed, what the stream gate released before the address
+        // (`Write to `) was already sent; the notice follows it.
+        assert_eq!(messages.len(), if stream { 2 } else { 1 }, "{output:#}");
+        let notice = messages[messages.len() - 1]["content"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert!(notice.contains("Content blocked"), "streamed {stream}: {notice}");
+        assert_eq!(output[0]["encrypted_content"], ENCRYPTED_REASONING);
+    }
+}
+
+#[test]
 fn a_text_only_the_upstreams_final_response_carries_is_never_passed_on() {
     // A hostile upstream streams a harmless text, then puts a secret in
     // the final response's output alone (what the Agents SDK reads).

@@ -55,7 +55,11 @@ if (mode === 'generate') {
     }
   }
   console.error(`stream parts: ${kinds.join(' ')}`);
-  text = await result.text;
+  try {
+    text = await result.text;
+  } catch (error) {
+    failures.push(`the text: ${describe(error)}`);
+  }
 }
 
 const elsewhere = sent.filter((line) => line !== `POST ${base}/v1/responses`);
@@ -66,7 +70,7 @@ if (sent.length === 0 || elsewhere.length > 0) {
 if (!text) {
   failures.push('the final text is empty');
 }
-console.log(text);
+console.log(text ?? '');
 if (failures.length > 0) {
   console.error(failures.join('\n'));
   process.exit(1);
