@@ -37,7 +37,7 @@ fn stream_events(body: &str) -> Vec<(String, Value)> {
     let mut name = String::new();
     for line in body.lines() {
         if let Some(kind) = line.strip_prefix("event: ") {
-            name = kind.to_owned();
+            kind.clone_into(&mut name);
         } else if let Some(data) = line.strip_prefix("data: ") {
             if let Ok(value) = serde_json::from_str(data) {
                 out.push((std::mem::take(&mut name), value));
@@ -313,7 +313,10 @@ fn a_veto_of_the_answer_is_a_completed_response_whose_last_message_is_the_notice
         }]);
         let gateway = serve(
             &upstream,
-            &["--pack", r#"content-safety={"action":"block","scan_llm_responses":true}"#],
+            &[
+                "--pack",
+                r#"content-safety={"action":"block","scan_llm_responses":true}"#,
+            ],
         );
         let request = json!({"model": "m", "input": "who?", "stream": stream});
         let (status, _, body) = post(&gateway, "/v1/responses", &request.to_string());
@@ -338,7 +341,10 @@ fn a_veto_of_the_answer_is_a_completed_response_whose_last_message_is_the_notice
         let notice = messages[messages.len() - 1]["content"][0]["text"]
             .as_str()
             .unwrap();
-        assert!(notice.contains("Content blocked"), "streamed {stream}: {notice}");
+        assert!(
+            notice.contains("Content blocked"),
+            "streamed {stream}: {notice}"
+        );
         assert_eq!(output[0]["encrypted_content"], ENCRYPTED_REASONING);
     }
 }
