@@ -213,7 +213,7 @@ fn the_agents_sdks_default_model_does_its_tool_round_trip_through_the_gateway_st
 
 #[test]
 fn a_packs_block_of_the_agents_call_is_its_output_and_the_tool_never_runs() {
-    let packs = ["--pack", "redactor"];
+    let packs = ["--pack", r#"plan-gate={"gated_tools":["secret"]}"#];
     for sdk in [Sdk::AgentsRun, Sdk::AgentsStream] {
         let Some(run) = through_gateway(sdk, secret_model(), &packs) else {
             return;
@@ -262,7 +262,10 @@ fn leaking_model() -> Reply {
 
 #[test]
 fn a_veto_of_the_answer_shows_every_client_the_notice_never_the_address() {
-    let packs = ["--pack", "redactor"];
+    let packs = [
+        "--pack",
+        r#"content-safety={"action":"block","scan_llm_responses":true}"#,
+    ];
     for sdk in Sdk::ALL {
         let Some(run) = through_gateway(sdk, leaking_model(), &packs) else {
             return;
