@@ -2,7 +2,8 @@
 //! through `chimera serve` with packs loaded, against a loopback Responses
 //! model that proposes a call of Codex's shell tool (`exec_command`, a
 //! `function` tool): Codex runs the command in its working directory and
-//! the model reads its output; a `tool_call` pack's block of that call
+//! the model reads its output (and its own encrypted reasoning, which Codex
+//! sends back, as it was); a `tool_call` pack's block of that call
 //! reaches Codex as the refusal line in the call's place, so the command
 //! never runs and Codex ends its turn showing why; and what the redactor
 //! changed, in Codex's prompt and in its command's output, is what the
@@ -11,7 +12,7 @@
 use super::{serve_with, Gateway};
 use chimera_tests::codex::{self, Run};
 use chimera_tests::http::{tool_model, Request, Server, ANSWER_PREFIX};
-use chimera_tests::responses::results;
+use chimera_tests::responses::{results, ENCRYPTED_REASONING};
 use serde_json::{json, Value};
 
 /// The key Codex is given (the gateway takes any: no client keys are
@@ -144,6 +145,16 @@ fn codex_runs_the_shell_command_the_model_proposes_through_the_gateway_and_print
         "Codex's last message is the model's answer holding the output: {what}"
     );
     assert!(
+        bodies(&requests).iter().skip(1).any(|body| {
+            body["input"].as_array().is_some_and(|items| {
+                items.iter().any(|item| {
+                    item["type"] == "reasoning" && item["encrypted_content"] == ENCRYPTED_REASONING
+                })
+            })
+        }),
+        "the model's encrypted reasoning came back to it through Codex as it was: {what}"
+    );
+    assert!(
         requests.iter().all(|r| {
             r.header("authorization") == Some("Bearer the-gateways-key")
                 && !format!("{:?}", r.headers).contains(KEY)
@@ -154,7 +165,7 @@ fn codex_runs_the_shell_command_the_model_proposes_through_the_gateway_and_print
 
 #[test]
 fn a_packs_block_of_codexs_shell_call_is_refused_and_shown_and_the_command_never_runs() {
-    let packs: [&str; 0] = []; // MUTATION
+    let packs = ["--pack", r#"plan-gate={"gated_tools":["exec_command"]}"#];
     let Some((run, requests)) = turn(
         "Run the shell command that prints the marker, then tell me what it printed.",
         COMMAND,
@@ -197,7 +208,7 @@ fn the_redactors_change_of_codexs_prompt_and_of_its_commands_output_is_what_the_
         "printf 'sk-%s\\n' {}",
         SECRET.strip_prefix("sk-").expect("an sk- key")
     );
-    let Some((run, requests)) = turn(&prompt, &command, &[]) // MUTATION else {
+    let Some((run, requests)) = turn(&prompt, &command, &["--pack", "redactor"]) else {
         return;
     };
     let what = describe(&run, &requests);
