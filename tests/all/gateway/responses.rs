@@ -538,3 +538,43 @@ fn a_stream_with_a_refused_call_then_more_text_numbers_every_event_once() {
     assert!(text.contains("Content safety (tool call)"), "{text}");
     assert!(!body.contains("example.com"), "{body}");
 }
+
+#[test]
+fn a_server_that_opens_no_content_part_still_has_its_text_judged_and_relayed() {
+    // Some servers send a message's text deltas with no
+    // `response.content_part.added` before them: the part opens with its
+    // first delta.
+    let items = [message("msg_1", &format!("Mail {SECRET} now."))];
+    let mut all =
+        vec![json!({"type": "response.created", "response": response("m", &[], "in_progress")})];
+    all.extend(
+        chimera_tests::responses::item_events(0, &items[0])
+            .into_iter()
+            .filter(|e| {
+                !e["type"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("response.content_part")
+            }),
+    );
+    all.push(json!({"type": "response.completed", "response": response("m", &items, "completed")}));
+    let upstream = Server::start(vec![Reply::Stream(numbered(all))]);
+    let gateway = serve(
+        &upstream,
+        &[
+            "--pack",
+            r#"content-safety={"action":"redact","scan_llm_responses":true}"#,
+        ],
+    );
+    let request = json!({"model": "m", "input": "hi", "stream": true});
+    let (_, _, body) = post(&gateway, "/v1/responses", &request.to_string());
+    let events = stream_events(&body);
+    assert_numbered(&events, "no content part");
+    let (response, text) = completed(&events);
+    assert!(
+        text.starts_with("Mail ") && text.contains("[REDACTED]"),
+        "{text}"
+    );
+    assert_eq!(response["output"][0]["content"][0]["text"], text.as_str());
+    assert!(!body.contains("example.com"), "{body}");
+}

@@ -102,6 +102,8 @@ struct Relay<'a> {
     id: Option<String>,
     /// A virtual upstream index for the items the gateway writes.
     extra: u64,
+    /// Text went out as it streamed (before the response was judged).
+    streamed_text: bool,
 }
 
 impl StreamWire for super::Responses {
@@ -142,6 +144,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         usage: Usage::default(),
         id: None,
         extra: u64::MAX / 2,
+        streamed_text: false,
     };
     let mut streamed = Streamed::default();
     let mut stopped = false;
@@ -268,18 +271,8 @@ impl Relay<'_> {
                 let field = root
                     .get(src, "part")
                     .and_then(|p| part_field(&string(src, p, "type")));
-                if let (Some(_), Some(Item::Message(parts))) =
-                    (field, index.and_then(|i| self.items.get_mut(&i)))
-                {
-                    parts.insert(
-                        number(src, &root, "content_index").unwrap_or(0),
-                        Part {
-                            gate: self.session.stream_gate(self.exchange),
-                            held: String::new(),
-                            released: String::new(),
-                            whole: None,
-                        },
-                    );
+                if let (Some(_), Some(index)) = (field, index) {
+                    self.open_part(index, number(src, &root, "content_index").unwrap_or(0));
                 }
                 Step::Go(self.pass(&event.kind, src, &root))
             }
@@ -361,6 +354,20 @@ impl Relay<'_> {
             self.items.insert(index, Item::Other(item_kind));
         }
         Step::Go(self.pass(kind, src, root))
+    }
+
+    /// Opens text part `content` of message item `index` (a fresh gate),
+    /// unless it is open or the item is no message.
+    fn open_part(&mut self, index: u64, content: u64) {
+        let Some(Item::Message(parts)) = self.items.get_mut(&index) else {
+            return;
+        };
+        parts.entry(content).or_insert_with(|| Part {
+            gate: self.session.stream_gate(self.exchange),
+            held: String::new(),
+            released: String::new(),
+            whole: None,
+        });
     }
 
     /// An event that carries nothing judged: written now (its numbers
@@ -491,11 +498,16 @@ impl Relay<'_> {
     fn text_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         let text = string(src, root, "delta");
         let holding = self.hold_all || !self.queue.is_empty();
+        // A part no `content_part.added` opened (some servers leave it
+        // out) opens with its first delta.
+        if let Some(index) = number(src, root, "output_index") {
+            self.open_part(index, number(src, root, "content_index").unwrap_or(0));
+        }
         let exchange = self.exchange;
         let session = &*self.session;
         let Some(part) = part_of(&mut self.items, src, root) else {
-            // A delta of no part the relay knows: what it carries cannot
-            // be judged, so it does not go out.
+            // A delta of no message the relay knows: what it carries
+            // cannot be judged, so it does not go out.
             return String::new();
         };
         if holding {
@@ -513,6 +525,7 @@ impl Relay<'_> {
             session.publish_hold_edge(exchange, started);
         }
         part.released.push_str(&released);
+        self.streamed_text |= !released.is_empty();
         if released == text {
             return self.write(kind, src, root);
         }
@@ -555,6 +568,7 @@ impl Relay<'_> {
         }
         let mut out = String::new();
         if !released.is_empty() {
+            self.streamed_text = true;
             let delta = delta_event(src, root, &released);
             if let Ok(delta_root) = parse(delta.1.as_bytes(), &Limits::default()) {
                 out.push_str(&self.write_new(&delta.0, delta.1.as_bytes(), &delta_root));
@@ -602,7 +616,11 @@ impl Relay<'_> {
             }
             out.push_str(&self.write_held(&judged));
         }
-        let unsent = if vetoed {
+        let unsent = if vetoed && self.streamed_text {
+            // The SDKs join every message's text with nothing between:
+            // the notice begins a line of its own after what streamed.
+            format!("\n{}", judged.content)
+        } else if vetoed {
             judged.content.clone()
         } else if self.hold_all {
             String::new()
