@@ -31,7 +31,9 @@
 //! Run: `cargo bench -p chimera-tests --bench gateway` (add `-- quick`
 //! for a short ladder). With `-- wires` it measures each wire side by
 //! side instead (chat completions and Responses, JSON and streamed):
-//! direct, nginx, chimera with no pack and with every pack. It prints Markdown tables at the end. With
+//! direct, nginx, chimera with no pack and with every pack. With
+//! `-- profile` it drives one chimera at 1000/s for 20 s for a profiler
+//! (see [`profile`]). It prints Markdown tables at the end. With
 //! `-- rss` it measures only memory: each gateway idle and at 1 000 slow
 //! streams, and so per stream. With `-- state` it measures instead the
 //! gates that count (token-budget, rate-limiter, endless-loop) in this
@@ -1137,6 +1139,38 @@ fn wires(
     }
 }
 
+/// One chimera (no pack; every pack with `every-pack`) driven at 1000
+/// requests a second for 20 s (`streamed`: streamed replies; `responses`:
+/// on the Responses wire), its pid printed first, for a profiler to
+/// attach (`perf record -g -p PID`).
+fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream: &str) {
+    let has = |flag: &str| std::env::args().any(|a| a == flag);
+    let packs = if has("every-pack") {
+        all_packs()
+    } else {
+        Vec::new()
+    };
+    let wire = if has("responses") {
+        Wire::Responses
+    } else {
+        Wire::Chat
+    };
+    let stream = has("streamed");
+    let gateway = chimera(upstream, &packs);
+    let pid = gateway.served.as_ref().map_or(0, Served::pid);
+    eprintln!("profile: chimera pid {pid}");
+    std::thread::sleep(Duration::from_secs(2));
+    let run = runtime.block_on(at_rate(client, &gateway.base, 1000, 20.0, (wire, stream)));
+    println!(
+        "profile: {} {}: p50 {} ms, p99 {} ms, errors {}",
+        wire.name(),
+        if stream { "streamed" } else { "JSON" },
+        ms(run.percentile(0.5)),
+        ms(run.percentile(0.99)),
+        run.errors
+    );
+}
+
 /// A gateway measured for memory: its name and process.
 type Gateway<'a> = (&'static str, &'a Process);
 
@@ -1252,6 +1286,10 @@ fn main() {
     let streams = if quick { 200 } else { 1000 };
     if std::env::args().any(|a| a == "state") {
         redis_gates(&runtime, &client, &upstream, rates, seconds);
+        return;
+    }
+    if std::env::args().any(|a| a == "profile") {
+        profile(&runtime, &client, &upstream);
         return;
     }
     if std::env::args().any(|a| a == "wires") {

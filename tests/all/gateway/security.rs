@@ -364,7 +364,7 @@ fn an_unknown_route_and_a_policy_refusal_are_errors_in_the_wire_that_say_do_not_
     let upstream = Server::start(vec![]);
     let gateway = serve(&upstream, &["--pack", "prompt-injection"]);
     let (status, head, body) =
-        exchange_with_head(&gateway.address, "POST", "/v1/embeddings", &[], "{}");
+        exchange_with_head(&gateway.address, "POST", "/v1/audio/speech", &[], "{}");
     assert_eq!(status, 404, "{body}");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["error"]["type"],
@@ -374,13 +374,8 @@ fn an_unknown_route_and_a_policy_refusal_are_errors_in_the_wire_that_say_do_not_
         super::head_value(&head, "x-should-retry").as_deref(),
         Some("false")
     );
-    let (status, head, body) = exchange_with_head(
-        &gateway.address,
-        "POST",
-        "/v1/messages/count_tokens",
-        &[],
-        "{}",
-    );
+    let (status, head, body) =
+        exchange_with_head(&gateway.address, "POST", "/v1/messages/batches", &[], "{}");
     assert_eq!(status, 404, "{body}");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["error"]["type"],
