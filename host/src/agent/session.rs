@@ -52,8 +52,9 @@ pub struct AgentSession {
     pub(crate) ledger: Ledger,
     /// The price table the ledger charges by.
     pub(crate) prices: Arc<PriceTable>,
-    /// `prices` as the JSON packs see (rendered once).
-    pub(crate) prices_json: String,
+    /// `prices` as the JSON packs see (rendered once per table: the
+    /// default table's rendering is shared by every session).
+    pub(crate) prices_json: Arc<str>,
     /// The last provider call's charge, as packs see it (`last_call`):
     /// what a pack adds to a counter shared by other processes.
     pub(crate) last_call: Option<serde_json::Value>,
@@ -209,8 +210,14 @@ impl SessionBuilder {
         // that runs a `provider_request` interceptor.
         let _ = tool_list.json();
         self.session.tool_list = tool_list;
-        self.session.prices_json =
-            serde_json::to_string(&*self.session.prices).unwrap_or_else(|_| "{}".to_owned());
+        let (default_prices, default_json) = default_prices();
+        self.session.prices_json = if Arc::ptr_eq(&self.session.prices, default_prices) {
+            Arc::clone(default_json)
+        } else {
+            serde_json::to_string(&*self.session.prices)
+                .unwrap_or_else(|_| "{}".to_owned())
+                .into()
+        };
         self.session.refresh_facts();
         self.session
     }
@@ -240,8 +247,8 @@ impl AgentSession {
                 depth: 0,
                 source: CallSource::Agent,
                 ledger: Ledger::default(),
-                prices: Arc::new(PriceTable::default()),
-                prices_json: String::new(),
+                prices: Arc::clone(&default_prices().0),
+                prices_json: Arc::from(""),
                 last_call: None,
                 call_id: 0,
                 relay: None,
@@ -279,22 +286,21 @@ impl AgentSession {
     /// session's charges and the price table.
     pub(crate) fn refresh_facts(&mut self) {
         self.facts.gate_retry = self.source == CallSource::GateRetry;
-        let mut members = serde_json::json!({
-            "source": self.source.as_str(),
-            "model": self.relay.as_ref().map_or_else(|| self.provider.model(), |r| r.model.as_str()),
-            "cost_usd": self.ledger.cost_usd(),
-            "usage": self.ledger.to_json(),
-            "last_call": self.last_call,
-            "call": self.call_id,
+        let model = self
+            .relay
+            .as_ref()
+            .map_or_else(|| self.provider.model(), |r| r.model.as_str());
+        let members = render_facts(&FactsView {
+            call: self.call_id,
+            cost_usd: self.ledger.cost_usd(),
+            last_call: self.last_call.as_ref(),
+            model,
+            relayed: self.relay.is_some(),
+            source: self.source.as_str(),
+            usage: &self.ledger.to_json(),
+            prices: &self.prices_json,
         });
-        if self.relay.is_some() {
-            members["relayed"] = serde_json::Value::Bool(true);
-        }
-        let members = members.to_string();
-        // `{...}` without its braces, then the prices (rendered once).
-        let members = &members[1..members.len() - 1];
-        self.facts
-            .set_extension_members(&format!("{members},\"prices\":{}", self.prices_json));
+        self.facts.set_extension_members(&members);
     }
 
     /// The session facts packs see.
@@ -492,5 +498,94 @@ impl AgentSession {
     pub fn effective_interceptors(&self) -> Option<Arc<Interceptors>> {
         let plugins = self.registry.as_ref().and_then(|r| r.snapshot());
         merge_interceptors(&[plugins.as_ref(), self.host.as_ref()])
+    }
+}
+
+/// The default price table and its JSON, made once for the process: a
+/// session that keeps the default (every gateway session) shares them.
+fn default_prices() -> &'static (Arc<PriceTable>, Arc<str>) {
+    static DEFAULT: std::sync::OnceLock<(Arc<PriceTable>, Arc<str>)> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(|| {
+        let table = PriceTable::default();
+        let json = serde_json::to_string(&table).unwrap_or_else(|_| "{}".to_owned());
+        (Arc::new(table), json.into())
+    })
+}
+
+/// What the session's extension members say (see [`render_facts`]).
+struct FactsView<'a> {
+    call: u64,
+    cost_usd: f64,
+    last_call: Option<&'a serde_json::Value>,
+    model: &'a str,
+    relayed: bool,
+    source: &'a str,
+    usage: &'a serde_json::Value,
+    prices: &'a str,
+}
+
+/// The session's extension members, `{…}` without its braces: written
+/// directly in the order packs have always seen them (a JSON object's
+/// keys sorted, then the prices), with no value tree built per call.
+fn render_facts(facts: &FactsView<'_>) -> String {
+    use std::fmt::Write as _;
+    let text = |value: &str| serde_json::to_string(value).unwrap_or_else(|_| "\"\"".to_owned());
+    let mut out = String::with_capacity(256 + facts.prices.len());
+    let _ = write!(
+        out,
+        "\"call\":{},\"cost_usd\":{},\"last_call\":{},\"model\":{}",
+        facts.call,
+        serde_json::Value::from(facts.cost_usd),
+        facts.last_call.unwrap_or(&serde_json::Value::Null),
+        text(facts.model),
+    );
+    if facts.relayed {
+        out.push_str(",\"relayed\":true");
+    }
+    let _ = write!(
+        out,
+        ",\"source\":{},\"usage\":{},\"prices\":{}",
+        text(facts.source),
+        facts.usage,
+        facts.prices
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{render_facts, FactsView};
+    use serde_json::json;
+
+    #[test]
+    fn the_facts_read_as_the_value_tree_they_replace_rendered() {
+        let usage = json!({"agent": {"input_tokens": 3, "output_tokens": 4, "cost_usd": 0.25}});
+        let last = json!({"model": "m", "input_tokens": 3});
+        for (relayed, last_call, cost) in [
+            (false, None, 0.0),
+            (true, Some(&last), 0.1 + 0.2),
+            (true, None, 1e-7),
+        ] {
+            let facts = FactsView {
+                call: 7,
+                cost_usd: cost,
+                last_call,
+                model: "gpt-\"quoted\"\u{e9}",
+                relayed,
+                source: "agent",
+                usage: &usage,
+                prices: r#"{"m":{"input":1.0,"output":2.0}}"#,
+            };
+            let mut old = json!({
+                "source": facts.source, "model": facts.model, "cost_usd": cost,
+                "usage": usage, "last_call": last_call, "call": 7,
+            });
+            if relayed {
+                old["relayed"] = json!(true);
+            }
+            let old = old.to_string();
+            let expected = format!("{},\"prices\":{}", &old[1..old.len() - 1], facts.prices);
+            assert_eq!(render_facts(&facts), expected);
+        }
     }
 }

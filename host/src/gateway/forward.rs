@@ -72,6 +72,8 @@ pub(super) struct Forwarder {
     style: KeyStyle,
     retries: u32,
     max_body: u64,
+    /// Each endpoint's URL, parsed the first time it is asked for.
+    parsed: std::sync::Mutex<std::collections::HashMap<String, reqwest::Url>>,
 }
 
 /// Why the upstream gave no answer: the line, and whether the request
@@ -106,7 +108,31 @@ impl Forwarder {
             style,
             retries,
             max_body: http.max_body_bytes,
+            parsed: std::sync::Mutex::default(),
         }
+    }
+
+    /// The URL of endpoint `path` (with the client's `query`): parsed
+    /// once per endpoint, not once per request.
+    fn url(&self, path: &str, query: Option<&str>) -> Result<reqwest::Url, ForwardError> {
+        let parse = |text: String| {
+            reqwest::Url::parse(&text).map_err(|e| {
+                ForwardError(format!("the upstream URL {text} is not a URL: {e}"), false)
+            })
+        };
+        if let Some(query) = query.filter(|q| !q.is_empty()) {
+            return parse(format!("{}{path}?{query}", self.url));
+        }
+        let mut parsed = self
+            .parsed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(url) = parsed.get(path) {
+            return Ok(url.clone());
+        }
+        let url = parse(format!("{}{path}", self.url))?;
+        parsed.insert(path.to_owned(), url.clone());
+        Ok(url)
     }
 
     /// The most bytes of a reply body read.
@@ -147,13 +173,12 @@ impl Forwarder {
             .client
             .as_ref()
             .map_err(|e| ForwardError(e.clone(), false))?;
-        let url = match query {
-            Some(query) if !query.is_empty() => format!("{}{path}?{query}", self.url),
-            _ => format!("{}{path}", self.url),
-        };
+        let url = self.url(path, query)?;
         let mut attempt = 0;
         loop {
-            let mut request = client.post(&url).header("content-type", "application/json");
+            let mut request = client
+                .post(url.clone())
+                .header("content-type", "application/json");
             for (name, value) in headers {
                 if name.eq_ignore_ascii_case("content-type") {
                     continue;
