@@ -27,6 +27,10 @@
 //!
 //! A stream that ends without `response.completed` (`.incomplete`,
 //! `.failed`) ends with an `error` event: never a completion.
+//!
+//! One file past 700 lines on purpose: the relay is one state machine
+//! (items, parts, held events, numbering) whose pieces share that state;
+//! split, each piece would reach into the others'.
 
 use super::super::events::{sse, StreamContext, StreamWire, Streamed};
 use super::super::views;
