@@ -36,29 +36,59 @@ pub(super) struct Streamed {
     pub(super) response_id: Option<String>,
 }
 
-/// Where a relay writes what goes to the client.
+/// Where a relay writes what goes to the client: what it writes while
+/// the upstream's events keep coming is gathered and handed on as one
+/// piece when the relay waits for the upstream (or the piece grows past
+/// [`Out::GATHER`]), so a burst of events is one write to the client,
+/// not one each.
 pub(super) struct Out {
     sender: mpsc::Sender<Bytes>,
-    /// The client is gone: nothing more is written (the relay still reads
-    /// the upstream to its end, for the usage it reports).
+    /// Written, not yet handed on.
+    gathered: Vec<u8>,
+    /// Nothing more is written (the relay still reads the upstream to
+    /// its end, for the usage it reports).
+    ended: bool,
+    /// The client is gone.
     gone: bool,
 }
 
 impl Out {
+    /// The most bytes gathered before they are handed on.
+    const GATHER: usize = 16 * 1024;
+
     /// A writer into `sender`.
     pub(super) fn new(sender: mpsc::Sender<Bytes>) -> Self {
         Out {
             sender,
+            gathered: Vec::new(),
+            ended: false,
             gone: false,
         }
     }
 
-    /// Sends `text` (nothing when empty), waiting while the client reads.
+    /// Writes `text` (nothing when empty), waiting while the client reads
+    /// when a full piece is handed on.
     pub(super) async fn send(&mut self, text: String) {
-        if text.is_empty() || self.gone {
+        if text.is_empty() || self.ended || self.gone {
             return;
         }
-        if self.sender.send(Bytes::from(text)).await.is_err() {
+        if self.gathered.is_empty() {
+            self.gathered = text.into_bytes();
+        } else {
+            self.gathered.extend_from_slice(text.as_bytes());
+        }
+        if self.gathered.len() >= Self::GATHER {
+            self.flush().await;
+        }
+    }
+
+    /// Hands on what was gathered, waiting while the client reads.
+    pub(super) async fn flush(&mut self) {
+        if self.gathered.is_empty() || self.gone {
+            return;
+        }
+        let piece = Bytes::from(std::mem::take(&mut self.gathered));
+        if self.sender.send(piece).await.is_err() {
             self.gone = true;
         }
     }
@@ -79,7 +109,7 @@ impl Out {
             Some(reason) => {
                 let last = error(&unjudged_line(reason));
                 self.send(last).await;
-                self.gone = true;
+                self.ended = true;
             }
         }
     }
@@ -99,7 +129,7 @@ type Sink = Box<dyn FnMut(Event) -> bool + Send>;
 
 /// The upstream's event stream, read within limits.
 pub(super) struct Pump {
-    response: reqwest::Response,
+    body: super::client::ReplyBody,
     reader: Reader<Sink>,
     queue: Queue,
     done: bool,
@@ -108,7 +138,7 @@ pub(super) struct Pump {
 impl Pump {
     /// Reads `response`'s body as events, at most `max_bytes` of it and
     /// lines of at most 1 MiB.
-    pub(super) fn new(response: reqwest::Response, max_bytes: u64) -> Self {
+    pub(super) fn new(body: super::client::ReplyBody, max_bytes: u64) -> Self {
         let queue = Queue::default();
         let into = std::sync::Arc::clone(&queue);
         let sink: Sink = Box::new(move |event| {
@@ -118,7 +148,7 @@ impl Pump {
             true
         });
         Pump {
-            response,
+            body,
             reader: Reader::new(
                 Limits {
                     max_bytes,
@@ -131,12 +161,13 @@ impl Pump {
         }
     }
 
-    /// The next event; `Ok(None)` when the body ended.
+    /// The next event; `Ok(None)` when the body ended. What `out`
+    /// gathered is handed on before the upstream is waited for.
     ///
     /// # Errors
     ///
     /// One line when the body broke off or passed a limit.
-    pub(super) async fn next(&mut self) -> Result<Option<Event>, String> {
+    pub(super) async fn next(&mut self, out: &mut Out) -> Result<Option<Event>, String> {
         loop {
             let queued = self
                 .queue
@@ -149,7 +180,8 @@ impl Pump {
             if self.done {
                 return Ok(None);
             }
-            match self.response.chunk().await {
+            out.flush().await;
+            match self.body.chunk().await {
                 Ok(Some(piece)) => {
                     self.reader.feed(&piece).map_err(describe)?;
                 }
@@ -157,12 +189,7 @@ impl Pump {
                     self.reader.finish();
                     self.done = true;
                 }
-                Err(error) => {
-                    return Err(format!(
-                        "the upstream's stream broke off: {}",
-                        crate::types::one_line(&error.to_string())
-                    ))
-                }
+                Err(error) => return Err(format!("the upstream's stream broke off: {error}")),
             }
         }
     }
@@ -206,8 +233,8 @@ pub(super) struct StreamContext<'a> {
     pub(super) exchange: &'a Exchange,
     /// The upstream's events.
     pub(super) pump: Pump,
-    /// Where the client's events go.
-    pub(super) out: Out,
+    /// Where the client's events go (handed on at the end by the caller).
+    pub(super) out: &'a mut Out,
     /// Hold every text to the reply's end (`--stream-policy downgrade`
     /// with a pack that gates whole replies only).
     pub(super) hold_all: bool,

@@ -14,6 +14,7 @@
 //! ```
 
 use super::bounds::{Over, Slot};
+use super::client::{Reply, ReplyBody};
 use super::events::{Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
 use super::hold::Stopped;
@@ -332,7 +333,7 @@ struct Answered {
 
 /// The upstream's answer, judged: a stream relayed, a reply written back,
 /// an error's message judged; its status and headers as they came.
-async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -> Response {
+async fn answer_with<W: Wire>(answered: Answered, response: Reply) -> Response {
     let Answered {
         mut lease,
         exchange,
@@ -343,14 +344,13 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
         limit,
         chain,
     } = answered;
-    let status =
-        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let mut headers_back = returned_headers(response.headers());
+    let status = response.status;
+    let mut headers_back = returned_headers(&response.headers);
     if let Some(id) = id {
         headers_back.insert(REQUEST_ID, id);
     }
     let is_stream = response
-        .headers()
+        .headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
@@ -364,7 +364,7 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
         return stream::<W>(
             lease,
             exchange,
-            response,
+            response.body,
             headers_back,
             hold_all,
             limit,
@@ -374,7 +374,7 @@ async fn answer_with<W: Wire>(answered: Answered, response: reqwest::Response) -
             chain,
         );
     }
-    let bytes = match read_body(response, limit).await {
+    let bytes = match read_body(response.body, limit).await {
         Ok(bytes) => bytes,
         Err(error) => return refuse::<W>(Refusal::Upstream, &error.0),
     };
@@ -496,7 +496,7 @@ struct Timing {
 fn stream<W: Wire>(
     mut lease: super::sessions::Lease,
     exchange: Exchange,
-    response: reqwest::Response,
+    body: ReplyBody,
     mut headers: HeaderMap,
     hold_all: bool,
     limit: u64,
@@ -509,11 +509,12 @@ fn stream<W: Wire>(
     let stalled = crate::listen::stalled();
     tokio::spawn(async move {
         let session = lease.session();
+        let mut out = Out::new(sender);
         let relayed = W::relay(StreamContext {
             session,
             exchange: &exchange,
-            pump: Pump::new(response, limit),
-            out: Out::new(sender),
+            pump: Pump::new(body, limit),
+            out: &mut out,
             hold_all,
         });
         // A client that took nothing for the write timeout lost its
@@ -528,6 +529,10 @@ fn stream<W: Wire>(
         // A stream cancelled for the write timeout never reached the end
         // its usage comes with: its call ends not knowing what it cost,
         // and the packs that count (token-budget) keep their estimate.
+        if streamed.is_some() {
+            out.flush().await;
+        }
+        drop(out);
         if let Some(streamed) = streamed {
             let complete = streamed.broken.is_none();
             if let (Some(id), Some(chain)) = (streamed.response_id, chain) {

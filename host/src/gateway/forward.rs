@@ -11,9 +11,10 @@
 //! honouring `retry-after` within the read timeout; each retry is counted
 //! in `/metrics`.
 
+use super::client::{header_map, Client, ClientError, Reply, ReplyBody};
 use crate::providers::HttpSettings;
 use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
 
 /// Request headers that never go upstream: the client's credentials,
@@ -37,6 +38,20 @@ const NOT_FORWARDED: &[&str] = &[
     "content-length",
     "accept-encoding",
     super::sessions::SESSION_HEADER,
+];
+
+/// Request headers the gateway writes itself, whatever a gate set: the
+/// connection's and the body's framing.
+const FRAMING: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
 ];
 
 /// Reply headers that never go back to the client as they came: the
@@ -66,14 +81,11 @@ pub(super) enum KeyStyle {
 
 /// The client of one upstream.
 pub(super) struct Forwarder {
-    client: Result<reqwest::Client, String>,
-    url: String,
-    key: Option<String>,
+    client: Result<Client, ClientError>,
+    key: Option<HeaderValue>,
     style: KeyStyle,
     retries: u32,
     max_body: u64,
-    /// Each endpoint's URL, parsed the first time it is asked for.
-    parsed: std::sync::Mutex<std::collections::HashMap<String, reqwest::Url>>,
 }
 
 /// Why the upstream gave no answer: the line, and whether the request
@@ -87,52 +99,28 @@ impl Forwarder {
     /// A client for the upstream at `url` (its base URL: each request
     /// names its endpoint under it), sending `key` the way `style` says.
     pub(super) fn new(
-        url: String,
+        url: &str,
         key: Option<String>,
         style: KeyStyle,
         http: &HttpSettings,
         retries: u32,
     ) -> Self {
-        let client = reqwest::Client::builder()
-            .use_rustls_tls()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(http.connect_timeout)
-            .read_timeout(http.read_timeout)
-            .no_gzip()
-            .build()
-            .map_err(|e| format!("cannot set up the upstream client: {e}"));
+        let key = key.and_then(|key| {
+            let value = match style {
+                KeyStyle::Bearer => format!("Bearer {key}"),
+                KeyStyle::Anthropic => key,
+            };
+            let mut value = HeaderValue::from_str(&value).ok()?;
+            value.set_sensitive(true);
+            Some(value)
+        });
         Forwarder {
-            client,
-            url,
+            client: Client::new(url, http.connect_timeout, http.read_timeout),
             key,
             style,
             retries,
             max_body: http.max_body_bytes,
-            parsed: std::sync::Mutex::default(),
         }
-    }
-
-    /// The URL of endpoint `path` (with the client's `query`): parsed
-    /// once per endpoint, not once per request.
-    fn url(&self, path: &str, query: Option<&str>) -> Result<reqwest::Url, ForwardError> {
-        let parse = |text: String| {
-            reqwest::Url::parse(&text).map_err(|e| {
-                ForwardError(format!("the upstream URL {text} is not a URL: {e}"), false)
-            })
-        };
-        if let Some(query) = query.filter(|q| !q.is_empty()) {
-            return parse(format!("{}{path}?{query}", self.url));
-        }
-        let mut parsed = self
-            .parsed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(url) = parsed.get(path) {
-            return Ok(url.clone());
-        }
-        let url = parse(format!("{}{path}", self.url))?;
-        parsed.insert(path.to_owned(), url.clone());
-        Ok(url)
     }
 
     /// The most bytes of a reply body read.
@@ -152,6 +140,39 @@ impl Forwarder {
             .collect()
     }
 
+    /// The request's headers: `headers` as judged, the content type, and
+    /// the gateway's key the way the wire carries it.
+    fn request_headers(&self, headers: &[(String, String)]) -> Result<HeaderMap, ClientError> {
+        let mut map = header_map(
+            headers
+                .iter()
+                .filter(|(name, _)| {
+                    !name.eq_ignore_ascii_case("content-type")
+                        && !FRAMING.contains(&name.to_ascii_lowercase().as_str())
+                })
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        )?;
+        map.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        match (self.style, &self.key) {
+            (KeyStyle::Bearer, Some(key)) => {
+                map.insert(header::AUTHORIZATION, key.clone());
+            }
+            (KeyStyle::Anthropic, key) => {
+                if let Some(key) = key {
+                    map.insert("x-api-key", key.clone());
+                }
+                if !map.contains_key("anthropic-version") {
+                    map.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+                }
+            }
+            (KeyStyle::Bearer, None) => {}
+        }
+        Ok(map)
+    }
+
     /// POSTs `body` with `headers` (and `query`, as the client sent it) to
     /// the upstream's endpoint `path`: its response, whatever the status. 429 and 5xx are
     /// retried only as configured, `on_retry` told of each (the status, and
@@ -168,48 +189,22 @@ impl Forwarder {
         headers: &[(String, String)],
         body: Bytes,
         on_retry: &(dyn Fn(u16, u32) + Send + Sync),
-    ) -> Result<reqwest::Response, ForwardError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ForwardError(e.clone(), false))?;
-        let url = self.url(path, query)?;
+    ) -> Result<Reply, ForwardError> {
+        let unsent = |error: &ClientError| ForwardError(error.to_string(), false);
+        let client = self.client.as_ref().map_err(unsent)?;
+        let headers = self.request_headers(headers).map_err(|e| unsent(&e))?;
         let mut attempt = 0;
         loop {
-            let mut request = client
-                .post(url.clone())
-                .header("content-type", "application/json");
-            for (name, value) in headers {
-                if name.eq_ignore_ascii_case("content-type") {
-                    continue;
-                }
-                request = request.header(name.as_str(), value.as_str());
-            }
-            match (self.style, &self.key) {
-                (KeyStyle::Bearer, Some(key)) => request = request.bearer_auth(key),
-                (KeyStyle::Anthropic, key) => {
-                    if let Some(key) = key {
-                        request = request.header("x-api-key", key.as_str());
-                    }
-                    if !headers
-                        .iter()
-                        .any(|(n, _)| n.eq_ignore_ascii_case("anthropic-version"))
-                    {
-                        request = request.header("anthropic-version", "2023-06-01");
-                    }
-                }
-                (KeyStyle::Bearer, None) => {}
-            }
-            let response = request.body(body.clone()).send().await.map_err(|e| {
-                ForwardError(
-                    format!(
-                        "the upstream did not answer: {}",
-                        crate::types::one_line(&error_chain(&e))
-                    ),
-                    !e.is_connect(),
-                )
-            })?;
-            let status = response.status().as_u16();
+            let response = client
+                .post(path, query, headers.clone(), body.clone())
+                .await
+                .map_err(|e| {
+                    ForwardError(
+                        format!("the upstream did not answer: {e}"),
+                        e.may_have_reached(),
+                    )
+                })?;
+            let status = response.status.as_u16();
             let retryable = status == 429 || status >= 500;
             if !retryable || attempt >= self.retries {
                 return Ok(response);
@@ -217,7 +212,7 @@ impl Forwarder {
             attempt += 1;
             on_retry(status, attempt);
             let wait = response
-                .headers()
+                .headers
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<f64>().ok())
@@ -254,13 +249,10 @@ pub(super) fn returned_headers(from: &HeaderMap) -> HeaderMap {
 /// # Errors
 ///
 /// One line when it is longer or breaks off.
-pub(super) async fn read_body(
-    mut response: reqwest::Response,
-    limit: u64,
-) -> Result<Bytes, ForwardError> {
+pub(super) async fn read_body(mut body: ReplyBody, limit: u64) -> Result<Bytes, ForwardError> {
     let mut bytes = Vec::new();
     loop {
-        match response.chunk().await {
+        match body.chunk().await {
             Ok(Some(piece)) => {
                 if (bytes.len() + piece.len()) as u64 > limit {
                     return Err(ForwardError(
@@ -268,39 +260,18 @@ pub(super) async fn read_body(
                         true,
                     ));
                 }
+                if bytes.is_empty() {
+                    bytes.reserve(piece.len());
+                }
                 bytes.extend_from_slice(&piece);
             }
             Ok(None) => return Ok(Bytes::from(bytes)),
-            Err(e) => {
+            Err(error) => {
                 return Err(ForwardError(
-                    format!(
-                        "the upstream's reply broke off: {}",
-                        crate::types::one_line(&error_chain(&e))
-                    ),
+                    format!("the upstream's reply broke off: {error}"),
                     true,
                 ))
             }
         }
     }
-}
-
-/// An error and its causes, joined.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-        source = cause_of(source);
-    }
-    text
-}
-
-fn cause_of<'a>(
-    error: Option<&'a (dyn std::error::Error + 'static)>,
-) -> Option<&'a (dyn std::error::Error + 'static)> {
-    error.and_then(std::error::Error::source)
 }

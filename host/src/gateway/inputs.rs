@@ -47,12 +47,10 @@ pub(super) struct AsItCame;
 /// A stream of an input-only request (none is expected): its events as
 /// they came.
 async fn pass_events(cx: StreamContext<'_>) -> Streamed {
-    let StreamContext {
-        mut pump, mut out, ..
-    } = cx;
+    let StreamContext { mut pump, out, .. } = cx;
     let mut streamed = Streamed::default();
     loop {
-        match pump.next().await {
+        match pump.next(out).await {
             Ok(Some(event)) => out.send(sse(&event.kind, &event.data)).await,
             Ok(None) => break,
             Err(line) => {

@@ -70,6 +70,7 @@
 mod anthropic;
 mod bounds;
 mod chains;
+mod client;
 mod events;
 mod exchange;
 mod forward;
@@ -257,7 +258,7 @@ impl Served {
             upstream: upstream.clone(),
             kind,
             forwarder: Forwarder::new(
-                upstream.base_url.trim_end_matches('/').to_owned(),
+                upstream.base_url.trim_end_matches('/'),
                 upstream.key.clone(),
                 style,
                 &config.http,

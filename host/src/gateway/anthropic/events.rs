@@ -88,7 +88,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         session,
         exchange,
         mut pump,
-        mut out,
+        out,
         hold_all,
     } = cx;
     let mut relay = Relay {
@@ -106,7 +106,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
     let mut streamed = Streamed::default();
     let mut stopped = false;
     loop {
-        let event = match pump.next().await {
+        let event = match pump.next(out).await {
             Ok(Some(event)) => event,
             Ok(None) => break,
             Err(line) => {

@@ -79,7 +79,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         session,
         exchange,
         mut pump,
-        mut out,
+        out,
         hold_all,
     } = cx;
     let mut relay = Relay {
@@ -92,7 +92,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
     let mut streamed = Streamed::default();
     let mut done = false;
     loop {
-        let event = match pump.next().await {
+        let event = match pump.next(out).await {
             Ok(Some(event)) => event,
             Ok(None) => break,
             Err(line) => {

@@ -131,7 +131,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         session,
         exchange,
         mut pump,
-        mut out,
+        out,
         hold_all,
     } = cx;
     let mut relay = Relay {
@@ -154,7 +154,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
     let mut stopped = false;
     let mut first = true;
     loop {
-        let event = match pump.next().await {
+        let event = match pump.next(out).await {
             Ok(Some(event)) => event,
             Ok(None) => break,
             Err(line) => {

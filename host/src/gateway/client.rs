@@ -1,0 +1,391 @@
+//! The gateway's connections to its upstream: HTTP/1.1 by hyper directly,
+//! over TCP or TLS (rustls with the web's roots), kept alive and reused
+//! most recent first.
+//!
+//! A relay sends what it judged to the one upstream it was given, so
+//! nothing of a general client is here: no redirects, no proxy variables,
+//! no decompression, no URL parsed per request. What a general client
+//! costs was measured (`--bench gateway -- profile`): its URL handling and
+//! redirect and retry layers were ~5 % of a bare gateway's CPU, and its
+//! pooled connections answered through a channel of their own.
+//!
+//! - **Connect timeout**: the TCP connection and the TLS handshake.
+//! - **Read timeout**: the wait for the answer's head, and between any two
+//!   pieces of its body.
+//! - **Reuse**: a connection goes back to the pool once the answer's body
+//!   was read to its end; an answer dropped before its end closes its
+//!   connection. A request the pooled connection could not take (the
+//!   upstream closed it while it was idle) is sent once more on a new one:
+//!   hyper hands it back unsent, so nothing is sent twice.
+
+use axum::body::Bytes;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+/// Idle connections kept for reuse, at most.
+const MAX_IDLE: usize = 256;
+
+/// A connection's sending half (its reading half runs as a task).
+type Sender = SendRequest<Full<Bytes>>;
+
+/// Why no answer came.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ClientError {
+    /// The base URL is not one the gateway can send to.
+    #[error("the upstream URL {url} is not an http:// or https:// URL: {why}")]
+    BadUrl {
+        /// The URL as configured.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A header of the request cannot be sent (a pack wrote it).
+    #[error("the request header {0:?} cannot be sent")]
+    BadHeader(String),
+    /// No connection could be made: nothing was sent.
+    #[error("cannot connect to the upstream: {0}")]
+    Connect(String),
+    /// The connection failed after the request may have been sent.
+    #[error("{0}")]
+    Failed(String),
+    /// The upstream sent nothing for the read timeout.
+    #[error("timed out: the upstream sent nothing for {0:?}")]
+    TimedOut(Duration),
+}
+
+impl ClientError {
+    /// `false` when the request cannot have reached the upstream.
+    pub(super) fn may_have_reached(&self) -> bool {
+        matches!(self, ClientError::Failed(_) | ClientError::TimedOut(_))
+    }
+}
+
+/// Where the upstream is and how to reach it.
+struct Endpoint {
+    host: String,
+    port: u16,
+    /// The `Host` header.
+    authority: HeaderValue,
+    /// The base URL's path, with no trailing `/`.
+    prefix: String,
+    /// For `https://`.
+    tls: Option<(
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+}
+
+/// The pooled connections to one upstream.
+pub(super) struct Client {
+    endpoint: Endpoint,
+    connect_timeout: Duration,
+    read_timeout: Duration,
+    idle: Arc<Mutex<Vec<Sender>>>,
+}
+
+/// An answer's head, and its body to read.
+pub(super) struct Reply {
+    /// Its status.
+    pub(super) status: StatusCode,
+    /// Its headers.
+    pub(super) headers: HeaderMap,
+    /// Its body.
+    pub(super) body: ReplyBody,
+}
+
+/// An answer's body, read piece by piece.
+pub(super) struct ReplyBody {
+    incoming: Incoming,
+    /// The connection, back to the pool when the body ends.
+    sender: Option<Sender>,
+    idle: Arc<Mutex<Vec<Sender>>>,
+    read_timeout: Duration,
+}
+
+impl ReplyBody {
+    /// The next piece of the body; `Ok(None)` at its end.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] when it broke off or nothing came for the read
+    /// timeout.
+    pub(super) async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
+        loop {
+            let frame = tokio::time::timeout(self.read_timeout, self.incoming.frame())
+                .await
+                .map_err(|_| ClientError::TimedOut(self.read_timeout))?;
+            match frame {
+                None => {
+                    if let Some(sender) = self.sender.take() {
+                        give_back(&self.idle, sender);
+                    }
+                    return Ok(None);
+                }
+                Some(Err(error)) => return Err(ClientError::Failed(chain(&error))),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if !data.is_empty() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `sender` back among the idle connections (when there is room).
+fn give_back(idle: &Mutex<Vec<Sender>>, sender: Sender) {
+    let mut idle = idle.lock().unwrap_or_else(PoisonError::into_inner);
+    if idle.len() < MAX_IDLE {
+        idle.push(sender);
+    }
+}
+
+impl Client {
+    /// A client of the upstream at `base` (`http://` or `https://`, with
+    /// an optional path every request's path goes under).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::BadUrl`] for anything else.
+    pub(super) fn new(
+        base: &str,
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<Self, ClientError> {
+        let bad = |why: &str| ClientError::BadUrl {
+            url: base.to_owned(),
+            why: why.to_owned(),
+        };
+        let uri: Uri = base.parse().map_err(|e| bad(&format!("{e}")))?;
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(bad("the scheme must be http or https")),
+        };
+        let authority = uri.authority().ok_or_else(|| bad("it names no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(bad("credentials belong in the key, not the URL"));
+        }
+        if uri.query().is_some() {
+            return Err(bad("a base URL takes no query"));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let tls = if tls {
+            let name = rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|e| bad(&format!("{e}")))?;
+            Some((tls_connector().map_err(|e| bad(&e))?, name))
+        } else {
+            None
+        };
+        Ok(Client {
+            endpoint: Endpoint {
+                authority: HeaderValue::from_str(authority.as_str())
+                    .map_err(|e| bad(&format!("{e}")))?,
+                host,
+                port,
+                prefix: uri.path().trim_end_matches('/').to_owned(),
+                tls,
+            },
+            connect_timeout,
+            read_timeout,
+            idle: Arc::default(),
+        })
+    }
+
+    /// POSTs `body` to `path` (under the base URL's path; `query` as the
+    /// client sent it) with `headers` (and `Host`, `Content-Length`).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] when no answer's head came.
+    pub(super) async fn post(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<Reply, ClientError> {
+        let target = match query.filter(|q| !q.is_empty()) {
+            Some(query) => format!("{}{path}?{query}", self.endpoint.prefix),
+            None => format!("{}{path}", self.endpoint.prefix),
+        };
+        let uri: Uri = target
+            .parse()
+            .map_err(|e| ClientError::Failed(format!("the request's path {target:?}: {e}")))?;
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = headers;
+        request
+            .headers_mut()
+            .insert(header::HOST, self.endpoint.authority.clone());
+        let pooled = self.pooled();
+        let reused = pooled.is_some();
+        let mut sender = match pooled {
+            Some(sender) => sender,
+            None => self.connect().await?,
+        };
+        let answered = match self.send(&mut sender, request).await {
+            Err(Unsent(request)) if reused => {
+                // The idle connection was closed under it: once more, new.
+                sender = self.connect().await?;
+                self.send(&mut sender, request).await
+            }
+            other => other,
+        };
+        let response = answered.map_err(|Unsent(_)| {
+            ClientError::Connect("the connection closed before the request was sent".to_owned())
+        })??;
+        let (parts, incoming) = response.into_parts();
+        Ok(Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body: ReplyBody {
+                incoming,
+                sender: Some(sender),
+                idle: Arc::clone(&self.idle),
+                read_timeout: self.read_timeout,
+            },
+        })
+    }
+
+    /// `request` on `sender`: the answer's head, or the request back when
+    /// the connection could not take it.
+    async fn send(
+        &self,
+        sender: &mut Sender,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Result<hyper::Response<Incoming>, ClientError>, Unsent> {
+        if sender.ready().await.is_err() {
+            return Err(Unsent(request));
+        }
+        match tokio::time::timeout(self.read_timeout, sender.try_send_request(request)).await {
+            Err(_) => Ok(Err(ClientError::TimedOut(self.read_timeout))),
+            Ok(Ok(response)) => Ok(Ok(response)),
+            Ok(Err(mut error)) => match error.take_message() {
+                Some(request) => Err(Unsent(request)),
+                None => Ok(Err(ClientError::Failed(chain(error.error())))),
+            },
+        }
+    }
+
+    /// The most recently used idle connection still open.
+    fn pooled(&self) -> Option<Sender> {
+        loop {
+            let sender = self
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()?;
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+    }
+
+    /// A new connection, its reading half spawned.
+    async fn connect(&self) -> Result<Sender, ClientError> {
+        let endpoint = &self.endpoint;
+        let connected = tokio::time::timeout(self.connect_timeout, async {
+            let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
+                .await
+                .map_err(|e| ClientError::Connect(e.to_string()))?;
+            let _ = stream.set_nodelay(true);
+            match &endpoint.tls {
+                None => handshake(stream).await,
+                Some((connector, name)) => {
+                    let stream = connector
+                        .connect(name.clone(), stream)
+                        .await
+                        .map_err(|e| ClientError::Connect(format!("TLS: {e}")))?;
+                    handshake(stream).await
+                }
+            }
+        })
+        .await;
+        connected.unwrap_or_else(|_| {
+            Err(ClientError::Connect(format!(
+                "timed out: no connection within {:?}",
+                self.connect_timeout
+            )))
+        })
+    }
+}
+
+/// A request a connection handed back unsent.
+struct Unsent(Request<Full<Bytes>>);
+
+/// HTTP/1.1 over `io`, its reading half spawned.
+async fn handshake<T>(io: T) -> Result<Sender, ClientError>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| ClientError::Connect(chain(&e)))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// TLS as the web does it: rustls (ring), the Mozilla roots, HTTP/1.1.
+fn tls_connector() -> Result<tokio_rustls::TlsConnector, String> {
+    let roots: rustls::RootCertStore = webpki_roots::TLS_SERVER_ROOTS.iter().cloned().collect();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// An error and its causes, in one line.
+pub(super) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    crate::types::one_line(&text)
+}
+
+/// `(name, value)` pairs as a header map.
+///
+/// # Errors
+///
+/// [`ClientError::BadHeader`] for a name or value HTTP cannot carry.
+pub(super) fn header_map<'a>(
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Result<HeaderMap, ClientError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let bad = || ClientError::BadHeader(name.to_owned());
+        map.append(
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
+            HeaderValue::from_str(value).map_err(|_| bad())?,
+        );
+    }
+    Ok(map)
+}
