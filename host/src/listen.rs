@@ -71,6 +71,59 @@ pub(crate) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output
     }
 }
 
+/// `future` run on the current task (no hop to another task and back
+/// while the client waits) that still runs to its end when the client
+/// leaves first: dropped unfinished, it goes on as a task of its own, its
+/// output dropped. For work that must finish once begun (an upstream call
+/// that is charged, a reply that is judged and counted). A panic in it is
+/// caught, as a task's would be, and answered with `on_panic()`.
+pub(crate) fn to_the_end<F>(future: F, on_panic: fn() -> F::Output) -> ToTheEnd<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    ToTheEnd {
+        future: Some(Box::pin(with_stall(future))),
+        on_panic,
+    }
+}
+
+/// See [`to_the_end`].
+pub(crate) struct ToTheEnd<T: Send + 'static> {
+    future: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+    on_panic: fn() -> T,
+}
+
+impl<T: Send + 'static> Future for ToTheEnd<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(future) = self.future.as_mut() else {
+            // Polled after it finished: a caller's bug, never ours.
+            return Poll::Pending;
+        };
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.as_mut().poll(cx)));
+        let output = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(output)) => output,
+            Err(_) => (self.on_panic)(),
+        };
+        self.future = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<T: Send + 'static> Drop for ToTheEnd<T> {
+    fn drop(&mut self) {
+        if let Some(future) = self.future.take() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(future);
+            }
+        }
+    }
+}
+
 /// Serves `router` on `listener` within `limits` until `shutdown`
 /// completes, then lets each connection finish the request it answers.
 ///

@@ -161,6 +161,8 @@ impl AgentSession {
             content: input.to_owned(),
         });
         let bundle = self.effective_interceptors();
+        self.facts_read = bundle.is_some();
+        self.refresh_facts();
         self.streaming = self.config.stream && !self.downgrade(bundle.as_deref());
         let result = self.run_strategy(bundle.as_ref(), input).await;
         // A turn blocked before the model saw anything of it leaves nothing

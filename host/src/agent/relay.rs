@@ -229,8 +229,9 @@ impl AgentSession {
         self.facts.tool_calls_this_turn = 0;
         self.unjudged = std::sync::OnceLock::new();
         self.relay.get_or_insert_with(RelaySurface::default);
-        self.refresh_facts();
         let bundle = self.effective_interceptors();
+        self.facts_read = bundle.is_some();
+        self.refresh_facts();
         let observes = |i: &crate::interception::ModelResponseInterceptor| {
             i.role() == crate::interception::ContentRole::Observes
         };

@@ -63,6 +63,10 @@ pub struct AgentSession {
     /// compaction keeps it, so a pack counting calls in a shared store
     /// counts each once.
     pub(crate) call_id: u64,
+    /// Whether the current turn's chains hold any interceptor (so anything
+    /// reads the facts): set as each turn merges its chains; `true` until
+    /// the first does.
+    pub(crate) facts_read: bool,
     /// What a relayed exchange judges instead of this session's own
     /// request (see [`relay`](super::relay)): the client's history is
     /// hostile, so the session view says `"relayed":true`.
@@ -251,6 +255,7 @@ impl AgentSession {
                 prices_json: Arc::from(""),
                 last_call: None,
                 call_id: 0,
+                facts_read: true,
                 relay: None,
                 unjudged: std::sync::OnceLock::new(),
             },
@@ -285,6 +290,11 @@ impl AgentSession {
     /// of the next provider call, the model it goes to by default, the
     /// session's charges and the price table.
     pub(crate) fn refresh_facts(&mut self) {
+        if !self.facts_read {
+            // No interceptor runs in this turn: nothing reads them (the
+            // next turn with one refreshes them before its first chain).
+            return;
+        }
         self.facts.gate_retry = self.source == CallSource::GateRetry;
         let model = self
             .relay

@@ -223,9 +223,10 @@ async fn relay<W: Wire>(
         started,
         chain,
     };
-    tokio::spawn(crate::listen::with_stall(forward_and_answer::<W>(upstream)))
-        .await
-        .unwrap_or_else(|_| refuse::<W>(Refusal::Upstream, "the exchange failed"))
+    crate::listen::to_the_end(forward_and_answer::<W>(upstream), || {
+        refuse::<W>(Refusal::Upstream, "the exchange failed")
+    })
+    .await
 }
 
 /// What goes upstream once the request was judged.
