@@ -12,6 +12,9 @@
 //! - **Connect timeout**: the TCP connection and the TLS handshake.
 //! - **Read timeout**: the wait for the answer's head, and between any two
 //!   pieces of its body.
+//! - **One task**: a connection is driven by the task that reads its
+//!   answer (no task of its own, no hop between tasks for each piece), so
+//!   the pieces already read arrive together ([`ReplyBody::ready_chunk`]).
 //! - **Reuse**: a connection goes back to the pool once the answer's body
 //!   was read to its end; an answer dropped before its end closes its
 //!   connection. A request the pooled connection could not take (the
@@ -24,15 +27,54 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 /// Idle connections kept for reuse, at most.
 const MAX_IDLE: usize = 256;
 
-/// A connection's sending half (its reading half runs as a task).
+/// A connection's sending half.
 type Sender = SendRequest<Full<Bytes>>;
+
+/// What a connection runs over: TCP, or TLS over TCP.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// A connection's driving half: polled by whoever is using it.
+type Driver = hyper::client::conn::http1::Connection<TokioIo<Box<dyn Io>>, Full<Bytes>>;
+
+/// One connection to the upstream.
+struct Connection {
+    sender: Sender,
+    driver: Driver,
+    /// The driver finished (the connection closed): never polled again.
+    closed: bool,
+}
+
+impl Connection {
+    /// Drives the connection (until it would wait), then polls `future`.
+    fn poll_with<F: Future + Unpin>(
+        &mut self,
+        future: &mut F,
+        cx: &mut Context<'_>,
+    ) -> Poll<F::Output> {
+        if !self.closed && Pin::new(&mut self.driver).poll(cx).is_ready() {
+            self.closed = true;
+        }
+        Pin::new(future).poll(cx)
+    }
+
+    /// `future`, the connection driven while it waits.
+    async fn driving<F: Future + Unpin>(&mut self, mut future: F) -> F::Output {
+        std::future::poll_fn(|cx| self.poll_with(&mut future, cx)).await
+    }
+}
 
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,7 +128,7 @@ pub(super) struct Client {
     endpoint: Endpoint,
     connect_timeout: Duration,
     read_timeout: Duration,
-    idle: Arc<Mutex<Vec<Sender>>>,
+    idle: Idle,
 }
 
 /// An answer's head, and its body to read.
@@ -103,12 +145,53 @@ pub(super) struct Reply {
 pub(super) struct ReplyBody {
     incoming: Incoming,
     /// The connection, back to the pool when the body ends.
-    sender: Option<Sender>,
-    idle: Arc<Mutex<Vec<Sender>>>,
+    connection: Option<Connection>,
+    idle: Idle,
     read_timeout: Duration,
 }
 
+/// What a frame of the body comes to: a piece, the end, or nothing to
+/// hand on (an empty piece, trailers).
+fn piece(
+    frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>,
+) -> Option<Result<Option<Bytes>, ClientError>> {
+    match frame {
+        None => Some(Ok(None)),
+        Some(Err(error)) => Some(Err(ClientError::Failed(chain(&error)))),
+        Some(Ok(frame)) => match frame.into_data() {
+            Ok(data) if !data.is_empty() => Some(Ok(Some(data))),
+            _ => None,
+        },
+    }
+}
+
 impl ReplyBody {
+    /// Polls for the next piece, driving the connection.
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, ClientError>> {
+        loop {
+            let frame = match self.connection.as_mut() {
+                Some(connection) => {
+                    let mut next = self.incoming.frame();
+                    std::task::ready!(connection.poll_with(&mut next, cx))
+                }
+                None => std::task::ready!(hyper::body::Body::poll_frame(
+                    Pin::new(&mut self.incoming),
+                    cx
+                )),
+            };
+            match piece(frame) {
+                None => {}
+                Some(Ok(None)) => {
+                    if let Some(connection) = self.connection.take() {
+                        give_back(&self.idle, connection);
+                    }
+                    return Poll::Ready(Ok(None));
+                }
+                Some(done) => return Poll::Ready(done),
+            }
+        }
+    }
+
     /// The next piece of the body; `Ok(None)` at its end.
     ///
     /// # Errors
@@ -116,35 +199,36 @@ impl ReplyBody {
     /// [`ClientError`] when it broke off or nothing came for the read
     /// timeout.
     pub(super) async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
-        loop {
-            let frame = tokio::time::timeout(self.read_timeout, self.incoming.frame())
-                .await
-                .map_err(|_| ClientError::TimedOut(self.read_timeout))?;
-            match frame {
-                None => {
-                    if let Some(sender) = self.sender.take() {
-                        give_back(&self.idle, sender);
-                    }
-                    return Ok(None);
-                }
-                Some(Err(error)) => return Err(ClientError::Failed(chain(&error))),
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        if !data.is_empty() {
-                            return Ok(Some(data));
-                        }
-                    }
-                }
-            }
+        tokio::time::timeout(
+            self.read_timeout,
+            std::future::poll_fn(|cx| self.poll_chunk(cx)),
+        )
+        .await
+        .map_err(|_| ClientError::TimedOut(self.read_timeout))?
+    }
+
+    /// The next piece when it is already read from the upstream (`None`:
+    /// it is not yet, and [`chunk`](Self::chunk) would wait).
+    pub(super) fn ready_chunk(&mut self) -> Option<Result<Option<Bytes>, ClientError>> {
+        match self.poll_chunk(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => Some(result),
+            Poll::Pending => None,
         }
     }
 }
 
-/// `sender` back among the idle connections (when there is room).
-fn give_back(idle: &Mutex<Vec<Sender>>, sender: Sender) {
+/// The idle connections of one upstream, most recently used last.
+type Idle = Arc<Mutex<Vec<Connection>>>;
+
+/// `connection` back among the idle ones (when it is open and there is
+/// room).
+fn give_back(idle: &Mutex<Vec<Connection>>, connection: Connection) {
+    if connection.closed {
+        return;
+    }
     let mut idle = idle.lock().unwrap_or_else(PoisonError::into_inner);
     if idle.len() < MAX_IDLE {
-        idle.push(sender);
+        idle.push(connection);
     }
 }
 
@@ -234,15 +318,15 @@ impl Client {
             .insert(header::HOST, self.endpoint.authority.clone());
         let pooled = self.pooled();
         let reused = pooled.is_some();
-        let mut sender = match pooled {
-            Some(sender) => sender,
+        let mut connection = match pooled {
+            Some(connection) => connection,
             None => self.connect().await?,
         };
-        let answered = match self.send(&mut sender, request).await {
+        let answered = match self.send(&mut connection, request).await {
             Err(Unsent(request)) if reused => {
                 // The idle connection was closed under it: once more, new.
-                sender = self.connect().await?;
-                self.send(&mut sender, request).await
+                connection = self.connect().await?;
+                self.send(&mut connection, request).await
             }
             other => other,
         };
@@ -255,24 +339,33 @@ impl Client {
             headers: parts.headers,
             body: ReplyBody {
                 incoming,
-                sender: Some(sender),
+                connection: Some(connection),
                 idle: Arc::clone(&self.idle),
                 read_timeout: self.read_timeout,
             },
         })
     }
 
-    /// `request` on `sender`: the answer's head, or the request back when
-    /// the connection could not take it.
+    /// `request` on `connection`: the answer's head, or the request back
+    /// when the connection could not take it.
     async fn send(
         &self,
-        sender: &mut Sender,
+        connection: &mut Connection,
         request: Request<Full<Bytes>>,
     ) -> Result<Result<hyper::Response<Incoming>, ClientError>, Unsent> {
-        if sender.ready().await.is_err() {
+        let ready = std::future::poll_fn(|cx| {
+            if !connection.closed && Pin::new(&mut connection.driver).poll(cx).is_ready() {
+                connection.closed = true;
+            }
+            connection.sender.poll_ready(cx)
+        })
+        .await;
+        if ready.is_err() {
             return Err(Unsent(request));
         }
-        match tokio::time::timeout(self.read_timeout, sender.try_send_request(request)).await {
+        let sent = connection.sender.try_send_request(request);
+        let answer = tokio::time::timeout(self.read_timeout, connection.driving(Box::pin(sent)));
+        match answer.await {
             Err(_) => Ok(Err(ClientError::TimedOut(self.read_timeout))),
             Ok(Ok(response)) => Ok(Ok(response)),
             Ok(Err(mut error)) => match error.take_message() {
@@ -283,21 +376,21 @@ impl Client {
     }
 
     /// The most recently used idle connection still open.
-    fn pooled(&self) -> Option<Sender> {
+    fn pooled(&self) -> Option<Connection> {
         loop {
-            let sender = self
+            let connection = self
                 .idle
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop()?;
-            if !sender.is_closed() {
-                return Some(sender);
+            if !connection.closed && !connection.sender.is_closed() {
+                return Some(connection);
             }
         }
     }
 
-    /// A new connection, its reading half spawned.
-    async fn connect(&self) -> Result<Sender, ClientError> {
+    /// A new connection.
+    async fn connect(&self) -> Result<Connection, ClientError> {
         let endpoint = &self.endpoint;
         let connected = tokio::time::timeout(self.connect_timeout, async {
             let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
@@ -305,13 +398,13 @@ impl Client {
                 .map_err(|e| ClientError::Connect(e.to_string()))?;
             let _ = stream.set_nodelay(true);
             match &endpoint.tls {
-                None => handshake(stream).await,
+                None => handshake(Box::new(stream)).await,
                 Some((connector, name)) => {
                     let stream = connector
                         .connect(name.clone(), stream)
                         .await
                         .map_err(|e| ClientError::Connect(format!("TLS: {e}")))?;
-                    handshake(stream).await
+                    handshake(Box::new(stream)).await
                 }
             }
         })
@@ -328,18 +421,16 @@ impl Client {
 /// A request a connection handed back unsent.
 struct Unsent(Request<Full<Bytes>>);
 
-/// HTTP/1.1 over `io`, its reading half spawned.
-async fn handshake<T>(io: T) -> Result<Sender, ClientError>
-where
-    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+/// HTTP/1.1 over `io`.
+async fn handshake(io: Box<dyn Io>) -> Result<Connection, ClientError> {
+    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| ClientError::Connect(chain(&e)))?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
+    Ok(Connection {
+        sender,
+        driver,
+        closed: false,
+    })
 }
 
 /// TLS as the web does it: rustls (ring), the Mozilla roots, HTTP/1.1.

@@ -162,7 +162,8 @@ impl Pump {
     }
 
     /// The next event; `Ok(None)` when the body ended. What `out`
-    /// gathered is handed on before the upstream is waited for.
+    /// gathered is handed on before the upstream is waited for (never
+    /// while the upstream's next piece is already here).
     ///
     /// # Errors
     ///
@@ -180,8 +181,15 @@ impl Pump {
             if self.done {
                 return Ok(None);
             }
-            out.flush().await;
-            match self.body.chunk().await {
+            // What the upstream sent together goes to the client together:
+            // handed on only when the next piece is not here yet.
+            let next = if let Some(next) = self.body.ready_chunk() {
+                next
+            } else {
+                out.flush().await;
+                self.body.chunk().await
+            };
+            match next {
                 Ok(Some(piece)) => {
                     self.reader.feed(&piece).map_err(describe)?;
                 }
