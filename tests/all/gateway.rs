@@ -34,6 +34,7 @@ mod responses_clients;
 mod responses_vercel;
 mod security;
 mod state;
+mod upstream;
 
 /// A running `chimera serve`, killed when dropped.
 type Gateway = Served;

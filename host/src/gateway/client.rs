@@ -52,21 +52,35 @@ type Driver = hyper::client::conn::http1::Connection<TokioIo<Box<dyn Io>>, Full<
 /// One connection to the upstream.
 struct Connection {
     sender: Sender,
-    driver: Driver,
-    /// The driver finished (the connection closed): never polled again.
-    closed: bool,
+    /// `None` once the connection closed: dropped then, so whatever waits
+    /// on it (a request queued, the sender's readiness) is told at once
+    /// instead of waiting on a driver nobody polls.
+    driver: Option<Driver>,
 }
 
 impl Connection {
-    /// Drives the connection (until it would wait), then polls `future`.
+    /// Drives the connection until it would wait (dropping the driver when
+    /// the connection closed).
+    fn drive(&mut self, cx: &mut Context<'_>) {
+        if let Some(driver) = self.driver.as_mut() {
+            if Pin::new(driver).poll(cx).is_ready() {
+                self.driver = None;
+            }
+        }
+    }
+
+    /// Whether the connection closed.
+    fn closed(&self) -> bool {
+        self.driver.is_none() || self.sender.is_closed()
+    }
+
+    /// Drives the connection, then polls `future`.
     fn poll_with<F: Future + Unpin>(
         &mut self,
         future: &mut F,
         cx: &mut Context<'_>,
     ) -> Poll<F::Output> {
-        if !self.closed && Pin::new(&mut self.driver).poll(cx).is_ready() {
-            self.closed = true;
-        }
+        self.drive(cx);
         Pin::new(future).poll(cx)
     }
 
@@ -223,7 +237,7 @@ type Idle = Arc<Mutex<Vec<Connection>>>;
 /// `connection` back among the idle ones (when it is open and there is
 /// room).
 fn give_back(idle: &Mutex<Vec<Connection>>, connection: Connection) {
-    if connection.closed {
+    if connection.closed() {
         return;
     }
     let mut idle = idle.lock().unwrap_or_else(PoisonError::into_inner);
@@ -354,9 +368,7 @@ impl Client {
         request: Request<Full<Bytes>>,
     ) -> Result<Result<hyper::Response<Incoming>, ClientError>, Unsent> {
         let ready = std::future::poll_fn(|cx| {
-            if !connection.closed && Pin::new(&mut connection.driver).poll(cx).is_ready() {
-                connection.closed = true;
-            }
+            connection.drive(cx);
             connection.sender.poll_ready(cx)
         })
         .await;
@@ -383,7 +395,7 @@ impl Client {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop()?;
-            if !connection.closed && !connection.sender.is_closed() {
+            if !connection.closed() {
                 return Some(connection);
             }
         }
@@ -428,8 +440,7 @@ async fn handshake(io: Box<dyn Io>) -> Result<Connection, ClientError> {
         .map_err(|e| ClientError::Connect(chain(&e)))?;
     Ok(Connection {
         sender,
-        driver,
-        closed: false,
+        driver: Some(driver),
     })
 }
 
@@ -448,18 +459,8 @@ fn tls_connector() -> Result<tokio_rustls::TlsConnector, String> {
 }
 
 /// An error and its causes, in one line.
-pub(super) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    crate::types::one_line(&text)
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    crate::types::one_line(&crate::types::error_chain(error))
 }
 
 /// `(name, value)` pairs as a header map.

@@ -15,7 +15,7 @@
 
 use super::sse::{self, Event, Limits, SseError};
 use super::ProviderError;
-use crate::types::one_line;
+use crate::types::{error_chain, one_line};
 use reqwest::header::HeaderMap;
 use reqwest::{Client, Response};
 use std::sync::Arc;
@@ -616,18 +616,6 @@ fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
         deepest = source;
     }
     deepest.to_string()
-}
-
-/// `error` and its causes, `: `-joined.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(cause) = next {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        next = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

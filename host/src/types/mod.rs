@@ -11,6 +11,6 @@ mod tool_result;
 pub use arguments::Arguments;
 pub use message::{ContentBlock, Message, Role};
 pub use request::{Headers, ProviderRequest, ToolList, ToolSchema};
-pub use text::{one_line, terminal_safe};
+pub use text::{error_chain, one_line, terminal_safe};
 pub use tool_call::ToolCall;
 pub use tool_result::ToolResult;

@@ -34,9 +34,51 @@ pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `error` and its causes, `: `-joined (a cause whose text the line
+/// already holds is not repeated).
+#[must_use]
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        next = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{one_line, terminal_safe as clean};
+    use super::{error_chain, one_line, terminal_safe as clean};
+
+    /// An error whose message does not repeat its cause's.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the call failed")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_names_each_cause_once() {
+        let inner = std::io::Error::other("refused");
+        let outer = std::io::Error::other(inner);
+        assert_eq!(error_chain(&outer), "refused");
+        let chained = Outer(std::io::Error::other("refused"));
+        assert_eq!(error_chain(&chained), "the call failed: refused");
+    }
 
     #[test]
     fn escape_sequences_are_shown_escaped_not_interpreted() {

@@ -1,0 +1,97 @@
+//! How the gateway reaches its upstream: a kept-alive connection the
+//! upstream closed while it was idle is not an error (the request goes
+//! once, on a new connection), and an `https://` upstream is spoken to
+//! in TLS only.
+
+use super::{chat_with, started, user};
+use chimera_tests::serve::Served;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A chat completion, as an upstream answers.
+const ANSWER: &str = r#"{"id":"c1","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"fine"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
+
+/// An upstream that answers one request per connection, keep-alive by
+/// its headers, then closes the connection a moment later (as one whose
+/// idle timeout is shorter than the gateway's reuse). Counts the requests
+/// it read.
+fn closing_upstream() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = listener.local_addr().expect("its address");
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut first = [0; 1];
+            if stream.peek(&mut first).is_ok() && first[0] == 0x16 {
+                // A TLS handshake: answered as a plain HTTP server does.
+                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+                continue;
+            }
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_ok() {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        let reply = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ANSWER}",
+                            ANSWER.len()
+                        );
+                        let _ = reader.get_mut().write_all(reply.as_bytes());
+                    }
+                    break;
+                }
+            }
+            // Closed a moment after its answer, as an idle timeout would:
+            // the gateway has pooled it by then.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    (format!("http://{address}/v1"), requests)
+}
+
+#[test]
+fn a_kept_alive_connection_the_upstream_closed_is_replaced_and_nothing_is_sent_twice() {
+    let (base, requests) = closing_upstream();
+    let gateway = started(Served::command(&base, &["--model", "m"]));
+    for round in 1..=3 {
+        let (status, reply) = chat_with(&gateway, &[], &user("hi"));
+        assert_eq!(status, 200, "request {round}: {reply}");
+        assert_eq!(reply["choices"][0]["message"]["content"], "fine");
+        // The upstream closes the pooled connection before the next request.
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert_eq!(requests.load(Ordering::SeqCst), 3, "each request went once");
+}
+
+#[test]
+fn an_https_upstream_that_does_not_speak_tls_gets_no_request_and_the_client_a_502() {
+    let (base, requests) = closing_upstream();
+    let base = base.replace("http://", "https://");
+    let gateway = started(Served::command(&base, &["--model", "m"]));
+    let (status, reply) = chat_with(&gateway, &[], &user("hi"));
+    assert_eq!(status, 502, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot connect to the upstream: TLS"),
+        "{message}"
+    );
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        0,
+        "no request in the clear"
+    );
+}
