@@ -93,7 +93,8 @@ impl Connection {
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(super) enum ClientError {
-    /// The base URL is not one the gateway can send to.
+    /// The base URL (or a request's path and query under it) is not one
+    /// the gateway can send to: nothing was sent.
     #[error("the upstream URL {url} is not an http:// or https:// URL: {why}")]
     BadUrl {
         /// The URL as configured.
@@ -320,9 +321,10 @@ impl Client {
             Some(query) => format!("{}{path}?{query}", self.endpoint.prefix),
             None => format!("{}{path}", self.endpoint.prefix),
         };
-        let uri: Uri = target
-            .parse()
-            .map_err(|e| ClientError::Failed(format!("the request's path {target:?}: {e}")))?;
+        let uri: Uri = target.parse().map_err(|e| ClientError::BadUrl {
+            url: target.clone(),
+            why: format!("{e}"),
+        })?;
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = uri;
