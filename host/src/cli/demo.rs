@@ -35,7 +35,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<(), Failure> {
     let specs: Vec<String> = PACKS.iter().map(|p| (*p).to_owned()).collect();
     load_packs(&host.manager, &specs, &host.bus).map_err(|failure| {
         Failure::pack(format!(
-            "{failure} (build the packs first: cargo build --release --workspace)"
+            "{failure} (build the packs first: cargo build --release)"
         ))
     })?;
     let provider: Arc<dyn Provider> = model.clone();
