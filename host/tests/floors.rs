@@ -1,8 +1,8 @@
 //! The module floors: `host/src`'s top-level modules stand on numbered
 //! floors (the table under "Floors" in ARCHITECTURE.md), and a module
 //! imports only from floors below its own. Within every directory module
-//! (host's and the plugin API's), the sibling files do not import one
-//! another in a cycle.
+//! (host's, the plugin API's and every pack crate's under `packs/`), the
+//! sibling files do not import one another in a cycle.
 //!
 //! The check reads source text, not the compiler's view: every path that
 //! starts `crate::`, `super::` or `self::` outside a comment (in `use`
@@ -296,11 +296,26 @@ fn sibling_cycles(files: &[File]) -> Vec<String> {
     cycles
 }
 
+/// The `src` directory of every pack crate under `packs/`.
+fn pack_roots() -> Vec<PathBuf> {
+    let packs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs");
+    let mut roots: Vec<PathBuf> = fs::read_dir(&packs)
+        .unwrap_or_else(|e| panic!("{}: {e}", packs.display()))
+        .map(|entry| entry.expect("a directory entry").path().join("src"))
+        .filter(|src| src.is_dir())
+        .collect();
+    roots.sort();
+    roots
+}
+
 #[test]
 fn no_directory_module_has_an_import_cycle() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cycles = Vec::new();
-    for root in [manifest.join("src"), manifest.join("../plugin-api/src")] {
+    let mut roots = vec![manifest.join("src"), manifest.join("../plugin-api/src")];
+    roots.extend(pack_roots());
+    assert!(roots.len() > 2, "no pack crate found under packs/");
+    for root in roots {
         cycles.extend(sibling_cycles(&read_crate(&root)));
     }
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));

@@ -55,19 +55,40 @@ pub fn run_cases(dir: impl AsRef<Path>) {
     }
 }
 
-/// [`run_cases`] without the panic: `chimera pack test`'s report, as `Ok`
-/// when every case passed and as `Err` otherwise.
+/// Why [`try_run_cases`] did not pass.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CasesError {
+    /// The cases could not be run: `chimera` cannot be found or run, the
+    /// test was not run by `cargo test`, or the pack's library does not
+    /// build. One line (the build's errors follow a build failure).
+    #[error("{0}")]
+    NotRun(String),
+    /// `chimera pack test` ran and a case failed (or could not be judged).
+    #[error("chimera pack test {dir} failed ({status}):\n{report}")]
+    Failed {
+        /// The cases' directory.
+        dir: String,
+        /// How `chimera` exited.
+        status: String,
+        /// Its report: each case's verdict and the failing cases' diffs.
+        report: String,
+    },
+}
+
+/// [`run_cases`] without the panic: `chimera pack test`'s report when
+/// every case passed.
 ///
 /// # Errors
 ///
-/// `chimera pack test`'s report, headed by what failed, when a case fails; one
-/// line when `chimera` cannot be found or run, the test was not run by
-/// `cargo test`, or the pack's library does not build.
-pub fn try_run_cases(dir: &Path) -> Result<String, String> {
-    let chimera = chimera()?;
-    let plugins = plugins_dir()?;
-    let root = crate_root()?;
-    build_library(&root, &plugins)?;
+/// [`CasesError::Failed`] with the report when a case fails;
+/// [`CasesError::NotRun`] when `chimera` cannot be found or run, the test
+/// was not run by `cargo test`, or the pack's library does not build.
+pub fn try_run_cases(dir: &Path) -> Result<String, CasesError> {
+    let chimera = chimera().map_err(CasesError::NotRun)?;
+    let plugins = plugins_dir().map_err(CasesError::NotRun)?;
+    let root = crate_root().map_err(CasesError::NotRun)?;
+    build_library(&root, &plugins).map_err(CasesError::NotRun)?;
     let dir = root.join(dir);
     let mut command = Command::new(&chimera);
     command
@@ -80,7 +101,7 @@ pub fn try_run_cases(dir: &Path) -> Result<String, String> {
     }
     let output = command
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", chimera.display()))?;
+        .map_err(|e| CasesError::NotRun(format!("cannot run {}: {e}", chimera.display())))?;
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -89,11 +110,11 @@ pub fn try_run_cases(dir: &Path) -> Result<String, String> {
     if output.status.success() {
         Ok(report)
     } else {
-        Err(format!(
-            "chimera pack test {} failed ({}):\n{report}",
-            dir.display(),
-            output.status
-        ))
+        Err(CasesError::Failed {
+            dir: dir.display().to_string(),
+            status: output.status.to_string(),
+            report,
+        })
     }
 }
 

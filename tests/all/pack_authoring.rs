@@ -6,7 +6,7 @@
 //! from a real (mock) provider becomes a case that passes without calling
 //! the model.
 
-use chimera_tests::cli::{chimera, Ran};
+use chimera_tests::cli::{chimera, command, Ran};
 use chimera_tests::http::{Reply, Server};
 use chimera_tests::{
     chimera_bin, out_of_tree_dir, out_of_tree_target, profile_args, workspace_root,
@@ -18,6 +18,19 @@ use std::process::Command;
 /// `chimera <args>` in `dir` with an empty stdin.
 fn run(dir: &Path, args: &[&str]) -> Ran {
     chimera(dir, args, &[], "")
+}
+
+/// `chimera <args>` in `dir` with `CARGO_TARGET_DIR` set to `target`, or
+/// unset.
+fn run_where(dir: &Path, args: &[&str], target: Option<&str>) -> Ran {
+    let mut command = command(dir, args, &[]);
+    match target {
+        Some(target) => command.env("CARGO_TARGET_DIR", target),
+        None => command.env_remove("CARGO_TARGET_DIR"),
+    };
+    Ran {
+        output: command.output().expect("chimera runs"),
+    }
 }
 
 /// `cargo <args>` in `dir` with this run's profile and `env`; panics with
@@ -83,18 +96,24 @@ fn a_generated_pack_builds_passes_its_case_under_pack_test_and_cargo_test_and_lo
     cargo(&krate, &["build", "--quiet"], &[]);
     let plugins_arg = plugins.display().to_string();
 
-    let tested = run(
-        &krate,
-        &["pack", "test", "--isolated", "--plugins-dir", &plugins_arg],
-    );
-    assert_eq!(tested.status(), 0, "{}{}", tested.stdout(), tested.stderr());
-    assert!(
-        tested
-            .stdout()
-            .contains("case blocks-a-denied-command ... ok"),
-        "{}",
-        tested.stdout()
-    );
+    // `chimera pack test .` where the author stands: cargo says where the
+    // library is, with CARGO_TARGET_DIR set and without.
+    let target = out_of_tree_target().display().to_string();
+    let with_target_dir = run_where(&krate, &["pack", "test", "--isolated", "."], Some(&target));
+    // Without it, cargo's default `target/` beside the manifest: a link to
+    // the same build, so the crate's dependencies are not built again.
+    std::os::unix::fs::symlink(out_of_tree_target(), krate.join("target")).unwrap();
+    let in_the_crate = run_where(&krate, &["pack", "test", "--isolated", "."], None);
+    for tested in [with_target_dir, in_the_crate] {
+        assert_eq!(tested.status(), 0, "{}{}", tested.stdout(), tested.stderr());
+        assert!(
+            tested
+                .stdout()
+                .contains("case blocks-a-denied-command ... ok"),
+            "{}",
+            tested.stdout()
+        );
+    }
 
     let chimera = chimera_bin().display().to_string();
     let printed = cargo(&krate, &["test"], &[("CHIMERA", &chimera)]);
@@ -139,6 +158,47 @@ fn a_generated_pack_builds_passes_its_case_under_pack_test_and_cargo_test_and_lo
         blocks[0]["reason"],
         "my-gate: `rm -rf` is not allowed in bash commands; do it another way"
     );
+}
+
+#[test]
+fn pack_test_on_a_crate_that_is_not_a_built_pack_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // A crate that builds no cdylib.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir_all(plain.join("src")).unwrap();
+    std::fs::write(
+        plain.join("Cargo.toml"),
+        "[package]\nname = \"plain\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(plain.join("src/lib.rs"), "").unwrap();
+    let ran = run_where(&plain, &["pack", "test", "."], None);
+    assert_eq!(ran.status(), 2, "{}", ran.stderr());
+    assert_eq!(
+        ran.stderr().trim(),
+        "error: .: not a pack crate (its Cargo.toml builds no cdylib library)"
+    );
+    // A pack crate not built yet.
+    let fresh = dir.path().join("fresh-gate");
+    let fresh_arg = fresh.display().to_string();
+    let created = run(
+        dir.path(),
+        &["pack", "new", "fresh-gate", "--path", &fresh_arg],
+    );
+    assert_eq!(created.status(), 0, "{}", created.stderr());
+    let ran = run_where(dir.path(), &["pack", "test", &fresh_arg], None);
+    assert_eq!(ran.status(), 2, "{}", ran.stderr());
+    let line = ran.stderr().trim().to_owned();
+    assert!(
+        line.contains("libfresh_gate.so is not built in") && line.contains("run `cargo build`"),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1, "{line}");
+    // A manifest cargo cannot read.
+    std::fs::write(plain.join("Cargo.toml"), "[package\n").unwrap();
+    let ran = run_where(&plain, &["pack", "test", "."], None);
+    assert_eq!(ran.status(), 2, "{}", ran.stderr());
+    assert_eq!(ran.stderr().trim().lines().count(), 1, "{}", ran.stderr());
 }
 
 #[test]

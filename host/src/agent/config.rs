@@ -157,6 +157,7 @@ pub enum Strategy {
 
 /// A `--strategy` name or its configuration that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StrategyError {
     /// No strategy has this name.
     UnknownName(String),

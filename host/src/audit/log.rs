@@ -19,6 +19,7 @@ const TEXT_CAP: usize = 4096;
 /// Why a log cannot be written. Displays as one line, without the path
 /// (the caller says which file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuditError {
     /// The file cannot be opened as a log.
     #[error("{0}")]

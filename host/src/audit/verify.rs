@@ -21,6 +21,7 @@ pub struct Verified {
 
 /// Why a log does not verify. Displays as one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum VerifyError {
     /// The file cannot be read as a log at all (missing, unreadable, not
     /// a regular file).

@@ -430,7 +430,9 @@ pub(crate) struct PackTestArgs {
     #[command(flatten)]
     pub(crate) search: SearchArgs,
 
-    /// A case file, or a directory of them (default: ./tests/cases).
+    /// A case file, a directory of them, or a pack crate's directory (its
+    /// `tests/cases`, with the library cargo built for it searched first)
+    /// (default: ./tests/cases).
     #[arg(value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
 

@@ -32,7 +32,7 @@ fn server_specs(args: &McpArgs) -> Result<Vec<ServerSpec>, String> {
     } else {
         args.servers
             .iter()
-            .map(|flag| ServerSpec::parse_flag(flag))
+            .map(|flag| ServerSpec::parse_flag(flag).map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?
     };
     for (i, spec) in specs.iter().enumerate() {
@@ -77,7 +77,7 @@ fn spec_of(name: &str, entry: &McpServerEntry) -> Result<ServerSpec, String> {
     if entry.bearer_token_env.is_some() && entry.command.is_some() {
         return Err("`bearer_token_env` is for a `url`, not a `command`".to_owned());
     }
-    let mut spec = ServerSpec::new(name, transport)?;
+    let mut spec = ServerSpec::new(name, transport).map_err(|e| e.to_string())?;
     for (key, value, slot) in [
         (
             "startup_timeout_secs",

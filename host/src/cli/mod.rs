@@ -4,10 +4,12 @@
 
 mod args;
 mod audit;
+mod containment;
 mod demo;
 mod failure;
 mod mcp;
 mod mcp_servers;
+mod pack_crate;
 mod pack_new;
 mod pack_test;
 mod packs;

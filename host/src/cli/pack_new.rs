@@ -190,11 +190,11 @@ pub(crate) fn new(args: PackNewArgs) -> Result<(), Failure> {
     println!("{}", sdk.describe());
     println!("Next:");
     println!("  cd {shown}");
-    println!("  cargo build                                     # target/debug/{library}");
-    println!("  chimera pack test --plugins-dir target/debug    # replay {TEMPLATE_CASE}.toml");
-    println!("  cargo test                                      # the same, from cargo");
+    println!("  cargo build                # target/debug/{library}");
+    println!("  chimera pack test .        # replay tests/cases/{TEMPLATE_CASE}.toml");
+    println!("  cargo test                 # the same, from cargo");
     println!(
-        "  chimera run --plugins-dir target/debug --pack {} --script FILE \"a prompt\"",
+        "  chimera run --plugins-dir \"${{CARGO_TARGET_DIR:-target}}\"/debug --pack {} --script FILE \"a prompt\"",
         args.name
     );
     Ok(())

@@ -1,4 +1,5 @@
-//! `chimera pack test [DIR] [--bless]`: replays policy test cases through
+//! `chimera pack test [DIR] [--bless]`: replays policy test cases (DIR: a
+//! case file, a directory of them, or a pack crate's directory) through
 //! the real loaded packs and the real loop (`chimera_host::pack_test`),
 //! printing each verdict and the diff of each mismatch; exit 1 when a case
 //! fails. `--from-record FILE --name CASE` turns a `run --record` recording
@@ -6,6 +7,7 @@
 
 use super::args::{PackTestArgs, RunArgs, SearchArgs};
 use super::failure::Failure;
+use super::pack_crate::{pack_crate, PackCrate};
 use super::spec::parse_pack_spec;
 use chimera_host::agent::{Approver, EventBus};
 use chimera_host::pack_test::{
@@ -22,11 +24,20 @@ use std::sync::Arc;
 /// Where cases are looked for when no DIR is given.
 const DEFAULT_DIR: &str = "tests/cases";
 
-pub(crate) fn test(args: PackTestArgs) -> Result<(), Failure> {
+pub(crate) fn test(mut args: PackTestArgs) -> Result<(), Failure> {
     let dir = args
         .dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    // A pack crate's directory: its cases, and its built library searched
+    // first.
+    let dir = match pack_crate(&dir)? {
+        Some(PackCrate { cases, built }) => {
+            args.search.plugins_dirs.insert(0, built);
+            cases
+        }
+        None => dir,
+    };
     let harness = Harness::new(search(&args.search, args.isolated));
     if let (Some(recording), Some(name)) = (&args.from_record, &args.name) {
         return from_record(&harness, recording, name, &dir);

@@ -3,10 +3,10 @@
 //! on standard error (standard output is the server's own).
 
 use super::args::{SearchArgs, TrustArgs};
-use super::failure::Failure;
-use super::run::{
+use super::containment::{
     check_loaded, configure_isolation, configure_monitoring, configure_trust, watcher,
 };
+use super::failure::Failure;
 use super::wiring::load_packs;
 use chimera_host::agent::{AgentEvent, EventBus};
 use chimera_host::config::search_path;

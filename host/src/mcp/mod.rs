@@ -63,7 +63,7 @@ pub use http::{serve_http, HttpGuardError};
 pub use judge::Rules;
 pub use message::MAX_DEPTH;
 pub use servers::{
-    check_name, McpServers, ServerSpec, Transport, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT,
-    MAX_SERVER_NAME,
+    check_name, McpServers, ServerSpec, ServerSpecError, Transport, DEFAULT_CALL_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT, MAX_SERVER_NAME,
 };
 pub use tool::{McpTool, MAX_DESCRIPTION_CHARS, MAX_RESULT_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS};

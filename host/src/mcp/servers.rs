@@ -80,19 +80,21 @@ impl ServerSpec {
     ///
     /// # Errors
     ///
-    /// The line saying what is wrong with the name or the transport.
-    pub fn new(name: &str, transport: Transport) -> Result<Self, String> {
+    /// [`ServerSpecError`] saying what is wrong with the name or the
+    /// transport.
+    pub fn new(name: &str, transport: Transport) -> Result<Self, ServerSpecError> {
         check_name(name)?;
         match &transport {
             Transport::Stdio { command, .. } if command.trim().is_empty() => {
-                return Err(format!("MCP server {name}: the command is empty"));
+                return Err(ServerSpecError::EmptyCommand(name.to_owned()));
             }
             Transport::Http { url, .. }
                 if !(url.starts_with("http://") || url.starts_with("https://")) =>
             {
-                return Err(format!(
-                    "MCP server {name}: the URL {url} is neither http:// nor https://"
-                ));
+                return Err(ServerSpecError::NotHttp {
+                    name: name.to_owned(),
+                    url: url.clone(),
+                });
             }
             _ => {}
         }
@@ -110,12 +112,10 @@ impl ServerSpec {
     ///
     /// # Errors
     ///
-    /// The line saying what to write instead.
-    pub fn parse_flag(text: &str) -> Result<Self, String> {
+    /// [`ServerSpecError`] saying what to write instead.
+    pub fn parse_flag(text: &str) -> Result<Self, ServerSpecError> {
         let Some((name, rest)) = text.split_once('=') else {
-            return Err(format!(
-                "--mcp {text}: expected NAME=COMMAND [ARGS…] or NAME=URL"
-            ));
+            return Err(ServerSpecError::Flag(text.to_owned()));
         };
         let rest = rest.trim();
         if rest.starts_with("http://") || rest.starts_with("https://") {
@@ -128,9 +128,10 @@ impl ServerSpec {
             );
         }
         let Some(mut words) = shlex::split(rest) else {
-            return Err(format!(
-                "--mcp {name}: cannot split `{rest}` into words (an unclosed quote?)"
-            ));
+            return Err(ServerSpecError::Words {
+                name: name.to_owned(),
+                rest: rest.to_owned(),
+            });
         };
         let command = if words.is_empty() {
             String::new()
@@ -154,8 +155,8 @@ impl ServerSpec {
 ///
 /// # Errors
 ///
-/// The line saying what a name may be.
-pub fn check_name(name: &str) -> Result<(), String> {
+/// [`ServerSpecError::Name`], whose line says what a name may be.
+pub fn check_name(name: &str) -> Result<(), ServerSpecError> {
     let fits = !name.is_empty()
         && name.len() <= MAX_SERVER_NAME
         && name
@@ -167,12 +168,43 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if fits {
         Ok(())
     } else {
-        Err(format!(
-            "MCP server name `{}`: a name is 1 to {MAX_SERVER_NAME} letters, digits, `-` and `_`, \
-             without `__` and not starting or ending with `_` (its tools are called NAME__tool)",
-            name.escape_debug()
-        ))
+        Err(ServerSpecError::Name(name.escape_debug().to_string()))
     }
+}
+
+/// Why a server's specification was refused: one line saying what to
+/// write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerSpecError {
+    /// The name breaks [`check_name`]'s rule (the name, escaped).
+    #[error(
+        "MCP server name `{0}`: a name is 1 to {MAX_SERVER_NAME} letters, digits, `-` and `_`, \
+         without `__` and not starting or ending with `_` (its tools are called NAME__tool)"
+    )]
+    Name(String),
+    /// A stdio server with no command.
+    #[error("MCP server {0}: the command is empty")]
+    EmptyCommand(String),
+    /// A remote server whose URL is not http(s).
+    #[error("MCP server {name}: the URL {url} is neither http:// nor https://")]
+    NotHttp {
+        /// The server's name.
+        name: String,
+        /// The URL given.
+        url: String,
+    },
+    /// An `--mcp` flag without `NAME=`.
+    #[error("--mcp {0}: expected NAME=COMMAND [ARGS…] or NAME=URL")]
+    Flag(String),
+    /// An `--mcp` command line that does not split into words.
+    #[error("--mcp {name}: cannot split `{rest}` into words (an unclosed quote?)")]
+    Words {
+        /// The server's name.
+        name: String,
+        /// What follows `NAME=`.
+        rest: String,
+    },
 }
 
 /// The configured servers of one session, started, with their tools.
@@ -498,7 +530,7 @@ mod tests {
             ("_a=node x", "not starting or ending with `_`"),
             ("a.b=node x", "letters, digits"),
         ] {
-            let error = ServerSpec::parse_flag(flag).unwrap_err();
+            let error = ServerSpec::parse_flag(flag).unwrap_err().to_string();
             assert!(error.contains(says), "{flag}: {error}");
             assert!(!error.contains('\n'), "{error}");
         }
@@ -511,6 +543,9 @@ mod tests {
                 bearer_token: None,
             },
         );
-        assert!(ftp.unwrap_err().contains("neither http:// nor https://"));
+        assert!(ftp
+            .unwrap_err()
+            .to_string()
+            .contains("neither http:// nor https://"));
     }
 }

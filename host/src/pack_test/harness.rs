@@ -20,6 +20,7 @@ pub const MAX_GOLDEN_BYTES: u64 = 16 << 20;
 /// Why a case could not be judged at all (as opposed to a run that
 /// disagrees with its golden file, which is a [`Verdict`]).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HarnessError {
     /// The case file is unusable.
     #[error(transparent)]

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 /// A registry operation that was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// The seam name is not one of the four.
     #[error(transparent)]

@@ -12,13 +12,11 @@
 
 use crate::isolate::sandbox::{before_pack_code, confine_pack_host, Limits};
 use crate::isolate::transport::{spin_budget, Spinning, CHILD_SPIN};
-use crate::isolate::wire::{self, FromHost, Hello, StateAnswer, StateKind, StateOp, WIRE_VERSION};
+use crate::isolate::wire::{self, FromHost, Hello, StateOp, WIRE_VERSION};
 use crate::plugins::loader::Loader;
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RResult, RStr, RString};
-use chimera_plugin_api::abi::state::{
-    StateScope, StateServiceAbi, StateServiceAbi_TO, StateServiceArc, TakeAbi,
-};
+use crate::state::{served, AnswersState, At, StateAnswer, StateKind};
+use abi_stable::std_types::{RStr, RString};
+use chimera_plugin_api::abi::state::StateServiceArc;
 use chimera_plugin_api::abi::{Decision, DecisionKind, Registration, Seam};
 use std::io::{BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
@@ -75,8 +73,8 @@ pub(crate) fn serve(pack: &str, config: &str, state_shared: bool) -> Result<(), 
         conn: Arc::clone(&conn),
         shared: state_shared,
     };
-    let service: StateServiceArc = RArc::new(StateServiceAbi_TO::from_value(proxy, TD_Opaque));
-    crate::state::offer(&service, &instance)?;
+    let service: StateServiceArc = served(proxy);
+    crate::state::offer(&service, &instance).map_err(|refused| refused.0)?;
     loop {
         let message = {
             let mut c = lock(&conn);
@@ -179,102 +177,17 @@ struct Proxy {
     shared: bool,
 }
 
-impl Proxy {
-    /// Asks the host `kind` of `key` in `scope`.
-    fn ask(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        kind: StateKind,
-    ) -> Result<StateAnswer, RString> {
+impl AnswersState for Proxy {
+    fn answer(&self, at: At<'_>, kind: StateKind) -> StateAnswer {
         let op = StateOp {
-            scope: scope.0,
-            conversation: conversation.as_str().to_owned(),
-            key: key.as_str().to_owned(),
+            scope: at.scope.0,
+            conversation: at.conversation.as_str().to_owned(),
+            key: at.key.as_str().to_owned(),
             kind,
         };
-        match lock(&self.conn).ask(&op) {
-            Ok(StateAnswer::Refused(line)) | Err(line) => Err(RString::from(line)),
-            Ok(answer) => Ok(answer),
-        }
-    }
-}
-
-/// An answer of another kind than the operation's.
-fn mismatch<T>() -> RResult<T, RString> {
-    RResult::RErr(RString::from(
-        "the host answered a state operation with another kind of answer",
-    ))
-}
-
-impl StateServiceAbi for Proxy {
-    fn incr_by(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        n: i64,
-        window_ms: u64,
-    ) -> RResult<i64, RString> {
-        match self.ask(scope, conversation, key, StateKind::Incr { n, window_ms }) {
-            Ok(StateAnswer::Total(total)) => RResult::ROk(total),
-            Ok(_) => mismatch(),
-            Err(line) => RResult::RErr(line),
-        }
-    }
-
-    fn add(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        n: i64,
-        window_ms: u64,
-    ) -> RResult<(), RString> {
-        match self.ask(scope, conversation, key, StateKind::Add { n, window_ms }) {
-            Ok(StateAnswer::Added) => RResult::ROk(()),
-            Ok(_) => mismatch(),
-            Err(line) => RResult::RErr(line),
-        }
-    }
-
-    fn get(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        window_ms: u64,
-    ) -> RResult<i64, RString> {
-        match self.ask(scope, conversation, key, StateKind::Get { window_ms }) {
-            Ok(StateAnswer::Total(total)) => RResult::ROk(total),
-            Ok(_) => mismatch(),
-            Err(line) => RResult::RErr(line),
-        }
-    }
-
-    fn take(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        n: u64,
-        rate: f64,
-        burst: u64,
-    ) -> RResult<TakeAbi, RString> {
-        match self.ask(scope, conversation, key, StateKind::Take { n, rate, burst }) {
-            Ok(StateAnswer::Taken {
-                allowed,
-                wait_ms,
-                remaining,
-            }) => RResult::ROk(TakeAbi {
-                allowed,
-                wait_ms,
-                remaining,
-            }),
-            Ok(_) => mismatch(),
-            Err(line) => RResult::RErr(line),
-        }
+        lock(&self.conn)
+            .ask(&op)
+            .unwrap_or_else(StateAnswer::Refused)
     }
 
     fn is_shared(&self) -> bool {

@@ -24,6 +24,7 @@ use std::sync::Mutex;
 
 /// A script that could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScriptError {
     /// The file could not be read.
     #[error("cannot read script {}: {source}", path.display())]

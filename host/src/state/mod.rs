@@ -31,11 +31,13 @@
 
 mod memory;
 mod offer;
+mod op;
 mod redis;
 mod service;
 
 pub use memory::MemoryStore;
-pub use offer::{offer, GateState};
+pub use offer::{offer, GateState, OfferRefused};
+pub(crate) use op::{served, AnswersState, At, StateAnswer, StateKind};
 pub use redis::RedisStore;
 pub use service::{Counted, FailPolicy, Health, StateService};
 

@@ -2,12 +2,10 @@
 //! bound to the pack's name and failure policy, offered through the ABI's
 //! `chimera.state.v1` extension (see `chimera_plugin_api::abi::state`).
 
+use super::op::{served, AnswersState, At, StateAnswer, StateKind};
 use super::{scoped_key, FailPolicy, StateError, StateService};
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RResult, RStr, RString};
-use chimera_plugin_api::abi::state::{
-    StateScope, StateServiceAbi, StateServiceAbi_TO, StateServiceArc, TakeAbi, STATE_METHOD,
-};
+use abi_stable::std_types::RStr;
+use chimera_plugin_api::abi::state::{StateScope, StateServiceArc, STATE_METHOD};
 use chimera_plugin_api::abi::PackInstanceBox;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -68,9 +66,10 @@ impl GateState {
     ///
     /// # Errors
     ///
-    /// The pack's line when it asked but refused the offer (its build of
-    /// the service's layout differs from the host's).
-    pub fn offer(&self, pack: &str, instance: &PackInstanceBox) -> Result<bool, String> {
+    /// [`OfferRefused`] with the pack's line when it asked but refused
+    /// the offer (its build of the service's layout differs from the
+    /// host's).
+    pub fn offer(&self, pack: &str, instance: &PackInstanceBox) -> Result<bool, OfferRefused> {
         offer(&self.bind(pack), instance)
     }
 
@@ -84,7 +83,7 @@ impl GateState {
             service: self.service.clone(),
             shared: self.service.is_shared(),
         };
-        RArc::new(StateServiceAbi_TO::from_value(bound, TD_Opaque))
+        served(bound)
     }
 }
 
@@ -93,8 +92,9 @@ impl GateState {
 ///
 /// # Errors
 ///
-/// The pack's line when it asked and refused the offer.
-pub fn offer(service: &StateServiceArc, instance: &PackInstanceBox) -> Result<bool, String> {
+/// [`OfferRefused`] with the pack's line when it asked and refused the
+/// offer.
+pub fn offer(service: &StateServiceArc, instance: &PackInstanceBox) -> Result<bool, OfferRefused> {
     let payload = chimera_plugin_api::sdk::offer_payload(service);
     match instance
         .extension(RStr::from_str(STATE_METHOD), RStr::from_str(&payload))
@@ -102,9 +102,15 @@ pub fn offer(service: &StateServiceArc, instance: &PackInstanceBox) -> Result<bo
     {
         Ok(_) => Ok(true),
         Err(line) if line.starts_with("unsupported") || line.starts_with("unused") => Ok(false),
-        Err(line) => Err(line.into_string()),
+        Err(line) => Err(OfferRefused(line.into_string())),
     }
 }
+
+/// A pack asked for the state service and could not take it: the pack's
+/// line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct OfferRefused(pub String);
 
 /// The service bound to one pack.
 struct PackState {
@@ -116,12 +122,12 @@ struct PackState {
 
 impl PackState {
     /// The store key of `key` in `scope`.
-    fn key(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-    ) -> Result<String, StateError> {
+    fn key(&self, at: At<'_>) -> Result<String, StateError> {
+        let At {
+            scope,
+            conversation,
+            key,
+        } = at;
         let scope = match scope {
             StateScope::GLOBAL => "",
             StateScope::CONVERSATION if !conversation.is_empty() => conversation.as_str(),
@@ -140,76 +146,30 @@ impl PackState {
     }
 }
 
-fn line<T>(result: Result<T, StateError>) -> RResult<T, RString> {
-    result
-        .map_err(|error| RString::from(error.to_string()))
-        .into()
-}
-
-impl StateServiceAbi for PackState {
-    fn incr_by(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        n: i64,
-        window_ms: u64,
-    ) -> RResult<i64, RString> {
-        line(self.key(scope, conversation, key).and_then(|key| {
-            self.service
-                .incr_by(self.policy, &key, n, Duration::from_millis(window_ms))
-                .map(|counted| counted.value)
-        }))
-    }
-
-    fn add(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        n: i64,
-        window_ms: u64,
-    ) -> RResult<(), RString> {
-        line(self.key(scope, conversation, key).and_then(|key| {
-            self.service
-                .add(self.policy, &key, n, Duration::from_millis(window_ms))
-                .map(|counted| counted.value)
-        }))
-    }
-
-    fn get(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        window_ms: u64,
-    ) -> RResult<i64, RString> {
-        line(self.key(scope, conversation, key).and_then(|key| {
-            self.service
-                .get(self.policy, &key, Duration::from_millis(window_ms))
-                .map(|counted| counted.value)
-        }))
-    }
-
-    fn take(
-        &self,
-        scope: StateScope,
-        conversation: RStr<'_>,
-        key: RStr<'_>,
-        n: u64,
-        rate: f64,
-        burst: u64,
-    ) -> RResult<TakeAbi, RString> {
-        line(self.key(scope, conversation, key).and_then(|key| {
-            self.service
-                .take(self.policy, &key, n, rate, burst)
-                .map(|counted| TakeAbi {
-                    allowed: counted.value.allowed,
-                    wait_ms: u64::try_from(counted.value.wait.as_micros().div_ceil(1000))
-                        .unwrap_or(u64::MAX),
-                    remaining: counted.value.remaining,
-                })
-        }))
+impl AnswersState for PackState {
+    fn answer(&self, at: At<'_>, kind: StateKind) -> StateAnswer {
+        let (service, policy) = (&self.service, self.policy);
+        let answered =
+            self.key(at).and_then(|key| match kind {
+                StateKind::Incr { n, window_ms } => service
+                    .incr_by(policy, &key, n, Duration::from_millis(window_ms))
+                    .map(|counted| StateAnswer::Total(counted.value)),
+                StateKind::Add { n, window_ms } => service
+                    .add(policy, &key, n, Duration::from_millis(window_ms))
+                    .map(|_| StateAnswer::Added),
+                StateKind::Get { window_ms } => service
+                    .get(policy, &key, Duration::from_millis(window_ms))
+                    .map(|counted| StateAnswer::Total(counted.value)),
+                StateKind::Take { n, rate, burst } => service
+                    .take(policy, &key, n, rate, burst)
+                    .map(|counted| StateAnswer::Taken {
+                        allowed: counted.value.allowed,
+                        wait_ms: u64::try_from(counted.value.wait.as_micros().div_ceil(1000))
+                            .unwrap_or(u64::MAX),
+                        remaining: counted.value.remaining,
+                    }),
+            });
+        answered.unwrap_or_else(|error| StateAnswer::Refused(error.to_string()))
     }
 
     fn is_shared(&self) -> bool {
@@ -220,6 +180,7 @@ impl StateServiceAbi for PackState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abi_stable::std_types::{RResult, RString};
 
     fn total(result: RResult<i64, RString>) -> Result<i64, String> {
         result.into_result().map_err(RString::into_string)

@@ -132,15 +132,7 @@ pub(crate) const BUILTIN_NAMES: [&str; 8] = [
 /// A custom check's name must read well in one line: 1 to 64 of
 /// `A-Z a-z 0-9 _ - .`, and not a built-in check's.
 fn check_name(name: &str) -> Result<(), String> {
-    let fits = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if !fits {
-        return Err(format!(
-            "custom pattern name {name:?} must be 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'"
-        ));
-    }
+    gate_kit::check_name("custom pattern name", name)?;
     if BUILTIN_NAMES.contains(&name) {
         return Err(format!(
             "custom pattern name {name:?} is a built-in check's name"

@@ -224,8 +224,9 @@ fn prefixes(hir: &Hir) -> Hir {
     }
 }
 
-/// An error as one line: its last non-empty line, without `error: `.
-fn one_line(error: &impl std::fmt::Display) -> String {
+/// An error as one line: its last non-empty line (the description),
+/// without the `error: ` prefix and the caret diagram above it.
+pub(crate) fn one_line(error: &impl std::fmt::Display) -> String {
     let text = error.to_string();
     let last = text
         .lines()

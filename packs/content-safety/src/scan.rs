@@ -23,7 +23,7 @@
 //! are the tests that pin it, kept beside it.
 
 use crate::config::{Action, Config};
-use crate::partial::{Partial, Partials};
+use crate::partial::{one_line, Partial, Partials};
 use chimera_plugin_api::prelude::PackError;
 use regex::bytes::RegexSet;
 use regex_automata::meta::Regex;
@@ -167,18 +167,6 @@ pub fn patterns(config: &Config) -> Vec<(String, String)> {
                 .map(|(i, p)| (p.shown_name(i), p.pattern.clone())),
         )
         .collect()
-}
-
-/// An error as one line: its last non-empty line (the description),
-/// without the `error: ` prefix and the caret diagram above it.
-fn one_line(error: &impl std::fmt::Display) -> String {
-    let text = error.to_string();
-    let last = text
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    last.trim().trim_start_matches("error: ").to_owned()
 }
 
 /// A built-in pattern compiled: ASCII classes, matching bytes.

@@ -18,7 +18,9 @@
 //! * [`message_texts`] / [`text_chars`]: the texts of a message, and the
 //!   characters of a request's texts (what size estimates count);
 //! * [`render`]: one-pass `{name}` template substitution;
-//! * [`one_or_many`]: a list key that also takes a single string.
+//! * [`one_or_many`]: a list key that also takes a single string;
+//! * [`find_in_request`]: what an input gate finds in a request's texts;
+//! * [`check_name`]: a configured pattern's name.
 
 use chimera_plugin_api::prelude::{MessageRef, Messages, PackError, RequestRef, Session};
 use serde::{Deserialize, Deserializer};
@@ -132,6 +134,50 @@ pub fn tool_texts(tools_json: &str) -> Vec<String> {
         })
         .filter(|text| !text.is_empty())
         .collect()
+}
+
+/// What `find` first finds in the texts an input gate judges on a
+/// `provider_request` ([`input_texts`], then, when the host relays the
+/// conversation, [`tool_texts`] of the request's tools); `None` when it
+/// finds nothing, or when the request is not the loop's own call
+/// ([`is_agent_call`]).
+pub fn find_in_request<T>(
+    session: Session<'_>,
+    request: RequestRef<'_>,
+    mut find: impl FnMut(&str) -> Option<T>,
+) -> Option<T> {
+    if !is_agent_call(session) {
+        return None;
+    }
+    let tools = if session.is_relayed() {
+        tool_texts(request.tools_json())
+    } else {
+        Vec::new()
+    };
+    input_texts(session, request)
+        .into_iter()
+        .chain(tools.iter().map(String::as_str))
+        .find_map(&mut find)
+}
+
+/// A configured check's or pattern's name reads well in one line: 1 to 64
+/// of `A-Z a-z 0-9 _ - .`.
+///
+/// # Errors
+///
+/// One line naming the rule, headed by `what` (`pattern name`).
+pub fn check_name(what: &str, name: &str) -> Result<(), String> {
+    let fits = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {name:?} must be 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'"
+        ))
+    }
 }
 
 /// Every text of a message a content gate reads: its content, then its

@@ -230,15 +230,7 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(
 ///
 /// One line saying which rule `name` breaks.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let fits = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if !fits {
-        return Err(format!(
-            "pattern name {name:?} must be 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'"
-        ));
-    }
+    gate_kit::check_name("pattern name", name)?;
     if DEFAULT_PATTERNS.iter().any(|d| d.name == name) {
         return Err(format!("pattern name {name:?} is a default pattern's name"));
     }

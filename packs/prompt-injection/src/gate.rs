@@ -127,18 +127,7 @@ impl Pack for PromptInjection {
 
     fn register(self: Arc<Self>, registrar: &mut Registrar) {
         registrar.provider_request("input", move |session, request| {
-            if !gate_kit::is_agent_call(session) {
-                return Ok(Decision::Allow);
-            }
-            let tools = if session.is_relayed() {
-                gate_kit::tool_texts(request.tools_json())
-            } else {
-                Vec::new()
-            };
-            let found = gate_kit::input_texts(session, request)
-                .into_iter()
-                .chain(tools.iter().map(String::as_str))
-                .find_map(|text| self.find(text));
+            let found = gate_kit::find_in_request(session, request, |text| self.find(text));
             let Some(name) = found else {
                 return Ok(Decision::Allow);
             };

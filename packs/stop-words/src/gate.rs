@@ -74,11 +74,6 @@ impl StopWords {
         })
     }
 
-    /// The first banned word in any of `texts`.
-    fn find_in<'t>(&self, texts: impl IntoIterator<Item = &'t str>) -> Option<Found<'_>> {
-        texts.into_iter().find_map(|text| self.find(text))
-    }
-
     /// A block of `found` in `what` (`Input`, `Output`, `Response`), with
     /// the notice.
     fn block<T>(&self, session: Session<'_>, what: &str, found: Found<'_>) -> Decision<T> {
@@ -172,20 +167,12 @@ impl Pack for StopWords {
         }
         let gate = Arc::clone(&self);
         registrar.provider_request("input", move |session, request| {
-            if !gate_kit::is_agent_call(session) {
-                return Ok(Decision::Allow);
-            }
-            let tools = if session.is_relayed() {
-                gate_kit::tool_texts(request.tools_json())
-            } else {
-                Vec::new()
-            };
-            let texts = gate_kit::input_texts(session, request);
-            let texts = texts.into_iter().chain(tools.iter().map(String::as_str));
-            Ok(match gate.find_in(texts) {
-                Some(found) => gate.block(session, "Input", found),
-                None => Decision::Allow,
-            })
+            Ok(
+                match gate_kit::find_in_request(session, request, |text| gate.find(text)) {
+                    Some(found) => gate.block(session, "Input", found),
+                    None => Decision::Allow,
+                },
+            )
         });
         let gate = Arc::clone(&self);
         registrar.output("output", move |session, answer| {

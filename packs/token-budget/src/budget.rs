@@ -2,6 +2,7 @@
 
 use crate::config::{Action, Ceiling, Config, Dimension, Window};
 use crate::shared::{self, Held};
+use crate::spent::Spent;
 use chimera_plugin_api::prelude::*;
 use chimera_plugin_api::sdk::{Billing, Price, SourceUsage, State, Usage};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -17,39 +18,6 @@ const WARN_AT: f64 = 0.8;
 /// (a host that never ends a call would otherwise grow it; what such a
 /// call holds is then kept, as if its estimate were its cost).
 const MAX_HELD: usize = 65_536;
-
-/// Spending in one bucket: tokens and dollars.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Spent {
-    /// Input tokens.
-    pub(crate) input: u64,
-    /// Output tokens.
-    pub(crate) output: u64,
-    /// Input and output tokens.
-    pub(crate) total: u64,
-    /// Dollars.
-    pub(crate) usd: f64,
-}
-
-impl Spent {
-    fn new(input: u64, output: u64, usd: f64) -> Spent {
-        Spent {
-            input,
-            output,
-            total: input + output,
-            usd,
-        }
-    }
-
-    fn minus(self, base: Spent) -> Spent {
-        Spent {
-            input: self.input.saturating_sub(base.input),
-            output: self.output.saturating_sub(base.output),
-            total: self.total.saturating_sub(base.total),
-            usd: (self.usd - base.usd).max(0.0),
-        }
-    }
-}
 
 /// What the gate remembers per conversation.
 #[derive(Debug, Default)]

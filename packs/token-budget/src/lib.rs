@@ -65,6 +65,7 @@
 mod budget;
 mod config;
 mod shared;
+mod spent;
 
 pub use budget::TokenBudget;
 pub use config::{Action, Ceiling, Config, Dimension, Window};

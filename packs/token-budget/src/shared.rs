@@ -21,8 +21,8 @@
 //! estimate is the charge). The settling adds are sent without waiting for
 //! their answers (`State::add`).
 
-use crate::budget::Spent;
 use crate::config::{Ceiling, Dimension, Window as Span};
+use crate::spent::Spent;
 use chimera_plugin_api::sdk::{Scope, SourceUsage, State, StateError, Window};
 use std::collections::BTreeSet;
 use std::time::Duration;

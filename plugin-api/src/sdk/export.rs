@@ -3,7 +3,7 @@
 //! reads from the symbol table without running any pack code.
 
 use super::guard;
-use super::instance::instantiate;
+use super::instance::{instantiate, InstantiateError};
 use super::pack::Pack;
 use super::seam_kind::SeamKind;
 use crate::abi::manifest::{Writer, MANIFEST_LEN};
@@ -16,7 +16,7 @@ use abi_stable::std_types::{RResult, RStr, RString, RVec};
 pub struct PackEntry {
     name: &'static str,
     descriptor: fn() -> PackDescriptor,
-    instantiate: fn(&str) -> Result<PackInstanceBox, String>,
+    instantiate: fn(&str) -> Result<PackInstanceBox, InstantiateError>,
 }
 
 impl PackEntry {
@@ -101,7 +101,7 @@ pub fn instantiate_named(
     config_json: RStr<'_>,
 ) -> RResult<PackInstanceBox, RString> {
     let outcome = match entries.iter().find(|entry| entry.name == name.as_str()) {
-        Some(entry) => (entry.instantiate)(config_json.as_str()),
+        Some(entry) => (entry.instantiate)(config_json.as_str()).map_err(|e| e.to_string()),
         None => Err(format!(
             "this library has no pack named '{name}' (it has: {})",
             entries

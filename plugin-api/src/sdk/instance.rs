@@ -55,23 +55,58 @@ pub const FAILURE_POLICY_METHOD: &str = "failure_policy";
 /// That line, when `config_json` is not JSON for `P::Config`, [`Pack::new`]
 /// refuses it or panics, or a registration uses a seam `P::SEAMS` does not
 /// declare.
-pub fn instantiate<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
+pub fn instantiate<P: Pack>(config_json: &str) -> Result<PackInstanceBox, InstantiateError> {
     guard::catch(|| build::<P>(config_json))
-        .unwrap_or_else(|panic| Err(format!("constructor {panic}")))
-        .map_err(|error| format!("{}: {error}", P::NAME))
+        .unwrap_or_else(|panic| Err(Failure::Panicked(panic)))
+        .map_err(|failure| InstantiateError {
+            pack: P::NAME,
+            failure,
+        })
 }
 
-fn build<P: Pack>(config_json: &str) -> Result<PackInstanceBox, String> {
+/// Why [`instantiate`] could not build a pack: one line, headed by the
+/// pack's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pack}: {failure}")]
+#[non_exhaustive]
+pub struct InstantiateError {
+    /// The pack's name.
+    pub pack: &'static str,
+    /// What failed.
+    pub failure: Failure,
+}
+
+/// What failed in [`instantiate`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The config is not JSON for the pack's `Config`.
+    #[error("bad config: {0}")]
+    Config(String),
+    /// [`Pack::new`] refused the config.
+    #[error("{0}")]
+    Refused(String),
+    /// [`Pack::new`] or the registration panicked.
+    #[error("constructor {0}")]
+    Panicked(String),
+    /// A registration breaks what the pack declared (a seam it did not
+    /// declare, a declaration naming no interceptor).
+    #[error("{0}")]
+    Registration(String),
+}
+
+fn build<P: Pack>(config_json: &str) -> Result<PackInstanceBox, Failure> {
     let text = if config_json.trim().is_empty() {
         "{}"
     } else {
         config_json
     };
     let config: P::Config =
-        serde_json::from_str(text).map_err(|error| format!("bad config: {error}"))?;
-    let pack = Arc::new(P::new(config).map_err(|error| error.to_string())?);
+        serde_json::from_str(text).map_err(|error| Failure::Config(error.to_string()))?;
+    let pack = Arc::new(P::new(config).map_err(|error| Failure::Refused(error.to_string()))?);
     let state = State::default();
-    let (registrations, declared, wants_state) = collect(&pack, &state)?;
+    let (registrations, declared, wants_state) =
+        collect(&pack, &state).map_err(Failure::Registration)?;
     let instance = Instance {
         pack,
         first: Mutex::new(Some(registrations)),
@@ -249,14 +284,14 @@ mod tests {
             .err()
             .expect("refused");
         assert_eq!(
-            error,
+            error.to_string(),
             "windowed: stream_window names 'answer', which is not a stream_chunk interceptor"
         );
         let error = instantiate::<Windowed>(r#""nobody""#)
             .err()
             .expect("refused");
         assert_eq!(
-            error,
+            error.to_string(),
             "windowed: stream_window names 'nobody', which no interceptor is registered as"
         );
     }

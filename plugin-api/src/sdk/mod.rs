@@ -36,7 +36,9 @@ pub use inputs::{
     Billing, BlockRef, HeadersRef, MessageRef, Messages, Price, RequestRef, ResponseRef, Segment,
     Session, SourceUsage, ToolCallRef, ToolResultRef, Usage,
 };
-pub use instance::{instantiate, FAILURE_POLICY_METHOD};
+pub use instance::{
+    instantiate, Failure as InstantiateFailure, InstantiateError, FAILURE_POLICY_METHOD,
+};
 pub use pack::{NoConfig, Pack, PackError};
 pub use registrar::Registrar;
 pub use seam_kind::SeamKind;

@@ -65,27 +65,19 @@ pub struct Taken {
 }
 
 /// Why a state operation did not count.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateError {
     /// The host offered no state service (a host that predates it): keep
     /// counting in process. An isolated pack is offered one: its pack host
     /// relays each operation to the host's service.
+    #[error("the host offers no state service")]
     NotOffered,
     /// The store is unavailable and this pack's policy is to refuse, or an
     /// argument is out of range: the host's one line.
+    #[error("{0}")]
     Unavailable(String),
 }
-
-impl std::fmt::Display for StateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StateError::NotOffered => f.write_str("the host offers no state service"),
-            StateError::Unavailable(line) => f.write_str(line),
-        }
-    }
-}
-
-impl std::error::Error for StateError {}
 
 /// Counters and token buckets kept by the host, so several processes (the
 /// replicas of a gateway) count into one.

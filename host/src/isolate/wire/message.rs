@@ -6,6 +6,7 @@
 
 use super::frame::{kind, Dec, Frame, WireError};
 use super::input::OwnedInput;
+pub(crate) use crate::state::{StateAnswer, StateKind};
 use chimera_plugin_api::abi::{Decision, SeamInput};
 
 /// The child's first frame.
@@ -60,38 +61,6 @@ pub(crate) struct StateOp {
     pub(crate) conversation: String,
     pub(crate) key: String,
     pub(crate) kind: StateKind,
-}
-
-/// Which operation, with its own arguments.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum StateKind {
-    /// `incr_by`.
-    Incr { n: i64, window_ms: u64 },
-    /// `add`.
-    Add { n: i64, window_ms: u64 },
-    /// `get`.
-    Get { window_ms: u64 },
-    /// `take`.
-    Take { n: u64, rate: f64, burst: u64 },
-}
-
-/// The host's answer to a [`StateOp`]: a counter's total, a take, or the
-/// refusal's line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StateAnswer {
-    /// `incr_by`'s or `get`'s total.
-    Total(i64),
-    /// `add` was asked of the store.
-    Added,
-    /// `take`'s outcome.
-    Taken {
-        allowed: bool,
-        wait_ms: u64,
-        remaining: u64,
-    },
-    /// The host refused (the store is down and the pack fails closed, or
-    /// an argument is out of range).
-    Refused(String),
 }
 
 /// A message from the host.
@@ -215,12 +184,7 @@ pub(crate) fn state_op<'b>(buf: &'b mut Vec<u8>, seq: u64, op: &StateOp) -> &'b 
     let signed = |n: i64| u64::from_le_bytes(n.to_le_bytes());
     let mut f = Frame::start(buf, kind::STATE_OP);
     f.u64(seq);
-    f.u8(match op.kind {
-        StateKind::Incr { .. } => 0,
-        StateKind::Get { .. } => 1,
-        StateKind::Take { .. } => 2,
-        StateKind::Add { .. } => 3,
-    });
+    f.u8(op.kind.code());
     f.u8(op.scope);
     f.str(&op.conversation);
     f.str(&op.key);

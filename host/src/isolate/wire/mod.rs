@@ -40,6 +40,5 @@ mod value;
 pub(crate) use frame::{read_frame, write_frame, ReadError, WIRE_VERSION};
 pub(crate) use message::{
     call, decode_from_child, decode_from_host, export, failed, hello, import, imported, reply,
-    shutdown, state, state_answer, state_op, FromChild, FromHost, Hello, StateAnswer, StateKind,
-    StateOp,
+    shutdown, state, state_answer, state_op, FromChild, FromHost, Hello, StateAnswer, StateOp,
 };

@@ -178,7 +178,7 @@ impl PluginManager {
         self.state()
             .offer(name, instance)
             .map(|_| ())
-            .map_err(|line| LoadError::Instantiate(format!("{name}: {line}")))
+            .map_err(|refused| LoadError::Instantiate(format!("{name}: {refused}")))
     }
 
     /// Sets how pack files are trusted (lock file, directory policy, probe).
@@ -435,7 +435,8 @@ impl PluginManager {
     /// fails.
     pub fn load_pack<P: Pack>(&self, config_json: &str) -> Result<PackInfo, LoadError> {
         self.refuse_duplicate(P::NAME)?;
-        let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
+        let instance = sdk::instantiate::<P>(config_json)
+            .map_err(|e| LoadError::Instantiate(e.to_string()))?;
         self.offer_state(P::NAME, &instance)?;
         let plugin = PackPlugin {
             name: P::NAME.to_owned(),

@@ -232,7 +232,8 @@ fn parse_policy(json: &str) -> DeclaredPolicy {
 /// fails or panics, or it registers on a seam it does not declare;
 /// `LoadError::Activation` when it registers on a seam this host does not run.
 pub fn interceptors_of<P: Pack>(config_json: &str) -> Result<Interceptors, LoadError> {
-    let instance = sdk::instantiate::<P>(config_json).map_err(LoadError::Instantiate)?;
+    let instance =
+        sdk::instantiate::<P>(config_json).map_err(|e| LoadError::Instantiate(e.to_string()))?;
     let health = Arc::new(PackHealth::new(P::NAME, HealthPolicy::default(), None));
     let mut bundle = Interceptors::new();
     for interceptor in
