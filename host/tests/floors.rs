@@ -316,7 +316,12 @@ fn no_directory_module_has_an_import_cycle() {
     roots.extend(pack_roots());
     assert!(roots.len() > 2, "no pack crate found under packs/");
     for root in roots {
-        cycles.extend(sibling_cycles(&read_crate(&root)));
+        let shown = root.display().to_string();
+        cycles.extend(
+            sibling_cycles(&read_crate(&root))
+                .into_iter()
+                .map(|cycle| format!("{shown} {cycle}")),
+        );
     }
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
