@@ -195,6 +195,12 @@ impl AuditLog {
         hashes: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) {
         self.set_pack_hashes(hashes);
+        self.follow(bus);
+    }
+
+    /// Records every decision and event `bus` carries (the hashes named
+    /// by [`set_pack_hashes`](Self::set_pack_hashes)).
+    pub fn follow(&self, bus: &EventBus) {
         let writer = Arc::clone(&self.writer);
         bus.subscribe_audit(move |record| lock(&writer).decision(record, None));
         let writer = Arc::clone(&self.writer);

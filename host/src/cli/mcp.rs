@@ -5,8 +5,8 @@
 //! error. `chimera mcp pin`: lists a server's tools into the MCP lock.
 
 use super::args::{McpGuardArgs, McpPinArgs, PinArgs};
+use super::audit_log;
 use super::failure::Failure;
-use super::serve::audit_log;
 use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
 use chimera_host::agent::{Permission, ToolRules};
 use chimera_host::mcp::pin::{self, Lock, PinnedServer};
@@ -105,7 +105,7 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
     let audit = args
         .audit
         .as_deref()
-        .map(|path| audit_log(path, &manager))
+        .map(|path| audit_log::open(path, &manager))
         .transpose()?;
     let rules = Rules {
         policy: Arc::new(
@@ -125,11 +125,7 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         Some(url) => guard_http(&registry, rules, url, &args),
         None => guard_stdio(&registry, rules, &args.command),
     };
-    if let Some(audit) = audit {
-        audit
-            .finish()
-            .map_err(|e| Failure::run_failed(format!("the audit log: {e}")))?;
-    }
+    audit_log::finish(audit.as_ref(), args.audit.as_deref())?;
     drop(watching);
     drop(manager);
     outcome

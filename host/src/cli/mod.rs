@@ -4,6 +4,7 @@
 
 mod args;
 mod audit;
+mod audit_log;
 mod containment;
 mod demo;
 mod failure;

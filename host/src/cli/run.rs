@@ -1,6 +1,7 @@
 //! `chimera run`: an agent session on the command line.
 
 use super::args::RunArgs;
+use super::audit_log;
 use super::containment::{configure_isolation, configure_monitoring, configure_trust, watcher};
 use super::failure::Failure;
 use super::provider::{provider, require_model};
@@ -91,13 +92,8 @@ fn audit_log(path: Option<&Path>, host: &Host) -> Result<Option<AuditLog>, Failu
     let Some(path) = path else {
         return Ok(None);
     };
-    let log = AuditLog::open(path)
-        .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
-    // Weak: the manager's health sink holds the bus, which holds this.
-    let manager = Arc::downgrade(&host.manager);
-    log.attach(&host.bus, move |pack| {
-        manager.upgrade().and_then(|m| m.loaded_sha256(pack))
-    });
+    let log = audit_log::open(path, &host.manager)?;
+    log.follow(&host.bus);
     Ok(Some(log))
 }
 
@@ -185,10 +181,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     if args.turns_from_stdin {
         stdin_turns(&mut session, &mut last)?;
     }
-    if let (Some(log), Some(path)) = (&audit, &args.audit) {
-        log.finish()
-            .map_err(|e| Failure::run_failed(format!("--audit {}: {e}", path.display())))?;
-    }
+    audit_log::finish(audit.as_ref(), args.audit.as_deref())?;
     match last {
         Some(result) if !result.success => Err(Failure::run_failed(ended(&result))),
         _ => Ok(()),

@@ -3,13 +3,12 @@
 //! `[serve]` section gives what no flag does.
 
 use super::args::{ClientLimitArgs, ServeArgs, StateArgs};
+use super::audit_log;
 use super::failure::Failure;
 use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
-use chimera_host::audit::AuditLog;
 use chimera_host::gateway::{
     key_hash, ClientLimits, Gateway, GatewayConfig, MetricsAccess, Upstream,
 };
-use chimera_host::plugins::PluginManager;
 use chimera_host::providers::HttpSettings;
 use chimera_host::state::{FailPolicy, GateState, RedisStore, StateService};
 use chimera_host::tools::Workspace;
@@ -73,7 +72,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let audit = args
         .audit
         .as_deref()
-        .map(|path| audit_log(path, &manager))
+        .map(|path| audit_log::open(path, &manager))
         .transpose()?;
     if let Some(audit) = &audit {
         gateway = gateway.with_audit(audit.clone());
@@ -84,11 +83,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::run_failed(format!("cannot start the server's runtime: {e}")))?;
     runtime.block_on(listen(gateway, args.listen, args.metrics_listen))?;
-    if let Some(audit) = audit {
-        audit
-            .finish()
-            .map_err(|e| Failure::run_failed(format!("the audit log: {e}")))?;
-    }
+    audit_log::finish(audit.as_ref(), args.audit.as_deref())?;
     // Kept until the server is done: the watcher, the manager (whose
     // packs the registry's chains call) and the workspace's directory.
     drop(watching);
@@ -255,19 +250,6 @@ fn gate_state(args: &StateArgs) -> Result<GateState, Failure> {
         eprintln!("chimera serve: {line}");
     });
     Ok(GateState::new(service, args.on_unavailable, policies))
-}
-
-/// `--audit FILE`: the log every request's decisions go to, naming the
-/// file hash of each loaded pack.
-pub(crate) fn audit_log(
-    path: &std::path::Path,
-    manager: &Arc<PluginManager>,
-) -> Result<AuditLog, Failure> {
-    let log = AuditLog::open(path)
-        .map_err(|e| Failure::usage(format!("--audit {}: {e}", path.display())))?;
-    let weak = Arc::downgrade(manager);
-    log.set_pack_hashes(move |pack| weak.upgrade().and_then(|m| m.loaded_sha256(pack)));
-    Ok(log)
 }
 
 /// The upstream `flag` names, with its key read from `key_env` and its

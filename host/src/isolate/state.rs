@@ -14,10 +14,10 @@ pub(super) const MAX_STATE_OPS: u32 = 64;
 
 /// `op` asked of the host's gate state.
 pub(super) fn answer_state(state: &StateServiceArc, op: StateOp) -> StateAnswer {
-    let at = At {
-        scope: StateScope(op.scope),
-        conversation: RStr::from_str(&op.conversation),
-        key: RStr::from_str(&op.key),
-    };
+    let at = At::new(
+        StateScope(op.scope),
+        RStr::from_str(&op.conversation),
+        RStr::from_str(&op.key),
+    );
     op.kind.ask(state, at)
 }

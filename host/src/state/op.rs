@@ -31,6 +31,17 @@ pub(crate) struct At<'a> {
     pub(crate) key: RStr<'a>,
 }
 
+impl<'a> At<'a> {
+    /// `key` in `scope` (of `conversation`, for a conversation's scope).
+    pub(crate) fn new(scope: StateScope, conversation: RStr<'a>, key: RStr<'a>) -> Self {
+        At {
+            scope,
+            conversation,
+            key,
+        }
+    }
+}
+
 /// Which operation, with its own arguments.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum StateKind {
@@ -178,14 +189,7 @@ impl<T: AnswersState> StateServiceAbi for Served<T> {
     ) -> RResult<i64, RString> {
         let kind = StateKind::Incr { n, window_ms };
         self.0
-            .answer(
-                At {
-                    scope,
-                    conversation,
-                    key,
-                },
-                kind,
-            )
+            .answer(At::new(scope, conversation, key), kind)
             .total()
     }
 
@@ -199,14 +203,7 @@ impl<T: AnswersState> StateServiceAbi for Served<T> {
     ) -> RResult<(), RString> {
         let kind = StateKind::Add { n, window_ms };
         self.0
-            .answer(
-                At {
-                    scope,
-                    conversation,
-                    key,
-                },
-                kind,
-            )
+            .answer(At::new(scope, conversation, key), kind)
             .added()
     }
 
@@ -219,14 +216,7 @@ impl<T: AnswersState> StateServiceAbi for Served<T> {
     ) -> RResult<i64, RString> {
         let kind = StateKind::Get { window_ms };
         self.0
-            .answer(
-                At {
-                    scope,
-                    conversation,
-                    key,
-                },
-                kind,
-            )
+            .answer(At::new(scope, conversation, key), kind)
             .total()
     }
 
@@ -241,14 +231,7 @@ impl<T: AnswersState> StateServiceAbi for Served<T> {
     ) -> RResult<TakeAbi, RString> {
         let kind = StateKind::Take { n, rate, burst };
         self.0
-            .answer(
-                At {
-                    scope,
-                    conversation,
-                    key,
-                },
-                kind,
-            )
+            .answer(At::new(scope, conversation, key), kind)
             .taken()
     }
 

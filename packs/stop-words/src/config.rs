@@ -69,17 +69,7 @@ impl Named {
 ///
 /// One line saying so.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let fits = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if fits {
-        Ok(())
-    } else {
-        Err(format!(
-            "name {name:?} must be 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'"
-        ))
-    }
+    gate_kit::check_name("name", name)
 }
 
 fn words<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Named>, D::Error> {
