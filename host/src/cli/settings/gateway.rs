@@ -109,7 +109,8 @@ pub(crate) struct GatewayArgs {
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub(crate) struct OpenAiUpstreamArgs {
     /// The chat-completions upstream's base URL, up to and including
-    /// `/v1` (`POST /v1/chat/completions` goes there).
+    /// `/v1` (`POST /v1/chat/completions` goes there; in the file:
+    /// `[serve.openai] base_url`, with `key_env` and `models`).
     #[arg(id = "serve.openai.base_url", long = "upstream", value_name = "URL")]
     pub(crate) base_url: Option<String>,
 
@@ -139,7 +140,8 @@ pub(crate) struct OpenAiUpstreamArgs {
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub(crate) struct AnthropicUpstreamArgs {
     /// The Messages upstream's base URL, without `/v1` (`POST
-    /// /v1/messages` goes there).
+    /// /v1/messages` goes there; in the file: `[serve.anthropic]
+    /// base_url`, with `key_env` and `models`).
     #[arg(
         id = "serve.anthropic.base_url",
         long = "anthropic-upstream",

@@ -18,7 +18,8 @@ pub(crate) struct SearchArgs {
     /// (~/.local/share/chimera/plugins), and the bundled packs beside the
     /// chimera executable, in that precedence: a pack here or in
     /// $`CHIMERA_PLUGIN_PATH` is used instead of a per-user or bundled copy.
-    /// Never the current directory, unless named here.
+    /// Never the current directory, unless named here (in the file:
+    /// `plugins_dirs`).
     #[arg(long = "plugins-dir", value_name = "DIR")]
     #[serde(deserialize_with = "values::relative_paths")]
     pub(crate) plugins_dirs: Vec<PathBuf>,
@@ -131,8 +132,8 @@ pub(crate) struct TrustArgs {
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub(crate) struct ProviderArgs {
     /// A real provider instead of a script: `openai` (any OpenAI-compatible
-    /// chat-completions server) or `anthropic` (in the file, `scripted`
-    /// with `script` names the scripted model).
+    /// chat-completions server) or `anthropic` (in the file: `[provider]
+    /// name`, where `scripted` with `script` names the scripted model).
     #[arg(long = "provider", value_name = "NAME")]
     pub(crate) name: Option<String>,
 
@@ -160,7 +161,7 @@ pub(crate) struct ProviderArgs {
 
     /// A header of the provider's per-request header surface, `K: V` or
     /// `K:V` (repeatable): the scripted model's, or the `OpenAI` provider's
-    /// extra headers.
+    /// extra headers (in the file: `[provider] headers`).
     #[arg(long = "header", value_name = "K: V")]
     pub(crate) headers: Vec<String>,
 
@@ -214,7 +215,8 @@ pub(crate) struct ApprovalArgs {
     /// Answer `--ask` prompts from FILE: one JSON object per line, in the
     /// order the prompts come, `{"answer": "allow"}` or `{"answer": "reject"}`
     /// (optionally with `"tool": NAME`, which must match the call asked
-    /// about). A prompt with no line left is rejected.
+    /// about). A prompt with no line left is rejected (in the file:
+    /// `[approvals] answers_file`).
     #[arg(long = "approvals", value_name = "FILE")]
     #[serde(deserialize_with = "values::relative_path")]
     pub(crate) answers_file: Option<PathBuf>,

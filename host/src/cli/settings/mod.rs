@@ -71,10 +71,10 @@ fn defaults<G: Args + FromArgMatches>() -> G {
 }
 
 /// Section `key` of `figment`.
-fn section<'a, T: Deserialize<'a>>(figment: &Figment, key: &str) -> figment::Result<T> {
+fn section<'a, T: Deserialize<'a>>(figment: &Figment, key: &str) -> Result<T, Box<figment::Error>> {
     figment.focus(key).extract().map_err(|mut error| {
         error.path.insert(0, key.to_owned());
-        error
+        Box::new(error)
     })
 }
 
@@ -97,7 +97,7 @@ impl Settings {
 
     /// The settings `figment` holds (the top-level groups read from its
     /// top, so that paths there know their file too).
-    fn extract(figment: &Figment) -> figment::Result<Settings> {
+    fn extract(figment: &Figment) -> Result<Settings, Box<figment::Error>> {
         Ok(Settings {
             search: figment.extract()?,
             pack: figment.extract()?,
