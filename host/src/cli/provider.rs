@@ -119,6 +119,9 @@ pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
             );
             Ok(status::show_model_waits(Arc::new(provider), args.json))
         }
+        (None, Some("scripted")) => Err(Failure::usage(
+            "the scripted provider needs a script: --script FILE (or [provider] script)",
+        )),
         (None, Some(other)) => Err(Failure::usage(format!(
             "unknown provider '{other}' (known: openai, anthropic; or --script FILE)"
         ))),
