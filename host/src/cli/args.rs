@@ -2,11 +2,16 @@
 //! (README.md, "Using it"). Add to it freely; rename nothing without keeping
 //! the old name working.
 //!
-//! One file past 700 lines on purpose: every subcommand's flags side by
-//! side (they share groups: the pack, trust and state flags), read and
-//! kept as one contract.
+//! The flags that are settings (a key in `chimera.toml` too) are declared
+//! in their groups, in `settings`; a command flattens the groups it takes
+//! and says here how it takes the layered result back.
 
+pub(crate) use super::settings::gateway::{ClientLimitArgs, GatewayArgs, StateArgs};
+use super::settings::groups::{ApprovalArgs, ProviderArgs, SessionArgs};
+pub(crate) use super::settings::groups::{McpArgs, PackArgs, SearchArgs, ServingArgs, TrustArgs};
+use super::settings::{Settings, TakesSettings};
 use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
 use std::path::PathBuf;
 
 /// What `chimera -h` (and a bare `chimera`) opens with.
@@ -82,188 +87,39 @@ pub(crate) enum Command {
 
 /// `chimera serve`: the packs judge every request and reply that passes
 /// between a client and the upstream.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on (port 0: any free port; the address taken
-    /// is printed as `listening on http://ADDR`).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
-    pub(crate) listen: std::net::SocketAddr,
-    /// The chat-completions upstream's base URL, up to and including
-    /// `/v1` (`POST /v1/chat/completions` goes there).
-    #[arg(long, value_name = "URL")]
-    pub(crate) upstream: Option<String>,
-    /// The environment variable holding the gateway's key for that
-    /// upstream (clients' keys never go upstream).
-    #[arg(long = "upstream-key-env", value_name = "VAR")]
-    pub(crate) upstream_key_env: Option<String>,
-    /// A model clients may ask that upstream for (repeatable; passed on
-    /// as it is).
-    #[arg(long = "model", value_name = "NAME")]
-    pub(crate) models: Vec<String>,
-    /// The Messages upstream's base URL, without `/v1` (`POST
-    /// /v1/messages` goes there).
-    #[arg(long = "anthropic-upstream", value_name = "URL")]
-    pub(crate) anthropic_upstream: Option<String>,
-    /// The environment variable holding the gateway's key for the
-    /// Messages upstream.
-    #[arg(long = "anthropic-key-env", value_name = "VAR")]
-    pub(crate) anthropic_key_env: Option<String>,
-    /// A model clients may ask the Messages upstream for (repeatable).
-    #[arg(long = "anthropic-model", value_name = "NAME")]
-    pub(crate) anthropic_models: Vec<String>,
-    /// A pack to load, in load order (repeatable), with its JSON config.
-    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
-    pub(crate) packs: Vec<String>,
-    /// The SHA-256 (hex) of a client key to accept (repeatable); with none,
-    /// no key is asked for. `chimera serve --hash-key` prints one.
-    #[arg(long = "client-key-sha256", value_name = "HEX")]
-    pub(crate) client_key_hashes: Vec<String>,
-    /// The SHA-256 (hex) of the key `/metrics` asks for (`Authorization:
-    /// Bearer` or `x-api-key`). With client keys and neither this nor
-    /// `--metrics-listen`, `/metrics` is refused: no client key opens it.
-    #[arg(long = "metrics-key-sha256", value_name = "HEX")]
-    pub(crate) metrics_key_sha256: Option<String>,
-    /// Serve `/metrics` on this address alone (not on `--listen`); the
-    /// address taken is printed as `metrics on http://ADDR/metrics`.
-    #[arg(long = "metrics-listen", value_name = "ADDR")]
-    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
-    /// The largest request body taken, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_BODY_CAP)]
-    pub(crate) body_cap: usize,
-    /// The most bytes of request headers taken, names and values (more
-    /// are answered 431).
-    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_HEADER_CAP)]
-    pub(crate) header_cap: usize,
-    /// The most requests relayed at once (more are answered 429).
-    #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::DEFAULT_CONCURRENCY)]
-    pub(crate) concurrency: usize,
-    /// The most conversations kept between requests (named by the
-    /// x-chimera-session header or the client's key); the least recently
-    /// used is forgotten.
-    #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::sessions::DEFAULT_MAX_SESSIONS)]
-    pub(crate) max_sessions: usize,
-    /// What names a conversation: `header` (x-chimera-session within the
-    /// key, else the key) or `key` (the key alone: a client cannot start a
-    /// fresh per-conversation budget by naming a new conversation).
-    #[arg(long, value_name = "header|key", default_value = "header")]
-    pub(crate) session_scope: chimera_host::gateway::SessionScope,
-    /// How long connecting to an upstream may take, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub(crate) upstream_connect_timeout: u64,
-    /// How long an upstream may take to answer, and then to send its whole
-    /// reply, in seconds (then the client gets a 502, or an error event).
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    pub(crate) upstream_timeout: u64,
-    /// How often the gateway itself retries an upstream 429 or 5xx (0: it
-    /// passes them on with their retry-after, and the client retries).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub(crate) upstream_retries: u32,
-    /// A streamed request when a pack gates whole replies only (json-schema,
-    /// output-length, a `model_response` gate): `downgrade` holds each
-    /// reply's text until the reply is judged whole; `allow` streams it and
-    /// appends the verdict.
-    #[arg(long, value_name = "downgrade|allow", default_value = "downgrade")]
-    pub(crate) stream_policy: StreamPolicyArg,
-    /// Append every decision on every request to this audit log (each line
-    /// names its request).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) audit: Option<PathBuf>,
-    /// Print the SHA-256 of the key in the environment variable VAR (the
-    /// form --client-key-sha256 takes) and exit.
-    #[arg(long = "hash-key", value_name = "VAR")]
-    pub(crate) hash_key: Option<String>,
-    /// Watch the loaded packs' files and hot-swap rebuilt ones; requests
-    /// in flight finish on the version they started with.
-    #[arg(long)]
-    pub(crate) watch: bool,
-    /// Run pack NAME in a sandboxed child process (repeatable);
-    /// `CHIMERA_ISOLATE=all` isolates every pack.
-    #[arg(long = "isolate", value_name = "NAME")]
-    pub(crate) isolate: Vec<String>,
-    /// Run loaded pack NAME in monitor mode (repeatable): its decisions
-    /// are recorded (events, the audit log, /metrics with
-    /// `mode="monitor"`) but never enforced.
-    #[arg(long = "monitor", value_name = "NAME")]
-    pub(crate) monitor: Vec<String>,
-    /// In this server, let what loaded pack NAME cannot judge (an error, a
-    /// call past its deadline, its process restarting) follow each seam's
-    /// own policy instead of being refused (repeatable; by default every
-    /// pack fails closed).
-    #[arg(long = "fail-open", value_name = "NAME")]
-    pub(crate) fail_open: Vec<String>,
     #[command(flatten)]
+    pub(crate) serve: GatewayArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) pack: PackArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) serving: ServingArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
     pub(crate) search: SearchArgs,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
     #[command(flatten)]
     pub(crate) state: StateArgs,
-    #[command(flatten)]
-    pub(crate) limits: ClientLimitArgs,
+    /// Print the SHA-256 of the key in the environment variable VAR (the
+    /// form --client-key-sha256 takes) and exit.
+    #[arg(long = "hash-key", value_name = "VAR")]
+    #[serde(skip)]
+    pub(crate) hash_key: Option<String>,
 }
 
-/// What one client may hold of the gateway: time, bytes, requests.
-#[derive(Debug, Args, Clone)]
-pub(crate) struct ClientLimitArgs {
-    /// How long a request's headers may take to arrive (and an idle
-    /// keep-alive connection may wait for the next request), in seconds;
-    /// then the connection is closed.
-    #[arg(long, value_name = "SECS", default_value_t = chimera_host::gateway::DEFAULT_HEADER_TIMEOUT.as_secs())]
-    pub(crate) header_timeout: u64,
-    /// How long a request's body may take to arrive, in seconds (then 408).
-    #[arg(long, value_name = "SECS", default_value_t = chimera_host::gateway::DEFAULT_BODY_TIMEOUT.as_secs())]
-    pub(crate) body_timeout: u64,
-    /// How long a client may take none of what is written to it, in
-    /// seconds: then its connection is closed, and a stream relayed to it
-    /// stops (its upstream call cancelled, its slot freed).
-    #[arg(long, value_name = "SECS", default_value_t = chimera_host::gateway::DEFAULT_WRITE_TIMEOUT.as_secs())]
-    pub(crate) write_timeout: u64,
-    /// The most request-body bytes buffered across all requests in
-    /// flight (more are answered 429).
-    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_BUFFER_CAP)]
-    pub(crate) buffer_cap: usize,
-    /// The most request-body bytes one client key's requests buffer (more
-    /// are answered 429).
-    #[arg(long, value_name = "BYTES", default_value_t = chimera_host::gateway::DEFAULT_KEY_BUFFER_CAP)]
-    pub(crate) key_buffer_cap: usize,
-    /// The most requests one client key has in flight (more are answered
-    /// 429); requests without a key count as one client.
-    #[arg(long, value_name = "N", default_value_t = chimera_host::gateway::DEFAULT_KEY_CONCURRENCY)]
-    pub(crate) key_concurrency: usize,
-    /// What a rate limiter's pause does, in seconds: 0 answers 429 with
-    /// retry-after at once; more holds the request, without a concurrency
-    /// slot, for up to this long.
-    #[arg(long, value_name = "SECS", default_value_t = 0)]
-    pub(crate) rate_limit_hold: u64,
-}
-
-/// Where gate state is kept, and what gates do while it is unreachable.
-#[derive(Debug, Args, Clone)]
-#[allow(
-    clippy::doc_markdown,
-    reason = "clap prints these comments as --help, where backticks would show"
-)]
-pub(crate) struct StateArgs {
-    /// Keep gate state (token budgets, rate limits, loop caps) in this
-    /// Redis (redis://HOST:PORT[/DB]): every replica using it enforces one
-    /// budget. Without it, gate state lives in this process.
-    #[arg(long = "state-redis", value_name = "URL")]
-    pub(crate) redis: Option<String>,
-    /// How long one state operation may take, in milliseconds; past it the
-    /// store counts as down for a second.
-    #[arg(long = "state-timeout-ms", value_name = "MS", default_value_t = 100)]
-    pub(crate) timeout_ms: u64,
-    /// What gates do while the store is down: fail_closed (refuse, with
-    /// the reason) or fail_open (count in this process until it answers).
-    #[arg(
-        long = "state-on-unavailable",
-        value_name = "fail_closed|fail_open",
-        default_value = "fail_closed"
-    )]
-    pub(crate) on_unavailable: chimera_host::state::FailPolicy,
-    /// One pack's own policy while the store is down (repeatable):
-    /// NAME=fail_closed or NAME=fail_open.
-    #[arg(long = "state-policy", value_name = "NAME=POLICY")]
-    pub(crate) policies: Vec<String>,
+impl TakesSettings for ServeArgs {
+    fn adopt(&mut self, settings: Settings) {
+        self.serve = settings.serve;
+        self.pack = settings.pack;
+        self.serving = settings.serving;
+        self.search = settings.search;
+        self.trust = settings.trust;
+        self.state = settings.state;
+    }
 }
 
 /// `chimera mcp`.
@@ -310,44 +166,40 @@ pub(crate) struct McpPinArgs {
 }
 
 /// `chimera mcp guard`.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub(crate) struct McpGuardArgs {
-    /// A pack to load, in load order (repeatable), with its JSON config.
-    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
-    pub(crate) packs: Vec<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) pack: PackArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) serving: ServingArgs,
     /// Watch the loaded packs' files and hot-swap rebuilt ones.
     #[arg(long)]
+    #[serde(skip)]
     pub(crate) watch: bool,
-    /// Run pack NAME in a sandboxed child process (repeatable).
-    #[arg(long = "isolate", value_name = "NAME")]
-    pub(crate) isolate: Vec<String>,
-    /// Run loaded pack NAME in monitor mode (repeatable): its decisions
-    /// are recorded (the audit log) but never enforced.
-    #[arg(long = "monitor", value_name = "NAME")]
-    pub(crate) monitor: Vec<String>,
-    /// In this server, let what loaded pack NAME cannot judge (an error, a
-    /// call past its deadline, its process restarting) follow each seam's
-    /// own policy instead of being refused (repeatable; by default every
-    /// pack fails closed).
-    #[arg(long = "fail-open", value_name = "NAME")]
-    pub(crate) fail_open: Vec<String>,
     /// Append every decision on every message to this audit log (each
     /// line names the request's JSON-RPC id).
     #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
     pub(crate) audit: Option<PathBuf>,
     /// Refuse every call of the MCP tool TOOL (repeatable; a name, or a
     /// glob pattern: `write_*`), after the packs' `tool_call` chain, as
     /// `run --deny` does.
     #[arg(long = "deny", value_name = "TOOL")]
+    #[serde(skip)]
     pub(crate) deny: Vec<String>,
     /// Tools that would need an operator's approval (repeatable; a name
     /// or a glob pattern): the guard has no operator, so it refuses them,
-    /// saying so.
+    /// saying so (where `run --ask` asks).
     #[arg(long = "ask", value_name = "TOOL")]
+    #[serde(skip)]
     pub(crate) ask: Vec<String>,
     #[command(flatten)]
+    #[serde(skip)]
     pub(crate) pins: PinArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub(crate) search: SearchArgs,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
@@ -360,6 +212,7 @@ pub(crate) struct McpGuardArgs {
         value_name = "URL",
         conflicts_with = "command"
     )]
+    #[serde(skip)]
     pub(crate) url: Option<String>,
     /// With --url: where the guard serves its clients (its endpoint is
     /// any path of this address).
@@ -369,11 +222,13 @@ pub(crate) struct McpGuardArgs {
         default_value = "127.0.0.1:8933",
         requires = "url"
     )]
+    #[serde(skip)]
     pub(crate) listen: std::net::SocketAddr,
     /// With --url: a host name the guard also answers requests for
     /// (repeatable; by default only its own address and localhost, so a
     /// web page cannot reach it through DNS rebinding).
     #[arg(long = "allowed-host", value_name = "HOST", requires = "url")]
+    #[serde(skip)]
     pub(crate) allowed_hosts: Vec<String>,
     /// The MCP server to start and guard: its program and arguments (after
     /// `--`, or from the first argument that is not a flag).
@@ -383,7 +238,17 @@ pub(crate) struct McpGuardArgs {
         required_unless_present = "url",
         value_name = "CMD"
     )]
+    #[serde(skip)]
     pub(crate) command: Vec<String>,
+}
+
+impl TakesSettings for McpGuardArgs {
+    fn adopt(&mut self, settings: Settings) {
+        self.pack = settings.pack;
+        self.serving = settings.serving;
+        self.search = settings.search;
+        self.trust = settings.trust;
+    }
 }
 
 /// `chimera pack-host`: serves one isolated pack over the socket on stdout,
@@ -510,275 +375,101 @@ pub(crate) enum AuditCommand {
 pub(crate) enum ToolsCommand {
     /// List the tools a run offers, with their argument schemas: the
     /// built-in ones, then each MCP server's (`NAME__tool`).
-    List {
-        /// One JSON object per tool.
-        #[arg(long)]
-        json: bool,
-
-        #[command(flatten)]
-        mcp: McpArgs,
-
-        /// The directory MCP server commands start in (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-    },
+    List(ToolsListArgs),
 }
 
-/// The MCP servers whose tools a session offers.
-#[derive(Debug, Args, Clone, Default)]
-pub(crate) struct McpArgs {
-    /// An MCP server whose tools the model is offered, as `NAME__TOOL`
-    /// (repeatable; replaces the configuration file's `[mcp.servers]`):
-    /// `NAME=COMMAND [ARGS…]`, started in the workspace and spoken to on
-    /// stdio, or `NAME=URL`, a streamable-HTTP endpoint.
-    #[arg(long = "mcp", value_name = "NAME=COMMAND|URL")]
-    pub(crate) servers: Vec<String>,
-
-    /// The configuration file's `[mcp.servers]`, when no `--mcp` is given.
-    #[arg(skip)]
-    pub(crate) from_file: Vec<(String, chimera_host::config::McpServerEntry)>,
-}
-
-/// Where packs are found.
-#[derive(Debug, Args, Clone)]
-pub(crate) struct SearchArgs {
-    /// A directory to search for packs (repeatable). Also searched:
-    /// $`CHIMERA_PLUGIN_PATH` (colon-separated), the per-user data directory
-    /// (~/.local/share/chimera/plugins), and the bundled packs beside the
-    /// chimera executable, in that precedence: a pack here or in
-    /// $`CHIMERA_PLUGIN_PATH` is used instead of a per-user or bundled copy.
-    /// Never the current directory, unless named here.
-    #[arg(long = "plugins-dir", value_name = "DIR")]
-    pub(crate) plugins_dirs: Vec<PathBuf>,
-}
-
-/// How far loaded code is trusted, and how failing packs are contained.
-#[derive(Debug, Args, Clone)]
-pub(crate) struct TrustArgs {
-    /// Refuse every pack file that a chimera.lock in its directory does not
-    /// pin (a lock file, where one exists, is always enforced).
+/// `chimera tools list`.
+#[derive(Debug, Args, Serialize)]
+pub(crate) struct ToolsListArgs {
+    /// One JSON object per tool.
     #[arg(long)]
-    pub(crate) locked: bool,
+    #[serde(skip)]
+    pub(crate) json: bool,
 
-    /// The lock file to enforce, kept outside the plugins directories
-    /// (written by `chimera packs lock --lock FILE`; implies --locked).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) lock: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) mcp: McpArgs,
 
-    /// Load from directories or files that others can write, or that are
-    /// symlinks leading elsewhere (with a warning).
-    #[arg(long = "allow-insecure-plugins-dir")]
-    pub(crate) allow_insecure: bool,
-
-    /// Load-test each pack in a child process before loading it (always done
-    /// for hot reloads unless --no-probe-on-reload).
-    #[arg(long)]
-    pub(crate) probe: bool,
-
-    /// Do not probe rebuilt packs before hot-swapping them in.
-    #[arg(long = "no-probe-on-reload")]
-    pub(crate) no_probe_on_reload: bool,
-
-    /// How long a probe may take, in seconds.
-    #[arg(long = "probe-timeout", value_name = "SECS", default_value_t = 10)]
-    pub(crate) probe_timeout: u64,
-
-    /// Quarantine a pack after this many interceptor errors within the window.
-    #[arg(long = "quarantine-after", value_name = "N", default_value_t = 20)]
-    pub(crate) quarantine_after: u32,
-
-    /// The window for --quarantine-after and budget overruns, in seconds.
-    #[arg(long = "quarantine-window", value_name = "SECS", default_value_t = 60)]
-    pub(crate) quarantine_window: u64,
-
-    /// Report an interceptor call longer than this (milliseconds; 0: off);
-    /// five overruns within the window quarantine the pack.
-    #[arg(long = "call-budget-ms", value_name = "MS", default_value_t = 100)]
-    pub(crate) call_budget_ms: u64,
-
-    /// What a call's budget grows by for each MiB of input it is handed
-    /// (milliseconds), so a large text is no overrun for a pack that reads
-    /// it at a steady pace.
-    #[arg(
-        long = "call-budget-per-mib-ms",
-        value_name = "MS",
-        default_value_t = 50
-    )]
-    pub(crate) call_budget_per_mib_ms: u64,
-
-    /// How many processes each isolated pack runs (`--isolate`), to
-    /// answer that many calls at once; each has its own memory, so a pack
-    /// that remembers across calls keeps that in the host's gate state.
-    #[arg(long = "isolate-processes", value_name = "N", default_value_t = 1)]
-    pub(crate) isolate_processes: usize,
+    /// The directory MCP server commands start in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip)]
+    pub(crate) workspace: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+impl TakesSettings for ToolsListArgs {
+    fn adopt(&mut self, settings: Settings) {
+        self.mcp = settings.mcp;
+    }
+}
+
+/// `chimera run`: its settings' groups, then the flags that are its own.
+#[derive(Debug, Args, Serialize)]
 pub(crate) struct RunArgs {
     #[command(flatten)]
+    #[serde(flatten)]
     pub(crate) search: SearchArgs,
 
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
 
-    /// Load a pack by entry-point name, optionally with its JSON config
-    /// (repeatable; command-line order is load order).
-    #[arg(long = "pack", value_name = "NAME[=JSON_CONFIG]")]
-    pub(crate) packs: Vec<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) pack: PackArgs,
 
-    /// Use the scripted model with this script file.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) script: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) provider: ProviderArgs,
 
-    /// A real provider instead of a script: `openai` (any OpenAI-compatible
-    /// chat-completions server) or `anthropic`.
-    #[arg(long, value_name = "NAME")]
-    pub(crate) provider: Option<String>,
+    #[command(flatten)]
+    pub(crate) session: SessionArgs,
 
-    /// The provider's base URL (default: $`OPENAI_BASE_URL` or
-    /// <https://api.openai.com/v1>; $`ANTHROPIC_BASE_URL` or <https://api.anthropic.com>).
-    #[arg(long = "base-url", value_name = "URL")]
-    pub(crate) base_url: Option<String>,
+    #[command(flatten)]
+    pub(crate) approvals: ApprovalArgs,
 
-    /// The model name (required with --provider).
-    #[arg(long, value_name = "M")]
-    pub(crate) model: Option<String>,
-
-    /// The environment variable holding the API key (default
-    /// `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).
-    #[arg(long = "api-key-env", value_name = "VAR")]
-    pub(crate) api_key_env: Option<String>,
-
-    /// A header of the provider's per-request header surface, `K: V` or
-    /// `K:V` (repeatable): the scripted model's, or the `OpenAI` provider's
-    /// extra headers.
-    #[arg(long = "header", value_name = "K: V")]
-    pub(crate) headers: Vec<String>,
-
-    /// Stream the model's replies (text shows as it arrives).
-    #[arg(long)]
-    pub(crate) stream: bool,
-
-    /// With `--stream`, when a pack gates whole replies (`model_response`
-    /// or `output`) but not streamed text: `downgrade` turns streaming off
-    /// for the run (one line says so); `allow` keeps it on.
-    #[arg(
-        long = "stream-policy",
-        value_name = "POLICY",
-        default_value = "downgrade"
-    )]
-    pub(crate) stream_policy: StreamPolicyArg,
-
-    /// Run bash without its write sandbox (Landlock: writes only inside the
-    /// workspace and a private TMPDIR). The file tools stay confined.
-    #[arg(long = "no-bash-sandbox")]
-    pub(crate) no_bash_sandbox: bool,
-
-    /// The directory tools are confined to (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) mcp: McpArgs,
 
     /// Print one JSON object per line instead of the readable transcript.
     #[arg(long)]
+    #[serde(skip)]
     pub(crate) json: bool,
 
     /// After the first prompt (if any), read one user turn per stdin line.
     #[arg(long = "turns-from-stdin")]
+    #[serde(skip)]
     pub(crate) turns_from_stdin: bool,
 
     /// Watch the loaded packs' files and hot-swap rebuilt ones; a reloaded
     /// pack takes effect on the next turn.
     #[arg(long)]
+    #[serde(skip)]
     pub(crate) watch: bool,
-
-    /// Run this loaded pack in a sandboxed child process of its own
-    /// (repeatable): a crash or a hang there blocks the call instead of
-    /// taking the session down. `CHIMERA_ISOLATE=all` isolates every pack.
-    #[arg(long = "isolate", value_name = "NAME")]
-    pub(crate) isolate: Vec<String>,
-
-    /// Run this loaded pack in monitor mode (repeatable): its decisions
-    /// are recorded (`--json` events with `"monitor": true`, the audit
-    /// log) but never enforced — nothing it blocks is blocked, nothing it
-    /// changes is changed, and its failures never block.
-    #[arg(long = "monitor", value_name = "NAME")]
-    pub(crate) monitor: Vec<String>,
 
     /// Scripted model: append every request, as received after all seams, to FILE.
     #[arg(long = "record-requests", value_name = "FILE")]
+    #[serde(skip)]
     pub(crate) record_requests: Option<PathBuf>,
-
-    /// Provider calls allowed per turn.
-    #[arg(long = "max-steps", value_name = "N", default_value_t = 25)]
-    pub(crate) max_steps: usize,
-
-    /// The loop each turn runs: react (the default), plan-and-execute,
-    /// reflexion, tree-of-thought, plan-act or retry.
-    #[arg(long, value_name = "NAME")]
-    pub(crate) strategy: Option<String>,
-
-    /// The strategy's setting, as JSON: `{"max_plan_steps": N}`
-    /// (plan-and-execute), `{"reflect_every": N}` (reflexion),
-    /// `{"candidates": N}` (tree-of-thought), `{"attempts": N}` (retry).
-    #[arg(long = "strategy-config", value_name = "JSON")]
-    pub(crate) strategy_config: Option<String>,
-
-    /// The system prompt.
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) system: Option<String>,
-
-    /// Ask before running these tools (repeatable): a name, or a glob
-    /// pattern (`mcp_*`).
-    #[arg(long = "ask", value_name = "TOOL")]
-    pub(crate) ask: Vec<String>,
-
-    /// Never run these tools (repeatable): a name, or a glob pattern
-    /// (`write_*`).
-    #[arg(long = "deny", value_name = "TOOL")]
-    pub(crate) deny: Vec<String>,
-
-    #[command(flatten)]
-    pub(crate) mcp: McpArgs,
-
-    /// Approve every `--ask` (and every pack's question) without prompting.
-    #[arg(long, conflicts_with_all = ["approvals", "no"])]
-    pub(crate) yes: bool,
-
-    /// Reject every `--ask` (and every pack's question) without prompting.
-    #[arg(long, conflicts_with = "approvals")]
-    pub(crate) no: bool,
-
-    /// Answer `--ask` prompts from FILE: one JSON object per line, in the
-    /// order the prompts come, `{"answer": "allow"}` or `{"answer": "reject"}`
-    /// (optionally with `"tool": NAME`, which must match the call asked
-    /// about). A prompt with no line left is rejected.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) approvals: Option<PathBuf>,
-
-    /// Turns a compaction keeps whole (a context-window pack asks for
-    /// compactions); the older ones are replaced by a summary.
-    #[arg(long = "compact-keep-turns", value_name = "N", default_value_t = chimera_host::agent::DEFAULT_KEEP_TURNS)]
-    pub(crate) compact_keep_turns: usize,
-
-    /// Price provider calls by FILE: `{"MODEL": {"input": USD, "output":
-    /// USD}}` per million tokens, over the built-in list prices. Packs see
-    /// the session's cost in the session facts (a budget gate caps it).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) prices: Option<PathBuf>,
-
-    /// Append one JSON line per interceptor decision to FILE, hash-chained
-    /// so `chimera audit verify FILE` detects a deleted or edited line.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) audit: Option<PathBuf>,
 
     /// Record the session (every provider request and reply) to FILE, to
     /// replay later as a policy test case (`chimera pack test`).
     #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
     pub(crate) record: Option<PathBuf>,
 
     /// The first user turn.
     #[arg(value_name = "PROMPT")]
+    #[serde(skip)]
     pub(crate) prompt: Option<String>,
+}
+
+impl TakesSettings for RunArgs {
+    fn adopt(&mut self, settings: Settings) {
+        self.search = settings.search;
+        self.trust = settings.trust;
+        self.pack = settings.pack;
+        self.provider = settings.provider;
+        self.session = settings.session;
+        self.approvals = settings.approvals;
+        self.mcp = settings.mcp;
+    }
 }
 
 #[derive(Debug, Args)]
@@ -842,22 +533,4 @@ pub(crate) enum PacksCommand {
         #[arg(long, value_name = "FILE")]
         lock: Option<PathBuf>,
     },
-}
-
-/// `--stream-policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StreamPolicyArg {
-    /// Turn streaming off for the run.
-    Downgrade,
-    /// Keep streaming on.
-    Allow,
-}
-
-impl From<StreamPolicyArg> for chimera_host::agent::StreamPolicy {
-    fn from(policy: StreamPolicyArg) -> Self {
-        match policy {
-            StreamPolicyArg::Downgrade => chimera_host::agent::StreamPolicy::Downgrade,
-            StreamPolicyArg::Allow => chimera_host::agent::StreamPolicy::Allow,
-        }
-    }
 }

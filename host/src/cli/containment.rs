@@ -31,9 +31,9 @@ pub(crate) fn configure_trust(
     manager.set_trust(TrustSettings {
         locked: args.locked || args.lock.is_some(),
         lock_file: args.lock.clone(),
-        allow_insecure: args.allow_insecure,
+        allow_insecure: args.allow_insecure_plugins_dir,
         probe_on_load: args.probe.then(|| probe.clone()),
-        probe_on_reload: (!args.no_probe_on_reload).then_some(probe),
+        probe_on_reload: args.probe_on_reload.then_some(probe),
     });
     let policy = HealthPolicy {
         max_errors: args.quarantine_after.max(1),

@@ -7,7 +7,7 @@
 use super::args::{McpGuardArgs, McpPinArgs, PinArgs};
 use super::audit_log;
 use super::failure::Failure;
-use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
+use super::server::{server_packs, PackFlags, ServerPacks};
 use chimera_host::agent::{Permission, ToolRules};
 use chimera_host::mcp::pin::{self, Lock, PinnedServer};
 use chimera_host::mcp::Rules;
@@ -99,7 +99,11 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         "chimera mcp guard",
         &args.search,
         &args.trust,
-        &pack_flags!(args),
+        &PackFlags {
+            pack: &args.pack,
+            fail_open: &args.serving.fail_open,
+            watch: args.watch,
+        },
         |_| Ok(()),
     )?;
     let audit = args

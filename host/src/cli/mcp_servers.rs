@@ -4,6 +4,7 @@
 
 use super::args::McpArgs;
 use super::failure::Failure;
+use super::settings::McpServer;
 use chimera_host::config::McpServerEntry;
 use chimera_host::mcp::{McpServers, ServerSpec, Transport};
 use std::path::Path;
@@ -20,21 +21,18 @@ pub(crate) fn start_servers(args: &McpArgs, dir: &Path) -> Result<McpServers, Fa
     Ok(McpServers::start(&specs, dir))
 }
 
-/// `--mcp` flags when given, else the file's servers; each name once.
+/// The servers `--mcp` or the file gave; each name once.
 fn server_specs(args: &McpArgs) -> Result<Vec<ServerSpec>, String> {
-    let specs: Vec<ServerSpec> = if args.servers.is_empty() {
-        args.from_file
-            .iter()
-            .map(|(name, entry)| {
+    let specs: Vec<ServerSpec> = args
+        .servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Flag(flag) => ServerSpec::parse_flag(flag).map_err(|e| e.to_string()),
+            McpServer::Entry(name, entry) => {
                 spec_of(name, entry).map_err(|e| format!("[mcp.servers.{name}]: {e}"))
-            })
-            .collect::<Result<_, _>>()?
-    } else {
-        args.servers
-            .iter()
-            .map(|flag| ServerSpec::parse_flag(flag).map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?
-    };
+            }
+        })
+        .collect::<Result<_, _>>()?;
     for (i, spec) in specs.iter().enumerate() {
         if specs[..i].iter().any(|other| other.name == spec.name) {
             return Err(format!(

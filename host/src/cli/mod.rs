@@ -30,7 +30,7 @@ use args::{
     AuditCommand, Cli, Command, ConfigCommand, McpCommand, PackCommand, PacksCommand, ToolsCommand,
 };
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use failure::Failure;
 use std::process::ExitCode;
 
@@ -84,11 +84,22 @@ fn pack_host(args: &args::PackHostArgs) -> Result<(), Failure> {
     chimera_host::plugins::serve_pack_host(&name, &config, args.state_shared).map_err(Failure::pack)
 }
 
+/// The matches of the subcommand that runs (`packs list`'s, not `packs`').
+fn innermost(matches: &ArgMatches) -> &ArgMatches {
+    match matches.subcommand() {
+        Some((_, inner)) => innermost(inner),
+        None => matches,
+    }
+}
+
 /// Runs the command line and returns its exit status.
 pub(crate) fn main() -> ExitCode {
     init_logging();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (matches, cli)));
+    let (matches, cli) = match parsed {
+        Ok(parsed) => parsed,
         Err(error)
             if matches!(
                 error.kind(),
@@ -105,16 +116,18 @@ pub(crate) fn main() -> ExitCode {
         }
         Err(error) => return Failure::usage(usage_line(&error.to_string())).exit(),
     };
+    let config = cli.config.as_deref();
+    let given = innermost(&matches);
     let outcome = match cli.command {
         Command::Run(mut args) => {
-            settings::apply_to_run(cli.config.as_deref(), &mut args).and_then(|()| run::run(args))
+            settings::apply(config, given, &mut args).and_then(|()| run::run(args))
         }
         Command::Demo(args) => demo::demo(args),
-        Command::Serve(mut args) => settings::apply_to_serve(cli.config.as_deref(), &mut args)
-            .and_then(|()| serve::serve(args)),
+        Command::Serve(mut args) => {
+            settings::apply(config, given, &mut args).and_then(|()| serve::serve(args))
+        }
         Command::Packs(PacksCommand::List { mut search, json }) => {
-            settings::apply_to_search(cli.config.as_deref(), &mut search)
-                .and_then(|()| packs::list(&search, json))
+            settings::apply(config, given, &mut search).and_then(|()| packs::list(&search, json))
         }
         Command::Packs(PacksCommand::Check {
             file,
@@ -124,21 +137,18 @@ pub(crate) fn main() -> ExitCode {
             allow_insecure,
         }) => packs::check(file.as_deref(), &specs, json, allow_insecure),
         Command::Packs(PacksCommand::Lock { mut search, lock }) => {
-            settings::apply_to_search(cli.config.as_deref(), &mut search)
+            settings::apply(config, given, &mut search)
                 .and_then(|()| packs::lock(&search, lock.as_deref()))
         }
         Command::Packs(PacksCommand::Verify { mut search, lock }) => {
-            settings::apply_to_search(cli.config.as_deref(), &mut search)
+            settings::apply(config, given, &mut search)
                 .and_then(|()| packs::verify(&search, lock.as_deref()))
         }
         Command::Pack(PackCommand::New(args)) => pack_new::new(args),
         Command::Pack(PackCommand::Test(mut args)) => {
-            settings::apply_to_search(cli.config.as_deref(), &mut args.search)
-                .and_then(|()| pack_test::test(args))
+            settings::apply(config, given, &mut args.search).and_then(|()| pack_test::test(args))
         }
-        Command::Config(ConfigCommand::Show { json }) => {
-            settings::show(cli.config.as_deref(), json)
-        }
+        Command::Config(ConfigCommand::Show { json }) => settings::show(config, json),
         Command::Config(ConfigCommand::Trust { file }) => settings::trust(file.as_deref()),
         Command::Audit(AuditCommand::Verify { file, expect_head }) => {
             audit::verify(&file, expect_head.as_deref())
@@ -148,13 +158,11 @@ pub(crate) fn main() -> ExitCode {
             expect_head,
             json,
         }) => audit::summarise(&file, expect_head.as_deref(), json),
-        Command::Tools(ToolsCommand::List {
-            json,
-            mut mcp,
-            workspace,
-        }) => settings::apply_to_mcp(cli.config.as_deref(), &mut mcp)
-            .and_then(|()| tools::list(json, &mcp, workspace.as_deref())),
-        Command::Mcp(McpCommand::Guard(args)) => mcp::guard(*args),
+        Command::Tools(ToolsCommand::List(mut args)) => settings::apply(config, given, &mut args)
+            .and_then(|()| tools::list(args.json, &args.mcp, args.workspace.as_deref())),
+        Command::Mcp(McpCommand::Guard(mut args)) => {
+            settings::apply(config, given, &mut *args).and_then(|()| mcp::guard(*args))
+        }
         Command::Mcp(McpCommand::Pin(args)) => mcp::pin(args),
         Command::PackHost(args) => pack_host(&args),
     };

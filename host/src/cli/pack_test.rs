@@ -166,6 +166,7 @@ pub(crate) fn record_hook(
         return Ok((provider, approver));
     };
     let packs = args
+        .pack
         .packs
         .iter()
         .map(|spec| {
@@ -179,9 +180,9 @@ pub(crate) fn record_hook(
         chimera: env!("CARGO_PKG_VERSION").to_owned(),
         model: provider.model().to_owned(),
         packs,
-        system: args.system.clone(),
-        stream: args.stream,
-        max_steps: args.max_steps,
+        system: args.session.system.clone(),
+        stream: args.provider.stream,
+        max_steps: args.session.max_steps,
         headers: provider.request_headers().unwrap_or_default(),
     };
     let recorder = Recorder::create(path, &info).map_err(|reason| {

@@ -57,7 +57,8 @@ struct Endpoint {
 /// often forgets, so it is named before anything else is checked (the
 /// prompt, the workspace, headers, keys).
 pub(crate) fn require_model(args: &RunArgs) -> Result<(), Failure> {
-    match (&args.script, args.provider.as_deref(), &args.model) {
+    let provider = &args.provider;
+    match (&provider.script, provider.name.as_deref(), &provider.model) {
         (None, Some(name @ (OPENAI_NAME | ANTHROPIC_NAME)), None) => Err(needs_model(name)),
         _ => Ok(()),
     }
@@ -71,14 +72,15 @@ fn needs_model(provider: &str) -> Failure {
 pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
     require_model(args)?;
     let headers = args
+        .provider
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    if args.record_requests.is_some() && args.script.is_none() {
+    if args.record_requests.is_some() && args.provider.script.is_none() {
         return Err(Failure::usage("--record-requests works with --script only"));
     }
-    match (&args.script, args.provider.as_deref()) {
+    match (&args.provider.script, args.provider.name.as_deref()) {
         (Some(_), Some(provider)) if provider != "scripted" => Err(Failure::usage(format!(
             "--script and --provider {provider} cannot be used together"
         ))),
@@ -117,6 +119,9 @@ pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
             );
             Ok(status::show_model_waits(Arc::new(provider), args.json))
         }
+        (None, Some("scripted")) => Err(Failure::usage(
+            "the scripted provider needs a script: --script FILE (or [provider] script)",
+        )),
         (None, Some(other)) => Err(Failure::usage(format!(
             "unknown provider '{other}' (known: openai, anthropic; or --script FILE)"
         ))),
@@ -128,8 +133,13 @@ pub(crate) fn provider(args: &RunArgs) -> Result<Arc<dyn Provider>, Failure> {
 
 /// The model (see [`require_model`]), the base URL and the key for `remote`.
 fn endpoint(args: &RunArgs, remote: &Remote) -> Result<Endpoint, Failure> {
-    let model = args.model.clone().ok_or_else(|| needs_model(remote.name))?;
+    let model = args
+        .provider
+        .model
+        .clone()
+        .ok_or_else(|| needs_model(remote.name))?;
     let base_url = args
+        .provider
         .base_url
         .clone()
         .or_else(|| {
@@ -166,7 +176,7 @@ fn scripted(
 /// The key from `--api-key-env VAR` (which must then be set) or from the
 /// provider's usual variable; required only by the official endpoints.
 fn api_key(args: &RunArgs, default_env: &str, required: bool) -> Result<Option<String>, Failure> {
-    let (name, explicit) = match &args.api_key_env {
+    let (name, explicit) = match &args.provider.api_key_env {
         Some(name) => (name.as_str(), true),
         None => (default_env, false),
     };

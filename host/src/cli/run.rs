@@ -5,6 +5,7 @@ use super::audit_log;
 use super::containment::{configure_isolation, configure_monitoring, configure_trust, watcher};
 use super::failure::Failure;
 use super::provider::{provider, require_model};
+use super::settings::groups::Answer;
 use super::status;
 use super::wiring::{load_packs, Host};
 use chimera_host::agent::{
@@ -21,18 +22,17 @@ use std::sync::Arc;
 /// must then be there: a prompt nobody can answer is refused at start-up
 /// rather than silently denied.
 fn approver(args: &RunArgs) -> Result<Arc<dyn Approver>, Failure> {
-    if args.yes {
-        return Ok(Arc::new(ApproveAll));
+    match args.approvals.answer {
+        Some(Answer::Yes) => return Ok(Arc::new(ApproveAll)),
+        Some(Answer::No) => return Ok(Arc::new(DenyAll)),
+        None => {}
     }
-    if args.no {
-        return Ok(Arc::new(DenyAll));
-    }
-    if let Some(path) = &args.approvals {
+    if let Some(path) = &args.approvals.answers_file {
         return AnswersFile::from_file(path)
             .map(|answers| Arc::new(answers) as Arc<dyn Approver>)
             .map_err(|e| Failure::usage(format!("--approvals {}: {e}", path.display())));
     }
-    if !args.ask.is_empty() && !std::io::stdin().is_terminal() {
+    if !args.approvals.ask.is_empty() && !std::io::stdin().is_terminal() {
         return Err(Failure::usage(
             "--ask needs a terminal to answer on, and stdin is not one: pass --yes to approve every ask, --no to reject every ask, or --approvals FILE to answer from a file",
         ));
@@ -88,7 +88,7 @@ fn stdin_turns(session: &mut AgentSession, last: &mut Option<RunResult>) -> Resu
 
 /// `--audit FILE`: the log, recording every decision `host`'s bus carries,
 /// with the file hash of each loaded pack.
-fn audit_log(path: Option<&Path>, host: &Host) -> Result<Option<AuditLog>, Failure> {
+fn open_audit(path: Option<&Path>, host: &Host) -> Result<Option<AuditLog>, Failure> {
     let Some(path) = path else {
         return Ok(None);
     };
@@ -99,8 +99,8 @@ fn audit_log(path: Option<&Path>, host: &Host) -> Result<Option<AuditLog>, Failu
 
 /// `--strategy NAME [--strategy-config JSON]` (default: react).
 fn strategy(args: &RunArgs) -> Result<Strategy, Failure> {
-    let name = args.strategy.as_deref().unwrap_or("react");
-    Strategy::parse(name, args.strategy_config.as_deref()).map_err(|error| {
+    let name = args.session.strategy.as_deref().unwrap_or("react");
+    Strategy::parse(name, args.session.strategy_config.as_deref()).map_err(|error| {
         let flag = match error {
             StrategyError::BadConfig { .. } => "--strategy-config",
             _ => "--strategy",
@@ -123,33 +123,35 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         ));
     }
     let strategy = strategy(&args)?;
-    let workspace = workspace(args.workspace.as_deref())?;
+    let workspace = workspace(args.session.workspace.as_deref())?;
     let provider = provider(&args)?;
     let approver = approver(&args)?;
-    let prices = match &args.prices {
+    let prices = match &args.session.prices {
         Some(path) => PriceTable::from_file(path)
             .map_err(|e| Failure::usage(format!("--prices {}: {e}", path.display())))?,
         None => PriceTable::default(),
     };
     let host = Host::new(&args.search, args.json);
-    let audit = audit_log(args.audit.as_deref(), &host)?;
+    let audit = open_audit(args.session.audit.as_deref(), &host)?;
     configure_trust(&host.manager, &args.trust, &host.bus)?;
-    configure_isolation(&host.manager, &args.packs, &args.isolate, &args.trust)?;
-    configure_monitoring(&host.manager, &args.packs, &args.monitor)?;
-    load_packs(&host.manager, &args.packs, &host.bus)?;
+    let packs = &args.pack.packs;
+    configure_isolation(&host.manager, packs, &args.pack.isolate, &args.trust)?;
+    configure_monitoring(&host.manager, packs, &args.pack.monitor)?;
+    load_packs(&host.manager, packs, &host.bus)?;
     let _watcher = args
         .watch
         .then(|| watcher(&host.manager, &host.bus))
         .transpose()?;
     let (provider, approver) = super::pack_test::record_hook(&args, &host.bus, provider, approver)?;
-    for rule in args.ask.iter().chain(&args.deny) {
+    let approvals = &args.approvals;
+    for rule in approvals.ask.iter().chain(&approvals.deny) {
         ToolRules::check(rule).map_err(Failure::usage)?;
     }
     let mut rules = ToolRules::new(Permission::Allow);
-    for tool in &args.ask {
+    for tool in &approvals.ask {
         rules = rules.set(tool.clone(), Permission::Ask);
     }
-    for tool in &args.deny {
+    for tool in &approvals.deny {
         rules = rules.set(tool.clone(), Permission::Deny);
     }
     // Stopped when the run ends (dropped last).
@@ -159,17 +161,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .session(
             provider,
             workspace,
-            (args.max_steps, !args.no_bash_sandbox),
+            (args.session.max_steps, args.session.bash_sandbox),
             &mcp.tools(),
         )
         .permissions(Arc::new(rules))
         .approver(approver)
         .prices(Arc::new(prices))
-        .compaction_keep_turns(args.compact_keep_turns)
-        .stream(args.stream)
-        .stream_policy(args.stream_policy.into())
+        .compaction_keep_turns(args.session.compact_keep_turns)
+        .stream(args.provider.stream)
+        .stream_policy(args.provider.stream_policy.into())
         .strategy(strategy);
-    if let Some(system) = &args.system {
+    if let Some(system) = &args.session.system {
         builder = builder.system(system.clone());
     }
     let mut session = builder.build();
@@ -181,7 +183,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     if args.turns_from_stdin {
         stdin_turns(&mut session, &mut last)?;
     }
-    audit_log::finish(audit.as_ref(), args.audit.as_deref())?;
+    audit_log::finish(audit.as_ref(), args.session.audit.as_deref())?;
     match last {
         Some(result) if !result.success => Err(Failure::run_failed(ended(&result))),
         _ => Ok(()),

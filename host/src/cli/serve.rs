@@ -2,10 +2,10 @@
 //! or SIGTERM (requests in flight finish first). `chimera.toml`'s
 //! `[serve]` section gives what no flag does.
 
-use super::args::{ClientLimitArgs, ServeArgs, StateArgs};
+use super::args::{ClientLimitArgs, GatewayArgs, ServeArgs, StateArgs};
 use super::audit_log;
 use super::failure::Failure;
-use super::server::{pack_flags, server_packs, PackFlags, ServerPacks};
+use super::server::{server_packs, PackFlags, ServerPacks};
 use chimera_host::gateway::{
     key_hash, ClientLimits, Gateway, GatewayConfig, MetricsAccess, Upstream,
 };
@@ -25,25 +25,26 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         println!("{}", key_hash(key.trim()));
         return Ok(());
     }
+    let gateway = &args.serve;
     let openai = upstream(
         "--upstream",
-        args.upstream.as_deref(),
-        args.upstream_key_env.as_deref(),
-        &args.models,
+        gateway.openai.base_url.as_deref(),
+        gateway.openai.key_env.as_deref(),
+        &gateway.openai.models,
     )?;
     let anthropic = upstream(
         "--anthropic-upstream",
-        args.anthropic_upstream.as_deref(),
-        args.anthropic_key_env.as_deref(),
-        &args.anthropic_models,
+        gateway.anthropic.base_url.as_deref(),
+        gateway.anthropic.key_env.as_deref(),
+        &gateway.anthropic.models,
     )?;
     if openai.is_none() && anthropic.is_none() {
         return Err(Failure::usage(
-            "serve needs an upstream: --upstream URL --model NAME (chat completions) \
+            "serve needs an upstream: --upstream URL --upstream-model NAME (chat completions) \
              and/or --anthropic-upstream URL --anthropic-model NAME (messages)",
         ));
     }
-    check_client_keys(&args)?;
+    check_client_keys(gateway)?;
     let state = gate_state(&args.state)?;
     let ServerPacks {
         registry,
@@ -53,7 +54,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         "chimera serve",
         &args.search,
         &args.trust,
-        &pack_flags!(args),
+        &PackFlags {
+            pack: &args.pack,
+            fail_open: &args.serving.fail_open,
+            watch: gateway.watch,
+        },
         |manager| {
             manager.set_state(state.clone());
             Ok(())
@@ -63,27 +68,27 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::run_failed(format!("cannot make the gateway's workspace: {e}")))?;
     let workspace = Workspace::new(root.path())
         .map_err(|e| Failure::run_failed(format!("cannot open the gateway's workspace: {e}")))?;
-    let mut gateway = Gateway::new(
-        &gateway_config(&args, openai, anthropic),
+    let mut server = Gateway::new(
+        &gateway_config(gateway, openai, anthropic),
         registry,
         workspace,
     )
     .with_state(state.service().clone());
-    let audit = args
+    let audit = gateway
         .audit
         .as_deref()
         .map(|path| audit_log::open(path, &manager))
         .transpose()?;
     if let Some(audit) = &audit {
-        gateway = gateway.with_audit(audit.clone());
+        server = server.with_audit(audit.clone());
     }
-    let gateway = Arc::new(gateway);
+    let server = Arc::new(server);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::run_failed(format!("cannot start the server's runtime: {e}")))?;
-    runtime.block_on(listen(gateway, args.listen, args.metrics_listen))?;
-    audit_log::finish(audit.as_ref(), args.audit.as_deref())?;
+    runtime.block_on(listen(server, gateway.listen, gateway.metrics_listen))?;
+    audit_log::finish(audit.as_ref(), gateway.audit.as_deref())?;
     // Kept until the server is done: the watcher, the manager (whose
     // packs the registry's chains call) and the workspace's directory.
     drop(watching);
@@ -133,9 +138,9 @@ async fn listen(
 /// `--client-key-sha256` and `--metrics-key-sha256` values are SHA-256s
 /// in hex, and
 /// `--session-scope key` has them.
-fn check_client_keys(args: &ServeArgs) -> Result<(), Failure> {
+fn check_client_keys(args: &GatewayArgs) -> Result<(), Failure> {
     let named = args
-        .client_key_hashes
+        .client_key_sha256
         .iter()
         .map(|h| ("--client-key-sha256", h));
     let metrics = args
@@ -151,7 +156,7 @@ fn check_client_keys(args: &ServeArgs) -> Result<(), Failure> {
         }
     }
     if args.session_scope == chimera_host::gateway::SessionScope::Key
-        && args.client_key_hashes.is_empty()
+        && args.client_key_sha256.is_empty()
     {
         return Err(Failure::usage(
             "--session-scope key needs client keys (--client-key-sha256): without them any \
@@ -163,7 +168,7 @@ fn check_client_keys(args: &ServeArgs) -> Result<(), Failure> {
 
 /// The gateway's settings from `args` (its upstreams already read).
 fn gateway_config(
-    args: &ServeArgs,
+    args: &GatewayArgs,
     openai: Option<Upstream>,
     anthropic: Option<Upstream>,
 ) -> GatewayConfig {
@@ -171,7 +176,7 @@ fn gateway_config(
         openai,
         anthropic,
         client_key_hashes: args
-            .client_key_hashes
+            .client_key_sha256
             .iter()
             .map(|h| h.to_ascii_lowercase())
             .collect(),

@@ -2,7 +2,7 @@
 //! packs loaded, trusted, maybe isolated and watched, and an operator log
 //! on standard error (standard output is the server's own).
 
-use super::args::{SearchArgs, TrustArgs};
+use super::args::{PackArgs, SearchArgs, TrustArgs};
 use super::containment::{
     check_loaded, configure_isolation, configure_monitoring, configure_trust, watcher,
 };
@@ -25,31 +25,14 @@ pub(crate) struct ServerPacks {
     pub(crate) watching: Option<Watcher>,
 }
 
-/// Which packs a server loads, and how: `--pack` specs in load order,
-/// the names `--isolate`, `--monitor` and `--fail-open` give, and
-/// `--watch`.
+/// Which packs a server loads, and how: `--pack` specs in load order with
+/// the names `--isolate` and `--monitor` give, the names `--fail-open`
+/// gives, and `--watch`.
 pub(crate) struct PackFlags<'a> {
-    pub(crate) packs: &'a [String],
-    pub(crate) isolate: &'a [String],
-    pub(crate) monitor: &'a [String],
+    pub(crate) pack: &'a PackArgs,
     pub(crate) fail_open: &'a [String],
     pub(crate) watch: bool,
 }
-
-/// The [`PackFlags`] of a server command's arguments (`serve`'s, `mcp
-/// guard`'s).
-macro_rules! pack_flags {
-    ($args:expr) => {
-        PackFlags {
-            packs: &$args.packs,
-            isolate: &$args.isolate,
-            monitor: &$args.monitor,
-            fail_open: &$args.fail_open,
-            watch: $args.watch,
-        }
-    };
-}
-pub(crate) use pack_flags;
 
 /// The packs of a server named `who`: trust, isolation and monitoring
 /// configured, `prepare` run on the manager (what it offers packs), the
@@ -63,9 +46,11 @@ pub(crate) fn server_packs(
     prepare: impl FnOnce(&PluginManager) -> Result<(), Failure>,
 ) -> Result<ServerPacks, Failure> {
     let PackFlags {
-        packs,
-        isolate,
-        monitor,
+        pack: PackArgs {
+            packs,
+            isolate,
+            monitor,
+        },
         fail_open,
         watch,
     } = *flags;

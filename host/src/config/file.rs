@@ -1,13 +1,14 @@
-//! What `chimera.toml` may say, and how its text is read: a regular file
-//! (never a FIFO), at most 1 MiB, UTF-8; unknown keys and wrong types are
-//! errors naming the key's line. Every key is optional. Relative paths are
-//! resolved against the file's directory by whoever uses them
-//! ([`Loaded::resolve`](super::Loaded::resolve)).
+//! How `chimera.toml`'s text is read: a regular file (never a FIFO), at
+//! most 1 MiB, UTF-8, TOML; an error names its line. The keys it may hold
+//! are the command line's settings (each declared once, beside its flag),
+//! which check them and name a wrong key's line ([`line_of_key`]); the
+//! tables that have no flag of their own, a `[[packs]]` entry and an
+//! `[mcp.servers.NAME]` server, are read here.
 
 use super::ConfigError;
 use crate::files::read_user_file;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The file's name, in the project directory and the user config directory.
 pub const FILE_NAME: &str = "chimera.toml";
@@ -15,46 +16,6 @@ pub const FILE_NAME: &str = "chimera.toml";
 /// Configuration files and the trust store are small; anything larger is
 /// refused rather than read.
 pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
-
-/// The file's contents.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// Directories to search for packs, before the environment's.
-    pub plugins_dirs: Option<Vec<PathBuf>>,
-    /// The packs, in load order.
-    pub packs: Option<Vec<PackEntry>>,
-    /// Trust and containment.
-    #[serde(default)]
-    pub trust: TrustSection,
-    /// Which model the session talks to.
-    #[serde(default)]
-    pub provider: ProviderSection,
-    /// Who may run which tool, and who answers.
-    #[serde(default)]
-    pub approvals: ApprovalsSection,
-    /// The session itself.
-    #[serde(default)]
-    pub session: SessionSection,
-    /// The gateway (`chimera serve`).
-    #[serde(default)]
-    pub serve: ServeSection,
-    /// Where gate state is kept.
-    #[serde(default)]
-    pub state: StateSection,
-    /// MCP servers whose tools a run offers.
-    #[serde(default)]
-    pub mcp: McpSection,
-}
-
-/// `[mcp]`: the MCP servers whose tools `chimera run` offers the model
-/// (as `NAME__tool`) and `chimera tools list` lists.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpSection {
-    /// `[mcp.servers.NAME]`, by name.
-    pub servers: Option<std::collections::BTreeMap<String, McpServerEntry>>,
-}
 
 /// `[mcp.servers.NAME]`: one server, either a `command` started in the
 /// workspace and spoken to on its standard input and output, or the `url`
@@ -80,98 +41,6 @@ pub struct McpServerEntry {
     pub call_timeout_secs: Option<u64>,
 }
 
-/// `[state]`: where gate state (budgets, rate limits, loop caps) is kept,
-/// and what gates do while that store is down (the `--state-*` flags).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StateSection {
-    /// The Redis every replica shares (`redis://127.0.0.1:6379`); without
-    /// it, this process alone.
-    pub redis: Option<String>,
-    /// How long one operation may take, in milliseconds.
-    pub timeout_ms: Option<u64>,
-    /// `fail_closed` (refuse, the default) or `fail_open` (count in this
-    /// process) while the store is down.
-    pub on_unavailable: Option<crate::state::FailPolicy>,
-    /// Per pack, by name: its own `on_unavailable`.
-    pub policies: Option<std::collections::BTreeMap<String, crate::state::FailPolicy>>,
-}
-
-/// `[serve]`: the gateway (the `chimera serve` flags of the same names).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServeSection {
-    /// The address to listen on (`127.0.0.1:8787`).
-    pub listen: Option<std::net::SocketAddr>,
-    /// The SHA-256 (hex) of each accepted client key.
-    pub client_key_sha256: Option<Vec<String>>,
-    /// The SHA-256 (hex) of the key `/metrics` asks for.
-    pub metrics_key_sha256: Option<String>,
-    /// A listener of `/metrics`' own (then not served on `listen`).
-    pub metrics_listen: Option<std::net::SocketAddr>,
-    /// The largest request body taken, in bytes.
-    pub body_cap: Option<usize>,
-    /// The most bytes of request headers taken.
-    pub header_cap: Option<usize>,
-    /// The most requests relayed at once.
-    pub concurrency: Option<usize>,
-    /// The most conversations kept.
-    pub max_sessions: Option<usize>,
-    /// What names a conversation: `header` (`x-chimera-session` within
-    /// the key, else the key) or `key` (the key alone).
-    pub session_scope: Option<SessionScope>,
-    /// How long connecting to an upstream may take, in seconds.
-    pub upstream_connect_timeout: Option<u64>,
-    /// How long an upstream may take to answer (and then to send its
-    /// whole reply), in seconds.
-    pub upstream_timeout: Option<u64>,
-    /// How often the gateway itself retries an upstream 429 or 5xx (0,
-    /// the default: the client's SDK retries).
-    pub upstream_retries: Option<u32>,
-    /// A streamed request when a pack gates whole replies only:
-    /// `downgrade` holds each reply until it is judged whole, `allow`
-    /// streams it and appends the verdict.
-    pub stream_policy: Option<StreamPolicyName>,
-    /// Hot-swap rebuilt packs.
-    pub watch: Option<bool>,
-    /// The audit log of every decision (as `--audit FILE`).
-    pub audit: Option<PathBuf>,
-    /// How long a request's headers may take, in seconds (and an idle
-    /// connection may wait for the next request).
-    pub header_timeout: Option<u64>,
-    /// How long a request's body may take, in seconds (408).
-    pub body_timeout: Option<u64>,
-    /// How long a client may take nothing written to it, in seconds (its
-    /// connection closed, a stream to it cancelled).
-    pub write_timeout: Option<u64>,
-    /// The most request-body bytes buffered across all requests (429).
-    pub buffer_cap: Option<usize>,
-    /// The most request-body bytes one key's requests buffer (429).
-    pub key_buffer_cap: Option<usize>,
-    /// The most requests one key has in flight (429).
-    pub key_concurrency: Option<usize>,
-    /// A rate limiter's pause: 0 answers 429 with `retry-after`; more
-    /// holds the request, without a concurrency slot, up to that many
-    /// seconds.
-    pub rate_limit_hold: Option<u64>,
-    /// `[serve.openai]`: the chat-completions upstream.
-    pub openai: Option<UpstreamSection>,
-    /// `[serve.anthropic]`: the Messages upstream.
-    pub anthropic: Option<UpstreamSection>,
-}
-
-/// `[serve.openai]`, `[serve.anthropic]`: one upstream.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamSection {
-    /// Its base URL.
-    pub base_url: Option<String>,
-    /// The environment variable holding the gateway's key for it.
-    pub key_env: Option<String>,
-    /// The models clients may ask it for.
-    pub models: Option<Vec<String>>,
-}
-
 /// `[[packs]]`: one pack, by entry-point name, with its config.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,96 +59,6 @@ pub struct PackEntry {
     /// its process restarting); `fail_open` lets each seam's own policy
     /// decide instead (`--fail-open NAME`).
     pub on_unavailable: Option<crate::state::FailPolicy>,
-}
-
-/// `[trust]`: trust and containment (the flags of the same names).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TrustSection {
-    /// Refuse a plugins directory without a lock file.
-    pub locked: Option<bool>,
-    /// The one lock file to consult.
-    pub lock: Option<PathBuf>,
-    /// Accept a plugins directory others may write to.
-    pub allow_insecure_plugins_dir: Option<bool>,
-    /// Run new pack content in a throw-away process first.
-    pub probe: Option<bool>,
-    /// Probe each rebuilt pack before a hot swap.
-    pub probe_on_reload: Option<bool>,
-    /// How long a probe may take, in seconds.
-    pub probe_timeout: Option<u64>,
-    /// Failures within the window that quarantine a pack.
-    pub quarantine_after: Option<u32>,
-    /// The quarantine window, in seconds.
-    pub quarantine_window: Option<u64>,
-    /// A pack call's time budget, in milliseconds.
-    pub call_budget_ms: Option<u64>,
-    /// What a call's budget grows by per MiB of its input, in
-    /// milliseconds.
-    pub call_budget_per_mib_ms: Option<u64>,
-    /// How many processes each isolated pack runs.
-    pub isolate_processes: Option<usize>,
-}
-
-/// `[provider]`: the model.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderSection {
-    /// `openai`, `anthropic` or `scripted` (with `script`).
-    pub name: Option<String>,
-    /// The model name.
-    pub model: Option<String>,
-    /// The API's base URL.
-    pub base_url: Option<String>,
-    /// The environment variable holding the API key.
-    pub api_key_env: Option<String>,
-    /// The scripted model's script.
-    pub script: Option<PathBuf>,
-    /// Extra request headers, `"Name: value"`.
-    pub headers: Option<Vec<String>>,
-    /// Stream replies.
-    pub stream: Option<bool>,
-    /// What a pack that gates whole replies does to streaming.
-    pub stream_policy: Option<StreamPolicyName>,
-}
-
-/// `[approvals]`: who may run which tool, and who answers.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalsSection {
-    /// Tools to ask about before each call.
-    pub ask: Option<Vec<String>>,
-    /// Tools never to run.
-    pub deny: Option<Vec<String>>,
-    /// `yes` approves every ask, `no` rejects every ask.
-    pub answer: Option<Answer>,
-    /// Answers, one JSON object per line (as `--approvals FILE`).
-    pub answers_file: Option<PathBuf>,
-}
-
-/// `[session]`: the session itself.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SessionSection {
-    /// The system prompt.
-    pub system: Option<String>,
-    /// Provider calls per turn.
-    pub max_steps: Option<usize>,
-    /// The workspace directory.
-    pub workspace: Option<PathBuf>,
-    /// A price table file.
-    pub prices: Option<PathBuf>,
-    /// Turns a compaction keeps whole.
-    pub compact_keep_turns: Option<usize>,
-    /// Confine `bash`'s writes (Landlock).
-    pub bash_sandbox: Option<bool>,
-    /// `react`, `plan-and-execute`, `reflexion`, `tree-of-thought`,
-    /// `plan-act` or `retry`.
-    pub strategy: Option<String>,
-    /// The strategy's settings, as a table (`{ candidates = 2 }`).
-    pub strategy_config: Option<toml::Table>,
-    /// The audit log every run appends to (as `--audit FILE`).
-    pub audit: Option<PathBuf>,
 }
 
 /// What names a gateway conversation (`[serve] session_scope`,
@@ -312,45 +91,6 @@ impl std::str::FromStr for SessionScope {
     }
 }
 
-/// `[approvals] answer`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Answer {
-    /// Approve every ask.
-    Yes,
-    /// Reject every ask.
-    No,
-}
-
-/// `[provider] stream_policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StreamPolicyName {
-    /// Turn streaming off for a pack that gates whole replies only.
-    Downgrade,
-    /// Keep it on.
-    Allow,
-}
-
-impl FileConfig {
-    /// Refuses what the schema cannot: both ways of answering approvals.
-    ///
-    /// # Errors
-    ///
-    /// `ConfigError::Invalid` when `[approvals]` sets both `answer` and
-    /// `answers_file`.
-    pub fn check(&self, path: &Path) -> Result<(), ConfigError> {
-        let approvals = &self.approvals;
-        if approvals.answer.is_some() && approvals.answers_file.is_some() {
-            return Err(ConfigError::Invalid {
-                path: path.to_owned(),
-                problem: "[approvals] sets both answer and answers_file; keep one".to_owned(),
-            });
-        }
-        Ok(())
-    }
-}
-
 /// Reads the user-named file at `path` as configuration text.
 pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
     read_user_file(path, MAX_FILE_BYTES).map_err(|reason| ConfigError::Read {
@@ -366,13 +106,15 @@ fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Parses `text` (read from `path`); an error names the line and the problem.
+/// Parses `text` (read from `path`) as TOML; an error names the line and
+/// the problem. What the keys may be is the reader's business (the
+/// command line's settings check them, naming the line with
+/// [`line_of_key`]).
 ///
 /// # Errors
 ///
-/// `ConfigError::Parse` when `text` is not TOML or does not fit the
-/// configuration schema (an unknown key, a value of the wrong type).
-pub fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+/// `ConfigError::Parse` when `text` is not TOML.
+pub fn parse(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
     toml::from_str(text).map_err(|error| ConfigError::Parse {
         path: path.to_owned(),
         line: error.span().map(|span| line_of(text, span.start)),
@@ -380,39 +122,65 @@ pub fn parse(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
     })
 }
 
+/// The 1-based line where `text` (a TOML document) writes the key at
+/// `path` (`["trust", "probe"]`; a number steps into an array of tables),
+/// or the nearest enclosing key it writes; `None` when it writes none of
+/// them or is not TOML.
+#[must_use]
+pub fn line_of_key(text: &str, path: &[String]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let document = DeTable::parse(text).ok()?;
+    let mut table = document.get_ref();
+    let mut line = None;
+    let mut steps = path.iter().peekable();
+    while let Some(step) = steps.next() {
+        let Some((key, value)) = table.iter().find(|(key, _)| key.get_ref() == step) else {
+            break;
+        };
+        line = Some(line_of(text, key.span().start));
+        let mut value = value.get_ref();
+        if let (DeValue::Array(items), Some(index)) =
+            (value, steps.peek().and_then(|s| s.parse::<usize>().ok()))
+        {
+            steps.next();
+            match items.get(index) {
+                Some(item) => {
+                    line = Some(line_of(text, item.span().start));
+                    value = item.get_ref();
+                }
+                None => break,
+            }
+        }
+        match value {
+            DeValue::Table(inner) => table = inner,
+            _ => break,
+        }
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parsed(text: &str) -> Result<FileConfig, String> {
+    fn parsed(text: &str) -> Result<toml::Table, String> {
         parse(Path::new("chimera.toml"), text).map_err(|e| e.to_string())
     }
 
     #[test]
-    fn an_unknown_key_is_refused_with_its_line() {
-        let error = parsed("packs = []\n\n[trust]\nprobe = true\nprobbe = true\n").unwrap_err();
-        assert!(error.starts_with("chimera.toml line 5: "), "{error}");
-        assert!(error.contains("probbe"), "{error}");
+    fn text_that_is_not_toml_is_refused_with_its_line() {
+        let error = parsed("[trust]\nprobe = true\nprobe =\n").unwrap_err();
+        assert!(error.starts_with("chimera.toml line 3: "), "{error}");
         assert!(!error.contains('\n'), "{error}");
     }
 
     #[test]
-    fn a_wrong_type_is_refused_with_its_line() {
-        let error = parsed("[session]\nmax_steps = \"many\"\n").unwrap_err();
-        assert!(error.starts_with("chimera.toml line 2: "), "{error}");
-    }
-
-    #[test]
-    fn both_ways_of_answering_approvals_are_refused() {
-        let config = parse(
-            Path::new("c.toml"),
-            "[approvals]\nanswer = \"yes\"\nanswers_file = \"a.jsonl\"\n",
-        )
-        .unwrap();
-        let error = config.check(Path::new("c.toml")).unwrap_err().to_string();
-        assert_eq!(
-            error,
-            "c.toml: [approvals] sets both answer and answers_file; keep one"
-        );
+    fn a_key_s_line_is_found_in_sections_and_arrays_of_tables() {
+        let text = "packs = []\n\n[trust]\nprobe = true\nprobbe = true\n[[serve.x]]\na = 1\n[[serve.x]]\nb = 2\n";
+        let path = |keys: &[&str]| keys.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
+        assert_eq!(line_of_key(text, &path(&["trust", "probbe"])), Some(5));
+        assert_eq!(line_of_key(text, &path(&["trust", "nope"])), Some(3));
+        assert_eq!(line_of_key(text, &path(&["serve", "x", "1", "b"])), Some(9));
+        assert_eq!(line_of_key(text, &path(&["nope"])), None);
     }
 }

@@ -1,8 +1,9 @@
 //! Configuration shared by every command that runs packs (`chimera run`,
 //! `chimera serve`, the pack tools): the `chimera.toml` schema and how it
 //! is found, read and trusted, the plugin search path, the per-user
-//! directories, and pack specs (`NAME[=JSON]`). The command line turns its
-//! arguments and this into settings; nothing here knows about flags.
+//! directories, and pack specs (`NAME[=JSON]`). The command line declares
+//! the settings (each flag with its file key) and layers the file under its
+//! flags; nothing here knows about flags.
 
 mod file;
 mod pack_spec;
@@ -10,15 +11,11 @@ mod paths;
 mod search;
 mod trust;
 
-pub use file::{
-    parse, Answer, ApprovalsSection, FileConfig, McpSection, McpServerEntry, PackEntry,
-    ProviderSection, ServeSection, SessionScope, SessionSection, StateSection, StreamPolicyName,
-    TrustSection, UpstreamSection, FILE_NAME,
-};
+pub use file::{line_of_key, parse, McpServerEntry, PackEntry, SessionScope, FILE_NAME};
 pub use pack_spec::{parse_pack_spec, PackSpec};
 pub use paths::{user_config_dir, user_data_dir};
 pub use search::{configured_dirs, search_path, BUNDLED_PACKAGES};
-pub use trust::{load, trust, user_file, Found, Loaded};
+pub use trust::{load, trust, user_file, Check, Found, Loaded};
 
 use std::path::PathBuf;
 

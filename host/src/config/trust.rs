@@ -14,7 +14,7 @@
 //! `--config FILE` and the per-user file are the user's own choice and need
 //! no trust step.
 
-use super::file::{parse, read, FileConfig, FILE_NAME};
+use super::file::{parse, read, FILE_NAME};
 use super::paths::user_config_dir;
 use super::ConfigError;
 use crate::files::write_atomically;
@@ -41,20 +41,15 @@ pub enum Found {
 pub struct Loaded {
     /// The file (absolute for a project file).
     pub path: PathBuf,
-    /// What it says.
-    pub config: FileConfig,
+    /// Its text (to name the line of a key the reader refuses).
+    pub text: String,
+    /// What it says, as TOML.
+    pub table: toml::Table,
 }
 
-impl Loaded {
-    /// `path` as the file means it: relative to the file's directory.
-    #[must_use]
-    pub fn resolve(&self, path: &Path) -> PathBuf {
-        match self.path.parent() {
-            Some(dir) if path.is_relative() => dir.join(path),
-            _ => path.to_owned(),
-        }
-    }
-}
+/// What a reader of the file checks of it (its keys and their types),
+/// before it is used or trusted.
+pub type Check<'a> = &'a dyn Fn(&Loaded) -> Result<(), ConfigError>;
 
 /// The per-user configuration file's path.
 #[must_use]
@@ -97,8 +92,8 @@ fn digest(text: &str) -> String {
 }
 
 /// Loads the configuration file `named` (`--config`) or the search finds,
-/// checked ([`FileConfig::check`]); a project file must have been trusted
-/// at its current contents. `None` when there is no file.
+/// checked by `check`; a project file must have been trusted at its
+/// current contents. `None` when there is no file.
 ///
 /// # Errors
 ///
@@ -106,9 +101,9 @@ fn digest(text: &str) -> String {
 /// large, not UTF-8); `ConfigError::Untrusted` or `ConfigError::Changed` for a
 /// project file never trusted, or changed since; `ConfigError::NoUserDir` or
 /// `ConfigError::TrustStore` when the trust store cannot be found or read.
-/// `ConfigError::Parse` and `ConfigError::Invalid` as [`parse`] and
-/// [`FileConfig::check`] refuse it.
-pub fn load(named: Option<&Path>) -> Result<Option<Loaded>, ConfigError> {
+/// `ConfigError::Parse` as [`parse`] refuses it, and whatever `check`
+/// returns.
+pub fn load(named: Option<&Path>, check: Check<'_>) -> Result<Option<Loaded>, ConfigError> {
     let Some((path, found)) = locate(named) else {
         return Ok(None);
     };
@@ -121,31 +116,38 @@ pub fn load(named: Option<&Path>) -> Result<Option<Loaded>, ConfigError> {
             None => return Err(ConfigError::Untrusted { path }),
         }
     }
-    let config = parse(&path, &text)?;
-    config.check(&path)?;
-    Ok(Some(Loaded { path, config }))
+    let table = parse(&path, &text)?;
+    let loaded = Loaded { path, text, table };
+    check(&loaded)?;
+    Ok(Some(loaded))
 }
 
 /// Pins the project file `file` (default `./chimera.toml`) at its current
-/// contents, after checking that it parses. Returns the file's absolute
-/// path and the trust store's.
+/// contents, after checking that it parses and passes `check`. Returns the
+/// file's absolute path and the trust store's.
 ///
 /// # Errors
 ///
 /// `ConfigError::Read` or `ConfigError::Parse` when the file cannot be read or
-/// does not parse; `ConfigError::NoUserDir` or `ConfigError::TrustStore` when
+/// does not parse, whatever `check` returns; `ConfigError::NoUserDir` or `ConfigError::TrustStore` when
 /// the trust store cannot be found or read; `ConfigError::Write` when it cannot
 /// be written.
-pub fn trust(file: Option<&Path>) -> Result<(PathBuf, PathBuf), ConfigError> {
+pub fn trust(file: Option<&Path>, check: Check<'_>) -> Result<(PathBuf, PathBuf), ConfigError> {
     let file = file.unwrap_or(Path::new(FILE_NAME));
     let path = std::path::absolute(file).map_err(|e| ConfigError::Read {
         path: file.to_owned(),
         reason: e.to_string(),
     })?;
     let text = read(&path)?;
-    parse(&path, &text)?;
+    let table = parse(&path, &text)?;
+    let digest = digest(&text);
+    check(&Loaded {
+        path: path.clone(),
+        text,
+        table,
+    })?;
     let (store_path, mut store) = trust_store()?;
-    store.insert(path.display().to_string(), digest(&text));
+    store.insert(path.display().to_string(), digest);
     let body = serde_json::to_string_pretty(&store).map_err(|e| ConfigError::TrustStore {
         path: store_path.clone(),
         reason: e.to_string(),
