@@ -8,7 +8,9 @@
 
 pub(crate) use super::settings::gateway::{ClientLimitArgs, GatewayArgs, StateArgs};
 use super::settings::groups::{ApprovalArgs, ProviderArgs, SessionArgs};
-pub(crate) use super::settings::groups::{McpArgs, PackArgs, SearchArgs, ServingArgs, TrustArgs};
+pub(crate) use super::settings::groups::{
+    LoadArgs, McpArgs, PackArgs, SearchArgs, ServingArgs, TrustArgs,
+};
 use super::settings::{Settings, TakesSettings};
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
@@ -93,15 +95,10 @@ pub(crate) struct ServeArgs {
     pub(crate) serve: GatewayArgs,
     #[command(flatten)]
     #[serde(flatten)]
-    pub(crate) pack: PackArgs,
+    pub(crate) load: LoadArgs,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) serving: ServingArgs,
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub(crate) search: SearchArgs,
-    #[command(flatten)]
-    pub(crate) trust: TrustArgs,
     #[command(flatten)]
     pub(crate) state: StateArgs,
     /// Print the SHA-256 of the key in the environment variable VAR (the
@@ -114,10 +111,8 @@ pub(crate) struct ServeArgs {
 impl TakesSettings for ServeArgs {
     fn adopt(&mut self, settings: Settings) {
         self.serve = settings.serve;
-        self.pack = settings.pack;
+        self.load = settings.load;
         self.serving = settings.serving;
-        self.search = settings.search;
-        self.trust = settings.trust;
         self.state = settings.state;
     }
 }
@@ -170,7 +165,7 @@ pub(crate) struct McpPinArgs {
 pub(crate) struct McpGuardArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub(crate) pack: PackArgs,
+    pub(crate) load: LoadArgs,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) serving: ServingArgs,
@@ -198,11 +193,6 @@ pub(crate) struct McpGuardArgs {
     #[command(flatten)]
     #[serde(skip)]
     pub(crate) pins: PinArgs,
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub(crate) search: SearchArgs,
-    #[command(flatten)]
-    pub(crate) trust: TrustArgs,
     /// Guard the remote MCP server at URL (streamable HTTP) instead of
     /// starting one: the guard then serves streamable HTTP itself, on
     /// --listen.
@@ -244,10 +234,8 @@ pub(crate) struct McpGuardArgs {
 
 impl TakesSettings for McpGuardArgs {
     fn adopt(&mut self, settings: Settings) {
-        self.pack = settings.pack;
+        self.load = settings.load;
         self.serving = settings.serving;
-        self.search = settings.search;
-        self.trust = settings.trust;
     }
 }
 
@@ -406,14 +394,7 @@ impl TakesSettings for ToolsListArgs {
 pub(crate) struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
-    pub(crate) search: SearchArgs,
-
-    #[command(flatten)]
-    pub(crate) trust: TrustArgs,
-
-    #[command(flatten)]
-    #[serde(flatten)]
-    pub(crate) pack: PackArgs,
+    pub(crate) load: LoadArgs,
 
     #[command(flatten)]
     pub(crate) provider: ProviderArgs,
@@ -462,9 +443,7 @@ pub(crate) struct RunArgs {
 
 impl TakesSettings for RunArgs {
     fn adopt(&mut self, settings: Settings) {
-        self.search = settings.search;
-        self.trust = settings.trust;
-        self.pack = settings.pack;
+        self.load = settings.load;
         self.provider = settings.provider;
         self.session = settings.session;
         self.approvals = settings.approvals;

@@ -97,10 +97,8 @@ pub(crate) fn guard(args: McpGuardArgs) -> Result<(), Failure> {
         watching,
     } = server_packs(
         "chimera mcp guard",
-        &args.search,
-        &args.trust,
+        &args.load,
         &PackFlags {
-            pack: &args.pack,
             fail_open: &args.serving.fail_open,
             watch: args.watch,
         },

@@ -166,6 +166,7 @@ pub(crate) fn record_hook(
         return Ok((provider, approver));
     };
     let packs = args
+        .load
         .pack
         .packs
         .iter()

@@ -1,6 +1,6 @@
 //! `chimera run`: an agent session on the command line.
 
-use super::args::RunArgs;
+use super::args::{LoadArgs, RunArgs};
 use super::audit_log;
 use super::containment::{configure_isolation, configure_monitoring, configure_trust, watcher};
 use super::failure::Failure;
@@ -131,12 +131,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::usage(format!("--prices {}: {e}", path.display())))?,
         None => PriceTable::default(),
     };
-    let host = Host::new(&args.search, args.json);
+    let LoadArgs {
+        search,
+        pack,
+        trust,
+    } = &args.load;
+    let host = Host::new(search, args.json);
     let audit = open_audit(args.session.audit.as_deref(), &host)?;
-    configure_trust(&host.manager, &args.trust, &host.bus)?;
-    let packs = &args.pack.packs;
-    configure_isolation(&host.manager, packs, &args.pack.isolate, &args.trust)?;
-    configure_monitoring(&host.manager, packs, &args.pack.monitor)?;
+    configure_trust(&host.manager, trust, &host.bus)?;
+    let packs = &pack.packs;
+    configure_isolation(&host.manager, packs, &pack.isolate, trust)?;
+    configure_monitoring(&host.manager, packs, &pack.monitor)?;
     load_packs(&host.manager, packs, &host.bus)?;
     let _watcher = args
         .watch

@@ -52,10 +52,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         watching,
     } = server_packs(
         "chimera serve",
-        &args.search,
-        &args.trust,
+        &args.load,
         &PackFlags {
-            pack: &args.pack,
             fail_open: &args.serving.fail_open,
             watch: gateway.watch,
         },

@@ -2,7 +2,7 @@
 //! packs loaded, trusted, maybe isolated and watched, and an operator log
 //! on standard error (standard output is the server's own).
 
-use super::args::{PackArgs, SearchArgs, TrustArgs};
+use super::args::{LoadArgs, PackArgs};
 use super::containment::{
     check_loaded, configure_isolation, configure_monitoring, configure_trust, watcher,
 };
@@ -25,35 +25,34 @@ pub(crate) struct ServerPacks {
     pub(crate) watching: Option<Watcher>,
 }
 
-/// Which packs a server loads, and how: `--pack` specs in load order with
-/// the names `--isolate` and `--monitor` give, the names `--fail-open`
-/// gives, and `--watch`.
+/// How a server keeps its packs beyond loading them: the names
+/// `--fail-open` gives, and `--watch`.
 pub(crate) struct PackFlags<'a> {
-    pub(crate) pack: &'a PackArgs,
     pub(crate) fail_open: &'a [String],
     pub(crate) watch: bool,
 }
 
-/// The packs of a server named `who`: trust, isolation and monitoring
+/// The packs of a server named `who` (`load`: where they are found,
+/// which, and how they are trusted): trust, isolation and monitoring
 /// configured, `prepare` run on the manager (what it offers packs), the
 /// packs loaded in order (one line on stderr names those monitored), and
 /// watched when `watch`.
 pub(crate) fn server_packs(
     who: &'static str,
-    search: &SearchArgs,
-    trust: &TrustArgs,
+    load: &LoadArgs,
     flags: &PackFlags<'_>,
     prepare: impl FnOnce(&PluginManager) -> Result<(), Failure>,
 ) -> Result<ServerPacks, Failure> {
-    let PackFlags {
+    let LoadArgs {
+        search,
         pack: PackArgs {
             packs,
             isolate,
             monitor,
         },
-        fail_open,
-        watch,
-    } = *flags;
+        trust,
+    } = load;
+    let PackFlags { fail_open, watch } = *flags;
     let registry = Arc::new(Registry::new());
     let manager = Arc::new(PluginManager::with_search_path(
         Arc::clone(&registry),

@@ -10,6 +10,21 @@ use clap::{ArgAction, Args};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// The packs a command loads and how they are trusted: the search path,
+/// `--pack` (with `--isolate` and `--monitor`) and `[trust]`, one group
+/// for `run`, `serve` and `mcp guard` alike.
+#[derive(Debug, Clone, Args, Serialize)]
+pub(crate) struct LoadArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) search: SearchArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) pack: PackArgs,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+}
+
 /// Where packs are found (`plugins_dirs`).
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub(crate) struct SearchArgs {

@@ -23,9 +23,7 @@ use chimera_host::config::{self, ConfigError, Loaded};
 use clap::{ArgMatches, Args, FromArgMatches};
 use figment::Figment;
 use gateway::{GatewayArgs, StateArgs};
-use groups::{
-    ApprovalArgs, McpArgs, PackArgs, ProviderArgs, SearchArgs, ServingArgs, SessionArgs, TrustArgs,
-};
+use groups::{ApprovalArgs, LoadArgs, McpArgs, ProviderArgs, SearchArgs, ServingArgs, SessionArgs};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -35,17 +33,13 @@ pub(crate) use values::McpServer;
 /// then one section per group.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Settings {
-    /// `plugins_dirs`.
+    /// `plugins_dirs`, `packs` (and the names `isolate` and `monitor`
+    /// pick) and `[trust]`.
     #[serde(flatten)]
-    pub(crate) search: SearchArgs,
-    /// `packs` (and the names `isolate` and `monitor` pick).
-    #[serde(flatten)]
-    pub(crate) pack: PackArgs,
+    pub(crate) load: LoadArgs,
     /// The packs that fail open in a server.
     #[serde(flatten)]
     pub(crate) serving: ServingArgs,
-    /// `[trust]`.
-    pub(crate) trust: TrustArgs,
     /// `[provider]`.
     pub(crate) provider: ProviderArgs,
     /// `[approvals]`.
@@ -82,10 +76,12 @@ impl Settings {
     /// Every setting at its default.
     pub(crate) fn defaults() -> Settings {
         Settings {
-            search: defaults(),
-            pack: defaults(),
+            load: LoadArgs {
+                search: defaults(),
+                pack: defaults(),
+                trust: defaults(),
+            },
             serving: defaults(),
-            trust: defaults(),
             provider: defaults(),
             approvals: defaults(),
             session: defaults(),
@@ -99,10 +95,12 @@ impl Settings {
     /// top, so that paths there know their file too).
     fn extract(figment: &Figment) -> Result<Settings, Box<figment::Error>> {
         Ok(Settings {
-            search: figment.extract()?,
-            pack: figment.extract()?,
+            load: LoadArgs {
+                search: figment.extract()?,
+                pack: figment.extract()?,
+                trust: section(figment, "trust")?,
+            },
             serving: figment.extract()?,
-            trust: section(figment, "trust")?,
             provider: section(figment, "provider")?,
             approvals: section(figment, "approvals")?,
             session: section(figment, "session")?,
@@ -125,7 +123,7 @@ pub(crate) trait TakesSettings: Serialize {
 
 impl TakesSettings for SearchArgs {
     fn adopt(&mut self, settings: Settings) {
-        *self = settings.search;
+        *self = settings.load.search;
     }
 }
 

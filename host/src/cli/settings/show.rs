@@ -37,7 +37,7 @@ fn shown(layered: &Layered) -> Vec<Shown> {
 /// Prints `layered` (read from `file`, if any) as `config show` does.
 pub(super) fn print(layered: &Layered, file: Option<&Path>, as_json: bool) {
     let settings = shown(layered);
-    let search: Vec<String> = config::search_path(&layered.settings.search.plugins_dirs)
+    let search: Vec<String> = config::search_path(&layered.settings.load.search.plugins_dirs)
         .iter()
         .map(|dir| dir.path.display().to_string())
         .collect();

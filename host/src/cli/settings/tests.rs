@@ -71,12 +71,12 @@ fn the_file_fills_what_no_flag_set_and_flags_win() {
     );
     let (args, layered) = run(&loaded, &["--max-steps", "9", "--audit", "mine.jsonl"]);
     assert_eq!(
-        args.search.plugins_dirs,
+        args.load.search.plugins_dirs,
         [PathBuf::from("/project/plugins")]
     );
-    assert_eq!(args.pack.packs, ["redactor", "plan-gate={\"max\":3}"]);
-    assert_eq!(args.trust.quarantine_after, 5);
-    assert!(!args.trust.probe_on_reload);
+    assert_eq!(args.load.pack.packs, ["redactor", "plan-gate={\"max\":3}"]);
+    assert_eq!(args.load.trust.quarantine_after, 5);
+    assert!(!args.load.trust.probe_on_reload);
     assert!(!args.session.bash_sandbox);
     assert_eq!(args.session.max_steps, 9, "the flag wins");
     assert_eq!(
@@ -104,8 +104,8 @@ fn a_list_on_the_command_line_replaces_the_file_s_and_leaves_its_packs_modes() {
         "[[packs]]\nname = \"redactor\"\nisolate = true\nmode = \"monitor\"\n[approvals]\nask = [\"bash\", \"write_file\"]\n[mcp.servers.fs]\ncommand = \"npx\"\n",
     );
     let (args, layered) = run(&loaded, &[]);
-    assert_eq!(args.pack.isolate, ["redactor"]);
-    assert_eq!(args.pack.monitor, ["redactor"]);
+    assert_eq!(args.load.pack.isolate, ["redactor"]);
+    assert_eq!(args.load.pack.monitor, ["redactor"]);
     assert_eq!(origin(&layered, "isolate"), FILE);
     assert_eq!(args.mcp.servers.len(), 1);
     let (args, layered) = run(
@@ -119,15 +119,15 @@ fn a_list_on_the_command_line_replaces_the_file_s_and_leaves_its_packs_modes() {
             "echo=cat",
         ],
     );
-    assert_eq!(args.pack.packs, ["plan-gate"]);
-    assert!(args.pack.isolate.is_empty() && args.pack.monitor.is_empty());
+    assert_eq!(args.load.pack.packs, ["plan-gate"]);
+    assert!(args.load.pack.isolate.is_empty() && args.load.pack.monitor.is_empty());
     assert_eq!(origin(&layered, "monitor"), "default");
     assert_eq!(args.approvals.ask, ["read_file"]);
     assert!(matches!(&args.mcp.servers[..], [super::McpServer::Flag(f)] if f == "echo=cat"));
     // `--isolate` alone keeps the file's packs and replaces its names.
     let (args, _) = run(&loaded, &["--isolate", "other"]);
-    assert_eq!(args.pack.packs, ["redactor"]);
-    assert_eq!(args.pack.isolate, ["other"]);
+    assert_eq!(args.load.pack.packs, ["redactor"]);
+    assert_eq!(args.load.pack.isolate, ["other"]);
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn the_serve_section_fills_what_no_flag_set_and_a_flag_upstream_is_taken_whole()
         ],
     );
     let gateway = &args.serve;
-    assert_eq!(args.pack.packs, ["redactor"]);
+    assert_eq!(args.load.pack.packs, ["redactor"]);
     assert_eq!(gateway.listen.to_string(), "127.0.0.1:9000");
     assert_eq!(gateway.concurrency, 2, "the flag wins");
     assert_eq!(gateway.limits.key_concurrency, 3);
