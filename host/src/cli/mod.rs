@@ -20,6 +20,8 @@ mod run;
 mod serve;
 mod server;
 mod settings;
+#[cfg(test)]
+mod settings_tests;
 mod spec;
 mod status;
 mod tools;

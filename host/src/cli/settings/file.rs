@@ -3,12 +3,12 @@
 //! `isolate`, `mode` and `on_unavailable` pick), every key checked to be a
 //! setting, and a refusal naming the file and the key's line.
 
-use super::layer;
 use super::Settings;
 use chimera_host::config::{line_of_key, ConfigError, Loaded, PackEntry};
 use chimera_host::interception::PackMode;
 use chimera_host::state::FailPolicy;
 use figment::value::{Dict, Value};
+use serde::Serialize;
 use serde_json::json;
 
 /// Settings of the pack flags that the file sets per `[[packs]]` entry
@@ -107,8 +107,8 @@ fn check_keys(
 pub(super) fn dict(loaded: &Loaded) -> Result<Dict, ConfigError> {
     let mut table = loaded.table.clone();
     let entries = table.remove("packs");
-    let mut dict = layer::dict_of(&table);
-    let mut known = layer::dict_of(&Settings::defaults());
+    let mut dict = dict_of(&table);
+    let mut known = dict_of(&Settings::defaults());
     for key in PER_PACK_ENTRY {
         known.remove(*key);
     }
@@ -126,22 +126,10 @@ pub(super) fn dict(loaded: &Loaded) -> Result<Dict, ConfigError> {
     Ok(dict)
 }
 
-/// What [`chimera_host::config::load`] and `config trust` check of a
-/// file: that its keys are settings of the right types, and that it
-/// answers approvals one way.
-///
-/// # Errors
-///
-/// As [`dict`], a setting of the wrong type, or `[approvals]` with both
-/// `answer` and `answers_file`.
-pub(super) fn check(loaded: &Loaded) -> Result<(), ConfigError> {
-    let layered = layer::layered(Some(loaded), Dict::new())?;
-    let approvals = &layered.settings.approvals;
-    if approvals.answer.is_some() && approvals.answers_file.is_some() {
-        return Err(ConfigError::Invalid {
-            path: loaded.path.clone(),
-            problem: "[approvals] sets both answer and answers_file; keep one".to_owned(),
-        });
-    }
-    Ok(())
+/// `value`, serialized, as a table.
+pub(super) fn dict_of(value: &impl Serialize) -> Dict {
+    Value::serialize(value)
+        .ok()
+        .and_then(Value::into_dict)
+        .unwrap_or_default()
 }

@@ -79,19 +79,11 @@ impl Provider for Layer {
 }
 
 /// The settings layered, and the layers (which say where each came from).
-pub(super) struct Layered {
+pub(crate) struct Layered {
     /// The effective settings.
-    pub(super) settings: Settings,
+    pub(crate) settings: Settings,
     /// The merged layers.
-    pub(super) figment: Figment,
-}
-
-/// `value`, serialized, as a table.
-pub(super) fn dict_of(value: &impl Serialize) -> Dict {
-    Value::serialize(value)
-        .ok()
-        .and_then(Value::into_dict)
-        .unwrap_or_default()
+    pub(crate) figment: Figment,
 }
 
 /// Every setting's key (`trust.probe`), in declaration order: the keys of
@@ -164,9 +156,9 @@ pub(super) fn command_line(matches: &ArgMatches, args: &impl Serialize) -> Dict 
         .map(clap::Id::as_str)
         .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
         .collect();
-    let parsed = dict_of(args);
+    let parsed = file::dict_of(args);
     let mut dict = Dict::new();
-    for key in keys(&dict_of(&Settings::defaults())) {
+    for key in keys(&file::dict_of(&Settings::defaults())) {
         let last = key.rsplit('.').next().unwrap_or(&key);
         if let (true, Some(value)) = (
             given.contains(key.as_str()) || given.contains(last),
@@ -190,10 +182,10 @@ pub(super) fn command_line(matches: &ArgMatches, args: &impl Serialize) -> Dict 
 ///
 /// The file's keys that are not settings, or of the wrong type, naming
 /// the file and the line.
-pub(super) fn layered(loaded: Option<&Loaded>, given: Dict) -> Result<Layered, ConfigError> {
+pub(crate) fn layered(loaded: Option<&Loaded>, given: Dict) -> Result<Layered, ConfigError> {
     let defaults = Layer {
         metadata: Metadata::named(DEFAULT),
-        dict: dict_of(&Settings::defaults()),
+        dict: file::dict_of(&Settings::defaults()),
     };
     let mut figment = Figment::from(defaults);
     if let Some(loaded) = loaded {
@@ -229,4 +221,24 @@ pub(super) fn layered(loaded: Option<&Loaded>, given: Dict) -> Result<Layered, C
         },
     })?;
     Ok(Layered { settings, figment })
+}
+
+/// What [`chimera_host::config::load`] and `config trust` check of a
+/// file: that its keys are settings of the right types, and that it
+/// answers approvals one way.
+///
+/// # Errors
+///
+/// As [`dict`], a setting of the wrong type, or `[approvals]` with both
+/// `answer` and `answers_file`.
+pub(crate) fn check(loaded: &Loaded) -> Result<(), ConfigError> {
+    let layered = layered(Some(loaded), Dict::new())?;
+    let approvals = &layered.settings.approvals;
+    if approvals.answer.is_some() && approvals.answers_file.is_some() {
+        return Err(ConfigError::Invalid {
+            path: loaded.path.clone(),
+            problem: "[approvals] sets both answer and answers_file; keep one".to_owned(),
+        });
+    }
+    Ok(())
 }

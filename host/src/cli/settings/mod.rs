@@ -15,9 +15,6 @@ mod layer;
 mod show;
 mod values;
 
-#[cfg(test)]
-mod tests;
-
 use super::failure::Failure;
 use chimera_host::config::{self, ConfigError, Loaded};
 use clap::{ArgMatches, Args, FromArgMatches};
@@ -27,6 +24,7 @@ use groups::{ApprovalArgs, LoadArgs, McpArgs, ProviderArgs, SearchArgs, ServingA
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub(crate) use layer::{check, layered, Layered};
 pub(crate) use values::McpServer;
 
 /// Every setting, in `chimera.toml`'s shape: the pack settings at the top,
@@ -135,7 +133,7 @@ impl From<ConfigError> for Failure {
 
 /// The configuration file to use, loaded and checked.
 fn load(named: Option<&Path>) -> Result<Option<Loaded>, Failure> {
-    Ok(config::load(named, &file::check)?)
+    Ok(config::load(named, &check)?)
 }
 
 /// Layers the configuration file (`named`, or the one found) and the
@@ -147,17 +145,38 @@ pub(crate) fn apply(
     args: &mut impl TakesSettings,
 ) -> Result<(), Failure> {
     let loaded = load(named)?;
-    let given = layer::command_line(matches, args);
-    let layered = layer::layered(loaded.as_ref(), given)?;
-    args.adopt(layered.settings);
+    layer_into(loaded.as_ref(), matches, args)?;
     Ok(())
+}
+
+/// `loaded` (if any) and the flags `matches` says the command line gave
+/// layered into `args`; the layers, which say where each value came from.
+///
+/// # Errors
+///
+/// A setting of the file or the command line of the wrong type, naming
+/// the file's line.
+pub(crate) fn layer_into(
+    loaded: Option<&Loaded>,
+    matches: &ArgMatches,
+    args: &mut impl TakesSettings,
+) -> Result<Layered, ConfigError> {
+    let given = layer::command_line(matches, args);
+    let layered = layered(loaded, given)?;
+    args.adopt(layered.settings.clone());
+    Ok(layered)
+}
+
+/// Every setting's key (`trust.probe`), in declaration order.
+pub(crate) fn keys() -> Vec<String> {
+    layer::keys(&file::dict_of(&Settings::defaults()))
 }
 
 /// `config show`: every effective setting with no flags, and where it
 /// came from; then the search path.
 pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
     let loaded = load(named)?;
-    let layered = layer::layered(loaded.as_ref(), figment::value::Dict::new())?;
+    let layered = layered(loaded.as_ref(), figment::value::Dict::new())?;
     show::print(&layered, loaded.as_ref().map(|l| l.path.as_path()), as_json);
     Ok(())
 }
@@ -165,7 +184,7 @@ pub(crate) fn show(named: Option<&Path>, as_json: bool) -> Result<(), Failure> {
 /// `config trust [FILE]`: pins the project file (default `./chimera.toml`)
 /// at its current contents, after checking it.
 pub(crate) fn trust(named: Option<&Path>) -> Result<(), Failure> {
-    let (path, store) = config::trust(named, &file::check)?;
+    let (path, store) = config::trust(named, &check)?;
     println!(
         "trusted {} at its current contents (recorded in {})",
         path.display(),

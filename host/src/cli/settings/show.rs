@@ -2,8 +2,8 @@
 //! from (the command line, the file's path, or the default), then the
 //! search path; as text, or as one JSON object.
 
-use super::layer::{dict_of, keys, Layered, DEFAULT};
-use super::Settings;
+use super::keys;
+use super::layer::{Layered, DEFAULT};
 use chimera_host::config::{self, FILE_NAME};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -18,7 +18,7 @@ struct Shown {
 /// Every setting of `layered`, in declaration order.
 fn shown(layered: &Layered) -> Vec<Shown> {
     let values = serde_json::to_value(&layered.settings).unwrap_or(Value::Null);
-    keys(&dict_of(&Settings::defaults()))
+    keys()
         .into_iter()
         .map(|key| {
             let pointer = format!("/{}", key.replace('.', "/"));

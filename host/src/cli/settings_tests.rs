@@ -1,9 +1,9 @@
-//! The layering, driven by real command lines (clap's parse) over files
+//! The settings layer (`settings`), driven by real command lines (clap's parse) over files
 //! read from `/project/chimera.toml`.
 
-use super::layer::{self, Layered};
-use super::{file, Settings, TakesSettings};
-use crate::cli::args::{Cli, Command, RunArgs, ServeArgs};
+use super::args::{Cli, Command, RunArgs, ServeArgs};
+use super::settings::groups::Answer;
+use super::settings::{self, check, keys, layer_into, Layered, McpServer, TakesSettings};
 use chimera_host::config::{self, Loaded};
 use chimera_host::state::FailPolicy;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
@@ -37,9 +37,7 @@ fn parse(args: &[&str]) -> (ArgMatches, Command) {
 /// `args` (a command that takes settings, as `matches` parsed it) with
 /// `loaded` layered in, and the layers.
 fn layered<A: TakesSettings>(loaded: &Loaded, matches: &ArgMatches, mut args: A) -> (A, Layered) {
-    let given = layer::command_line(matches, &args);
-    let layered = layer::layered(Some(loaded), given).unwrap();
-    args.adopt(layered.settings.clone());
+    let layered = layer_into(Some(loaded), matches, &mut args).unwrap();
     (args, layered)
 }
 
@@ -123,7 +121,7 @@ fn a_list_on_the_command_line_replaces_the_file_s_and_leaves_its_packs_modes() {
     assert!(args.load.pack.isolate.is_empty() && args.load.pack.monitor.is_empty());
     assert_eq!(origin(&layered, "monitor"), "default");
     assert_eq!(args.approvals.ask, ["read_file"]);
-    assert!(matches!(&args.mcp.servers[..], [super::McpServer::Flag(f)] if f == "echo=cat"));
+    assert!(matches!(&args.mcp.servers[..], [McpServer::Flag(f)] if f == "echo=cat"));
     // `--isolate` alone keeps the file's packs and replaces its names.
     let (args, _) = run(&loaded, &["--isolate", "other"]);
     assert_eq!(args.load.pack.packs, ["redactor"]);
@@ -139,10 +137,10 @@ fn the_command_line_s_model_source_and_way_of_answering_replace_the_file_s_whole
     assert_eq!(args.provider.script, Some(PathBuf::from("s.json")));
     assert_eq!(args.provider.name, None, "not mixed in from the file");
     assert_eq!(args.provider.model.as_deref(), Some("gpt-file"));
-    assert_eq!(args.approvals.answer, Some(super::groups::Answer::Yes));
+    assert_eq!(args.approvals.answer, Some(Answer::Yes));
     assert_eq!(args.approvals.answers_file, None);
     let (args, layered) = run(&loaded, &["--no"]);
-    assert_eq!(args.approvals.answer, Some(super::groups::Answer::No));
+    assert_eq!(args.approvals.answer, Some(Answer::No));
     assert_eq!(origin(&layered, "approvals.answer"), "command line");
     let (args, _) = run(&loaded, &[]);
     assert_eq!(args.provider.name.as_deref(), Some("openai"));
@@ -194,7 +192,7 @@ fn a_packs_on_unavailable_fail_open_is_serves_fail_open_and_the_flag_wins() {
     assert_eq!(args.serving.fail_open, ["redactor"]);
     let (args, _) = serve(&loaded, &["--fail-open", "stop-words"]);
     assert_eq!(args.serving.fail_open, ["stop-words"], "the flag wins");
-    let error = file::check(&project_file(
+    let error = check(&project_file(
         "[[packs]]\nname = \"a\"\non_unavailable = \"open\"\n",
     ))
     .unwrap_err()
@@ -215,7 +213,7 @@ fn the_state_section_names_the_store_and_each_packs_policy_and_a_flag_wins() {
     assert_eq!(origin(&layered, "state.on_unavailable"), FILE);
     let shown = serde_json::to_value(&layered.settings).unwrap();
     assert_eq!(shown["state"]["on_unavailable"], json!("fail_open"));
-    let error = file::check(&project_file("[state]\non_unavailable = \"maybe\"\n"))
+    let error = check(&project_file("[state]\non_unavailable = \"maybe\"\n"))
         .unwrap_err()
         .to_string();
     assert!(error.contains("maybe"), "{error}");
@@ -223,7 +221,7 @@ fn the_state_section_names_the_store_and_each_packs_policy_and_a_flag_wins() {
 
 #[test]
 fn a_key_that_is_no_setting_or_of_the_wrong_type_is_refused_with_its_line() {
-    let refused = |text: &str| file::check(&project_file(text)).unwrap_err().to_string();
+    let refused = |text: &str| check(&project_file(text)).unwrap_err().to_string();
     let error = refused("packs = []\n\n[trust]\nprobe = true\nprobbe = true\n");
     assert!(error.starts_with(&format!("{FILE} line 5: ")), "{error}");
     assert!(error.contains("probbe"), "{error}");
@@ -252,7 +250,7 @@ fn a_key_that_is_no_setting_or_of_the_wrong_type_is_refused_with_its_line() {
 
 #[test]
 fn every_setting_config_show_printed_before_is_still_a_key() {
-    let keys = layer::keys(&layer::dict_of(&Settings::defaults()));
+    let keys = keys();
     for key in [
         "plugins_dirs",
         "packs",
@@ -322,7 +320,7 @@ fn every_setting_config_show_printed_before_is_still_a_key() {
     ] {
         assert!(keys.iter().any(|k| k == key), "{key}");
     }
-    let layered = layer::layered(None, figment::value::Dict::new()).unwrap();
+    let layered = settings::layered(None, figment::value::Dict::new()).unwrap();
     assert_eq!(origin(&layered, "mcp.servers"), "default");
     let shown = serde_json::to_value(&layered.settings).unwrap();
     assert_eq!(shown["mcp"]["servers"], json!({}));
