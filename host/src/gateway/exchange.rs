@@ -18,7 +18,7 @@ use super::client::{Reply, ReplyBody};
 use super::events::{Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
 use super::hold::Stopped;
-use super::wire::{Refusal, Wire};
+use super::wire::{Refusal, ReplyView, RequestView, Wire};
 use super::{refuse, Gateway, BAD_KEY};
 use crate::agent::{EventBus, Exchange};
 use crate::jsondoc::{parse, Limits};
@@ -104,13 +104,17 @@ async fn admit<W: Wire>(
             &format!("the request body cannot be read as JSON: {error}"),
         )
     })?;
-    let read = W::read(&body, &root).map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
+    let read =
+        W::Read::read(&body, &root).map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
     let conversation = if W::MODEL_CALL {
-        conversation.or_else(|| W::previous(&read).and_then(|id| gateway.chains.conversation(id)))
+        conversation.or_else(|| {
+            read.previous()
+                .and_then(|id| gateway.chains.conversation(id))
+        })
     } else {
         None
     };
-    let model = &W::request(&read).model;
+    let model = &read.request().model;
     let served = gateway.served::<W>().ok_or_else(|| {
         refuse::<W>(
             Refusal::NotFound,
@@ -167,14 +171,14 @@ async fn relay<W: Wire>(
     let conversation = conversation.or_else(|| W::CHAINED.then(|| format!("chain/{id}")));
     let chain = conversation.clone().filter(|_| W::CHAINED);
     let mut lease = gateway.session(
-        served.provider(&W::request(&read).model),
+        served.provider(&read.request().model),
         EventBus::new(),
         &id,
         conversation,
     );
     let exchange = lease.begin_exchange();
     let session = lease.session();
-    let mut request = W::request(&read).clone();
+    let mut request = read.request().clone();
     request.headers = Headers(Forwarder::upstream_headers(headers));
     session.note_unjudged("provider_request", &unjudged(&request.messages));
     let judged = super::hold::judge::<W>(&gateway, session, &exchange, request, &mut slot).await;
@@ -265,7 +269,7 @@ async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
     let Some(served) = gateway.served::<W>() else {
         return refuse::<W>(Refusal::NotFound, "no upstream");
     };
-    let sent = match W::write(&body, &root, &read, &judged) {
+    let sent = match read.write(&body, &root, &judged) {
         Ok(sent) => sent,
         Err(line) => return refuse::<W>(Refusal::Upstream, &line),
     };
@@ -454,18 +458,15 @@ async fn judge_reply<W: Wire>(
 ) -> Result<(Vec<u8>, Option<String>), String> {
     let root = parse(bytes, &Limits::default())
         .map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
-    let reply = W::read_reply(bytes, &root)?;
-    lease.charge(model, W::usage(&reply), true);
+    let reply = W::Reply::read(bytes, &root)?;
+    lease.charge(model, reply.usage(), true);
     let session = lease.session();
-    session.note_unjudged("model_response", &counted(W::unjudged(&reply).into_iter()));
+    session.note_unjudged("model_response", &counted(reply.unjudged().into_iter()));
     let mut judged = Vec::new();
-    for choice in W::choices(&reply) {
+    for choice in reply.choices() {
         judged.push(session.judge_choice(exchange, choice).await);
     }
-    Ok((
-        W::write_reply(bytes, &root, &reply, &judged)?,
-        W::reply_id(&reply),
-    ))
+    Ok((reply.write(bytes, &root, &judged)?, reply.reply_id()))
 }
 
 /// A response of `status` with the upstream's `headers` and `body`.

@@ -16,6 +16,7 @@
 
 use crate::jsondoc::{string_literal, Node, Splice};
 use crate::types::{Arguments, ContentBlock, Message, ToolSchema};
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Where one judged text of a message lives: the span of the JSON string
@@ -491,7 +492,12 @@ pub(super) fn usage_of(src: &[u8], usage: Option<&Node>) -> crate::providers::Us
 
 /// The text of a JSON string node, or `None` for any other kind.
 pub(super) fn text(src: &[u8], node: &Node) -> Option<String> {
-    node.text(src).map(std::borrow::Cow::into_owned)
+    node.text(src).map(Cow::into_owned)
+}
+
+/// The text of `node`'s member `name`, when it has one that is a string.
+pub(super) fn member_text<'a>(src: &'a [u8], node: &Node, name: &str) -> Option<Cow<'a, str>> {
+    node.get(src, name).and_then(|n| n.text(src))
 }
 
 #[cfg(test)]

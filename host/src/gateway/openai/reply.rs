@@ -9,6 +9,7 @@
 
 use super::super::views;
 use super::super::views::{arguments_of, arguments_text};
+use super::super::wire::ReplyView;
 use crate::agent::{CallVerdict, Choice, JudgedChoice};
 use crate::jsondoc::{array_from, string_literal, Node, Splice};
 use crate::providers::Usage;
@@ -40,6 +41,24 @@ pub(in crate::gateway) struct ReadReply {
     pub(in crate::gateway) usage: Usage,
 }
 
+impl ReplyView for ReadReply {
+    fn read(src: &[u8], root: &Node) -> Result<Self, String> {
+        read(src, root)
+    }
+
+    fn choices(&self) -> Vec<Choice> {
+        self.choices.iter().map(|c| c.choice.clone()).collect()
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    fn write(&self, src: &[u8], root: &Node, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+        write(src, root, self, judged)
+    }
+}
+
 /// Reads a `chat.completion` (`root` parsed from `src`).
 ///
 /// # Errors
@@ -47,7 +66,7 @@ pub(in crate::gateway) struct ReadReply {
 /// One line when it is not one (no `choices` array, a choice without a
 /// `message` object, a call that cannot be read): such a reply is never
 /// passed on unjudged.
-pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, String> {
+fn read(src: &[u8], root: &Node) -> Result<ReadReply, String> {
     let choices = root
         .get(src, "choices")
         .and_then(Node::as_array)
@@ -170,7 +189,7 @@ pub(in crate::gateway) fn shown(judged: &JudgedChoice) -> String {
 /// # Errors
 ///
 /// One line when the edits cannot be rendered (a bug, never the peer's).
-pub(in crate::gateway) fn write(
+fn write(
     src: &[u8],
     root: &Node,
     read: &ReadReply,
