@@ -15,7 +15,7 @@
 
 use super::bounds::{Over, Slot};
 use super::client::{Reply, ReplyBody};
-use super::events::{Out, Pump, StreamContext};
+use super::events::{Judging, Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
 use super::hold::Stopped;
 use super::wire::{Refusal, ReplyView, RequestView, Wire};
@@ -513,11 +513,13 @@ fn stream<W: Wire>(
         let session = lease.session();
         let mut out = Out::new(sender);
         let relayed = W::relay(StreamContext {
-            session,
-            exchange: &exchange,
+            judging: Judging {
+                session,
+                exchange: &exchange,
+                hold_all,
+            },
             pump: Pump::new(body, limit),
             out: &mut out,
-            hold_all,
         });
         // A client that took nothing for the write timeout lost its
         // connection: the relay is dropped, and the upstream call with it.

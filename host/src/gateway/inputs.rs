@@ -49,15 +49,8 @@ pub(super) struct AsItCame;
 async fn pass_events(cx: StreamContext<'_>) -> Streamed {
     let StreamContext { mut pump, out, .. } = cx;
     let mut streamed = Streamed::default();
-    loop {
-        match pump.next(out).await {
-            Ok(Some(event)) => out.send(sse(&event.kind, &event.data)).await,
-            Ok(None) => break,
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
-        }
+    while let Some(event) = pump.next(out, &mut streamed).await {
+        out.send(sse(&event.kind, &event.data)).await;
     }
     streamed
 }
