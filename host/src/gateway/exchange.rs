@@ -251,42 +251,31 @@ struct Upstream<R> {
 }
 
 /// The judged request sent upstream, and the answer judged.
-async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
-    let Upstream {
-        gateway,
-        query,
-        body,
-        root,
-        read,
-        judged,
-        mut lease,
-        exchange,
-        mut slot,
-        id: id_header,
-        started,
-        chain,
-    } = upstream;
-    let Some(served) = gateway.served::<W>() else {
+async fn forward_and_answer<W: Wire>(mut upstream: Upstream<W::Read>) -> Response {
+    let Some(served) = upstream.gateway.served::<W>() else {
         return refuse::<W>(Refusal::NotFound, "no upstream");
     };
-    let sent = match read.write(&body, &root, &judged) {
+    let sent = match upstream
+        .read
+        .write(&upstream.body, &upstream.root, &upstream.judged)
+    {
         Ok(sent) => sent,
         Err(line) => return refuse::<W>(Refusal::Upstream, &line),
     };
-    drop((body, root, read));
+    drop((upstream.body, upstream.root, upstream.read));
     // The body is read and written for the upstream: it no longer counts
     // against the buffer.
-    slot.claim.release_bytes();
+    upstream.slot.claim.release_bytes();
     let upstream_started = Instant::now();
-    let counted = Arc::clone(&gateway);
-    let retries = lease.session().retry_recorder();
-    lease.sent();
+    let counted = Arc::clone(&upstream.gateway);
+    let retries = upstream.lease.session().retry_recorder();
+    upstream.lease.sent();
     let response = match served
         .forwarder
         .send(
             W::PATH,
-            query.as_deref(),
-            &judged.headers.0,
+            upstream.query.as_deref(),
+            &upstream.judged.headers.0,
             Bytes::from(sent),
             &move |status, attempt| {
                 counted.metrics.upstream_retry();
@@ -298,24 +287,24 @@ async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
         Ok(response) => response,
         Err(error) => {
             if !error.1 {
-                lease.not_billed();
+                upstream.lease.not_billed();
             }
             return refuse::<W>(Refusal::Upstream, &error.0);
         }
     };
     let answered = Answered {
-        lease,
-        exchange,
-        model: judged.model,
-        slot,
+        lease: upstream.lease,
+        exchange: upstream.exchange,
+        model: upstream.judged.model,
+        slot: upstream.slot,
         timing: Timing {
-            gateway: Arc::clone(&gateway),
-            started,
+            gateway: Arc::clone(&upstream.gateway),
+            started: upstream.started,
             upstream_started,
         },
-        id: id_header,
+        id: upstream.id,
         limit: served.forwarder.max_body(),
-        chain,
+        chain: upstream.chain,
     };
     answer_with::<W>(answered, response).await
 }

@@ -146,12 +146,7 @@ pub(super) trait RequestFormat: Sized + Send + Sync + 'static {
     /// The members that carry `judged`'s messages when their shape changed
     /// (a message added, dropped or reordered: a compaction, a policy's
     /// note).
-    fn reshape(
-        read: &RequestViews<Self>,
-        src: &[u8],
-        root: &Node,
-        judged: &RelayRequest,
-    ) -> Vec<Member>;
+    fn reshape(doc: &Document<'_, Self>, judged: &[Message]) -> Vec<Member>;
 
     /// A tool as the wire writes it (for a tool the seams changed).
     fn tool(tool: &ToolSchema) -> Value;
@@ -171,33 +166,43 @@ pub(super) struct RequestViews<F> {
     wire: PhantomData<fn() -> F>,
 }
 
-impl<F: RequestFormat> RequestViews<F> {
+/// A request being written back: the client's document (`root` parsed
+/// from `src`) and its views.
+pub(super) struct Document<'a, F> {
+    /// The client's body.
+    src: &'a [u8],
+    /// Its tree.
+    root: &'a Node,
+    /// Its views.
+    pub(super) views: &'a RequestViews<F>,
+}
+
+impl<F> Document<'_, F> {
     /// The wire's array `member` (`messages`, `input`) re-encoded to hold
     /// `messages`: each message the seams left as it was keeps its bytes,
     /// any other is written by `encode`.
     pub(super) fn kept_or_encoded(
         &self,
-        src: &[u8],
-        root: &Node,
         member: &str,
         messages: &[Message],
         encode: fn(&Message) -> Value,
     ) -> Member {
-        let wire = root
-            .get(src, member)
+        let wire = self
+            .root
+            .get(self.src, member)
             .and_then(Node::as_array)
             .unwrap_or_default();
-        let before = &self.request.messages;
+        let before = &self.views.request.messages;
         let items: Vec<Vec<u8>> = messages
             .iter()
             .map(|message| {
                 before
                     .iter()
                     .position(|old| old == message)
-                    .and_then(|at| wire.get(self.placed[at].wire))
+                    .and_then(|at| wire.get(self.views.placed[at].wire))
                     .map_or_else(
                         || encode(message).to_string().into_bytes(),
-                        |node| node.raw(src).to_vec(),
+                        |node| node.raw(self.src).to_vec(),
                     )
             })
             .collect();
@@ -251,7 +256,12 @@ impl<F: RequestFormat> RequestView for RequestViews<F> {
                 &self.placed,
             );
         } else {
-            members.extend(F::reshape(self, src, root, judged));
+            let doc = Document {
+                src,
+                root,
+                views: self,
+            };
+            members.extend(F::reshape(&doc, &judged.messages));
         }
         if !views::write_tools(&mut splice, &before.tools, &judged.tools, &self.tools) {
             let array =

@@ -15,10 +15,9 @@
 //! | `tools` | tools: name, description, `input_schema` (a server tool: its name) | each `description` |
 //! | every other member | the envelope's `kwargs` | the member's value |
 
-use super::super::request_views::{Member, RequestFormat, RequestViews, ToolFormat, ToolKinds};
+use super::super::request_views::{Document, Member, RequestFormat, ToolFormat, ToolKinds};
 use super::super::views::{self, ArgsSlot, Placed, Slot};
-use crate::agent::RelayRequest;
-use crate::jsondoc::{Kind, Node};
+use crate::jsondoc::Node;
 use crate::types::{Arguments, ContentBlock, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Value};
 
@@ -58,19 +57,13 @@ impl RequestFormat for super::Anthropic {
 
     /// The conversation re-encoded (a compaction): its leading system
     /// messages as the top-level `system`, the rest as `messages`.
-    fn reshape(
-        _read: &RequestViews<Self>,
-        _src: &[u8],
-        _root: &Node,
-        judged: &RelayRequest,
-    ) -> Vec<Member> {
+    fn reshape(_doc: &Document<'_, Self>, judged: &[Message]) -> Vec<Member> {
         let system: Vec<Value> = judged
-            .messages
             .iter()
             .take_while(|m| m.role == Role::System)
             .map(|m| json!({"type": "text", "text": views::joined_text(m)}))
             .collect();
-        let rest: Vec<Message> = judged.messages.iter().skip(system.len()).cloned().collect();
+        let rest: Vec<Message> = judged.iter().skip(system.len()).cloned().collect();
         vec![
             (
                 "system".to_owned(),
@@ -196,18 +189,7 @@ fn block_of(
             Some(Slot::Block(index, node.span.clone())),
         ));
     }
-    let data = serde_json::value::RawValue::from_string(
-        String::from_utf8_lossy(block.raw(src)).into_owned(),
-    )
-    .ok();
-    Ok((
-        ContentBlock {
-            kind: kind.to_owned(),
-            text: String::new(),
-            data,
-        },
-        None,
-    ))
+    Ok((views::opaque_block(src, block, kind), None))
 }
 
 /// A `content` (or `system`) that is a string or an array of blocks, as one
@@ -225,22 +207,14 @@ fn content_of(
         wire,
         ..Placed::default()
     };
-    match &content.kind {
-        Kind::String { .. } => {
-            message.content = views::text(src, content).unwrap_or_default();
-            place.slots.push(Slot::Content(content.span.clone()));
-        }
-        Kind::Array(blocks) => {
-            for (at, block) in blocks.iter().enumerate() {
-                let kind = block_kind(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
-                let (block, slot) = block_of(src, block, &kind, message.blocks.len())
-                    .map_err(|e| format!("content[{at}]: {e}"))?;
-                message.blocks.push(block);
-                place.slots.extend(slot);
-            }
-        }
-        _ => return Err(format!("must be a string or an array of {what}")),
-    }
+    views::read_content(
+        src,
+        content,
+        "content",
+        (&mut message, &mut place),
+        |block, index| block_of(src, block, &block_kind(src, block)?, index),
+        || format!("must be a string or an array of {what}"),
+    )?;
     Ok((message, place))
 }
 

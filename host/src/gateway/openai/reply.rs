@@ -126,7 +126,7 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
             .enumerate()
         {
             let (read, arguments) =
-                call_of(src, call).map_err(|e| format!("tool_calls[{at}]: {e}"))?;
+                call_of(src, call, "call").map_err(|e| format!("tool_calls[{at}]: {e}"))?;
             tool_calls.push(read);
             calls.push((call.span.clone(), arguments));
         }
@@ -144,19 +144,27 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
     })
 }
 
-fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, Range<usize>), String> {
-    let id = call
-        .get(src, "id")
-        .and_then(|n| n.text(src))
-        .ok_or("a call needs an `id`")?;
-    let function = call.get(src, "function").ok_or("a call needs `function`")?;
-    let name = function
-        .get(src, "name")
-        .and_then(|n| n.text(src))
-        .ok_or("a call needs `function.name`")?;
+/// One element of a message's `tool_calls` (a `noun` to the peer), and
+/// where its arguments string lives.
+///
+/// # Errors
+///
+/// One line naming the member that is missing or not a string.
+pub(super) fn call_of(
+    src: &[u8],
+    call: &Node,
+    noun: &str,
+) -> Result<(ToolCall, Range<usize>), String> {
+    let id =
+        views::member_text(src, call, "id").ok_or_else(|| format!("a {noun} needs an `id`"))?;
+    let function = call
+        .get(src, "function")
+        .ok_or_else(|| format!("a {noun} needs `function`"))?;
+    let name = views::member_text(src, function, "name")
+        .ok_or_else(|| format!("a {noun} needs `function.name`"))?;
     let arguments = function
         .get(src, "arguments")
-        .ok_or("a call needs `function.arguments`")?;
+        .ok_or_else(|| format!("a {noun} needs `function.arguments`"))?;
     let text = views::text(src, arguments).ok_or("`function.arguments` must be a string")?;
     Ok((
         ToolCall {

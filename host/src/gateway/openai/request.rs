@@ -16,11 +16,10 @@
 //! the wrong type is a 400 naming it: what cannot be read is never
 //! forwarded.
 
-use super::super::request_views::{Member, RequestFormat, RequestViews, ToolFormat, ToolKinds};
+use super::super::request_views::{Document, Member, RequestFormat, ToolFormat, ToolKinds};
 use super::super::views::{self, ArgsSlot, Placed, Slot};
-use crate::agent::RelayRequest;
-use crate::jsondoc::{Kind, Node};
-use crate::types::{ContentBlock, Message, Role, ToolCall, ToolSchema};
+use crate::jsondoc::Node;
+use crate::types::{ContentBlock, Message, Role, ToolSchema};
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
@@ -52,13 +51,8 @@ impl RequestFormat for super::OpenAi {
 
     /// `messages` re-encoded, each message the seams left as it was
     /// keeping its bytes.
-    fn reshape(
-        read: &RequestViews<Self>,
-        src: &[u8],
-        root: &Node,
-        judged: &RelayRequest,
-    ) -> Vec<Member> {
-        vec![read.kept_or_encoded(src, root, "messages", &judged.messages, wire_message)]
+    fn reshape(doc: &Document<'_, Self>, judged: &[Message]) -> Vec<Member> {
+        vec![doc.kept_or_encoded("messages", judged, wire_message)]
     }
 
     fn tool(tool: &ToolSchema) -> Value {
@@ -93,21 +87,14 @@ fn message_of(src: &[u8], wire: &Node, index: usize) -> Result<(Message, Placed)
     match wire.get(src, "content") {
         None => {}
         Some(node) if node.is_null() => {}
-        Some(node) => match &node.kind {
-            Kind::String { .. } => {
-                message.content = views::text(src, node).unwrap_or_default();
-                place.slots.push(Slot::Content(node.span.clone()));
-            }
-            Kind::Array(parts) => {
-                for (at, part) in parts.iter().enumerate() {
-                    let (block, slot) = part_of(src, part, message.blocks.len())
-                        .map_err(|error| format!("content[{at}]: {error}"))?;
-                    message.blocks.push(block);
-                    place.slots.extend(slot);
-                }
-            }
-            _ => return Err("`content` must be a string, an array of parts or null".to_owned()),
-        },
+        Some(node) => views::read_content(
+            src,
+            node,
+            "content",
+            (&mut message, &mut place),
+            |part, index| views::part_of(src, part, "content part", part_field, index),
+            || "`content` must be a string, an array of parts or null".to_owned(),
+        )?,
     }
     if let Some(refusal) = wire.get(src, "refusal").filter(|n| !n.is_null()) {
         let text = views::text(src, refusal).ok_or("`refusal` must be a string")?;
@@ -128,10 +115,10 @@ fn message_of(src: &[u8], wire: &Node, index: usize) -> Result<(Message, Placed)
     if let Some(calls) = wire.get(src, "tool_calls").filter(|n| !n.is_null()) {
         let calls = calls.as_array().ok_or("`tool_calls` must be an array")?;
         for (at, call) in calls.iter().enumerate() {
-            let (call, slot) =
-                call_of(src, call).map_err(|error| format!("tool_calls[{at}]: {error}"))?;
+            let (call, arguments) = super::reply::call_of(src, call, "tool call")
+                .map_err(|error| format!("tool_calls[{at}]: {error}"))?;
             message.tool_calls.push(call);
-            place.calls.push(slot);
+            place.calls.push(ArgsSlot::Text(arguments));
         }
     }
     if role == Role::Tool {
@@ -150,59 +137,14 @@ fn message_of(src: &[u8], wire: &Node, index: usize) -> Result<(Message, Placed)
     Ok((message, place))
 }
 
-/// One content part: a text block (a `text` or `refusal` part) with its
-/// place, or a block with no text (any other part, kept as written).
-fn part_of(src: &[u8], part: &Node, index: usize) -> Result<(ContentBlock, Option<Slot>), String> {
-    if part.as_object().is_none() {
-        return Err("a content part must be an object".to_owned());
-    }
-    let kind = part
-        .get(src, "type")
-        .and_then(|t| t.text(src))
-        .ok_or("a content part needs a `type`")?;
-    let field = match kind.as_ref() {
+/// Which member of a content part holds its text, for the parts the
+/// seams read.
+fn part_field(kind: &str) -> Option<&'static str> {
+    match kind {
         "text" => Some("text"),
         "refusal" => Some("refusal"),
         _ => None,
-    };
-    if let Some(field) = field {
-        let node = part
-            .get(src, field)
-            .ok_or_else(|| format!("a {kind} part needs `{field}`"))?;
-        let text = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
-        return Ok((
-            ContentBlock::text(text),
-            Some(Slot::Block(index, node.span.clone())),
-        ));
     }
-    Ok((views::opaque_block(src, part, &kind), None))
-}
-
-/// One tool call of an assistant message, and where its arguments live.
-fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, ArgsSlot), String> {
-    let id = call
-        .get(src, "id")
-        .and_then(|n| n.text(src))
-        .ok_or("a tool call needs an `id`")?;
-    let function = call
-        .get(src, "function")
-        .ok_or("a tool call needs `function`")?;
-    let name = function
-        .get(src, "name")
-        .and_then(|n| n.text(src))
-        .ok_or("a tool call needs `function.name`")?;
-    let arguments = function
-        .get(src, "arguments")
-        .ok_or("a tool call needs `function.arguments`")?;
-    let text = views::text(src, arguments).ok_or("`function.arguments` must be a string")?;
-    Ok((
-        ToolCall {
-            id: id.into_owned(),
-            name: name.into_owned(),
-            arguments: views::arguments_of(&text),
-        },
-        ArgsSlot::Text(arguments.span.clone()),
-    ))
 }
 
 /// A host message in the wire's shape (for a message the seams added):

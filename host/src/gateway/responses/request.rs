@@ -18,11 +18,10 @@
 //! type needs, or a member of the wrong type is a 400 naming it: what
 //! cannot be read is never forwarded.
 
-use super::super::request_views::{Member, RequestFormat, RequestViews, ToolFormat, ToolKinds};
+use super::super::request_views::{Document, Member, RequestFormat, ToolFormat, ToolKinds};
 use super::super::views::{self, ArgsSlot, Placed, Slot};
-use crate::agent::RelayRequest;
 use crate::jsondoc::{Kind, Node};
-use crate::types::{ContentBlock, Message, Role, ToolCall, ToolSchema};
+use crate::types::{Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
@@ -91,41 +90,27 @@ impl RequestFormat for super::Responses {
     /// The input re-encoded, each message the seams left as it was
     /// keeping its bytes; the leading system messages are the
     /// instructions when the client wrote some.
-    fn reshape(
-        read: &RequestViews<Self>,
-        src: &[u8],
-        root: &Node,
-        judged: &RelayRequest,
-    ) -> Vec<Member> {
+    fn reshape(doc: &Document<'_, Self>, judged: &[Message]) -> Vec<Member> {
         let mut members = Vec::new();
-        let had_instructions = read.placed.first().is_some_and(|p| p.wire == INSTRUCTIONS);
+        let had_instructions = doc
+            .views
+            .placed
+            .first()
+            .is_some_and(|p| p.wire == INSTRUCTIONS);
         let leading = if had_instructions {
-            judged
-                .messages
-                .iter()
-                .take_while(|m| m.role == Role::System)
-                .count()
+            judged.iter().take_while(|m| m.role == Role::System).count()
         } else {
             0
         };
         if had_instructions {
-            let text: Vec<String> = judged.messages[..leading]
-                .iter()
-                .map(views::joined_text)
-                .collect();
+            let text: Vec<String> = judged[..leading].iter().map(views::joined_text).collect();
             members.push((
                 "instructions".to_owned(),
                 (leading > 0)
                     .then(|| crate::jsondoc::string_literal(&text.join("\n")).into_bytes()),
             ));
         }
-        members.push(read.kept_or_encoded(
-            src,
-            root,
-            "input",
-            &judged.messages[leading..],
-            wire_item,
-        ));
+        members.push(doc.kept_or_encoded("input", &judged[leading..], wire_item));
         members
     }
 
@@ -240,53 +225,25 @@ fn content_of(
     place: &mut Placed,
     field: &str,
 ) -> Result<(), String> {
-    match &node.kind {
-        Kind::String { .. } => {
-            message.content = views::text(src, node).unwrap_or_default();
-            place.slots.push(Slot::Content(node.span.clone()));
-        }
-        Kind::Array(parts) => {
-            for (at, part) in parts.iter().enumerate() {
-                part_of(src, part, message, place).map_err(|e| format!("{field}[{at}]: {e}"))?;
-            }
-        }
-        _ => return Err(format!("`{field}` must be a string or an array of parts")),
-    }
-    Ok(())
+    views::read_content(
+        src,
+        node,
+        field,
+        (message, place),
+        |part, index| views::part_of(src, part, "part", part_field, index),
+        || format!("`{field}` must be a string or an array of parts"),
+    )
 }
 
-/// One content part: a text block (`input_text`, `output_text`, `text`,
-/// `refusal`) with its place, or a block with no text.
-fn part_of(
-    src: &[u8],
-    part: &Node,
-    message: &mut Message,
-    place: &mut Placed,
-) -> Result<(), String> {
-    if part.as_object().is_none() {
-        return Err("a part must be an object".to_owned());
+/// Which member of a content part holds its text, for the parts the
+/// seams read (`input_text`, `output_text`, `text`, `summary_text`,
+/// `refusal`).
+fn part_field(kind: &str) -> Option<&'static str> {
+    match kind {
+        "input_text" | "output_text" | "text" | "summary_text" => Some("text"),
+        "refusal" => Some("refusal"),
+        _ => None,
     }
-    let kind = part
-        .get(src, "type")
-        .and_then(|t| t.text(src))
-        .ok_or("a part needs a `type`")?;
-    let field = match kind.as_ref() {
-        "input_text" | "output_text" | "text" | "summary_text" => "text",
-        "refusal" => "refusal",
-        other => {
-            message.blocks.push(views::opaque_block(src, part, other));
-            return Ok(());
-        }
-    };
-    let node = part
-        .get(src, field)
-        .ok_or_else(|| format!("a {kind} part needs `{field}`"))?;
-    let text = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
-    place
-        .slots
-        .push(Slot::Block(message.blocks.len(), node.span.clone()));
-    message.blocks.push(ContentBlock::text(text));
-    Ok(())
 }
 
 /// A host message as the wire's item (for a message the seams added or
