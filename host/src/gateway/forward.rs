@@ -261,3 +261,55 @@ pub(super) async fn read_body(mut body: ReplyBody, limit: u64) -> Result<Bytes, 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(names: &[&str]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for name in names {
+            map.insert(
+                HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                HeaderValue::from_static("v"),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn credentials_the_connection_s_and_the_framing_headers_stay_behind() {
+        let sent = Forwarder::upstream_headers(&map(&[
+            "authorization",
+            "x-api-key",
+            "cookie",
+            "host",
+            "connection",
+            "te",
+            "content-length",
+            "accept-encoding",
+            super::super::sessions::SESSION_HEADER,
+            "anthropic-version",
+            "x-custom",
+        ]));
+        let names: Vec<&str> = sent.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["anthropic-version", "x-custom"]);
+        assert!(framing("host") && framing("proxy-connection") && !framing("x-custom"));
+    }
+
+    #[test]
+    fn the_reply_s_framing_and_cookies_are_not_returned() {
+        let back = returned_headers(&map(&[
+            "connection",
+            "transfer-encoding",
+            "content-length",
+            "content-encoding",
+            "set-cookie",
+            "retry-after",
+            "x-request-id",
+        ]));
+        let mut names: Vec<&str> = back.keys().map(HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["retry-after", "x-request-id"]);
+    }
+}

@@ -280,3 +280,102 @@ impl<F: RequestFormat> RequestView for RequestViews<F> {
         self.previous.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Anthropic, OpenAi, Responses};
+    use super::*;
+    use crate::jsondoc::{parse, Limits};
+    use serde_json::json;
+
+    /// The tools a request of wire `F` with `tools` reads to, or its error.
+    fn tools<F: RequestFormat>(tools: &str) -> Result<Vec<ToolSchema>, String> {
+        let body = format!(
+            r#"{{"model":"m","messages":[{{"role":"user","content":"x"}}],"tools":{tools}}}"#
+        );
+        let root = parse(body.as_bytes(), &Limits::default()).expect("JSON");
+        RequestViews::<F>::read(body.as_bytes(), &root).map(|read| read.request.tools.to_vec())
+    }
+
+    fn tool(name: &str, description: &str, parameters: Value) -> ToolSchema {
+        ToolSchema {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            parameters,
+        }
+    }
+
+    #[test]
+    fn each_wire_reads_its_own_tools_and_names_the_built_in_ones() {
+        assert_eq!(
+            tools::<Anthropic>(
+                r#"[{"name":"f","description":"d","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}]"#
+            ),
+            Ok(vec![
+                tool("f", "d", json!({"type": "object"})),
+                tool(
+                    "web_search",
+                    "",
+                    json!({"type": "web_search_20250305", "name": "web_search"})
+                ),
+            ])
+        );
+        let empty = json!({"type": "object", "properties": {}});
+        assert_eq!(
+            tools::<OpenAi>(
+                r#"[{"type":"function","function":{"name":"f","description":null}},{"type":"custom","custom":{"name":"c"}}]"#
+            ),
+            Ok(vec![
+                tool("f", "", empty.clone()),
+                tool(
+                    "custom",
+                    "",
+                    json!({"type": "custom", "custom": {"name": "c"}})
+                ),
+            ])
+        );
+        assert_eq!(
+            tools::<Responses>(
+                r#"[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"custom","name":"c","description":"d","format":{"type":"grammar"}},{"type":"custom","name":"bare"},{"name":"untyped"}]"#
+            ),
+            Ok(vec![
+                tool("f", "", json!({"type": "object"})),
+                tool("c", "d", json!({"type": "grammar"})),
+                tool("bare", "", empty),
+                tool("tool", "", json!({"name": "untyped"})),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_tool_that_cannot_be_read_is_named_in_the_wire_s_words() {
+        assert_eq!(
+            tools::<Anthropic>(r#"[{"description":"d"}]"#),
+            Err("tools[0]: a tool needs a `name`".to_owned())
+        );
+        assert_eq!(
+            tools::<Anthropic>(r#"[{"name":"f","description":1}]"#),
+            Err("tools[0]: `description` must be a string".to_owned())
+        );
+        assert_eq!(
+            tools::<OpenAi>(r#"[{"type":"function"}]"#),
+            Err("tools[0]: a tool needs `function`".to_owned())
+        );
+        assert_eq!(
+            tools::<OpenAi>(r#"[{"type":"function","function":{}}]"#),
+            Err("tools[0]: a tool needs `function.name`".to_owned())
+        );
+        assert_eq!(
+            tools::<OpenAi>(r#"[{"type":"function","function":{"name":"f","description":1}}]"#),
+            Err("tools[0]: `function.description` must be a string".to_owned())
+        );
+        assert_eq!(
+            tools::<Responses>(r#"[{"type":"custom","name":7}]"#),
+            Err("tools[0]: `name` must be a string".to_owned())
+        );
+        assert_eq!(
+            tools::<Responses>(r#"["x"]"#),
+            Err("tools[0]: a tool must be an object".to_owned())
+        );
+    }
+}
