@@ -51,7 +51,7 @@ pub(super) struct ToolFormat {
 /// # Errors
 ///
 /// One line naming the member that is missing or not what the wire says.
-pub(super) fn tool_of(
+fn tool_of(
     src: &[u8],
     tool: &Node,
     format: &ToolFormat,
