@@ -16,9 +16,10 @@
 //! wire promises JSON ends the stream the same way: what cannot be read
 //! is never forwarded.
 
-use crate::agent::{AgentSession, Exchange};
+use crate::agent::{AgentSession, Choice, Exchange, JudgedChoice, StreamBlock};
 use crate::providers::sse::{Event, Limits, Reader, SseError};
 use crate::providers::Usage;
+use crate::types::ToolCall;
 use axum::body::Bytes;
 use std::future::Future;
 use std::pin::Pin;
@@ -161,14 +162,23 @@ impl Pump {
         }
     }
 
-    /// The next event; `Ok(None)` when the body ended. What `out`
-    /// gathered is handed on before the upstream is waited for (never
-    /// while the upstream's next piece is already here).
-    ///
-    /// # Errors
-    ///
-    /// One line when the body broke off or passed a limit.
-    pub(super) async fn next(&mut self, out: &mut Out) -> Result<Option<Event>, String> {
+    /// The next event; `None` when there is none: the body ended, or it
+    /// broke off or passed a limit (`streamed.broken` then says so). What
+    /// `out` gathered is handed on before the upstream is waited for
+    /// (never while the upstream's next piece is already here).
+    pub(super) async fn next(&mut self, out: &mut Out, streamed: &mut Streamed) -> Option<Event> {
+        match self.read(out).await {
+            Ok(event) => event,
+            Err(line) => {
+                streamed.broken = Some(line);
+                None
+            }
+        }
+    }
+
+    /// The next event; `Ok(None)` when the body ended, one line when it
+    /// broke off or passed a limit.
+    async fn read(&mut self, out: &mut Out) -> Result<Option<Event>, String> {
         loop {
             let queued = self
                 .queue
@@ -233,23 +243,147 @@ pub(super) fn sse(kind: &str, data: &str) -> String {
     out
 }
 
-/// What a wire's stream relay is given.
-pub(super) struct StreamContext<'a> {
+/// What judges a stream.
+pub(super) struct Judging<'a> {
     /// The session judging the exchange.
     pub(super) session: &'a mut AgentSession,
     /// The exchange's chains.
     pub(super) exchange: &'a Exchange,
+    /// Hold every text to the reply's end (`--stream-policy downgrade`
+    /// with a pack that gates whole replies only).
+    pub(super) hold_all: bool,
+}
+
+impl Judging<'_> {
+    /// A streamed reply's choice judged (`model_response`, `tool_call` on
+    /// each call, `output`): its text as the stream gates left it, its
+    /// calls, and what a stream gate blocked.
+    pub(super) async fn judge_streamed(
+        &mut self,
+        content: String,
+        tool_calls: Vec<ToolCall>,
+        stream_blocked: Option<StreamBlock>,
+    ) -> JudgedChoice {
+        let choice = Choice {
+            content,
+            tool_calls,
+            stream_blocked,
+            streamed: true,
+        };
+        self.session.judge_choice(self.exchange, choice).await
+    }
+}
+
+/// What a wire's stream relay is given.
+pub(super) struct StreamContext<'a> {
+    /// What judges the stream.
+    pub(super) judging: Judging<'a>,
     /// The upstream's events.
     pub(super) pump: Pump,
     /// Where the client's events go (handed on at the end by the caller).
     pub(super) out: &'a mut Out,
-    /// Hold every text to the reply's end (`--stream-policy downgrade`
-    /// with a pack that gates whole replies only).
-    pub(super) hold_all: bool,
 }
 
 /// A wire's stream relay.
 pub(super) trait StreamWire {
     /// Relays the upstream's events to the client (see the module docs).
     fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>>;
+}
+
+/// What one upstream event comes to (see [`EventRelay`]).
+pub(super) enum Step {
+    /// Send this and go on.
+    Go(String),
+    /// Send this: the stream is over (its end event).
+    Stop(String),
+    /// Send this: the upstream's failure ends the stream.
+    Error(String),
+}
+
+/// The relay of an [`EventWire`]'s stream.
+pub(super) trait EventRelay: Send {
+    /// The event a whole stream ends with (`message_stop`): a stream
+    /// that ends before it is broken.
+    const END: &'static str;
+
+    /// The session judging the stream.
+    fn session(&self) -> &AgentSession;
+    /// What one upstream event comes to; one line when it cannot be read
+    /// (the stream ends, broken).
+    fn on_event(&mut self, event: &Event) -> impl Future<Output = Result<Step, String>> + Send;
+    /// What the upstream reported, read at the stream's end into
+    /// `streamed` (its usage; the response's id).
+    fn report(&mut self, streamed: &mut Streamed);
+    /// The error event a stream ends with when a pack could not judge it
+    /// (`line` says so).
+    fn unjudged_event(line: &str) -> String;
+    /// The data of the `error` event a broken stream ends with (`line`:
+    /// why).
+    fn broken_event(&self, line: &str) -> String;
+}
+
+/// A wire whose stream is relayed event by event, each event coming to a
+/// [`Step`] (Messages, Responses): its [`StreamWire`] is
+/// [`relay_events`] through its relay.
+pub(super) trait EventWire {
+    /// Its relay.
+    type Relay<'a>: EventRelay + 'a;
+
+    /// A relay judged by `judging`.
+    fn start(judging: Judging<'_>) -> Self::Relay<'_>;
+}
+
+impl<W: EventWire> StreamWire for W {
+    fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>> {
+        Box::pin(relay_events(cx, W::start))
+    }
+}
+
+/// Relays the upstream's events through a relay `new` makes: each sent as its step says
+/// (judged: a pack that could not judge ends the stream with the wire's
+/// error event), until the end event, the upstream's failure or the
+/// body's end. A stream that ends before its end event, or cannot be
+/// read, ends with an `error` event of the line saying why.
+async fn relay_events<'a, R: EventRelay + 'a>(
+    cx: StreamContext<'a>,
+    new: fn(Judging<'a>) -> R,
+) -> Streamed {
+    let StreamContext {
+        judging,
+        mut pump,
+        out,
+    } = cx;
+    let mut relay = new(judging);
+    let mut streamed = Streamed::default();
+    let mut stopped = false;
+    while let Some(event) = pump.next(out, &mut streamed).await {
+        let (text, last) = match relay.on_event(&event).await {
+            Ok(Step::Go(text)) => (text, false),
+            Ok(Step::Stop(text)) => {
+                stopped = true;
+                (text, true)
+            }
+            Ok(Step::Error(text)) => {
+                streamed.broken = Some(String::new());
+                (text, true)
+            }
+            Err(line) => {
+                streamed.broken = Some(line);
+                break;
+            }
+        };
+        out.send_judged(relay.session(), text, R::unjudged_event)
+            .await;
+        if last {
+            break;
+        }
+    }
+    relay.report(&mut streamed);
+    if streamed.broken.is_none() && !stopped {
+        streamed.broken = Some(format!("the upstream's stream ended before {}", R::END));
+    }
+    if let Some(line) = streamed.broken.as_ref().filter(|l| !l.is_empty()) {
+        out.send(sse("error", &relay.broken_event(line))).await;
+    }
+    streamed
 }

@@ -15,10 +15,10 @@
 
 use super::bounds::{Over, Slot};
 use super::client::{Reply, ReplyBody};
-use super::events::{Out, Pump, StreamContext};
+use super::events::{Judging, Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
 use super::hold::Stopped;
-use super::wire::{Refusal, Wire};
+use super::wire::{Refusal, ReplyView, RequestView, Wire};
 use super::{refuse, Gateway, BAD_KEY};
 use crate::agent::{EventBus, Exchange};
 use crate::jsondoc::{parse, Limits};
@@ -104,13 +104,17 @@ async fn admit<W: Wire>(
             &format!("the request body cannot be read as JSON: {error}"),
         )
     })?;
-    let read = W::read(&body, &root).map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
+    let read =
+        W::Read::read(&body, &root).map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
     let conversation = if W::MODEL_CALL {
-        conversation.or_else(|| W::previous(&read).and_then(|id| gateway.chains.conversation(id)))
+        conversation.or_else(|| {
+            read.previous()
+                .and_then(|id| gateway.chains.conversation(id))
+        })
     } else {
         None
     };
-    let model = &W::request(&read).model;
+    let model = &read.request().model;
     let served = gateway.served::<W>().ok_or_else(|| {
         refuse::<W>(
             Refusal::NotFound,
@@ -167,14 +171,14 @@ async fn relay<W: Wire>(
     let conversation = conversation.or_else(|| W::CHAINED.then(|| format!("chain/{id}")));
     let chain = conversation.clone().filter(|_| W::CHAINED);
     let mut lease = gateway.session(
-        served.provider(&W::request(&read).model),
+        served.provider(&read.request().model),
         EventBus::new(),
         &id,
         conversation,
     );
     let exchange = lease.begin_exchange();
     let session = lease.session();
-    let mut request = W::request(&read).clone();
+    let mut request = read.request().clone();
     request.headers = Headers(Forwarder::upstream_headers(headers));
     session.note_unjudged("provider_request", &unjudged(&request.messages));
     let judged = super::hold::judge::<W>(&gateway, session, &exchange, request, &mut slot).await;
@@ -247,42 +251,31 @@ struct Upstream<R> {
 }
 
 /// The judged request sent upstream, and the answer judged.
-async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
-    let Upstream {
-        gateway,
-        query,
-        body,
-        root,
-        read,
-        judged,
-        mut lease,
-        exchange,
-        mut slot,
-        id: id_header,
-        started,
-        chain,
-    } = upstream;
-    let Some(served) = gateway.served::<W>() else {
+async fn forward_and_answer<W: Wire>(mut upstream: Upstream<W::Read>) -> Response {
+    let Some(served) = upstream.gateway.served::<W>() else {
         return refuse::<W>(Refusal::NotFound, "no upstream");
     };
-    let sent = match W::write(&body, &root, &read, &judged) {
+    let sent = match upstream
+        .read
+        .write(&upstream.body, &upstream.root, &upstream.judged)
+    {
         Ok(sent) => sent,
         Err(line) => return refuse::<W>(Refusal::Upstream, &line),
     };
-    drop((body, root, read));
+    drop((upstream.body, upstream.root, upstream.read));
     // The body is read and written for the upstream: it no longer counts
     // against the buffer.
-    slot.claim.release_bytes();
+    upstream.slot.claim.release_bytes();
     let upstream_started = Instant::now();
-    let counted = Arc::clone(&gateway);
-    let retries = lease.session().retry_recorder();
-    lease.sent();
+    let counted = Arc::clone(&upstream.gateway);
+    let retries = upstream.lease.session().retry_recorder();
+    upstream.lease.sent();
     let response = match served
         .forwarder
         .send(
             W::PATH,
-            query.as_deref(),
-            &judged.headers.0,
+            upstream.query.as_deref(),
+            &upstream.judged.headers.0,
             Bytes::from(sent),
             &move |status, attempt| {
                 counted.metrics.upstream_retry();
@@ -294,24 +287,24 @@ async fn forward_and_answer<W: Wire>(upstream: Upstream<W::Read>) -> Response {
         Ok(response) => response,
         Err(error) => {
             if !error.1 {
-                lease.not_billed();
+                upstream.lease.not_billed();
             }
             return refuse::<W>(Refusal::Upstream, &error.0);
         }
     };
     let answered = Answered {
-        lease,
-        exchange,
-        model: judged.model,
-        slot,
+        lease: upstream.lease,
+        exchange: upstream.exchange,
+        model: upstream.judged.model,
+        slot: upstream.slot,
         timing: Timing {
-            gateway: Arc::clone(&gateway),
-            started,
+            gateway: Arc::clone(&upstream.gateway),
+            started: upstream.started,
             upstream_started,
         },
-        id: id_header,
+        id: upstream.id,
         limit: served.forwarder.max_body(),
-        chain,
+        chain: upstream.chain,
     };
     answer_with::<W>(answered, response).await
 }
@@ -454,18 +447,15 @@ async fn judge_reply<W: Wire>(
 ) -> Result<(Vec<u8>, Option<String>), String> {
     let root = parse(bytes, &Limits::default())
         .map_err(|e| format!("the upstream's reply cannot be read: {e}"))?;
-    let reply = W::read_reply(bytes, &root)?;
-    lease.charge(model, W::usage(&reply), true);
+    let reply = W::Reply::read(bytes, &root)?;
+    lease.charge(model, reply.usage(), true);
     let session = lease.session();
-    session.note_unjudged("model_response", &counted(W::unjudged(&reply).into_iter()));
+    session.note_unjudged("model_response", &counted(reply.unjudged().into_iter()));
     let mut judged = Vec::new();
-    for choice in W::choices(&reply) {
+    for choice in reply.choices() {
         judged.push(session.judge_choice(exchange, choice).await);
     }
-    Ok((
-        W::write_reply(bytes, &root, &reply, &judged)?,
-        W::reply_id(&reply),
-    ))
+    Ok((reply.write(bytes, &root, &judged)?, reply.reply_id()))
 }
 
 /// A response of `status` with the upstream's `headers` and `body`.
@@ -512,11 +502,13 @@ fn stream<W: Wire>(
         let session = lease.session();
         let mut out = Out::new(sender);
         let relayed = W::relay(StreamContext {
-            session,
-            exchange: &exchange,
+            judging: Judging {
+                session,
+                exchange: &exchange,
+                hold_all,
+            },
             pump: Pump::new(body, limit),
             out: &mut out,
-            hold_all,
         });
         // A client that took nothing for the write timeout lost its
         // connection: the relay is dropped, and the upstream call with it.

@@ -17,58 +17,43 @@ use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
 
-/// Request headers that never go upstream: the client's credentials,
-/// the connection's own headers, the body's framing (recomputed), the
-/// gateway's session header, and `accept-encoding` (the gateway reads
-/// the reply it judges, so it asks for it uncompressed).
+/// The connection's own headers (hop-by-hop): never passed on, either
+/// way.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+];
+
+/// Whether a request header is one the gateway writes itself, whatever a
+/// gate set: the connection's (see [`HOP_BY_HOP`]) and the body's framing
+/// (`name` in lower case).
+fn framing(name: &str) -> bool {
+    HOP_BY_HOP.contains(&name) || matches!(name, "host" | "content-length")
+}
+
+/// Request headers that never go upstream besides the [`framing`] ones
+/// (recomputed): the client's credentials, the gateway's session header,
+/// and `accept-encoding` (the gateway reads the reply it judges, so it
+/// asks for it uncompressed).
 const NOT_FORWARDED: &[&str] = &[
     "authorization",
     "x-api-key",
     "api-key",
     "proxy-authorization",
     "cookie",
-    "host",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-    "content-length",
     "accept-encoding",
     super::sessions::SESSION_HEADER,
 ];
 
-/// Request headers the gateway writes itself, whatever a gate set: the
-/// connection's and the body's framing.
-const FRAMING: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-];
-
-/// Reply headers that never go back to the client as they came: the
-/// connection's own and the body's framing (the gateway frames what it
-/// sends; a body it rewrote has another length).
-const NOT_RETURNED: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-    "content-length",
-    "content-encoding",
-    "set-cookie",
-];
+/// Reply headers that never go back to the client as they came besides
+/// the [`HOP_BY_HOP`] ones: the body's framing (the gateway frames what it
+/// sends; a body it rewrote has another length) and `set-cookie`.
+const NOT_RETURNED: &[&str] = &["content-length", "content-encoding", "set-cookie"];
 
 /// Which headers carry the gateway's key for one wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +118,7 @@ impl Forwarder {
     pub(super) fn upstream_headers(headers: &HeaderMap) -> Vec<(String, String)> {
         headers
             .iter()
-            .filter(|(name, _)| !NOT_FORWARDED.contains(&name.as_str()))
+            .filter(|(name, _)| !NOT_FORWARDED.contains(&name.as_str()) && !framing(name.as_str()))
             .filter_map(|(name, value)| {
                 Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
             })
@@ -148,7 +133,7 @@ impl Forwarder {
                 .iter()
                 .filter(|(name, _)| {
                     !name.eq_ignore_ascii_case("content-type")
-                        && !FRAMING.contains(&name.to_ascii_lowercase().as_str())
+                        && !framing(&name.to_ascii_lowercase())
                 })
                 .map(|(name, value)| (name.as_str(), value.as_str())),
         )?;
@@ -227,11 +212,12 @@ impl Forwarder {
     }
 }
 
-/// The reply headers that go back to the client (see [`NOT_RETURNED`]).
+/// The reply headers that go back to the client (see [`NOT_RETURNED`]
+/// and [`HOP_BY_HOP`]).
 pub(super) fn returned_headers(from: &HeaderMap) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (name, value) in from {
-        if NOT_RETURNED.contains(&name.as_str()) {
+        if NOT_RETURNED.contains(&name.as_str()) || HOP_BY_HOP.contains(&name.as_str()) {
             continue;
         }
         if let (Ok(name), Ok(value)) = (
@@ -273,5 +259,57 @@ pub(super) async fn read_body(mut body: ReplyBody, limit: u64) -> Result<Bytes, 
                 ))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(names: &[&str]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for name in names {
+            map.insert(
+                HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                HeaderValue::from_static("v"),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn credentials_the_connection_s_and_the_framing_headers_stay_behind() {
+        let sent = Forwarder::upstream_headers(&map(&[
+            "authorization",
+            "x-api-key",
+            "cookie",
+            "host",
+            "connection",
+            "te",
+            "content-length",
+            "accept-encoding",
+            super::super::sessions::SESSION_HEADER,
+            "anthropic-version",
+            "x-custom",
+        ]));
+        let names: Vec<&str> = sent.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["anthropic-version", "x-custom"]);
+        assert!(framing("host") && framing("proxy-connection") && !framing("x-custom"));
+    }
+
+    #[test]
+    fn the_reply_s_framing_and_cookies_are_not_returned() {
+        let back = returned_headers(&map(&[
+            "connection",
+            "transfer-encoding",
+            "content-length",
+            "content-encoding",
+            "set-cookie",
+            "retry-after",
+            "x-request-id",
+        ]));
+        let mut names: Vec<&str> = back.keys().map(HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["retry-after", "x-request-id"]);
     }
 }

@@ -17,7 +17,7 @@
 
 use super::events::{sse, StreamContext, StreamWire, Streamed};
 use super::views::{self, Placed, Slot};
-use super::wire::{Kind, Refusal, Wire};
+use super::wire::{Kind, Refusal, ReplyView, RequestView, Wire};
 use super::{Anthropic, OpenAi};
 use crate::agent::{Choice, JudgedChoice, RelayRequest};
 use crate::jsondoc::{Kind as NodeKind, Node, Splice};
@@ -49,15 +49,8 @@ pub(super) struct AsItCame;
 async fn pass_events(cx: StreamContext<'_>) -> Streamed {
     let StreamContext { mut pump, out, .. } = cx;
     let mut streamed = Streamed::default();
-    loop {
-        match pump.next(out).await {
-            Ok(Some(event)) => out.send(sse(&event.kind, &event.data)).await,
-            Ok(None) => break,
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
-        }
+    while let Some(event) = pump.next(out, &mut streamed).await {
+        out.send(sse(&event.kind, &event.data)).await;
     }
     streamed
 }
@@ -83,44 +76,6 @@ impl Wire for CountTokens {
     type Read = <Anthropic as Wire>::Read;
     type Reply = AsItCame;
 
-    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
-        Anthropic::read(src, root)
-    }
-
-    fn request(read: &Self::Read) -> &RelayRequest {
-        Anthropic::request(read)
-    }
-
-    fn write(
-        src: &[u8],
-        root: &Node,
-        read: &Self::Read,
-        judged: &RelayRequest,
-    ) -> Result<Vec<u8>, String> {
-        Anthropic::write(src, root, read, judged)
-    }
-
-    fn read_reply(_src: &[u8], _root: &Node) -> Result<Self::Reply, String> {
-        Ok(AsItCame)
-    }
-
-    fn choices(_reply: &Self::Reply) -> Vec<Choice> {
-        Vec::new()
-    }
-
-    fn usage(_reply: &Self::Reply) -> Usage {
-        Usage::default()
-    }
-
-    fn write_reply(
-        src: &[u8],
-        _root: &Node,
-        _reply: &Self::Reply,
-        _judged: &[JudgedChoice],
-    ) -> Result<Vec<u8>, String> {
-        Ok(src.to_vec())
-    }
-
     fn error(refusal: Refusal, message: &str) -> Value {
         Anthropic::error(refusal, message)
     }
@@ -135,7 +90,31 @@ impl Wire for Embeddings {
     type Read = EmbeddingsRead;
     type Reply = AsItCame;
 
-    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
+    fn error(refusal: Refusal, message: &str) -> Value {
+        OpenAi::error(refusal, message)
+    }
+}
+
+impl ReplyView for AsItCame {
+    fn read(_src: &[u8], _root: &Node) -> Result<Self, String> {
+        Ok(AsItCame)
+    }
+
+    fn choices(&self) -> Vec<Choice> {
+        Vec::new()
+    }
+
+    fn usage(&self) -> Usage {
+        Usage::default()
+    }
+
+    fn write(&self, src: &[u8], _root: &Node, _judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+        Ok(src.to_vec())
+    }
+}
+
+impl RequestView for EmbeddingsRead {
+    fn read(src: &[u8], root: &Node) -> Result<Self, String> {
         let members = root
             .as_object()
             .ok_or("the request body is not a JSON object")?;
@@ -190,17 +169,12 @@ impl Wire for Embeddings {
         })
     }
 
-    fn request(read: &Self::Read) -> &RelayRequest {
-        &read.request
+    fn request(&self) -> &RelayRequest {
+        &self.request
     }
 
-    fn write(
-        src: &[u8],
-        root: &Node,
-        read: &Self::Read,
-        judged: &RelayRequest,
-    ) -> Result<Vec<u8>, String> {
-        let before = &read.request;
+    fn write(&self, src: &[u8], root: &Node, judged: &RelayRequest) -> Result<Vec<u8>, String> {
+        let before = &self.request;
         if !views::all_same_shape(&before.messages, &judged.messages) {
             return Err(
                 "a policy added or dropped an input: an embeddings request keeps one vector per input, so it is not sent"
@@ -212,33 +186,8 @@ impl Wire for Embeddings {
             &mut splice,
             &before.messages,
             &judged.messages,
-            &read.placed,
+            &self.placed,
         );
         views::write_members(src, root, splice, &views::envelope_changes(before, judged))
-    }
-
-    fn read_reply(_src: &[u8], _root: &Node) -> Result<Self::Reply, String> {
-        Ok(AsItCame)
-    }
-
-    fn choices(_reply: &Self::Reply) -> Vec<Choice> {
-        Vec::new()
-    }
-
-    fn usage(_reply: &Self::Reply) -> Usage {
-        Usage::default()
-    }
-
-    fn write_reply(
-        src: &[u8],
-        _root: &Node,
-        _reply: &Self::Reply,
-        _judged: &[JudgedChoice],
-    ) -> Result<Vec<u8>, String> {
-        Ok(src.to_vec())
-    }
-
-    fn error(refusal: Refusal, message: &str) -> Value {
-        OpenAi::error(refusal, message)
     }
 }

@@ -79,6 +79,7 @@ mod inputs;
 mod metrics;
 mod models;
 mod openai;
+mod request_views;
 mod responses;
 pub mod sessions;
 mod views;

@@ -16,6 +16,7 @@
 
 use crate::jsondoc::{string_literal, Node, Splice};
 use crate::types::{Arguments, ContentBlock, Message, ToolSchema};
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Where one judged text of a message lives: the span of the JSON string
@@ -442,6 +443,73 @@ pub(super) fn opaque_block(src: &[u8], node: &Node, kind: &str) -> ContentBlock 
     }
 }
 
+/// A message's content (`node`) read into `message`, its texts' places
+/// into `place`: a string is its content; each element of an array is a
+/// block `part` reads (given the block index it will have), named in an
+/// error as `field[i]`. Anything else is the error `wrong` says.
+///
+/// # Errors
+///
+/// One line naming what cannot be read.
+pub(super) fn read_content(
+    src: &[u8],
+    node: &Node,
+    field: &str,
+    (message, place): (&mut Message, &mut Placed),
+    part: impl Fn(&Node, usize) -> Result<(ContentBlock, Option<Slot>), String>,
+    wrong: impl FnOnce() -> String,
+) -> Result<(), String> {
+    match &node.kind {
+        crate::jsondoc::Kind::String { .. } => {
+            message.content = text(src, node).unwrap_or_default();
+            place.slots.push(Slot::Content(node.span.clone()));
+        }
+        crate::jsondoc::Kind::Array(parts) => {
+            for (at, one) in parts.iter().enumerate() {
+                let (block, slot) =
+                    part(one, message.blocks.len()).map_err(|e| format!("{field}[{at}]: {e}"))?;
+                message.blocks.push(block);
+                place.slots.extend(slot);
+            }
+        }
+        _ => return Err(wrong()),
+    }
+    Ok(())
+}
+
+/// One content part (a `noun` to the client): a text block with its
+/// place, at block `index`, when `field` names the member holding its text
+/// (by the part's `type`); any other as a block of its type with no text,
+/// kept as written.
+///
+/// # Errors
+///
+/// One line when it is not an object, has no `type`, or its text is
+/// missing or not a string.
+pub(super) fn part_of(
+    src: &[u8],
+    part: &Node,
+    noun: &str,
+    field: fn(&str) -> Option<&'static str>,
+    index: usize,
+) -> Result<(ContentBlock, Option<Slot>), String> {
+    if part.as_object().is_none() {
+        return Err(format!("a {noun} must be an object"));
+    }
+    let kind = member_text(src, part, "type").ok_or_else(|| format!("a {noun} needs a `type`"))?;
+    let Some(field) = field(&kind) else {
+        return Ok((opaque_block(src, part, &kind), None));
+    };
+    let node = part
+        .get(src, field)
+        .ok_or_else(|| format!("a {kind} part needs `{field}`"))?;
+    let text = text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
+    Ok((
+        ContentBlock::text(text),
+        Some(Slot::Block(index, node.span.clone())),
+    ))
+}
+
 /// A message's text: its content, or its text blocks joined by lines.
 pub(super) fn joined_text(message: &Message) -> String {
     if message.blocks.is_empty() {
@@ -491,7 +559,12 @@ pub(super) fn usage_of(src: &[u8], usage: Option<&Node>) -> crate::providers::Us
 
 /// The text of a JSON string node, or `None` for any other kind.
 pub(super) fn text(src: &[u8], node: &Node) -> Option<String> {
-    node.text(src).map(std::borrow::Cow::into_owned)
+    node.text(src).map(Cow::into_owned)
+}
+
+/// The text of `node`'s member `name`, when it has one that is a string.
+pub(super) fn member_text<'a>(src: &'a [u8], node: &Node, name: &str) -> Option<Cow<'a, str>> {
+    node.get(src, name).and_then(|n| n.text(src))
 }
 
 #[cfg(test)]

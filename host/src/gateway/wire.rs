@@ -107,55 +107,120 @@ pub(super) trait Wire: StreamWire + Send + Sync + 'static {
     /// [`chains`](super::chains)).
     const CHAINED: bool = false;
     /// A request read into views.
-    type Read: Send + Sync;
+    type Read: RequestView;
     /// A reply read into views.
-    type Reply: Send;
+    type Reply: ReplyView;
 
+    /// The error body of the gateway's own `refusal` saying `message`.
+    fn error(refusal: Refusal, message: &str) -> Value;
+}
+
+/// A wire's request read into views: what the seams see of it, and how
+/// their changes are written back.
+pub(super) trait RequestView: Sized + Send + Sync {
     /// Reads a request (`root` parsed from `src`); one line naming what
     /// is wrong otherwise.
-    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String>;
+    fn read(src: &[u8], root: &Node) -> Result<Self, String>;
     /// What the seams see of it.
-    fn request(read: &Self::Read) -> &RelayRequest;
+    fn request(&self) -> &RelayRequest;
     /// The request with the seams' changes written back.
-    fn write(
-        src: &[u8],
-        root: &Node,
-        read: &Self::Read,
-        judged: &RelayRequest,
-    ) -> Result<Vec<u8>, String>;
-
-    /// The response a request continues (Responses'
-    /// `previous_response_id`), when its wire chains them.
-    fn previous(_read: &Self::Read) -> Option<&str> {
+    fn write(&self, src: &[u8], root: &Node, judged: &RelayRequest) -> Result<Vec<u8>, String>;
+    /// The response it continues (Responses' `previous_response_id`),
+    /// when its wire chains them.
+    fn previous(&self) -> Option<&str> {
         None
     }
+}
 
+/// A wire's reply read into views: what the seams see of it, and how
+/// their judgements are written back.
+pub(super) trait ReplyView: Sized + Send {
     /// Reads a reply; one line when it cannot be read.
-    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String>;
+    fn read(src: &[u8], root: &Node) -> Result<Self, String>;
     /// Its choices, as the seams see them.
-    fn choices(reply: &Self::Reply) -> Vec<Choice>;
+    fn choices(&self) -> Vec<Choice>;
     /// The tokens it reports.
-    fn usage(reply: &Self::Reply) -> Usage;
+    fn usage(&self) -> Usage;
     /// The kinds of what it carries that no pack reads (Responses'
     /// `reasoning` and built-in tools' items), one entry each.
-    fn unjudged(_reply: &Self::Reply) -> Vec<&str> {
+    fn unjudged(&self) -> Vec<&str> {
         Vec::new()
     }
     /// The id a later request can continue it by, when its wire chains
     /// responses.
-    fn reply_id(_reply: &Self::Reply) -> Option<String> {
+    fn reply_id(&self) -> Option<String> {
         None
     }
     /// The reply with each choice's judgement written back.
-    fn write_reply(
-        src: &[u8],
-        root: &Node,
-        reply: &Self::Reply,
-        judged: &[JudgedChoice],
-    ) -> Result<Vec<u8>, String>;
+    fn write(&self, src: &[u8], root: &Node, judged: &[JudgedChoice]) -> Result<Vec<u8>, String>;
+}
 
-    /// The error body of the gateway's own `refusal` saying `message`.
-    fn error(refusal: Refusal, message: &str) -> Value;
+/// A reply of one choice (Messages, Responses) read: what the seams see
+/// of it, the tokens it reports (its `usage`'s `input_tokens` and
+/// `output_tokens`), and the wire's view `V` of where its texts and calls
+/// live.
+#[derive(Debug, Clone)]
+pub(super) struct OneChoice<V> {
+    /// What the seams see: its one choice.
+    pub(super) choice: Choice,
+    usage: Usage,
+    /// Where its texts and calls live.
+    pub(super) view: V,
+}
+
+/// What differs between the wires whose replies hold one choice.
+pub(super) trait OneChoiceView: Sized + Send {
+    /// Reads a reply (`root` parsed from `src`): the view, and the choice
+    /// the seams see; one line when it cannot be read (such a reply is
+    /// never passed on unjudged).
+    fn read(src: &[u8], root: &Node) -> Result<(Self, Choice), String>;
+    /// The reply with `judged` (the judgement of `choice`, as read)
+    /// written back.
+    fn write(&self, src: &[u8], choice: &Choice, judged: &JudgedChoice) -> Result<Vec<u8>, String>;
+    /// See [`ReplyView::unjudged`].
+    fn unjudged(&self) -> Vec<&str> {
+        Vec::new()
+    }
+    /// See [`ReplyView::reply_id`].
+    fn reply_id(&self) -> Option<String> {
+        None
+    }
+}
+
+impl<V: OneChoiceView> ReplyView for OneChoice<V> {
+    fn read(src: &[u8], root: &Node) -> Result<Self, String> {
+        let (view, choice) = V::read(src, root)?;
+        Ok(OneChoice {
+            choice,
+            usage: super::views::usage_of(src, root.get(src, "usage")),
+            view,
+        })
+    }
+
+    fn choices(&self) -> Vec<Choice> {
+        vec![self.choice.clone()]
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    fn unjudged(&self) -> Vec<&str> {
+        self.view.unjudged()
+    }
+
+    fn reply_id(&self) -> Option<String> {
+        self.view.reply_id()
+    }
+
+    /// The reply with its choice's judgement written back; with none, as
+    /// it came.
+    fn write(&self, src: &[u8], _root: &Node, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+        match judged.first() {
+            Some(judged) => self.view.write(src, &self.choice, judged),
+            None => Ok(src.to_vec()),
+        }
+    }
 }
 
 /// Where an upstream error body (`{"error": {"message": …}}` on both

@@ -97,7 +97,7 @@ pub(crate) use anthropic::messages as anthropic_turns;
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub(crate) use assemble::Assembler;
 pub use http::{HttpSettings, RetryObserver, RetryPolicy, RetryWait};
-pub(crate) use openai::arguments_from_text;
+pub(crate) use openai::{arguments_from_text, chat_message, tool as openai_tool};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use scripted::{RecordedRequest, ScriptError, ScriptedModel};
 use std::future::Future;

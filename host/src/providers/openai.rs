@@ -13,7 +13,7 @@ use super::{
     content_part, DeltaSink, ModelResponse, Provider, ProviderCall, ProviderError, StreamDelta,
     Usage,
 };
-use crate::types::{Arguments, Headers, Message, Role, ToolCall, ToolSchema};
+use crate::types::{Arguments, ContentBlock, Headers, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
 
 /// How to reach an OpenAI-compatible server.
@@ -106,29 +106,50 @@ impl OpenAiProvider {
     }
 }
 
-fn tool(schema: &ToolSchema) -> Value {
+/// A tool in the chat-completions shape (a `function` tool).
+pub(crate) fn tool(schema: &ToolSchema) -> Value {
     json!({"type": "function", "function": {
         "name": schema.name, "description": schema.description, "parameters": schema.parameters,
     }})
 }
 
+/// A message as this provider sends it: an assistant's calls (with
+/// `content: null` when it has no text), the others' left out.
 fn message(message: &Message) -> Value {
+    let calls: &[ToolCall] = if message.role == Role::Assistant {
+        &message.tool_calls
+    } else {
+        &[]
+    };
+    let mut out = chat_message(message, content_part, calls, |a| a.as_str().to_owned());
+    if !calls.is_empty() && message.content.is_empty() && message.blocks.is_empty() {
+        out["content"] = Value::Null;
+    }
+    out
+}
+
+/// A message in the chat-completions shape: its `role`; its `content`, a
+/// string or its blocks each as `part` writes one; `tool_calls` when
+/// `calls` holds some, each one's arguments as `arguments` writes them;
+/// `tool_call_id` and `name` when it has them.
+pub(crate) fn chat_message(
+    message: &Message,
+    part: fn(&ContentBlock) -> Value,
+    calls: &[ToolCall],
+    arguments: fn(&Arguments) -> String,
+) -> Value {
     let mut out = Map::new();
     out.insert("role".into(), json!(message.role.as_str()));
     if message.blocks.is_empty() {
         out.insert("content".into(), json!(message.content));
     } else {
-        let parts = message.blocks.iter().map(content_part).collect();
+        let parts = message.blocks.iter().map(part).collect();
         out.insert("content".into(), Value::Array(parts));
     }
-    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
-        if message.content.is_empty() && message.blocks.is_empty() {
-            out.insert("content".into(), Value::Null);
-        }
-        let calls: Vec<Value> = message
-            .tool_calls
+    if !calls.is_empty() {
+        let calls: Vec<Value> = calls
             .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.as_str()}}))
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments(&c.arguments)}}))
             .collect();
         out.insert("tool_calls".into(), Value::Array(calls));
     }

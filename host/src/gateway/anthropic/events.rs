@@ -20,17 +20,16 @@
 //!
 //! A stream that ends without `message_stop` ends with an `error` event.
 
-use super::super::events::{sse, StreamContext, StreamWire, Streamed};
+use super::super::events::{sse, EventRelay, EventWire, Judging, Step, Streamed};
 use super::super::views::usage_of;
 use super::super::wire::{Refusal, Wire};
-use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
+use crate::agent::{AgentSession, CallVerdict, JudgedChoice, StreamGate};
 use crate::jsondoc::{parse, string_literal, Limits, Node, Splice};
+use crate::providers::sse::Event;
 use crate::providers::Usage;
 use crate::types::{Arguments, ToolCall};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 
 /// What one content block is to the relay.
 enum Block {
@@ -48,10 +47,8 @@ enum Block {
 }
 
 /// The relay's state.
-struct Relay<'a> {
-    session: &'a mut AgentSession,
-    exchange: &'a Exchange,
-    hold_all: bool,
+pub(in crate::gateway) struct Relay<'a> {
+    judging: Judging<'a>,
     /// Blocks by index.
     blocks: Vec<(u64, Block)>,
     /// Events held behind a tool block (or everything, `hold_all`), in
@@ -77,102 +74,32 @@ enum Queued {
     Tool(u64),
 }
 
-impl StreamWire for super::Anthropic {
-    fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>> {
-        Box::pin(relay(cx))
-    }
-}
+impl EventWire for super::Anthropic {
+    type Relay<'a> = Relay<'a>;
 
-async fn relay(cx: StreamContext<'_>) -> Streamed {
-    let StreamContext {
-        session,
-        exchange,
-        mut pump,
-        out,
-        hold_all,
-    } = cx;
-    let mut relay = Relay {
-        session,
-        exchange,
-        hold_all,
-        blocks: Vec::new(),
-        queue: Vec::new(),
-        text: String::new(),
-        sent: String::new(),
-        next_index: 0,
-        blocked: None,
-        usage: Usage::default(),
-    };
-    let mut streamed = Streamed::default();
-    let mut stopped = false;
-    loop {
-        let event = match pump.next(out).await {
-            Ok(Some(event)) => event,
-            Ok(None) => break,
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
-        };
-        match relay.on_event(&event).await {
-            Ok(Step::Go(text)) => out.send_judged(relay.session, text, unjudged_event).await,
-            Ok(Step::Stop(text)) => {
-                out.send_judged(relay.session, text, unjudged_event).await;
-                stopped = true;
-                break;
-            }
-            Ok(Step::Error(text)) => {
-                out.send_judged(relay.session, text, unjudged_event).await;
-                streamed.usage = relay.usage;
-                streamed.broken = Some(String::new());
-                return streamed;
-            }
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
+    fn start(judging: Judging<'_>) -> Relay<'_> {
+        Relay {
+            judging,
+            blocks: Vec::new(),
+            queue: Vec::new(),
+            text: String::new(),
+            sent: String::new(),
+            next_index: 0,
+            blocked: None,
+            usage: Usage::default(),
         }
     }
-    streamed.usage = relay.usage;
-    if streamed.broken.is_none() && !stopped {
-        streamed.broken = Some("the upstream's stream ended before message_stop".to_owned());
+}
+
+impl EventRelay for Relay<'_> {
+    const END: &'static str = "message_stop";
+
+    fn session(&self) -> &AgentSession {
+        self.judging.session
     }
-    if let Some(line) = streamed.broken.as_ref().filter(|l| !l.is_empty()) {
-        let body = json!({"type": "error", "error": {"type": "api_error", "message": line}});
-        out.send(sse("error", &body.to_string())).await;
-    }
-    streamed
-}
 
-/// The error event a stream ends with when a pack could not judge it.
-fn unjudged_event(line: &str) -> String {
-    sse(
-        "error",
-        &super::Anthropic::error(Refusal::Unjudged, line).to_string(),
-    )
-}
-
-/// What one upstream event comes to.
-enum Step {
-    /// Send this and go on.
-    Go(String),
-    /// Send this: the stream is over (`message_stop`).
-    Stop(String),
-    /// Send this: the upstream's error ends the stream.
-    Error(String),
-}
-
-/// A number member of `root`.
-fn index_of(src: &[u8], root: &Node) -> u64 {
-    root.get(src, "index")
-        .and_then(|n| n.number_text(src))
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(0)
-}
-
-impl Relay<'_> {
     /// One upstream event (see the module docs).
-    async fn on_event(&mut self, event: &crate::providers::sse::Event) -> Result<Step, String> {
+    async fn on_event(&mut self, event: &Event) -> Result<Step, String> {
         if event.data.trim() == "[DONE]" {
             return Ok(Step::Go(String::new()));
         }
@@ -203,7 +130,11 @@ impl Relay<'_> {
             }
             "message_stop" => Step::Stop(sse(&event.kind, &event.data)),
             "error" => {
-                let judged = super::super::wire::judged_error(self.session, self.exchange, src);
+                let judged = super::super::wire::judged_error(
+                    self.judging.session,
+                    self.judging.exchange,
+                    src,
+                );
                 Step::Error(sse(&event.kind, &String::from_utf8_lossy(&judged)))
             }
             _ if self.holding() => {
@@ -214,6 +145,31 @@ impl Relay<'_> {
         })
     }
 
+    fn report(&mut self, streamed: &mut Streamed) {
+        streamed.usage = self.usage;
+    }
+
+    fn unjudged_event(line: &str) -> String {
+        sse(
+            "error",
+            &super::Anthropic::error(Refusal::Unjudged, line).to_string(),
+        )
+    }
+
+    fn broken_event(&self, line: &str) -> String {
+        json!({"type": "error", "error": {"type": "api_error", "message": line}}).to_string()
+    }
+}
+
+/// A number member of `root`.
+fn index_of(src: &[u8], root: &Node) -> u64 {
+    root.get(src, "index")
+        .and_then(|n| n.number_text(src))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Relay<'_> {
     fn block(&mut self, index: u64) -> Option<&mut Block> {
         self.blocks
             .iter_mut()
@@ -222,7 +178,7 @@ impl Relay<'_> {
     }
 
     fn holding(&self) -> bool {
-        self.hold_all || !self.queue.is_empty()
+        self.judging.hold_all || !self.queue.is_empty()
     }
 
     fn block_start(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
@@ -236,7 +192,7 @@ impl Relay<'_> {
         let raw = sse(kind, &String::from_utf8_lossy(src));
         match block_kind.as_ref() {
             "text" => {
-                let gate = self.session.stream_gate(self.exchange);
+                let gate = self.judging.session.stream_gate(self.judging.exchange);
                 self.blocks.push((
                     index,
                     Block::Text {
@@ -369,8 +325,8 @@ impl Relay<'_> {
 
     /// Offers `text` to text block `index`'s gate: what it released.
     fn offer_text(&mut self, index: u64, text: &str) -> String {
-        let exchange = self.exchange;
-        let session = &*self.session;
+        let exchange = self.judging.exchange;
+        let session = &*self.judging.session;
         let Some((_, Block::Text { gate, .. })) = self.blocks.iter_mut().find(|(i, _)| *i == index)
         else {
             return String::new();
@@ -390,7 +346,7 @@ impl Relay<'_> {
     /// Text block `index`'s final check: what it released now; its whole
     /// text (as the gate left it) joins the reply's, and is returned too.
     fn final_text(&mut self, index: u64) -> (String, String) {
-        let exchange = self.exchange;
+        let exchange = self.judging.exchange;
         let Some(position) = self.blocks.iter().position(|(i, _)| *i == index) else {
             return (String::new(), String::new());
         };
@@ -398,14 +354,14 @@ impl Relay<'_> {
         let Block::Text { mut gate, held } = block else {
             return (String::new(), String::new());
         };
-        let offered = self.session.offer(exchange, &mut gate, &held, true);
+        let offered = self.judging.session.offer(exchange, &mut gate, &held, true);
         let released = offered
             .release
             .map(|r| gate.text()[r].to_owned())
             .unwrap_or_default();
         self.sent.push_str(&released);
         let whole = gate.text().to_owned();
-        let end = self.session.finish_stream(exchange, gate);
+        let end = self.judging.session.finish_stream(exchange, gate);
         if let Some(blocked) = end.blocked {
             self.blocked.get_or_insert(blocked);
         }
@@ -431,7 +387,7 @@ impl Relay<'_> {
         let vetoed = judged.vetoed_by.is_some();
         // Held whole, the texts take what the seams made of them, each in
         // its block; streamed, they went out as released.
-        let rewritten = if self.hold_all && !vetoed {
+        let rewritten = if self.judging.hold_all && !vetoed {
             let pieces: Vec<String> = finals.values().map(|(_, whole)| whole.clone()).collect();
             finals
                 .keys()
@@ -446,7 +402,7 @@ impl Relay<'_> {
         // an answer the output seam changed after it streamed.
         let unsent = if vetoed {
             judged.content.clone()
-        } else if self.hold_all {
+        } else if self.judging.hold_all {
             String::new()
         } else {
             match judged.content.strip_prefix(self.text.as_str()) {
@@ -489,13 +445,9 @@ impl Relay<'_> {
                 _ => None,
             })
             .collect();
-        let choice = Choice {
-            content: self.text.clone(),
-            tool_calls: calls,
-            stream_blocked: self.blocked.clone(),
-            streamed: true,
-        };
-        self.session.judge_choice(self.exchange, choice).await
+        self.judging
+            .judge_streamed(self.text.clone(), calls, self.blocked.clone())
+            .await
     }
 
     /// What was held, written as judged: raw events as they came, text

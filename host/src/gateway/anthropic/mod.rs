@@ -10,10 +10,8 @@ mod events;
 mod reply;
 mod request;
 
-use super::wire::{Kind, Refusal, Wire};
-use crate::agent::{Choice, JudgedChoice, RelayRequest};
-use crate::jsondoc::Node;
-use crate::providers::Usage;
+use super::request_views::RequestViews;
+use super::wire::{Kind, OneChoice, Refusal, Wire};
 use serde_json::{json, Value};
 
 /// `max_tokens` the gateway's own calls send (a gate retry, a compaction's
@@ -28,49 +26,8 @@ impl Wire for Anthropic {
     const NAME: &'static str = "messages";
     const PATH: &'static str = "/v1/messages";
     const ID_PREFIX: &'static str = "msg_";
-    type Read = request::Read;
-    type Reply = reply::ReadReply;
-
-    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
-        request::read(src, root)
-    }
-
-    fn request(read: &Self::Read) -> &RelayRequest {
-        &read.request
-    }
-
-    fn write(
-        src: &[u8],
-        root: &Node,
-        read: &Self::Read,
-        judged: &RelayRequest,
-    ) -> Result<Vec<u8>, String> {
-        request::write(src, root, read, judged)
-    }
-
-    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String> {
-        reply::read(src, root)
-    }
-
-    fn choices(reply: &Self::Reply) -> Vec<Choice> {
-        vec![reply.choice.clone()]
-    }
-
-    fn usage(reply: &Self::Reply) -> Usage {
-        reply.usage
-    }
-
-    fn write_reply(
-        src: &[u8],
-        _root: &Node,
-        reply: &Self::Reply,
-        judged: &[JudgedChoice],
-    ) -> Result<Vec<u8>, String> {
-        match judged.first() {
-            Some(judged) => reply::write(src, reply, judged),
-            None => Ok(src.to_vec()),
-        }
-    }
+    type Read = RequestViews<Self>;
+    type Reply = OneChoice<reply::View>;
 
     fn error(refusal: Refusal, message: &str) -> Value {
         let kind = match refusal {

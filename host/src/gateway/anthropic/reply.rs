@@ -13,17 +13,15 @@
 //! the notice.
 
 use super::super::views;
+use super::super::wire::OneChoiceView;
 use crate::agent::{CallVerdict, Choice, JudgedChoice};
 use crate::jsondoc::{string_literal, Node, Splice};
-use crate::providers::Usage;
 use crate::types::{Arguments, ToolCall};
 use std::ops::Range;
 
-/// A reply read.
+/// Where a reply's texts and calls live.
 #[derive(Debug, Clone)]
-pub(in crate::gateway) struct ReadReply {
-    /// What the seams see: one choice.
-    pub(in crate::gateway) choice: Choice,
+pub(in crate::gateway) struct View {
     /// The `content` array, and how many blocks it holds.
     content: Range<usize>,
     blocks: usize,
@@ -33,70 +31,6 @@ pub(in crate::gateway) struct ReadReply {
     calls: Vec<(Range<usize>, Range<usize>)>,
     /// The `stop_reason` value.
     stop_reason: Option<Range<usize>>,
-    /// The tokens the upstream reported.
-    pub(in crate::gateway) usage: Usage,
-}
-
-/// Reads a Messages reply (`root` parsed from `src`).
-///
-/// # Errors
-///
-/// One line when it is not one (no `content` array, a block that cannot
-/// be read): such a reply is never passed on unjudged.
-pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, String> {
-    let content = root
-        .get(src, "content")
-        .filter(|n| n.as_array().is_some())
-        .ok_or("the upstream's reply has no `content` array")?;
-    let mut read = ReadReply {
-        choice: Choice::default(),
-        content: content.span.clone(),
-        blocks: content.as_array().map_or(0, <[Node]>::len),
-        texts: Vec::new(),
-        calls: Vec::new(),
-        stop_reason: root.get(src, "stop_reason").map(|n| n.span.clone()),
-        usage: views::usage_of(src, root.get(src, "usage")),
-    };
-    for (at, block) in content.as_array().unwrap_or_default().iter().enumerate() {
-        let kind = block
-            .get(src, "type")
-            .and_then(|t| t.text(src))
-            .ok_or_else(|| format!("the upstream's content[{at}] has no `type`"))?;
-        match kind.as_ref() {
-            "text" => {
-                let node = block
-                    .get(src, "text")
-                    .ok_or_else(|| format!("the upstream's content[{at}] has no `text`"))?;
-                let text = views::text(src, node)
-                    .ok_or_else(|| format!("the upstream's content[{at}].text is not a string"))?;
-                read.choice.content.push_str(&text);
-                read.texts.push((node.span.clone(), text));
-            }
-            "tool_use" => {
-                let id = block
-                    .get(src, "id")
-                    .and_then(|n| n.text(src))
-                    .ok_or_else(|| format!("the upstream's content[{at}] has no `id`"))?;
-                let name = block
-                    .get(src, "name")
-                    .and_then(|n| n.text(src))
-                    .ok_or_else(|| format!("the upstream's content[{at}] has no `name`"))?;
-                let input = block
-                    .get(src, "input")
-                    .ok_or_else(|| format!("the upstream's content[{at}] has no `input`"))?;
-                let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src)))
-                    .map_err(|e| format!("the upstream's content[{at}].input: {e}"))?;
-                read.choice.tool_calls.push(ToolCall {
-                    id: id.into_owned(),
-                    name: name.into_owned(),
-                    arguments,
-                });
-                read.calls.push((block.span.clone(), input.span.clone()));
-            }
-            _ => {}
-        }
-    }
-    Ok(read)
 }
 
 /// A text block holding `text`, as the wire writes it.
@@ -104,78 +38,131 @@ pub(in crate::gateway) fn text_block(text: &str) -> String {
     format!(r#"{{"type":"text","text":{}}}"#, string_literal(text))
 }
 
-/// The reply with the judgement written back (see the module docs).
-///
-/// # Errors
-///
-/// One line when the edits cannot be rendered (a bug, never the peer's).
-pub(in crate::gateway) fn write(
-    src: &[u8],
-    read: &ReadReply,
-    judged: &JudgedChoice,
-) -> Result<Vec<u8>, String> {
-    let mut splice = Splice::new();
-    if judged.vetoed_by.is_some() {
-        splice.replace(
-            read.content.clone(),
-            format!("[{}]", text_block(&judged.content)),
-        );
-        if let Some(span) = &read.stop_reason {
-            splice.replace(span.clone(), string_literal("end_turn"));
+impl OneChoiceView for View {
+    /// Reads a Messages reply: an error when it is not one (no `content`
+    /// array, a block that cannot be read).
+    fn read(src: &[u8], root: &Node) -> Result<(Self, Choice), String> {
+        let content = root
+            .get(src, "content")
+            .filter(|n| n.as_array().is_some())
+            .ok_or("the upstream's reply has no `content` array")?;
+        let mut choice = Choice::default();
+        let mut read = View {
+            content: content.span.clone(),
+            blocks: content.as_array().map_or(0, <[Node]>::len),
+            texts: Vec::new(),
+            calls: Vec::new(),
+            stop_reason: root.get(src, "stop_reason").map(|n| n.span.clone()),
+        };
+        for (at, block) in content.as_array().unwrap_or_default().iter().enumerate() {
+            let kind = block
+                .get(src, "type")
+                .and_then(|t| t.text(src))
+                .ok_or_else(|| format!("the upstream's content[{at}] has no `type`"))?;
+            match kind.as_ref() {
+                "text" => {
+                    let node = block
+                        .get(src, "text")
+                        .ok_or_else(|| format!("the upstream's content[{at}] has no `text`"))?;
+                    let text = views::text(src, node).ok_or_else(|| {
+                        format!("the upstream's content[{at}].text is not a string")
+                    })?;
+                    choice.content.push_str(&text);
+                    read.texts.push((node.span.clone(), text));
+                }
+                "tool_use" => {
+                    let id = block
+                        .get(src, "id")
+                        .and_then(|n| n.text(src))
+                        .ok_or_else(|| format!("the upstream's content[{at}] has no `id`"))?;
+                    let name = block
+                        .get(src, "name")
+                        .and_then(|n| n.text(src))
+                        .ok_or_else(|| format!("the upstream's content[{at}] has no `name`"))?;
+                    let input = block
+                        .get(src, "input")
+                        .ok_or_else(|| format!("the upstream's content[{at}] has no `input`"))?;
+                    let arguments = Arguments::from_json(&String::from_utf8_lossy(input.raw(src)))
+                        .map_err(|e| format!("the upstream's content[{at}].input: {e}"))?;
+                    choice.tool_calls.push(ToolCall {
+                        id: id.into_owned(),
+                        name: name.into_owned(),
+                        arguments,
+                    });
+                    read.calls.push((block.span.clone(), input.span.clone()));
+                }
+                _ => {}
+            }
         }
-        return splice
-            .render(src)
-            .map_err(|e| format!("cannot write the reply: {e}"));
+        Ok((read, choice))
     }
-    if judged.content != read.choice.content {
-        let pieces: Vec<String> = read.texts.iter().map(|(_, text)| text.clone()).collect();
-        if pieces.is_empty() {
-            // Text where the model wrote none: a block of its own, first.
-            let comma = if read.blocks == 0 { "" } else { "," };
+
+    /// See the module docs; an error only when the edits cannot be
+    /// rendered (a bug, never the peer's).
+    fn write(&self, src: &[u8], choice: &Choice, judged: &JudgedChoice) -> Result<Vec<u8>, String> {
+        let mut splice = Splice::new();
+        if judged.vetoed_by.is_some() {
             splice.replace(
-                read.content.start + 1..read.content.start + 1,
-                format!("{}{comma}", text_block(&judged.content)),
+                self.content.clone(),
+                format!("[{}]", text_block(&judged.content)),
             );
-        } else {
-            for ((span, old), new) in read
-                .texts
-                .iter()
-                .zip(views::redistribute(&pieces, &judged.content))
-            {
-                if *old != new {
-                    splice.replace(span.clone(), string_literal(&new));
+            if let Some(span) = &self.stop_reason {
+                splice.replace(span.clone(), string_literal("end_turn"));
+            }
+            return splice
+                .render(src)
+                .map_err(|e| format!("cannot write the reply: {e}"));
+        }
+        if judged.content != choice.content {
+            let pieces: Vec<String> = self.texts.iter().map(|(_, text)| text.clone()).collect();
+            if pieces.is_empty() {
+                // Text where the model wrote none: a block of its own, first.
+                let comma = if self.blocks == 0 { "" } else { "," };
+                splice.replace(
+                    self.content.start + 1..self.content.start + 1,
+                    format!("{}{comma}", text_block(&judged.content)),
+                );
+            } else {
+                for ((span, old), new) in self
+                    .texts
+                    .iter()
+                    .zip(views::redistribute(&pieces, &judged.content))
+                {
+                    if *old != new {
+                        splice.replace(span.clone(), string_literal(&new));
+                    }
                 }
             }
         }
-    }
-    let mut kept = 0;
-    for ((block, input), (before, verdict)) in read
-        .calls
-        .iter()
-        .zip(read.choice.tool_calls.iter().zip(&judged.calls))
-    {
-        match verdict {
-            CallVerdict::Pass(after) => {
-                kept += 1;
-                if after.arguments.as_str() != before.arguments.as_str() {
-                    let value = after.arguments.parse();
-                    let object = if value.is_object() {
-                        value
-                    } else {
-                        serde_json::json!({ "value": value })
-                    };
-                    splice.replace(input.clone(), object.to_string());
+        let mut kept = 0;
+        for ((block, input), (before, verdict)) in self
+            .calls
+            .iter()
+            .zip(choice.tool_calls.iter().zip(&judged.calls))
+        {
+            match verdict {
+                CallVerdict::Pass(after) => {
+                    kept += 1;
+                    if after.arguments.as_str() != before.arguments.as_str() {
+                        let value = after.arguments.parse();
+                        let object = if value.is_object() {
+                            value
+                        } else {
+                            serde_json::json!({ "value": value })
+                        };
+                        splice.replace(input.clone(), object.to_string());
+                    }
                 }
+                CallVerdict::Refused(_, line) => splice.replace(block.clone(), text_block(line)),
             }
-            CallVerdict::Refused(_, line) => splice.replace(block.clone(), text_block(line)),
         }
-    }
-    if kept == 0 && !read.calls.is_empty() {
-        if let Some(span) = &read.stop_reason {
-            splice.replace(span.clone(), string_literal("end_turn"));
+        if kept == 0 && !self.calls.is_empty() {
+            if let Some(span) = &self.stop_reason {
+                splice.replace(span.clone(), string_literal("end_turn"));
+            }
         }
+        splice
+            .render(src)
+            .map_err(|e| format!("cannot write the reply: {e}"))
     }
-    splice
-        .render(src)
-        .map_err(|e| format!("cannot write the reply: {e}"))
 }

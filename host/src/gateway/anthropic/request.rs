@@ -15,68 +15,74 @@
 //! | `tools` | tools: name, description, `input_schema` (a server tool: its name) | each `description` |
 //! | every other member | the envelope's `kwargs` | the member's value |
 
-use super::super::views::{self, ArgsSlot, Placed, PlacedTool, Slot};
-use crate::agent::RelayRequest;
-use crate::jsondoc::{Kind, Node, Splice};
-use crate::types::{Arguments, ContentBlock, Message, Role, ToolCall, ToolList, ToolSchema};
+use super::super::request_views::{Document, Member, RequestFormat, ToolFormat, ToolKinds};
+use super::super::views::{self, ArgsSlot, Placed, Slot};
+use crate::jsondoc::Node;
+use crate::types::{Arguments, ContentBlock, Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Value};
-
-/// A request read.
-#[derive(Debug, Clone)]
-pub(in crate::gateway) struct Read {
-    /// What the seams see (the headers are the gateway's to fill in).
-    pub(in crate::gateway) request: RelayRequest,
-    /// Where each message's texts live (the top-level `system`'s is
-    /// `wire: usize::MAX`).
-    pub(in crate::gateway) placed: Vec<Placed>,
-    /// Where each tool lives.
-    pub(in crate::gateway) tools: Vec<PlacedTool>,
-}
 
 /// The `wire` of the top-level `system`'s message.
 const SYSTEM: usize = usize::MAX;
 
-/// Reads a Messages request (`root` parsed from `src`).
-///
-/// # Errors
-///
-/// One line naming the member that is missing or not what the wire says.
-pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> {
-    let Some(members) = root.as_object() else {
-        return Err("the request body is not a JSON object".to_owned());
+impl RequestFormat for super::Anthropic {
+    const TOOLS: ToolFormat = ToolFormat {
+        kinds: ToolKinds::Untyped("input_schema"),
+        within: None,
+        no_name: "a tool needs a `name`",
     };
-    let model = views::model_of(src, root)?;
-    let mut messages = Vec::new();
-    let mut placed = Vec::new();
-    if let Some(system) = root.get(src, "system").filter(|n| !n.is_null()) {
-        let (message, place) = content_of(src, system, Role::System, SYSTEM, "text blocks")
-            .map_err(|e| format!("system: {e}"))?;
-        messages.push(message);
-        placed.push(place);
+    const MEMBERS: &'static [&'static str] = &["model", "system", "messages", "tools"];
+
+    /// The top-level `system` (a system message, first; its place's
+    /// `wire` is `SYSTEM`) and each of the `messages`.
+    fn messages(src: &[u8], root: &Node) -> Result<(Vec<Message>, Vec<Placed>), String> {
+        let mut messages = Vec::new();
+        let mut placed = Vec::new();
+        if let Some(system) = root.get(src, "system").filter(|n| !n.is_null()) {
+            let (message, place) = content_of(src, system, Role::System, SYSTEM, "text blocks")
+                .map_err(|e| format!("system: {e}"))?;
+            messages.push(message);
+            placed.push(place);
+        }
+        let wire = match root.get(src, "messages").map(|n| (n, n.as_array())) {
+            Some((_, Some(list))) => list,
+            Some(_) => return Err("`messages` must be an array".to_owned()),
+            None => return Err("`messages` is required".to_owned()),
+        };
+        for (index, message) in wire.iter().enumerate() {
+            turn_of(src, message, index, &mut messages, &mut placed)
+                .map_err(|e| format!("messages[{index}]: {e}"))?;
+        }
+        Ok((messages, placed))
     }
-    let wire = match root.get(src, "messages").map(|n| (n, n.as_array())) {
-        Some((_, Some(list))) => list,
-        Some(_) => return Err("`messages` must be an array".to_owned()),
-        None => return Err("`messages` is required".to_owned()),
-    };
-    for (index, message) in wire.iter().enumerate() {
-        turn_of(src, message, index, &mut messages, &mut placed)
-            .map_err(|e| format!("messages[{index}]: {e}"))?;
+
+    /// The conversation re-encoded (a compaction): its leading system
+    /// messages as the top-level `system`, the rest as `messages`.
+    fn reshape(_doc: &Document<'_, Self>, judged: &[Message]) -> Vec<Member> {
+        let system: Vec<Value> = judged
+            .iter()
+            .take_while(|m| m.role == Role::System)
+            .map(|m| json!({"type": "text", "text": views::joined_text(m)}))
+            .collect();
+        let rest: Vec<Message> = judged.iter().skip(system.len()).cloned().collect();
+        vec![
+            (
+                "system".to_owned(),
+                (!system.is_empty()).then(|| Value::Array(system).to_string().into_bytes()),
+            ),
+            (
+                "messages".to_owned(),
+                Some(
+                    Value::Array(crate::providers::anthropic_turns(&rest))
+                        .to_string()
+                        .into_bytes(),
+                ),
+            ),
+        ]
     }
-    let (tools, tool_places) = views::tools_of(src, root, tool_of)?;
-    views::check_stream(src, root)?;
-    let kwargs = views::kwargs_of(src, members, &["model", "system", "messages", "tools"]);
-    Ok(Read {
-        request: RelayRequest {
-            model,
-            messages,
-            tools: ToolList::new(tools),
-            kwargs,
-            headers: crate::types::Headers::default(),
-        },
-        placed,
-        tools: tool_places,
-    })
+
+    fn tool(tool: &ToolSchema) -> Value {
+        json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters})
+    }
 }
 
 /// One wire message: its host messages (a user message's `tool_result`
@@ -183,18 +189,7 @@ fn block_of(
             Some(Slot::Block(index, node.span.clone())),
         ));
     }
-    let data = serde_json::value::RawValue::from_string(
-        String::from_utf8_lossy(block.raw(src)).into_owned(),
-    )
-    .ok();
-    Ok((
-        ContentBlock {
-            kind: kind.to_owned(),
-            text: String::new(),
-            data,
-        },
-        None,
-    ))
+    Ok((views::opaque_block(src, block, kind), None))
 }
 
 /// A `content` (or `system`) that is a string or an array of blocks, as one
@@ -212,22 +207,14 @@ fn content_of(
         wire,
         ..Placed::default()
     };
-    match &content.kind {
-        Kind::String { .. } => {
-            message.content = views::text(src, content).unwrap_or_default();
-            place.slots.push(Slot::Content(content.span.clone()));
-        }
-        Kind::Array(blocks) => {
-            for (at, block) in blocks.iter().enumerate() {
-                let kind = block_kind(src, block).map_err(|e| format!("content[{at}]: {e}"))?;
-                let (block, slot) = block_of(src, block, &kind, message.blocks.len())
-                    .map_err(|e| format!("content[{at}]: {e}"))?;
-                message.blocks.push(block);
-                place.slots.extend(slot);
-            }
-        }
-        _ => return Err(format!("must be a string or an array of {what}")),
-    }
+    views::read_content(
+        src,
+        content,
+        "content",
+        (&mut message, &mut place),
+        |block, index| block_of(src, block, &block_kind(src, block)?, index),
+        || format!("must be a string or an array of {what}"),
+    )?;
     Ok((message, place))
 }
 
@@ -273,95 +260,4 @@ fn tool_use_of(src: &[u8], block: &Node) -> Result<(ToolCall, ArgsSlot), String>
         },
         ArgsSlot::Object(input.span.clone()),
     ))
-}
-
-/// One tool: a client tool (name, description, `input_schema`) or a
-/// server tool (its name, the rest the upstream's).
-fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> {
-    if tool.as_object().is_none() {
-        return Err("a tool must be an object".to_owned());
-    }
-    let mut place = PlacedTool {
-        value: tool.span.clone(),
-        description: None,
-    };
-    let name = tool
-        .get(src, "name")
-        .and_then(|n| n.text(src))
-        .ok_or("a tool needs a `name`")?;
-    let description = match tool.get(src, "description") {
-        Some(node) if !node.is_null() => {
-            place.description = Some(node.span.clone());
-            views::text(src, node).ok_or("`description` must be a string")?
-        }
-        _ => String::new(),
-    };
-    let parameters = tool
-        .get(src, "input_schema")
-        .map_or_else(|| tool.to_value(src), |schema| schema.to_value(src));
-    Ok((
-        ToolSchema {
-            name: name.into_owned(),
-            description,
-            parameters,
-        },
-        place,
-    ))
-}
-
-/// The request with the seams' changes written back (see the module docs).
-///
-/// # Errors
-///
-/// One line when the edits cannot be rendered (a bug, never the client's).
-pub(in crate::gateway) fn write(
-    src: &[u8],
-    root: &Node,
-    read: &Read,
-    judged: &RelayRequest,
-) -> Result<Vec<u8>, String> {
-    let before = &read.request;
-    let mut splice = Splice::new();
-    let mut members = views::envelope_changes(before, judged);
-    if views::all_same_shape(&before.messages, &judged.messages) {
-        views::write_texts(
-            &mut splice,
-            &before.messages,
-            &judged.messages,
-            &read.placed,
-        );
-    } else {
-        // A new shape (a compaction): the conversation re-encoded.
-        let system: Vec<Value> = judged
-            .messages
-            .iter()
-            .take_while(|m| m.role == Role::System)
-            .map(|m| json!({"type": "text", "text": views::joined_text(m)}))
-            .collect();
-        let rest: Vec<Message> = judged.messages.iter().skip(system.len()).cloned().collect();
-        members.push((
-            "system".to_owned(),
-            (!system.is_empty()).then(|| Value::Array(system).to_string().into_bytes()),
-        ));
-        members.push((
-            "messages".to_owned(),
-            Some(
-                Value::Array(crate::providers::anthropic_turns(&rest))
-                    .to_string()
-                    .into_bytes(),
-            ),
-        ));
-    }
-    if !views::write_tools(&mut splice, &before.tools, &judged.tools, &read.tools) {
-        let array = views::tools_array(src, &before.tools, &judged.tools, &read.tools, |tool| {
-            json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters})
-                .to_string()
-                .into_bytes()
-        });
-        members.push((
-            "tools".to_owned(),
-            (!judged.tools.is_empty()).then_some(array),
-        ));
-    }
-    views::write_members(src, root, splice, &members)
 }

@@ -15,12 +15,12 @@
 //! `[DONE]` pass as they came; a stream without `[DONE]` ends with an
 //! error chunk.
 
-use super::super::events::{sse, StreamContext, StreamWire, Streamed};
+use super::super::events::{sse, Judging, StreamContext, StreamWire, Streamed};
 use super::super::views;
 use super::super::views::{arguments_of, arguments_text};
 use super::super::wire::{Refusal, Wire};
 use super::reply::{shown, usage_of};
-use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, StreamGate};
+use crate::agent::{CallVerdict, StreamGate};
 use crate::jsondoc::{array_from, parse, string_literal, Limits, Node};
 use crate::types::ToolCall;
 use std::collections::BTreeMap;
@@ -59,9 +59,7 @@ struct CallState {
 
 /// The relay's state.
 struct Relay<'a> {
-    session: &'a mut AgentSession,
-    exchange: &'a Exchange,
-    hold_all: bool,
+    judging: Judging<'a>,
     choices: BTreeMap<u64, ChoiceState>,
     /// The first chunk's members but `choices` and `usage`: what a chunk
     /// the gateway writes repeats.
@@ -76,30 +74,18 @@ impl StreamWire for super::OpenAi {
 
 async fn relay(cx: StreamContext<'_>) -> Streamed {
     let StreamContext {
-        session,
-        exchange,
+        judging,
         mut pump,
         out,
-        hold_all,
     } = cx;
     let mut relay = Relay {
-        session,
-        exchange,
-        hold_all,
+        judging,
         choices: BTreeMap::new(),
         template: Vec::new(),
     };
     let mut streamed = Streamed::default();
     let mut done = false;
-    loop {
-        let event = match pump.next(out).await {
-            Ok(Some(event)) => event,
-            Ok(None) => break,
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
-        };
+    while let Some(event) = pump.next(out, &mut streamed).await {
         if event.data.trim() == "[DONE]" {
             // The end marker: a choice the upstream never finished ends
             // here (as it would have, with `stop`), judged like any other.
@@ -112,7 +98,8 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             for index in open {
                 let (mut text, reason) = relay.finish(index, "stop").await;
                 text.push_str(&relay.write_delta(index, &serde_json::json!({}), Some(&reason)));
-                out.send_judged(relay.session, text, unjudged_chunk).await;
+                out.send_judged(relay.judging.session, text, unjudged_chunk)
+                    .await;
             }
             done = true;
             continue;
@@ -123,7 +110,11 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             break;
         };
         if super::super::wire::error_message(src, &root).is_some() {
-            let judged = super::super::wire::judged_error(relay.session, relay.exchange, src);
+            let judged = super::super::wire::judged_error(
+                relay.judging.session,
+                relay.judging.exchange,
+                src,
+            );
             out.send(sse(&event.kind, &String::from_utf8_lossy(&judged)))
                 .await;
             streamed.broken = Some(String::new());
@@ -142,7 +133,8 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             streamed.usage = usage_of(src, &root);
         }
         let text = relay.chunk(&event.kind, src, &root).await;
-        out.send_judged(relay.session, text, unjudged_chunk).await;
+        out.send_judged(relay.judging.session, text, unjudged_chunk)
+            .await;
     }
     if streamed.broken.is_none() && !done {
         streamed.broken = Some("the upstream's stream ended before its end".to_owned());
@@ -265,7 +257,7 @@ impl Relay<'_> {
             let Some(text) = delta.get(src, field).and_then(|n| n.text(src)) else {
                 continue;
             };
-            let released = if self.hold_all {
+            let released = if self.judging.hold_all {
                 state.held.push_str(&text);
                 String::new()
             } else {
@@ -274,13 +266,18 @@ impl Relay<'_> {
                 } else {
                     &mut state.refusal
                 };
-                let offered = self.session.offer(self.exchange, gate, &text, false);
+                let offered = self
+                    .judging
+                    .session
+                    .offer(self.judging.exchange, gate, &text, false);
                 let released = offered
                     .release
                     .map(|r| gate.text()[r].to_owned())
                     .unwrap_or_default();
                 if let Some(started) = offered.hold {
-                    self.session.publish_hold_edge(self.exchange, started);
+                    self.judging
+                        .session
+                        .publish_hold_edge(self.judging.exchange, started);
                 }
                 released
             };
@@ -336,11 +333,13 @@ impl Relay<'_> {
         let mut state = self.choices.remove(&index).unwrap_or_default();
         let mut out = self.final_release(index, &mut state);
         let content_end = self
+            .judging
             .session
-            .finish_stream(self.exchange, std::mem::take(&mut state.content));
+            .finish_stream(self.judging.exchange, std::mem::take(&mut state.content));
         let refusal_end = self
+            .judging
             .session
-            .finish_stream(self.exchange, std::mem::take(&mut state.refusal));
+            .finish_stream(self.judging.exchange, std::mem::take(&mut state.refusal));
         let mut content = content_end.rewritten.unwrap_or_default();
         if content.is_empty() {
             content.clone_from(&state.sent);
@@ -354,17 +353,12 @@ impl Relay<'_> {
                 arguments: arguments_of(&call.arguments),
             })
             .collect();
-        let choice = Choice {
-            content,
-            tool_calls: calls,
-            stream_blocked: state
-                .blocked
-                .clone()
-                .or(content_end.blocked)
-                .or(refusal_end.blocked),
-            streamed: true,
-        };
-        let judged = self.session.judge_choice(self.exchange, choice).await;
+        let blocked = state
+            .blocked
+            .clone()
+            .or(content_end.blocked)
+            .or(refusal_end.blocked);
+        let judged = self.judging.judge_streamed(content, calls, blocked).await;
         let shown = shown(&judged);
         let unsent = match shown.strip_prefix(state.sent.as_str()) {
             Some(rest) => rest.to_owned(),
@@ -421,16 +415,23 @@ impl Relay<'_> {
             return String::new();
         }
         let mut delta = serde_json::Map::new();
-        if self.hold_all {
-            let mut gate = self.session.stream_gate(self.exchange);
+        if self.judging.hold_all {
+            let mut gate = self.judging.session.stream_gate(self.judging.exchange);
             let held = std::mem::take(&mut state.held);
-            let offered = self.session.offer(self.exchange, &mut gate, &held, true);
+            let offered = self
+                .judging
+                .session
+                .offer(self.judging.exchange, &mut gate, &held, true);
             let released = offered
                 .release
                 .map(|r| gate.text()[r].to_owned())
                 .unwrap_or_default();
             if offered.retract.is_some() {
-                state.blocked = self.session.finish_stream(self.exchange, gate).blocked;
+                state.blocked = self
+                    .judging
+                    .session
+                    .finish_stream(self.judging.exchange, gate)
+                    .blocked;
                 return String::new();
             }
             state.content = gate;
@@ -443,7 +444,10 @@ impl Relay<'_> {
                 ("content", &mut state.content),
                 ("refusal", &mut state.refusal),
             ] {
-                let offered = self.session.offer(self.exchange, gate, "", true);
+                let offered = self
+                    .judging
+                    .session
+                    .offer(self.judging.exchange, gate, "", true);
                 if let Some(range) = offered.release.filter(|r| !r.is_empty()) {
                     let released = gate.text()[range].to_owned();
                     state.sent.push_str(&released);

@@ -10,10 +10,8 @@ mod events;
 mod reply;
 mod request;
 
+use super::request_views::RequestViews;
 use super::wire::{Kind, Refusal, Wire};
-use crate::agent::{Choice, JudgedChoice, RelayRequest};
-use crate::jsondoc::Node;
-use crate::providers::Usage;
 use serde_json::{json, Value};
 
 /// The chat-completions wire.
@@ -24,46 +22,8 @@ impl Wire for OpenAi {
     const NAME: &'static str = "chat completions";
     const PATH: &'static str = "/chat/completions";
     const ID_PREFIX: &'static str = "chatcmpl-";
-    type Read = request::Read;
+    type Read = RequestViews<Self>;
     type Reply = reply::ReadReply;
-
-    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
-        request::read(src, root)
-    }
-
-    fn request(read: &Self::Read) -> &RelayRequest {
-        &read.request
-    }
-
-    fn write(
-        src: &[u8],
-        root: &Node,
-        read: &Self::Read,
-        judged: &RelayRequest,
-    ) -> Result<Vec<u8>, String> {
-        request::write(src, root, read, judged)
-    }
-
-    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String> {
-        reply::read(src, root)
-    }
-
-    fn choices(reply: &Self::Reply) -> Vec<Choice> {
-        reply.choices.iter().map(|c| c.choice.clone()).collect()
-    }
-
-    fn usage(reply: &Self::Reply) -> Usage {
-        reply.usage
-    }
-
-    fn write_reply(
-        src: &[u8],
-        root: &Node,
-        reply: &Self::Reply,
-        judged: &[JudgedChoice],
-    ) -> Result<Vec<u8>, String> {
-        reply::write(src, root, reply, judged)
-    }
 
     fn error(refusal: Refusal, message: &str) -> Value {
         let (kind, code) = match refusal {

@@ -9,6 +9,7 @@
 
 use super::super::views;
 use super::super::views::{arguments_of, arguments_text};
+use super::super::wire::ReplyView;
 use crate::agent::{CallVerdict, Choice, JudgedChoice};
 use crate::jsondoc::{array_from, string_literal, Node, Splice};
 use crate::providers::Usage;
@@ -40,6 +41,24 @@ pub(in crate::gateway) struct ReadReply {
     pub(in crate::gateway) usage: Usage,
 }
 
+impl ReplyView for ReadReply {
+    fn read(src: &[u8], root: &Node) -> Result<Self, String> {
+        read(src, root)
+    }
+
+    fn choices(&self) -> Vec<Choice> {
+        self.choices.iter().map(|c| c.choice.clone()).collect()
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    fn write(&self, src: &[u8], root: &Node, judged: &[JudgedChoice]) -> Result<Vec<u8>, String> {
+        write(src, root, self, judged)
+    }
+}
+
 /// Reads a `chat.completion` (`root` parsed from `src`).
 ///
 /// # Errors
@@ -47,7 +66,7 @@ pub(in crate::gateway) struct ReadReply {
 /// One line when it is not one (no `choices` array, a choice without a
 /// `message` object, a call that cannot be read): such a reply is never
 /// passed on unjudged.
-pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, String> {
+fn read(src: &[u8], root: &Node) -> Result<ReadReply, String> {
     let choices = root
         .get(src, "choices")
         .and_then(Node::as_array)
@@ -107,7 +126,7 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
             .enumerate()
         {
             let (read, arguments) =
-                call_of(src, call).map_err(|e| format!("tool_calls[{at}]: {e}"))?;
+                call_of(src, call, "call").map_err(|e| format!("tool_calls[{at}]: {e}"))?;
             tool_calls.push(read);
             calls.push((call.span.clone(), arguments));
         }
@@ -125,19 +144,27 @@ fn choice_of(src: &[u8], choice: &Node) -> Result<ReadChoice, String> {
     })
 }
 
-fn call_of(src: &[u8], call: &Node) -> Result<(ToolCall, Range<usize>), String> {
-    let id = call
-        .get(src, "id")
-        .and_then(|n| n.text(src))
-        .ok_or("a call needs an `id`")?;
-    let function = call.get(src, "function").ok_or("a call needs `function`")?;
-    let name = function
-        .get(src, "name")
-        .and_then(|n| n.text(src))
-        .ok_or("a call needs `function.name`")?;
+/// One element of a message's `tool_calls` (a `noun` to the peer), and
+/// where its arguments string lives.
+///
+/// # Errors
+///
+/// One line naming the member that is missing or not a string.
+pub(super) fn call_of(
+    src: &[u8],
+    call: &Node,
+    noun: &str,
+) -> Result<(ToolCall, Range<usize>), String> {
+    let id =
+        views::member_text(src, call, "id").ok_or_else(|| format!("a {noun} needs an `id`"))?;
+    let function = call
+        .get(src, "function")
+        .ok_or_else(|| format!("a {noun} needs `function`"))?;
+    let name = views::member_text(src, function, "name")
+        .ok_or_else(|| format!("a {noun} needs `function.name`"))?;
     let arguments = function
         .get(src, "arguments")
-        .ok_or("a call needs `function.arguments`")?;
+        .ok_or_else(|| format!("a {noun} needs `function.arguments`"))?;
     let text = views::text(src, arguments).ok_or("`function.arguments` must be a string")?;
     Ok((
         ToolCall {
@@ -170,7 +197,7 @@ pub(in crate::gateway) fn shown(judged: &JudgedChoice) -> String {
 /// # Errors
 ///
 /// One line when the edits cannot be rendered (a bug, never the peer's).
-pub(in crate::gateway) fn write(
+fn write(
     src: &[u8],
     root: &Node,
     read: &ReadReply,

@@ -32,18 +32,17 @@
 //! (items, parts, held events, numbering) whose pieces share that state;
 //! split, each piece would reach into the others'.
 
-use super::super::events::{sse, StreamContext, StreamWire, Streamed};
+use super::super::events::{sse, EventRelay, EventWire, Judging, Step, Streamed};
 use super::super::views;
 use super::super::wire::{Refusal, Wire};
 use super::reply::{call_field, message_item, new_item_id, part_field};
-use crate::agent::{AgentSession, CallVerdict, Choice, Exchange, JudgedChoice, StreamGate};
+use crate::agent::{AgentSession, CallVerdict, JudgedChoice, StreamGate};
 use crate::jsondoc::{array_from, parse, string_literal, Limits, Node, Splice};
+use crate::providers::sse::Event;
 use crate::providers::Usage;
 use crate::types::ToolCall;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 
 /// A text part of a message item.
 struct Part {
@@ -86,15 +85,15 @@ enum Queued {
 }
 
 /// The relay's state.
-struct Relay<'a> {
-    session: &'a mut AgentSession,
-    exchange: &'a Exchange,
-    hold_all: bool,
+pub(in crate::gateway) struct Relay<'a> {
+    judging: Judging<'a>,
     items: BTreeMap<u64, Item>,
     queue: Vec<Queued>,
     /// Upstream output index → the client's.
     indexes: BTreeMap<u64, u64>,
     next_index: u64,
+    /// No event was read yet.
+    first: bool,
     /// The next sequence number the client gets (`None`: the upstream
     /// numbers no event).
     seq: Option<u64>,
@@ -110,154 +109,42 @@ struct Relay<'a> {
     streamed_text: bool,
 }
 
-impl StreamWire for super::Responses {
-    fn relay(cx: StreamContext<'_>) -> Pin<Box<dyn Future<Output = Streamed> + Send + '_>> {
-        Box::pin(relay(cx))
-    }
-}
+impl EventWire for super::Responses {
+    type Relay<'a> = Relay<'a>;
 
-/// What one upstream event comes to.
-enum Step {
-    /// Send this and go on.
-    Go(String),
-    /// Send this: the stream is over.
-    Stop(String),
-    /// Send this: the upstream's failure ends the stream.
-    Error(String),
-}
-
-async fn relay(cx: StreamContext<'_>) -> Streamed {
-    let StreamContext {
-        session,
-        exchange,
-        mut pump,
-        out,
-        hold_all,
-    } = cx;
-    let mut relay = Relay {
-        session,
-        exchange,
-        hold_all,
-        items: BTreeMap::new(),
-        queue: Vec::new(),
-        indexes: BTreeMap::new(),
-        next_index: 0,
-        seq: None,
-        done: BTreeMap::new(),
-        blocked: None,
-        usage: Usage::default(),
-        id: None,
-        extra: u64::MAX / 2,
-        streamed_text: false,
-    };
-    let mut streamed = Streamed::default();
-    let mut stopped = false;
-    let mut first = true;
-    loop {
-        let event = match pump.next(out).await {
-            Ok(Some(event)) => event,
-            Ok(None) => break,
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
-        };
-        match relay.on_event(&event, std::mem::take(&mut first)).await {
-            Ok(Step::Go(text)) => out.send_judged(relay.session, text, unjudged_event).await,
-            Ok(Step::Stop(text)) => {
-                out.send_judged(relay.session, text, unjudged_event).await;
-                stopped = true;
-                break;
-            }
-            Ok(Step::Error(text)) => {
-                out.send_judged(relay.session, text, unjudged_event).await;
-                streamed.broken = Some(String::new());
-                break;
-            }
-            Err(line) => {
-                streamed.broken = Some(line);
-                break;
-            }
+    fn start(judging: Judging<'_>) -> Relay<'_> {
+        Relay {
+            judging,
+            items: BTreeMap::new(),
+            queue: Vec::new(),
+            indexes: BTreeMap::new(),
+            next_index: 0,
+            first: true,
+            seq: None,
+            done: BTreeMap::new(),
+            blocked: None,
+            usage: Usage::default(),
+            id: None,
+            extra: u64::MAX / 2,
+            streamed_text: false,
         }
     }
-    streamed.usage = relay.usage;
-    streamed.response_id = relay.id.take();
-    if streamed.broken.is_none() && !stopped {
-        streamed.broken = Some("the upstream's stream ended before response.completed".to_owned());
+}
+
+impl EventRelay for Relay<'_> {
+    const END: &'static str = "response.completed";
+
+    fn session(&self) -> &AgentSession {
+        self.judging.session
     }
-    if let Some(line) = streamed.broken.as_ref().filter(|l| !l.is_empty()) {
-        let mut body =
-            json!({"type": "error", "code": "upstream_failed", "message": line, "param": null});
-        if let Some(seq) = relay.seq {
-            body["sequence_number"] = json!(seq);
-        }
-        out.send(sse("error", &body.to_string())).await;
-    }
-    streamed
-}
 
-/// The error event a stream ends with when a pack could not judge it.
-fn unjudged_event(line: &str) -> String {
-    let error = super::Responses::error(Refusal::Unjudged, line);
-    let body =
-        json!({"type": "error", "code": error["error"]["code"], "message": line, "param": null});
-    sse("error", &body.to_string())
-}
-
-/// The part of `items` an event of a text part (`root`) is about.
-fn part_of<'a>(
-    items: &'a mut BTreeMap<u64, Item>,
-    src: &[u8],
-    root: &Node,
-) -> Option<&'a mut Part> {
-    let index = number(src, root, "output_index")?;
-    let content = number(src, root, "content_index").unwrap_or(0);
-    match items.get_mut(&index) {
-        Some(Item::Message(parts)) => parts.get_mut(&content),
-        _ => None,
-    }
-}
-
-/// `root` (a delta event) carrying `delta` instead.
-fn with_delta(src: &[u8], root: &Node, delta: &str) -> Vec<u8> {
-    views::rebuild_object(
-        src,
-        root,
-        &[("delta", Some(string_literal(delta).into_bytes()))],
-    )
-}
-
-/// The last dot-separated word of an event's type (`delta`, `done`).
-fn last_word(kind: &str) -> &str {
-    kind.rsplit('.').next().unwrap_or(kind)
-}
-
-/// A number member of `node`.
-fn number(src: &[u8], node: &Node, name: &str) -> Option<u64> {
-    node.get(src, name)
-        .and_then(|n| n.number_text(src))
-        .and_then(|t| t.parse().ok())
-}
-
-/// A string member of `node`.
-fn string(src: &[u8], node: &Node, name: &str) -> String {
-    node.get(src, name)
-        .and_then(|n| views::text(src, n))
-        .unwrap_or_default()
-}
-
-impl Relay<'_> {
     /// One upstream event (see the module docs).
-    async fn on_event(
-        &mut self,
-        event: &crate::providers::sse::Event,
-        first: bool,
-    ) -> Result<Step, String> {
+    async fn on_event(&mut self, event: &Event) -> Result<Step, String> {
         let src = event.data.as_bytes();
         let root = parse(src, &Limits::default())
             .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
         let kind = string(src, &root, "type");
-        if first {
+        if std::mem::take(&mut self.first) {
             self.seq = number(src, &root, "sequence_number");
         }
         let index = number(src, &root, "output_index");
@@ -314,8 +201,12 @@ impl Relay<'_> {
                 } else {
                     &["response", "error", "message"]
                 };
-                let judged =
-                    super::super::wire::judged_message(self.session, self.exchange, src, path);
+                let judged = super::super::wire::judged_message(
+                    self.judging.session,
+                    self.judging.exchange,
+                    src,
+                    path,
+                );
                 self.queue.clear();
                 let root = parse(&judged, &Limits::default())
                     .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
@@ -325,6 +216,70 @@ impl Relay<'_> {
         })
     }
 
+    fn report(&mut self, streamed: &mut Streamed) {
+        streamed.usage = self.usage;
+        streamed.response_id = self.id.take();
+    }
+
+    fn unjudged_event(line: &str) -> String {
+        let error = super::Responses::error(Refusal::Unjudged, line);
+        let body = json!({"type": "error", "code": error["error"]["code"], "message": line, "param": null});
+        sse("error", &body.to_string())
+    }
+
+    fn broken_event(&self, line: &str) -> String {
+        let mut body =
+            json!({"type": "error", "code": "upstream_failed", "message": line, "param": null});
+        if let Some(seq) = self.seq {
+            body["sequence_number"] = json!(seq);
+        }
+        body.to_string()
+    }
+}
+
+/// The part of `items` an event of a text part (`root`) is about.
+fn part_of<'a>(
+    items: &'a mut BTreeMap<u64, Item>,
+    src: &[u8],
+    root: &Node,
+) -> Option<&'a mut Part> {
+    let index = number(src, root, "output_index")?;
+    let content = number(src, root, "content_index").unwrap_or(0);
+    match items.get_mut(&index) {
+        Some(Item::Message(parts)) => parts.get_mut(&content),
+        _ => None,
+    }
+}
+
+/// `root` (a delta event) carrying `delta` instead.
+fn with_delta(src: &[u8], root: &Node, delta: &str) -> Vec<u8> {
+    views::rebuild_object(
+        src,
+        root,
+        &[("delta", Some(string_literal(delta).into_bytes()))],
+    )
+}
+
+/// The last dot-separated word of an event's type (`delta`, `done`).
+fn last_word(kind: &str) -> &str {
+    kind.rsplit('.').next().unwrap_or(kind)
+}
+
+/// A number member of `node`.
+fn number(src: &[u8], node: &Node, name: &str) -> Option<u64> {
+    node.get(src, name)
+        .and_then(|n| n.number_text(src))
+        .and_then(|t| t.parse().ok())
+}
+
+/// A string member of `node`.
+fn string(src: &[u8], node: &Node, name: &str) -> String {
+    node.get(src, name)
+        .and_then(|n| views::text(src, n))
+        .unwrap_or_default()
+}
+
+impl Relay<'_> {
     /// `response.output_item.added`: a call is held from here (with
     /// everything after it), a message held whole when every text is.
     fn item_added(&mut self, kind: &str, src: &[u8], root: &Node) -> Step {
@@ -347,7 +302,7 @@ impl Relay<'_> {
         }
         if item_kind == "message" {
             self.items.insert(index, Item::Message(BTreeMap::new()));
-            if self.hold_all {
+            if self.judging.hold_all {
                 // Held whole, a message goes out at the end, as
                 // judged (or not at all, for a veto's notice).
                 self.queue
@@ -367,7 +322,7 @@ impl Relay<'_> {
             return;
         };
         parts.entry(content).or_insert_with(|| Part {
-            gate: self.session.stream_gate(self.exchange),
+            gate: self.judging.session.stream_gate(self.judging.exchange),
             held: String::new(),
             released: String::new(),
             whole: None,
@@ -501,14 +456,14 @@ impl Relay<'_> {
     /// A text delta: through its part's gate, or held.
     fn text_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         let text = string(src, root, "delta");
-        let holding = self.hold_all || !self.queue.is_empty();
+        let holding = self.judging.hold_all || !self.queue.is_empty();
         // A part no `content_part.added` opened (some servers leave it
         // out) opens with its first delta.
         if let Some(index) = number(src, root, "output_index") {
             self.open_part(index, number(src, root, "content_index").unwrap_or(0));
         }
-        let exchange = self.exchange;
-        let session = &*self.session;
+        let exchange = self.judging.exchange;
+        let session = &*self.judging.session;
         let Some(part) = part_of(&mut self.items, src, root) else {
             // A delta of no message the relay knows: what it carries
             // cannot be judged, so it does not go out.
@@ -544,10 +499,10 @@ impl Relay<'_> {
     /// A text part's `.done`: the gate's final check (what it still held
     /// goes out as a delta first), then the event with the part's text.
     fn text_done(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        let holding = self.hold_all || !self.queue.is_empty();
-        let exchange = self.exchange;
+        let holding = self.judging.hold_all || !self.queue.is_empty();
+        let exchange = self.judging.exchange;
         let (released, end) = {
-            let session = &*self.session;
+            let session = &*self.judging.session;
             let Some(part) = part_of(&mut self.items, src, root) else {
                 return self.pass(kind, src, root);
             };
@@ -607,7 +562,9 @@ impl Relay<'_> {
                 Item::Other(kind) => Some(kind.as_str()),
                 _ => None,
             }));
-        self.session.note_unjudged("model_response", &unjudged);
+        self.judging
+            .session
+            .note_unjudged("model_response", &unjudged);
         let whole = self.text_so_far();
         let judged = self.judge().await;
         let vetoed = judged.vetoed_by.is_some();
@@ -615,7 +572,7 @@ impl Relay<'_> {
         if vetoed {
             self.queue.clear();
         } else {
-            if self.hold_all {
+            if self.judging.hold_all {
                 self.take_judged_text(&judged);
             }
             out.push_str(&self.write_held(&judged));
@@ -626,7 +583,7 @@ impl Relay<'_> {
             format!("\n{}", judged.content)
         } else if vetoed {
             judged.content.clone()
-        } else if self.hold_all {
+        } else if self.judging.hold_all {
             String::new()
         } else {
             match judged.content.strip_prefix(whole.as_str()) {
@@ -667,8 +624,8 @@ impl Relay<'_> {
     /// what it held is judged with the rest (and goes out only if held
     /// behind a call, at its place).
     fn close_open_parts(&mut self) {
-        let exchange = self.exchange;
-        let session = &*self.session;
+        let exchange = self.judging.exchange;
+        let session = &*self.judging.session;
         let mut blocked = None;
         for item in self.items.values_mut() {
             let Item::Message(parts) = item else { continue };
@@ -744,13 +701,10 @@ impl Relay<'_> {
                 _ => None,
             })
             .collect();
-        let choice = Choice {
-            content: self.text_so_far(),
-            tool_calls: calls,
-            stream_blocked: self.blocked.clone(),
-            streamed: true,
-        };
-        self.session.judge_choice(self.exchange, choice).await
+        let content = self.text_so_far();
+        self.judging
+            .judge_streamed(content, calls, self.blocked.clone())
+            .await
     }
 
     /// What was held, written as judged (see the module docs).

@@ -23,10 +23,8 @@ mod events;
 mod reply;
 mod request;
 
-use super::wire::{Kind, Refusal, Wire};
-use crate::agent::{Choice, JudgedChoice, RelayRequest};
-use crate::jsondoc::Node;
-use crate::providers::Usage;
+use super::request_views::RequestViews;
+use super::wire::{Kind, OneChoice, Refusal, Wire};
 use serde_json::Value;
 
 /// The Responses wire.
@@ -38,61 +36,8 @@ impl Wire for Responses {
     const PATH: &'static str = "/responses";
     const ID_PREFIX: &'static str = "resp_";
     const CHAINED: bool = true;
-    type Read = request::Read;
-    type Reply = reply::ReadReply;
-
-    fn read(src: &[u8], root: &Node) -> Result<Self::Read, String> {
-        request::read(src, root)
-    }
-
-    fn request(read: &Self::Read) -> &RelayRequest {
-        &read.request
-    }
-
-    fn write(
-        src: &[u8],
-        root: &Node,
-        read: &Self::Read,
-        judged: &RelayRequest,
-    ) -> Result<Vec<u8>, String> {
-        request::write(src, root, read, judged)
-    }
-
-    fn previous(read: &Self::Read) -> Option<&str> {
-        read.previous.as_deref()
-    }
-
-    fn read_reply(src: &[u8], root: &Node) -> Result<Self::Reply, String> {
-        reply::read(src, root)
-    }
-
-    fn choices(reply: &Self::Reply) -> Vec<Choice> {
-        vec![reply.choice.clone()]
-    }
-
-    fn usage(reply: &Self::Reply) -> Usage {
-        reply.usage
-    }
-
-    fn unjudged(reply: &Self::Reply) -> Vec<&str> {
-        reply.unjudged().collect()
-    }
-
-    fn reply_id(reply: &Self::Reply) -> Option<String> {
-        reply.id.clone()
-    }
-
-    fn write_reply(
-        src: &[u8],
-        _root: &Node,
-        reply: &Self::Reply,
-        judged: &[JudgedChoice],
-    ) -> Result<Vec<u8>, String> {
-        match judged.first() {
-            Some(judged) => reply::write(src, reply, judged),
-            None => Ok(src.to_vec()),
-        }
-    }
+    type Read = RequestViews<Self>;
+    type Reply = OneChoice<reply::View>;
 
     fn error(refusal: Refusal, message: &str) -> Value {
         super::OpenAi::error(refusal, message)

@@ -10,9 +10,9 @@
 //! are the upstream's, byte for byte.
 
 use super::super::views;
+use super::super::wire::OneChoiceView;
 use crate::agent::{CallVerdict, Choice, JudgedChoice};
 use crate::jsondoc::{array_from, string_literal, Node, Splice};
-use crate::providers::Usage;
 use crate::types::ToolCall;
 use serde_json::{json, Value};
 use std::ops::Range;
@@ -28,31 +28,18 @@ enum Item {
     Other(String),
 }
 
-/// A reply read.
+/// Where a reply's texts and calls live, and what it carries that no pack
+/// reads.
 #[derive(Debug, Clone)]
-pub(in crate::gateway) struct ReadReply {
-    /// What the seams see: one choice.
-    pub(in crate::gateway) choice: Choice,
+pub(in crate::gateway) struct View {
     /// The `output` array.
     output: Range<usize>,
     /// Each output item: its span and what it is.
     items: Vec<(Range<usize>, Item)>,
     /// Each text part's text, in order.
     pieces: Vec<String>,
-    /// The tokens the upstream reported.
-    pub(in crate::gateway) usage: Usage,
     /// The response's `id`.
-    pub(in crate::gateway) id: Option<String>,
-}
-
-impl ReadReply {
-    /// The type of each item no pack reads.
-    pub(in crate::gateway) fn unjudged(&self) -> impl Iterator<Item = &str> {
-        self.items.iter().filter_map(|(_, item)| match item {
-            Item::Other(kind) => Some(kind.as_str()),
-            _ => None,
-        })
-    }
+    id: Option<String>,
 }
 
 /// Which member of a call item holds what the model proposed: a
@@ -75,34 +62,121 @@ pub(super) fn part_field(kind: &str) -> Option<&'static str> {
     }
 }
 
-/// Reads a `response` object (`root` parsed from `src`).
-///
-/// # Errors
-///
-/// One line when it is not one (no `output` array, an item or a part that
-/// cannot be read): such a reply is never passed on unjudged.
-pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<ReadReply, String> {
-    let output = root
-        .get(src, "output")
-        .filter(|n| n.as_array().is_some())
-        .ok_or("the upstream's reply has no `output` array")?;
-    let mut read = ReadReply {
-        choice: Choice::default(),
-        output: output.span.clone(),
-        items: Vec::new(),
-        pieces: Vec::new(),
-        usage: views::usage_of(src, root.get(src, "usage")),
-        id: root.get(src, "id").and_then(|n| views::text(src, n)),
-    };
-    for (at, item) in output.as_array().unwrap_or_default().iter().enumerate() {
-        let read_item = item_of(src, item, &mut read)
-            .map_err(|e| format!("the upstream's output[{at}]: {e}"))?;
-        read.items.push((item.span.clone(), read_item));
+impl OneChoiceView for View {
+    /// Reads a `response` object: an error when it is not one (no
+    /// `output` array, an item or a part that cannot be read).
+    fn read(src: &[u8], root: &Node) -> Result<(Self, Choice), String> {
+        let output = root
+            .get(src, "output")
+            .filter(|n| n.as_array().is_some())
+            .ok_or("the upstream's reply has no `output` array")?;
+        let mut choice = Choice::default();
+        let mut read = View {
+            output: output.span.clone(),
+            items: Vec::new(),
+            pieces: Vec::new(),
+            id: root.get(src, "id").and_then(|n| views::text(src, n)),
+        };
+        for (at, item) in output.as_array().unwrap_or_default().iter().enumerate() {
+            let read_item = item_of(src, item, &mut read, &mut choice)
+                .map_err(|e| format!("the upstream's output[{at}]: {e}"))?;
+            read.items.push((item.span.clone(), read_item));
+        }
+        Ok((read, choice))
     }
-    Ok(read)
+
+    /// See the module docs; an error only when the edits cannot be
+    /// rendered (a bug, never the peer's).
+    fn write(&self, src: &[u8], choice: &Choice, judged: &JudgedChoice) -> Result<Vec<u8>, String> {
+        let mut splice = Splice::new();
+        let render = |splice: Splice| {
+            splice
+                .render(src)
+                .map_err(|e| format!("cannot write the reply: {e}"))
+        };
+        if judged.vetoed_by.is_some() {
+            let mut kept: Vec<Vec<u8>> = self
+                .items
+                .iter()
+                .filter(|(_, item)| matches!(item, Item::Other(_)))
+                .map(|(span, _)| src[span.clone()].to_vec())
+                .collect();
+            kept.push(
+                message_item(&new_item_id(), &judged.content, "completed")
+                    .to_string()
+                    .into_bytes(),
+            );
+            splice.replace(self.output.clone(), array_from(&kept));
+            return render(splice);
+        }
+        let mut texts = self.items.iter().flat_map(|(_, item)| match item {
+            Item::Message(texts) => texts.as_slice(),
+            _ => &[],
+        });
+        if judged.content != choice.content {
+            if self.pieces.is_empty() {
+                // Text where the model wrote none: an item of its own, first.
+                let comma = if self.items.is_empty() { "" } else { "," };
+                let item = message_item(&new_item_id(), &judged.content, "completed");
+                splice.replace(
+                    self.output.start + 1..self.output.start + 1,
+                    format!("{item}{comma}"),
+                );
+            } else {
+                for ((span, old), new) in texts
+                    .by_ref()
+                    .zip(&self.pieces)
+                    .zip(views::redistribute(&self.pieces, &judged.content))
+                {
+                    if *old != new {
+                        splice.replace(span.clone(), string_literal(&new));
+                    }
+                }
+            }
+        }
+        let calls = self.items.iter().filter_map(|(span, item)| match item {
+            Item::Call(arguments) => Some((span, arguments)),
+            _ => None,
+        });
+        for ((item, arguments), (before, verdict)) in
+            calls.zip(choice.tool_calls.iter().zip(&judged.calls))
+        {
+            match verdict {
+                CallVerdict::Pass(after) => {
+                    if after.arguments.as_str() != before.arguments.as_str() {
+                        splice.replace(
+                            arguments.clone(),
+                            string_literal(&views::arguments_text(&after.arguments)),
+                        );
+                    }
+                }
+                CallVerdict::Refused(_, line) => splice.replace(
+                    item.clone(),
+                    message_item(&new_item_id(), line, "completed").to_string(),
+                ),
+            }
+        }
+        render(splice)
+    }
+
+    /// The type of each item no pack reads.
+    fn unjudged(&self) -> Vec<&str> {
+        self.items
+            .iter()
+            .filter_map(|(_, item)| match item {
+                Item::Other(kind) => Some(kind.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn reply_id(&self) -> Option<String> {
+        self.id.clone()
+    }
 }
 
-fn item_of(src: &[u8], item: &Node, read: &mut ReadReply) -> Result<Item, String> {
+/// One output item: what it is, its texts and calls joining `choice`.
+fn item_of(src: &[u8], item: &Node, read: &mut View, choice: &mut Choice) -> Result<Item, String> {
     let kind = item
         .get(src, "type")
         .and_then(|t| t.text(src))
@@ -126,7 +200,7 @@ fn item_of(src: &[u8], item: &Node, read: &mut ReadReply) -> Result<Item, String
                 .ok_or_else(|| format!("a {part_kind} part needs `{field}`"))?;
             let text =
                 views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
-            read.choice.content.push_str(&text);
+            choice.content.push_str(&text);
             read.pieces.push(text);
             texts.push(node.span.clone());
         }
@@ -144,7 +218,7 @@ fn item_of(src: &[u8], item: &Node, read: &mut ReadReply) -> Result<Item, String
         .get(src, field)
         .ok_or_else(|| format!("a {kind} needs `{field}`"))?;
     let arguments = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
-    read.choice.tool_calls.push(ToolCall {
+    choice.tool_calls.push(ToolCall {
         id: text_of("call_id")?,
         name: text_of("name")?,
         arguments: views::arguments_of(&arguments),
@@ -163,85 +237,4 @@ pub(super) fn message_item(id: &str, text: &str, status: &str) -> Value {
 /// A fresh id for an item the gateway writes.
 pub(super) fn new_item_id() -> String {
     format!("msg_chimera_{:016x}", fastrand::u64(..))
-}
-
-/// The reply with the judgement written back (see the module docs).
-///
-/// # Errors
-///
-/// One line when the edits cannot be rendered (a bug, never the peer's).
-pub(in crate::gateway) fn write(
-    src: &[u8],
-    read: &ReadReply,
-    judged: &JudgedChoice,
-) -> Result<Vec<u8>, String> {
-    let mut splice = Splice::new();
-    let render = |splice: Splice| {
-        splice
-            .render(src)
-            .map_err(|e| format!("cannot write the reply: {e}"))
-    };
-    if judged.vetoed_by.is_some() {
-        let mut kept: Vec<Vec<u8>> = read
-            .items
-            .iter()
-            .filter(|(_, item)| matches!(item, Item::Other(_)))
-            .map(|(span, _)| src[span.clone()].to_vec())
-            .collect();
-        kept.push(
-            message_item(&new_item_id(), &judged.content, "completed")
-                .to_string()
-                .into_bytes(),
-        );
-        splice.replace(read.output.clone(), array_from(&kept));
-        return render(splice);
-    }
-    let mut texts = read.items.iter().flat_map(|(_, item)| match item {
-        Item::Message(texts) => texts.as_slice(),
-        _ => &[],
-    });
-    if judged.content != read.choice.content {
-        if read.pieces.is_empty() {
-            // Text where the model wrote none: an item of its own, first.
-            let comma = if read.items.is_empty() { "" } else { "," };
-            let item = message_item(&new_item_id(), &judged.content, "completed");
-            splice.replace(
-                read.output.start + 1..read.output.start + 1,
-                format!("{item}{comma}"),
-            );
-        } else {
-            for ((span, old), new) in texts
-                .by_ref()
-                .zip(&read.pieces)
-                .zip(views::redistribute(&read.pieces, &judged.content))
-            {
-                if *old != new {
-                    splice.replace(span.clone(), string_literal(&new));
-                }
-            }
-        }
-    }
-    let calls = read.items.iter().filter_map(|(span, item)| match item {
-        Item::Call(arguments) => Some((span, arguments)),
-        _ => None,
-    });
-    for ((item, arguments), (before, verdict)) in
-        calls.zip(read.choice.tool_calls.iter().zip(&judged.calls))
-    {
-        match verdict {
-            CallVerdict::Pass(after) => {
-                if after.arguments.as_str() != before.arguments.as_str() {
-                    splice.replace(
-                        arguments.clone(),
-                        string_literal(&views::arguments_text(&after.arguments)),
-                    );
-                }
-            }
-            CallVerdict::Refused(_, line) => splice.replace(
-                item.clone(),
-                message_item(&new_item_id(), line, "completed").to_string(),
-            ),
-        }
-    }
-    render(splice)
 }

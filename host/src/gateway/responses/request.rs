@@ -18,95 +18,105 @@
 //! type needs, or a member of the wrong type is a 400 naming it: what
 //! cannot be read is never forwarded.
 
-use super::super::views::{self, ArgsSlot, Placed, PlacedTool, Slot};
-use crate::agent::RelayRequest;
-use crate::jsondoc::{Kind, Node, Splice};
-use crate::types::{ContentBlock, Message, Role, ToolCall, ToolList, ToolSchema};
+use super::super::request_views::{Document, Member, RequestFormat, ToolFormat, ToolKinds};
+use super::super::views::{self, ArgsSlot, Placed, Slot};
+use crate::jsondoc::{Kind, Node};
+use crate::types::{Message, Role, ToolCall, ToolSchema};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
-
-/// A request read.
-#[derive(Debug, Clone)]
-pub(in crate::gateway) struct Read {
-    /// What the seams see (the headers are the gateway's to fill in).
-    pub(in crate::gateway) request: RelayRequest,
-    /// Where each message's texts live (`instructions`' is `wire:
-    /// INSTRUCTIONS`).
-    pub(in crate::gateway) placed: Vec<Placed>,
-    /// Where each tool lives.
-    pub(in crate::gateway) tools: Vec<PlacedTool>,
-    /// The response this one continues (`previous_response_id`).
-    pub(in crate::gateway) previous: Option<String>,
-}
 
 /// The `wire` of the `instructions`' message.
 const INSTRUCTIONS: usize = usize::MAX;
 
-/// Reads a Responses request (`root` parsed from `src`).
-///
-/// # Errors
-///
-/// One line naming the member that is missing or not what the wire says.
-pub(in crate::gateway) fn read(src: &[u8], root: &Node) -> Result<Read, String> {
-    let members = root
-        .as_object()
-        .ok_or("the request body is not a JSON object")?;
-    let model = views::model_of(src, root)?;
-    let mut messages = Vec::new();
-    let mut placed = Vec::new();
-    if let Some(node) = root.get(src, "instructions").filter(|n| !n.is_null()) {
-        let text = views::text(src, node).ok_or("`instructions` must be a string")?;
-        messages.push(Message {
-            role: Role::System,
-            ..Message::user(text)
-        });
-        placed.push(Placed {
-            wire: INSTRUCTIONS,
-            slots: vec![Slot::Content(node.span.clone())],
-            calls: Vec::new(),
-        });
-    }
-    match root.get(src, "input").map(|n| &n.kind) {
-        Some(Kind::String { .. }) => {
-            let node = root.get(src, "input").unwrap_or(root);
-            messages.push(Message::user(views::text(src, node).unwrap_or_default()));
+impl RequestFormat for super::Responses {
+    const TOOLS: ToolFormat = ToolFormat {
+        kinds: ToolKinds::Typed(&[("function", "parameters"), ("custom", "format")]),
+        within: None,
+        no_name: "`name` must be a string",
+    };
+    const MEMBERS: &'static [&'static str] = &["model", "instructions", "input", "tools"];
+
+    /// The `instructions` (a system message, first; its place's `wire` is
+    /// `INSTRUCTIONS`) and the `input`: a string, or each of its items.
+    fn messages(src: &[u8], root: &Node) -> Result<(Vec<Message>, Vec<Placed>), String> {
+        let mut messages = Vec::new();
+        let mut placed = Vec::new();
+        if let Some(node) = root.get(src, "instructions").filter(|n| !n.is_null()) {
+            let text = views::text(src, node).ok_or("`instructions` must be a string")?;
+            messages.push(Message {
+                role: Role::System,
+                ..Message::user(text)
+            });
             placed.push(Placed {
-                wire: 0,
+                wire: INSTRUCTIONS,
                 slots: vec![Slot::Content(node.span.clone())],
                 calls: Vec::new(),
             });
         }
-        Some(Kind::Array(items)) => {
-            for (index, item) in items.iter().enumerate() {
-                let (message, place) =
-                    item_of(src, item, index).map_err(|e| format!("input[{index}]: {e}"))?;
-                messages.push(message);
-                placed.push(place);
+        match root.get(src, "input").map(|n| &n.kind) {
+            Some(Kind::String { .. }) => {
+                let node = root.get(src, "input").unwrap_or(root);
+                messages.push(Message::user(views::text(src, node).unwrap_or_default()));
+                placed.push(Placed {
+                    wire: 0,
+                    slots: vec![Slot::Content(node.span.clone())],
+                    calls: Vec::new(),
+                });
             }
+            Some(Kind::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    let (message, place) =
+                        item_of(src, item, index).map_err(|e| format!("input[{index}]: {e}"))?;
+                    messages.push(message);
+                    placed.push(place);
+                }
+            }
+            Some(_) => return Err("`input` must be a string or an array of items".to_owned()),
+            None => {}
         }
-        Some(_) => return Err("`input` must be a string or an array of items".to_owned()),
-        None => {}
+        Ok((messages, placed))
     }
-    let (tools, tool_places) = views::tools_of(src, root, tool_of)?;
-    views::check_stream(src, root)?;
-    let previous = match root.get(src, "previous_response_id") {
-        Some(node) if !node.is_null() => {
-            Some(views::text(src, node).ok_or("`previous_response_id` must be a string")?)
+
+    /// `previous_response_id`.
+    fn previous(src: &[u8], root: &Node) -> Result<Option<String>, String> {
+        match root.get(src, "previous_response_id") {
+            Some(node) if !node.is_null() => Ok(Some(
+                views::text(src, node).ok_or("`previous_response_id` must be a string")?,
+            )),
+            _ => Ok(None),
         }
-        _ => None,
-    };
-    Ok(Read {
-        request: RelayRequest {
-            model,
-            messages,
-            tools: ToolList::new(tools),
-            kwargs: views::kwargs_of(src, members, &["model", "instructions", "input", "tools"]),
-            headers: crate::types::Headers::default(),
-        },
-        placed,
-        tools: tool_places,
-        previous,
-    })
+    }
+
+    /// The input re-encoded, each message the seams left as it was
+    /// keeping its bytes; the leading system messages are the
+    /// instructions when the client wrote some.
+    fn reshape(doc: &Document<'_, Self>, judged: &[Message]) -> Vec<Member> {
+        let mut members = Vec::new();
+        let had_instructions = doc
+            .views
+            .placed
+            .first()
+            .is_some_and(|p| p.wire == INSTRUCTIONS);
+        let leading = if had_instructions {
+            judged.iter().take_while(|m| m.role == Role::System).count()
+        } else {
+            0
+        };
+        if had_instructions {
+            let text: Vec<String> = judged[..leading].iter().map(views::joined_text).collect();
+            members.push((
+                "instructions".to_owned(),
+                (leading > 0)
+                    .then(|| crate::jsondoc::string_literal(&text.join("\n")).into_bytes()),
+            ));
+        }
+        members.push(doc.kept_or_encoded("input", &judged[leading..], wire_item));
+        members
+    }
+
+    fn tool(tool: &ToolSchema) -> Value {
+        json!({"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters})
+    }
 }
 
 /// The item types the model itself writes: an item of one of them that
@@ -215,183 +225,25 @@ fn content_of(
     place: &mut Placed,
     field: &str,
 ) -> Result<(), String> {
-    match &node.kind {
-        Kind::String { .. } => {
-            message.content = views::text(src, node).unwrap_or_default();
-            place.slots.push(Slot::Content(node.span.clone()));
-        }
-        Kind::Array(parts) => {
-            for (at, part) in parts.iter().enumerate() {
-                part_of(src, part, message, place).map_err(|e| format!("{field}[{at}]: {e}"))?;
-            }
-        }
-        _ => return Err(format!("`{field}` must be a string or an array of parts")),
-    }
-    Ok(())
+    views::read_content(
+        src,
+        node,
+        field,
+        (message, place),
+        |part, index| views::part_of(src, part, "part", part_field, index),
+        || format!("`{field}` must be a string or an array of parts"),
+    )
 }
 
-/// One content part: a text block (`input_text`, `output_text`, `text`,
-/// `refusal`) with its place, or a block with no text.
-fn part_of(
-    src: &[u8],
-    part: &Node,
-    message: &mut Message,
-    place: &mut Placed,
-) -> Result<(), String> {
-    if part.as_object().is_none() {
-        return Err("a part must be an object".to_owned());
+/// Which member of a content part holds its text, for the parts the
+/// seams read (`input_text`, `output_text`, `text`, `summary_text`,
+/// `refusal`).
+fn part_field(kind: &str) -> Option<&'static str> {
+    match kind {
+        "input_text" | "output_text" | "text" | "summary_text" => Some("text"),
+        "refusal" => Some("refusal"),
+        _ => None,
     }
-    let kind = part
-        .get(src, "type")
-        .and_then(|t| t.text(src))
-        .ok_or("a part needs a `type`")?;
-    let field = match kind.as_ref() {
-        "input_text" | "output_text" | "text" | "summary_text" => "text",
-        "refusal" => "refusal",
-        other => {
-            message.blocks.push(views::opaque_block(src, part, other));
-            return Ok(());
-        }
-    };
-    let node = part
-        .get(src, field)
-        .ok_or_else(|| format!("a {kind} part needs `{field}`"))?;
-    let text = views::text(src, node).ok_or_else(|| format!("`{field}` must be a string"))?;
-    place
-        .slots
-        .push(Slot::Block(message.blocks.len(), node.span.clone()));
-    message.blocks.push(ContentBlock::text(text));
-    Ok(())
-}
-
-/// One tool, and where it lives.
-fn tool_of(src: &[u8], tool: &Node) -> Result<(ToolSchema, PlacedTool), String> {
-    if tool.as_object().is_none() {
-        return Err("a tool must be an object".to_owned());
-    }
-    let kind = tool.get(src, "type").and_then(|t| t.text(src));
-    let mut place = PlacedTool {
-        value: tool.span.clone(),
-        description: None,
-    };
-    if !matches!(kind.as_deref(), Some("function" | "custom")) {
-        // A built-in tool: its type is its name; the rest is the
-        // upstream's to read.
-        let name = kind.unwrap_or(Cow::Borrowed("tool")).into_owned();
-        return Ok((
-            ToolSchema {
-                name,
-                description: String::new(),
-                parameters: tool.to_value(src),
-            },
-            place,
-        ));
-    }
-    let name = member_text(src, tool, "name")?;
-    let description = match tool.get(src, "description") {
-        Some(node) if !node.is_null() => {
-            place.description = Some(node.span.clone());
-            views::text(src, node).ok_or("`description` must be a string")?
-        }
-        _ => String::new(),
-    };
-    let schema = if kind.as_deref() == Some("function") {
-        "parameters"
-    } else {
-        "format"
-    };
-    let parameters = tool.get(src, schema).map_or_else(
-        || json!({"type": "object", "properties": {}}),
-        |p| p.to_value(src),
-    );
-    Ok((
-        ToolSchema {
-            name,
-            description,
-            parameters,
-        },
-        place,
-    ))
-}
-
-/// The request with the seams' changes written back (see the module docs).
-///
-/// # Errors
-///
-/// One line when the edits cannot be rendered (a bug, never the client's).
-pub(in crate::gateway) fn write(
-    src: &[u8],
-    root: &Node,
-    read: &Read,
-    judged: &RelayRequest,
-) -> Result<Vec<u8>, String> {
-    let before = &read.request;
-    let mut splice = Splice::new();
-    let mut members = views::envelope_changes(before, judged);
-    if views::all_same_shape(&before.messages, &judged.messages) {
-        views::write_texts(
-            &mut splice,
-            &before.messages,
-            &judged.messages,
-            &read.placed,
-        );
-    } else {
-        // A new shape: the input re-encoded, each message the seams left
-        // as it was keeping its bytes; the leading system messages are
-        // the instructions when the client wrote some.
-        let had_instructions = read.placed.first().is_some_and(|p| p.wire == INSTRUCTIONS);
-        let leading = if had_instructions {
-            judged
-                .messages
-                .iter()
-                .take_while(|m| m.role == Role::System)
-                .count()
-        } else {
-            0
-        };
-        if had_instructions {
-            let text: Vec<String> = judged.messages[..leading]
-                .iter()
-                .map(views::joined_text)
-                .collect();
-            members.push((
-                "instructions".to_owned(),
-                (leading > 0)
-                    .then(|| crate::jsondoc::string_literal(&text.join("\n")).into_bytes()),
-            ));
-        }
-        let wire = root
-            .get(src, "input")
-            .and_then(Node::as_array)
-            .unwrap_or_default();
-        let items: Vec<Vec<u8>> = judged.messages[leading..]
-            .iter()
-            .map(|message| {
-                before
-                    .messages
-                    .iter()
-                    .position(|old| old == message)
-                    .and_then(|at| wire.get(read.placed[at].wire))
-                    .map_or_else(
-                        || wire_item(message).to_string().into_bytes(),
-                        |node| node.raw(src).to_vec(),
-                    )
-            })
-            .collect();
-        members.push(("input".to_owned(), Some(crate::jsondoc::array_from(items))));
-    }
-    if !views::write_tools(&mut splice, &before.tools, &judged.tools, &read.tools) {
-        let array = views::tools_array(src, &before.tools, &judged.tools, &read.tools, |tool| {
-            json!({"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters})
-                .to_string()
-                .into_bytes()
-        });
-        members.push((
-            "tools".to_owned(),
-            (!judged.tools.is_empty()).then_some(array),
-        ));
-    }
-    views::write_members(src, root, splice, &members)
 }
 
 /// A host message as the wire's item (for a message the seams added or
