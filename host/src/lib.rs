@@ -91,6 +91,7 @@ pub(crate) mod runtime;
 pub mod state;
 pub mod tools;
 pub mod types;
+pub(crate) mod upstream;
 
 #[cfg(test)]
 mod test_support;

@@ -130,7 +130,7 @@ type Sink = Box<dyn FnMut(Event) -> bool + Send>;
 
 /// The upstream's event stream, read within limits.
 pub(super) struct Pump {
-    body: super::client::ReplyBody,
+    body: crate::upstream::ReplyBody,
     reader: Reader<Sink>,
     queue: Queue,
     done: bool,
@@ -139,7 +139,7 @@ pub(super) struct Pump {
 impl Pump {
     /// Reads `response`'s body as events, at most `max_bytes` of it and
     /// lines of at most 1 MiB.
-    pub(super) fn new(body: super::client::ReplyBody, max_bytes: u64) -> Self {
+    pub(super) fn new(body: crate::upstream::ReplyBody, max_bytes: u64) -> Self {
         let queue = Queue::default();
         let into = std::sync::Arc::clone(&queue);
         let sink: Sink = Box::new(move |event| {

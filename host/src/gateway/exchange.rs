@@ -14,7 +14,6 @@
 //! ```
 
 use super::bounds::{Over, Slot};
-use super::client::{Reply, ReplyBody};
 use super::events::{Judging, Out, Pump, StreamContext};
 use super::forward::{read_body, returned_headers, Forwarder};
 use super::hold::Stopped;
@@ -23,6 +22,7 @@ use super::{refuse, Gateway, BAD_KEY};
 use crate::agent::{EventBus, Exchange};
 use crate::jsondoc::{parse, Limits};
 use crate::types::Headers;
+use crate::upstream::{Reply, ReplyBody};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -11,8 +11,8 @@
 //! honouring `retry-after` within the read timeout; each retry is counted
 //! in `/metrics`.
 
-use super::client::{header_map, Client, ClientError, Reply, ReplyBody};
 use crate::providers::HttpSettings;
+use crate::upstream::{header_map, Client, ClientError, Reply, ReplyBody};
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
@@ -100,7 +100,7 @@ impl Forwarder {
             Some(value)
         });
         Forwarder {
-            client: Client::new(url, http.connect_timeout, http.read_timeout),
+            client: Client::new(url, http.connect_timeout, Some(http.read_timeout)),
             key,
             style,
             retries,

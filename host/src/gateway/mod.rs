@@ -70,7 +70,6 @@
 mod anthropic;
 mod bounds;
 mod chains;
-mod client;
 mod events;
 mod exchange;
 mod forward;

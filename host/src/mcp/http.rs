@@ -35,6 +35,7 @@ use super::wire::say;
 use crate::listen::ConnectionLimits;
 use crate::plugins::Registry;
 use crate::providers::sse::{Limits, Reader};
+use crate::upstream::{Client, ClientError, Reply, ReplyBody};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
@@ -65,9 +66,6 @@ pub enum HttpGuardError {
     /// The upstream URL is not an http(s) URL.
     #[error("--url {0}: not an http:// or https:// URL")]
     Url(String),
-    /// The client for the server could not be set up.
-    #[error("cannot set up the HTTP client: {0}")]
-    Client(String),
     /// Serving failed.
     #[error("serving: {0}")]
     Serve(std::io::Error),
@@ -76,8 +74,11 @@ pub enum HttpGuardError {
 /// The guard in front of one remote server.
 struct HttpGuard {
     judging: Judging,
-    upstream: reqwest::Url,
-    client: reqwest::Client,
+    /// The server's URL, as given (for the operator's lines).
+    upstream: String,
+    /// The URL's query, sent with every request.
+    query: Option<String>,
+    client: Client,
     /// `Host` values the listener answers.
     hosts: Vec<String>,
 }
@@ -100,17 +101,14 @@ pub async fn serve_http(
     allowed_hosts: &[String],
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), HttpGuardError> {
-    let url = reqwest::Url::parse(upstream)
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https"))
-        .ok_or_else(|| HttpGuardError::Url(upstream.to_owned()))?;
-    let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(10))
-        .no_gzip()
-        .build()
-        .map_err(|e| HttpGuardError::Client(e.to_string()))?;
+    let (base, query) = match upstream.split_once('?') {
+        Some((base, query)) => (base, Some(query.to_owned())),
+        None => (upstream, None),
+    };
+    // No read timeout: a server's event stream may stay quiet as long as
+    // it likes (a call's own deadline is the client's).
+    let client = Client::new(base, Duration::from_secs(10), None)
+        .map_err(|_| HttpGuardError::Url(upstream.to_owned()))?;
     let port = listener.local_addr().map_err(HttpGuardError::Serve)?.port();
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
@@ -119,7 +117,8 @@ pub async fn serve_http(
     hosts.extend(allowed_hosts.iter().cloned());
     let guard = Arc::new(HttpGuard {
         judging: Judging::new(registry, rules),
-        upstream: url,
+        upstream: upstream.to_owned(),
+        query,
         client,
         hosts,
     });
@@ -217,28 +216,21 @@ impl HttpGuard {
         Ok(())
     }
 
-    /// A request to the server carrying the client's passed headers.
-    fn upstream(&self, method: Method, headers: &HeaderMap) -> reqwest::RequestBuilder {
-        let mut request = self.client.request(method, self.upstream.clone());
-        for name in PASSED {
-            if let Some(value) = headers.get(*name) {
-                request = request.header(*name, value.as_bytes());
-            }
-        }
-        request
-    }
-
-    /// The headers of the server's answer that go back to the client.
-    fn returned(answer: &reqwest::Response) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for name in RETURNED {
-            if let Some(value) = answer.headers().get(*name) {
-                if let Ok(value) = HeaderValue::from_bytes(value.as_bytes()) {
-                    headers.insert(HeaderName::from_static(name), value);
-                }
-            }
-        }
-        headers
+    /// `method` to the server with `body`, carrying the client's passed
+    /// headers and `more`.
+    async fn send(
+        &self,
+        method: Method,
+        headers: &HeaderMap,
+        more: HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<Reply, ClientError> {
+        let mut sent = kept(headers, PASSED);
+        sent.extend(more);
+        let query = self.query.as_deref();
+        self.client
+            .request(method, "", query, sent, Bytes::from(body))
+            .await
     }
 
     /// A client's POST: judged, relayed, its answer judged.
@@ -261,15 +253,11 @@ impl HttpGuard {
             return json_response(StatusCode::OK, HeaderMap::new(), json_body(judged.replies));
         };
         let pending: HashMap<String, Pending> = judged.pending.into_iter().collect();
-        let mut request = self
-            .upstream(Method::POST, headers)
-            .header("content-type", "application/json");
+        let mut more = json_type();
         if headers.contains_key("mcp-method") || headers.contains_key("mcp-name") {
-            for (name, value) in routing_headers(&forward) {
-                request = request.header(name, value);
-            }
+            more.extend(routing_headers(&forward));
         }
-        let answer = match request.body(forward).send().await {
+        let answer = match self.send(Method::POST, headers, more, forward).await {
             Ok(answer) => answer,
             Err(error) => {
                 let detail = format!("{} ({error})", self.upstream);
@@ -277,18 +265,17 @@ impl HttpGuard {
                 return Self::unanswered(judged.replies, pending, why, &detail);
             }
         };
-        let status =
-            StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-        let returned = Self::returned(&answer);
+        let status = answer.status;
+        let returned = kept(&answer.headers, RETURNED);
         let streamed = answer
-            .headers()
+            .headers
             .get(header::CONTENT_TYPE)
             .and_then(|t| t.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if streamed {
-            return self.relay_stream(answer, returned, judged.replies, pending, headers);
+            return self.relay_stream(answer.body, returned, judged.replies, pending, headers);
         }
-        let bytes = match read_capped(answer).await {
+        let bytes = match read_capped(answer.body).await {
             Ok(bytes) => bytes,
             Err((why, detail)) => return Self::unanswered(judged.replies, pending, why, &detail),
         };
@@ -328,12 +315,10 @@ impl HttpGuard {
         let mut take = |key: &str| pending.remove(key);
         let judged = self.judging.judge_server(parsed, &mut take);
         for reply in judged.to_server {
-            let request = self
-                .upstream(Method::POST, headers)
-                .header("content-type", "application/json")
-                .body(reply);
+            let (guard, headers) = (Arc::clone(self), headers.clone());
             tokio::spawn(async move {
-                if let Err(error) = request.send().await {
+                let sent = guard.send(Method::POST, &headers, json_type(), reply);
+                if let Err(error) = sent.await {
                     say(&format!("could not answer the server's request: {error}"));
                 }
             });
@@ -361,7 +346,7 @@ impl HttpGuard {
     /// connection asks for the next (no task or channel between them).
     fn relay_stream(
         self: &Arc<Self>,
-        answer: reqwest::Response,
+        answer: ReplyBody,
         mut returned: HeaderMap,
         replies: Vec<Vec<u8>>,
         pending: HashMap<String, Pending>,
@@ -409,16 +394,15 @@ impl HttpGuard {
     /// The server's own stream (GET): its requests and notifications
     /// judged; an answer there answers nothing in flight and is withheld.
     async fn server_stream(self: &Arc<Self>, headers: &HeaderMap) -> Response {
-        match self.upstream(Method::GET, headers).send().await {
-            Ok(answer) if answer.status().is_success() => {
-                let returned = Self::returned(&answer);
-                self.relay_stream(answer, returned, Vec::new(), HashMap::new(), headers)
+        match self
+            .send(Method::GET, headers, HeaderMap::new(), Vec::new())
+            .await
+        {
+            Ok(answer) if answer.status.is_success() => {
+                let returned = kept(&answer.headers, RETURNED);
+                self.relay_stream(answer.body, returned, Vec::new(), HashMap::new(), headers)
             }
-            Ok(answer) => {
-                let status = StatusCode::from_u16(answer.status().as_u16())
-                    .unwrap_or(StatusCode::BAD_GATEWAY);
-                (status, Self::returned(&answer)).into_response()
-            }
+            Ok(answer) => (answer.status, kept(&answer.headers, RETURNED)).into_response(),
             Err(error) => {
                 say(&format!(
                     "the MCP server at {} cannot be reached ({error})",
@@ -431,10 +415,9 @@ impl HttpGuard {
 
     /// The session's end (DELETE), relayed.
     async fn end_session(&self, headers: &HeaderMap) -> Response {
-        match self.upstream(Method::DELETE, headers).send().await {
-            Ok(answer) => StatusCode::from_u16(answer.status().as_u16())
-                .unwrap_or(StatusCode::BAD_GATEWAY)
-                .into_response(),
+        let sent = self.send(Method::DELETE, headers, HeaderMap::new(), Vec::new());
+        match sent.await {
+            Ok(answer) => answer.status.into_response(),
             Err(_) => StatusCode::BAD_GATEWAY.into_response(),
         }
     }
@@ -455,7 +438,7 @@ struct Relaying {
     headers: HeaderMap,
     /// `None` once the stream ended (and its unanswered requests were
     /// answered).
-    answer: Option<reqwest::Response>,
+    answer: Option<ReplyBody>,
     reader: EventReader,
     events: Arrived,
     pending: HashMap<String, Pending>,
@@ -534,7 +517,7 @@ impl Relaying {
 
 /// A whole answer body, at most [`MAX_LINE`] bytes; else what the client
 /// is told, and the detail for standard error.
-async fn read_capped(mut answer: reqwest::Response) -> Result<Vec<u8>, (&'static str, String)> {
+async fn read_capped(mut answer: ReplyBody) -> Result<Vec<u8>, (&'static str, String)> {
     let mut body = Vec::new();
     loop {
         match answer.chunk().await {
@@ -560,21 +543,47 @@ async fn read_capped(mut answer: reqwest::Response) -> Result<Vec<u8>, (&'static
 
 /// The 2026 routing headers of a message as judged: `Mcp-Method`, and
 /// `Mcp-Name` (a call's tool, a read's URI, a prompt's name).
-fn routing_headers(message: &[u8]) -> Vec<(&'static str, String)> {
+///
+/// A value HTTP cannot carry in a header (a control character) is left
+/// out: the server then refuses the request for want of it, as it would
+/// refuse the name.
+fn routing_headers(message: &[u8]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
     let Ok(parsed) = Parsed::of(message.to_vec()) else {
-        return Vec::new();
+        return headers;
     };
     let src = &parsed.src;
-    let Some(method) = parsed.root.get(src, "method").and_then(|m| m.text(src)) else {
-        return Vec::new();
-    };
-    let mut headers = vec![("mcp-method", method.into_owned())];
     let params = parsed.root.get(src, "params");
+    let method = parsed.root.get(src, "method").and_then(|m| m.text(src));
     let name = params
         .and_then(|p| p.get(src, "name").or_else(|| p.get(src, "uri")))
-        .and_then(|n| n.text(src));
-    if let Some(name) = name {
-        headers.push(("mcp-name", name.into_owned()));
+        .and_then(|n| n.text(src))
+        .filter(|_| method.is_some());
+    for (header, value) in [("mcp-method", method), ("mcp-name", name)] {
+        if let Some(value) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            headers.insert(HeaderName::from_static(header), value);
+        }
     }
+    headers
+}
+
+/// The headers of `headers` that `names` keeps.
+fn kept(headers: &HeaderMap, names: &[&'static str]) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for name in names {
+        for value in headers.get_all(*name) {
+            out.append(HeaderName::from_static(name), value.clone());
+        }
+    }
+    out
+}
+
+/// `Content-Type: application/json`.
+fn json_type() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     headers
 }

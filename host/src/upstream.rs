@@ -1,6 +1,6 @@
-//! The gateway's connections to its upstream: HTTP/1.1 by hyper directly,
-//! over TCP or TLS (rustls with the web's roots), kept alive and reused
-//! most recent first.
+//! A relay's connections to its upstream (the gateway's model API, the
+//! MCP guard's remote server): HTTP/1.1 by hyper directly, over TCP or TLS
+//! (rustls with the web's roots), kept alive and reused most recent first.
 //!
 //! A relay sends what it judged to the one upstream it was given, so
 //! nothing of a general client is here: no redirects, no proxy variables,
@@ -11,7 +11,8 @@
 //!
 //! - **Connect timeout**: the TCP connection and the TLS handshake.
 //! - **Read timeout**: the wait for the answer's head, and between any two
-//!   pieces of its body.
+//!   pieces of its body (none for a relay whose upstream may stay quiet
+//!   for as long as it likes: an MCP server's event stream).
 //! - **One task**: a connection is driven by the task that reads its
 //!   answer (no task of its own, no hop between tasks for each piece), so
 //!   the pieces already read arrive together ([`ReplyBody::ready_chunk`]).
@@ -92,7 +93,7 @@ impl Connection {
 
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(super) enum ClientError {
+pub(crate) enum ClientError {
     /// The base URL (or a request's path and query under it) is not one
     /// the gateway can send to: nothing was sent.
     #[error("the upstream URL {url} is not an http:// or https:// URL: {why}")]
@@ -118,7 +119,7 @@ pub(super) enum ClientError {
 
 impl ClientError {
     /// `false` when the request cannot have reached the upstream.
-    pub(super) fn may_have_reached(&self) -> bool {
+    pub(crate) fn may_have_reached(&self) -> bool {
         matches!(self, ClientError::Failed(_) | ClientError::TimedOut(_))
     }
 }
@@ -139,30 +140,30 @@ struct Endpoint {
 }
 
 /// The pooled connections to one upstream.
-pub(super) struct Client {
+pub(crate) struct Client {
     endpoint: Endpoint,
     connect_timeout: Duration,
-    read_timeout: Duration,
+    read_timeout: Option<Duration>,
     idle: Idle,
 }
 
 /// An answer's head, and its body to read.
-pub(super) struct Reply {
+pub(crate) struct Reply {
     /// Its status.
-    pub(super) status: StatusCode,
+    pub(crate) status: StatusCode,
     /// Its headers.
-    pub(super) headers: HeaderMap,
+    pub(crate) headers: HeaderMap,
     /// Its body.
-    pub(super) body: ReplyBody,
+    pub(crate) body: ReplyBody,
 }
 
 /// An answer's body, read piece by piece.
-pub(super) struct ReplyBody {
+pub(crate) struct ReplyBody {
     incoming: Incoming,
     /// The connection, back to the pool when the body ends.
     connection: Option<Connection>,
     idle: Idle,
-    read_timeout: Duration,
+    read_timeout: Option<Duration>,
 }
 
 /// What a frame of the body comes to: a piece, the end, or nothing to
@@ -213,18 +214,14 @@ impl ReplyBody {
     ///
     /// [`ClientError`] when it broke off or nothing came for the read
     /// timeout.
-    pub(super) async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
-        tokio::time::timeout(
-            self.read_timeout,
-            std::future::poll_fn(|cx| self.poll_chunk(cx)),
-        )
-        .await
-        .map_err(|_| ClientError::TimedOut(self.read_timeout))?
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
+        let limit = self.read_timeout;
+        within(limit, std::future::poll_fn(|cx| self.poll_chunk(cx))).await?
     }
 
     /// The next piece when it is already read from the upstream (`None`:
     /// it is not yet, and [`chunk`](Self::chunk) would wait).
-    pub(super) fn ready_chunk(&mut self) -> Option<Result<Option<Bytes>, ClientError>> {
+    pub(crate) fn ready_chunk(&mut self) -> Option<Result<Option<Bytes>, ClientError>> {
         match self.poll_chunk(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(result) => Some(result),
             Poll::Pending => None,
@@ -249,15 +246,17 @@ fn give_back(idle: &Mutex<Vec<Connection>>, connection: Connection) {
 
 impl Client {
     /// A client of the upstream at `base` (`http://` or `https://`, with
-    /// an optional path every request's path goes under).
+    /// an optional path every request's path goes under); `read_timeout`:
+    /// how long an answer may keep the client waiting for its head and
+    /// then for each piece (`None`: as long as it likes).
     ///
     /// # Errors
     ///
     /// [`ClientError::BadUrl`] for anything else.
-    pub(super) fn new(
+    pub(crate) fn new(
         base: &str,
         connect_timeout: Duration,
-        read_timeout: Duration,
+        read_timeout: Option<Duration>,
     ) -> Result<Self, ClientError> {
         let bad = |why: &str| ClientError::BadUrl {
             url: base.to_owned(),
@@ -310,23 +309,43 @@ impl Client {
     /// # Errors
     ///
     /// [`ClientError`] when no answer's head came.
-    pub(super) async fn post(
+    pub(crate) async fn post(
         &self,
         path: &str,
         query: Option<&str>,
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<Reply, ClientError> {
-        let target = match query.filter(|q| !q.is_empty()) {
+        self.request(Method::POST, path, query, headers, body).await
+    }
+
+    /// `method` on `path` (under the base URL's path; `query` as given)
+    /// with `headers` and `body`, as [`post`](Self::post) sends.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] when no answer's head came.
+    pub(crate) async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<&str>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<Reply, ClientError> {
+        let mut target = match query.filter(|q| !q.is_empty()) {
             Some(query) => format!("{}{path}?{query}", self.endpoint.prefix),
             None => format!("{}{path}", self.endpoint.prefix),
         };
+        if !target.starts_with('/') {
+            target.insert(0, '/');
+        }
         let uri: Uri = target.parse().map_err(|e| ClientError::BadUrl {
             url: target.clone(),
             why: format!("{e}"),
         })?;
         let mut request = Request::new(Full::new(body));
-        *request.method_mut() = Method::POST;
+        *request.method_mut() = method;
         *request.uri_mut() = uri;
         *request.headers_mut() = headers;
         request
@@ -378,9 +397,9 @@ impl Client {
             return Err(Unsent(request));
         }
         let sent = connection.sender.try_send_request(request);
-        let answer = tokio::time::timeout(self.read_timeout, connection.driving(Box::pin(sent)));
+        let answer = within(self.read_timeout, connection.driving(Box::pin(sent)));
         match answer.await {
-            Err(_) => Ok(Err(ClientError::TimedOut(self.read_timeout))),
+            Err(timed_out) => Ok(Err(timed_out)),
             Ok(Ok(response)) => Ok(Ok(response)),
             Ok(Err(mut error)) => match error.take_message() {
                 Some(request) => Err(Unsent(request)),
@@ -432,6 +451,16 @@ impl Client {
     }
 }
 
+/// `future`'s output, unless `limit` passes first.
+async fn within<F: Future>(limit: Option<Duration>, future: F) -> Result<F::Output, ClientError> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, future)
+            .await
+            .map_err(|_| ClientError::TimedOut(limit)),
+        None => Ok(future.await),
+    }
+}
+
 /// A request a connection handed back unsent.
 struct Unsent(Request<Full<Bytes>>);
 
@@ -470,7 +499,7 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// # Errors
 ///
 /// [`ClientError::BadHeader`] for a name or value HTTP cannot carry.
-pub(super) fn header_map<'a>(
+pub(crate) fn header_map<'a>(
     pairs: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Result<HeaderMap, ClientError> {
     let mut map = HeaderMap::new();
