@@ -82,6 +82,14 @@ fn a_generated_pack_builds_passes_its_case_under_pack_test_and_cargo_test_and_lo
         "{}",
         created.stdout()
     );
+    // The next steps it prints are the ones that work where the author stands.
+    assert!(
+        created.stdout().contains(
+            "chimera pack test .        # replay tests/cases/blocks-a-denied-command.toml"
+        ),
+        "{}",
+        created.stdout()
+    );
     let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("crate-type = [\"cdylib\", \"rlib\"]"));
 

@@ -191,7 +191,7 @@ pub(crate) fn new(args: PackNewArgs) -> Result<(), Failure> {
     println!("Next:");
     println!("  cd {shown}");
     println!("  cargo build                # target/debug/{library}");
-    println!("  chimera pack test .        # replay tests/cases/{TEMPLATE_CASE}.toml");
+    println!("  chimera pack test .        # replay {TEMPLATE_CASE}.toml");
     println!("  cargo test                 # the same, from cargo");
     println!(
         "  chimera run --plugins-dir \"${{CARGO_TARGET_DIR:-target}}\"/debug --pack {} --script FILE \"a prompt\"",
