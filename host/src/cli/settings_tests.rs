@@ -234,6 +234,12 @@ fn a_key_that_is_no_setting_or_of_the_wrong_type_is_refused_with_its_line() {
         error.ends_with("expected `fail_closed` or `fail_open`"),
         "{error}"
     );
+    // `packs` is a list of tables, said in the file's words.
+    let error = refused("packs = [\"redactor\"]\n");
+    assert!(
+        error.ends_with("expected a [[packs]] table with a name"),
+        "{error}"
+    );
     // The pack flags' names are set per `[[packs]]` entry, not as keys.
     let error = refused("isolate = [\"a\"]\n[[packs]]\nname = \"a\"\n");
     assert!(error.contains("isolate"), "{error}");

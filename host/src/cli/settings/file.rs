@@ -118,7 +118,14 @@ pub(super) fn dict(loaded: &Loaded) -> Result<Dict, ConfigError> {
             refusal(
                 loaded,
                 &["packs".to_owned()],
-                format!("packs: {}", error.message().trim()),
+                // serde names the Rust type; the file names a table.
+                format!(
+                    "packs: {}",
+                    error
+                        .message()
+                        .trim()
+                        .replace("struct PackEntry", "a [[packs]] table with a name")
+                ),
             )
         })?;
         dict.extend(pack_settings(&entries));
