@@ -1,4 +1,4 @@
-//! Run: `cargo build --workspace && cargo run -p chimera-examples --example embed_host`
+//! Run: `cargo build --workspace --examples && "${CARGO_TARGET_DIR:-target}"/debug/examples/embed_host`
 //!
 //! Embedding the host: a registry, a plugin manager that loads plan-gate
 //! by entry-point name from the build directory, host chains of your own,

@@ -1,4 +1,4 @@
-//! Run: `cargo run -p chimera-examples --example packs_without_plugins`
+//! Run: `cargo build --workspace --examples && "${CARGO_TARGET_DIR:-target}"/debug/examples/packs_without_plugins`
 //!
 //! A host that links pack crates directly (no shared library, no registry):
 //! `interceptors_of::<P>(config)` builds the pack in-process and returns its
