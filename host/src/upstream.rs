@@ -270,7 +270,9 @@ impl Client {
         };
         let authority = uri.authority().ok_or_else(|| bad("it names no host"))?;
         if authority.as_str().contains('@') {
-            return Err(bad("credentials belong in the key, not the URL"));
+            return Err(bad(
+                "credentials go in a header (a key, an Authorization), not in the URL",
+            ));
         }
         if uri.query().is_some() {
             return Err(bad("a base URL takes no query"));

@@ -2,7 +2,8 @@
 //! streamable-HTTP mode behind the guard, driven by the official
 //! TypeScript client over HTTP: redaction, `--deny`, and the server killed
 //! mid-call, each with one clear line; and the guard's own listener
-//! refuses a request for another host (DNS rebinding).
+//! refuses a request for another host (DNS rebinding); a URL it cannot
+//! use is one line.
 
 use chimera_tests::mcp::{
     free_port, listening, result_text as text, server, servers_dir, wait_listening, Killed,
@@ -257,4 +258,28 @@ fn a_server_request_the_packs_block_is_refused_to_the_server_in_its_session() {
     let said = seen["result"].to_string();
     assert!(said.contains("no sampling here"), "{seen}");
     assert!(!said.contains("timed out"), "{seen}");
+}
+
+#[test]
+fn an_unusable_url_is_one_line_saying_why_and_nothing_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, why) in [
+        ("ftp://127.0.0.1/mcp", "the scheme must be http or https"),
+        (
+            "http://user:secret@127.0.0.1:9/mcp",
+            "credentials go in a header",
+        ),
+        ("not a url", "--url not a url: "),
+    ] {
+        let ran = chimera_tests::cli::chimera(
+            dir.path(),
+            &["mcp", "guard", "--url", url, "--listen", "127.0.0.1:0"],
+            &[],
+            "",
+        );
+        let stderr = ran.stderr();
+        assert_eq!(ran.status(), 2, "{url}: {stderr}");
+        assert!(stderr.contains(why), "{url}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{url}: {stderr}");
+    }
 }

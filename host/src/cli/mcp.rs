@@ -191,7 +191,9 @@ fn guard_http(
         )
         .await
         .map_err(|e| match e {
-            chimera_host::mcp::HttpGuardError::Url(_) => Failure::usage(format!("mcp guard: {e}")),
+            chimera_host::mcp::HttpGuardError::Url { .. } => {
+                Failure::usage(format!("mcp guard: {e}"))
+            }
             e => Failure::run_failed(format!("mcp guard: {e}")),
         })
     })

@@ -63,9 +63,14 @@ const RETURNED: &[&str] = &["mcp-session-id", "mcp-protocol-version", "www-authe
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpGuardError {
-    /// The upstream URL is not an http(s) URL.
-    #[error("--url {0}: not an http:// or https:// URL")]
-    Url(String),
+    /// The upstream URL cannot be used (not http(s), credentials in it…).
+    #[error("--url {url}: {why}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Serving failed.
     #[error("serving: {0}")]
     Serve(std::io::Error),
@@ -107,8 +112,14 @@ pub async fn serve_http(
     };
     // No read timeout: a server's event stream may stay quiet as long as
     // it likes (a call's own deadline is the client's).
-    let client = Client::new(base, Duration::from_secs(10), None)
-        .map_err(|_| HttpGuardError::Url(upstream.to_owned()))?;
+    let client =
+        Client::new(base, Duration::from_secs(10), None).map_err(|error| HttpGuardError::Url {
+            url: upstream.to_owned(),
+            why: match error {
+                ClientError::BadUrl { why, .. } => why,
+                other => other.to_string(),
+            },
+        })?;
     let port = listener.local_addr().map_err(HttpGuardError::Serve)?.port();
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
