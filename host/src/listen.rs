@@ -16,9 +16,11 @@
 //! On shutdown the listener closes, each connection finishes the request
 //! it is answering, and `serve` returns once every connection is done.
 
-use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::service::Service;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -124,7 +126,37 @@ impl<T: Send + 'static> Drop for ToTheEnd<T> {
     }
 }
 
-/// Serves `router` on `listener` within `limits` until `shutdown`
+/// What a listener serves: each request of a connection answered, as
+/// hyper calls it (the gateway's axum router through
+/// `hyper_util::service::TowerToHyperService`, the MCP guard's own
+/// function with no router between).
+pub(crate) trait Answers:
+    Service<
+        Request<Incoming>,
+        Response = Response<Body>,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> Answers for S where
+    S: Service<
+            Request<Incoming>,
+            Response = Response<Body>,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Serves `service` on `listener` within `limits` until `shutdown`
 /// completes, then lets each connection finish the request it answers.
 ///
 /// # Errors
@@ -133,7 +165,7 @@ impl<T: Send + 'static> Drop for ToTheEnd<T> {
 /// left) is waited out and accepting goes on. The `Result` is the
 /// public `Gateway::serve`'s.
 pub(crate) async fn serve(
-    router: Router,
+    service: impl Answers,
     listener: TcpListener,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -160,7 +192,7 @@ pub(crate) async fn serve(
         };
         tokio::spawn(connection(
             stream,
-            router.clone(),
+            service.clone(),
             limits,
             closed.clone(),
             connections.clone(),
@@ -187,7 +219,7 @@ fn is_connection_error(error: &io::Error) -> bool {
 /// until the request it answers is answered).
 async fn connection(
     stream: TcpStream,
-    router: Router,
+    service: impl Answers,
     limits: ConnectionLimits,
     mut closing: watch::Receiver<bool>,
     _alive: watch::Receiver<()>,
@@ -203,7 +235,7 @@ async fn connection(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .max_buf_size((limits.header_cap + 16 * 1024).max(8 * 1024));
-    let served = builder.serve_connection(io, TowerToHyperService::new(router));
+    let served = builder.serve_connection(io, service);
     let close = async move {
         if closing.wait_for(|closing| *closing).await.is_err() {
             std::future::pending::<()>().await;

@@ -2,8 +2,8 @@
 //! streamable-HTTP mode behind the guard, driven by the official
 //! TypeScript client over HTTP: redaction, `--deny`, and the server killed
 //! mid-call, each with one clear line; and the guard's own listener
-//! refuses a request for another host (DNS rebinding); a URL it cannot
-//! use is one line.
+//! refuses a request for another host (DNS rebinding) and a body over the
+//! message cap, relaying neither; a URL it cannot use is one line.
 
 use chimera_tests::mcp::{
     free_port, listening, result_text as text, server, servers_dir, wait_listening, Killed,
@@ -282,4 +282,50 @@ fn an_unusable_url_is_one_line_saying_why_and_nothing_is_served() {
         assert!(stderr.contains(why), "{url}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{url}: {stderr}");
     }
+}
+
+#[test]
+fn a_request_body_over_the_message_cap_is_refused_and_never_relayed() {
+    // The "server": a listener nothing may reach.
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    upstream.set_nonblocking(true).unwrap();
+    let port = upstream.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = dir.path().join("guard.txt");
+    let (_guard, guarded) = guard_url(&[], port, Some(&stderr));
+    // A JSON string of 17 MiB: one message over the 16 MiB cap.
+    let body = dir.path().join("body.json");
+    let mut message = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":""#.to_vec();
+    message.extend(std::iter::repeat_n(b'a', 17 << 20));
+    message.extend_from_slice(br#""}}}"#);
+    std::fs::write(&body, message).unwrap();
+    let sent = Command::new("curl")
+        .args([
+            "-s",
+            "--max-time",
+            "20",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(["-H", "content-type: application/json", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(format!("http://127.0.0.1:{guarded}/mcp"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&sent.stdout), "413");
+    assert!(
+        upstream.accept().is_err(),
+        "the guard connected to the server"
+    );
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    let line = said
+        .lines()
+        .find(|l| l.contains("request body over"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(
+        line,
+        "mcp guard: refused a request body over 16777216 bytes"
+    );
 }

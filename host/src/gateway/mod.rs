@@ -463,7 +463,8 @@ impl Gateway {
             write_timeout: self.limits.write_timeout,
             header_cap: self.header_cap,
         };
-        crate::listen::serve(self.router(), listener, limits, shutdown).await
+        let service = hyper_util::service::TowerToHyperService::new(self.router());
+        crate::listen::serve(service, listener, limits, shutdown).await
     }
 
     /// What streamed replies do with the packs loaded now, in one line, when

@@ -97,12 +97,10 @@ impl Judging {
             }
         }
         let raw_id = id.map(|id| String::from_utf8_lossy(id.raw(src)).into_owned());
-        let audited = Audited::of(
-            self.rules.audit.as_ref(),
-            raw_id
-                .as_deref()
-                .unwrap_or(&format!("notification {method}")),
-        );
+        let audited = match &raw_id {
+            Some(raw_id) => Audited::of(self.rules.audit.as_ref(), raw_id),
+            None => Audited::of(self.rules.audit.as_ref(), &format!("notification {method}")),
+        };
         let call_id = raw_id.unwrap_or_default();
         let params = message.get(src, "params");
         let modern = is_modern(src, params);

@@ -37,11 +37,12 @@ use crate::plugins::Registry;
 use crate::providers::sse::{Limits, Reader};
 use crate::upstream::{Client, ClientError, Reply, ReplyBody};
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,37 +134,20 @@ pub async fn serve_http(
         client,
         hosts,
     });
-    let router = Router::new()
-        .fallback(handle)
-        .layer(DefaultBodyLimit::max(MAX_LINE))
-        .with_state(guard);
+    // hyper calls the guard directly: one kind of request, no routes to
+    // match, no extractors.
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let guard = Arc::clone(&guard);
+        async move { Ok::<_, Infallible>(guard.handle(request).await) }
+    });
     let limits = ConnectionLimits {
         header_timeout: Duration::from_secs(30),
         write_timeout: Duration::from_secs(60),
         header_cap: 64 << 10,
     };
-    crate::listen::serve(router, listener, limits, shutdown)
+    crate::listen::serve(service, listener, limits, shutdown)
         .await
         .map_err(HttpGuardError::Serve)
-}
-
-/// One request of a client.
-async fn handle(
-    State(guard): State<Arc<HttpGuard>>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Err(why) = guard.check_host(&headers) {
-        say(&why);
-        return (StatusCode::FORBIDDEN, why).into_response();
-    }
-    match method {
-        Method::POST => guard.post(&headers, body).await,
-        Method::GET => guard.server_stream(&headers).await,
-        Method::DELETE => guard.end_session(&headers).await,
-        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
-    }
 }
 
 /// A JSON-RPC body of `messages`: the one, or a batch.
@@ -201,6 +185,34 @@ fn event(id: Option<&str>, message: &[u8]) -> Bytes {
 }
 
 impl HttpGuard {
+    /// One request of a client.
+    async fn handle(self: Arc<Self>, request: Request<Incoming>) -> Response {
+        let (parts, body) = request.into_parts();
+        let headers = &parts.headers;
+        if let Err(why) = self.check_host(headers) {
+            say(&why);
+            return (StatusCode::FORBIDDEN, why).into_response();
+        }
+        match parts.method {
+            Method::POST => match Limited::new(body, MAX_LINE).collect().await {
+                Ok(body) => self.post(headers, body.to_bytes()).await,
+                Err(error) => {
+                    let too_long = error.is::<http_body_util::LengthLimitError>();
+                    if too_long {
+                        let why = format!("refused a request body over {MAX_LINE} bytes");
+                        say(&why);
+                        return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+                    }
+                    // The client broke off its own request: nobody to tell.
+                    StatusCode::BAD_REQUEST.into_response()
+                }
+            },
+            Method::GET => self.server_stream(headers).await,
+            Method::DELETE => self.end_session(headers).await,
+            _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        }
+    }
+
     /// The `Host` (and `Origin`) must name the listener or an allowed
     /// host.
     fn check_host(&self, headers: &HeaderMap) -> Result<(), String> {
@@ -376,7 +388,7 @@ impl HttpGuard {
                 true
             }),
         );
-        let relaying = Relaying {
+        let mut relaying = Relaying {
             guard: Arc::clone(self),
             headers: headers.clone(),
             answer: Some(answer),
@@ -385,20 +397,31 @@ impl HttpGuard {
             pending,
             out: replies.iter().map(|reply| event(None, reply)).collect(),
         };
-        let stream = futures_util::stream::unfold(relaying, |mut relaying| async move {
-            loop {
-                if let Some(bytes) = relaying.out.pop_front() {
-                    return Some((Ok::<_, std::convert::Infallible>(bytes), relaying));
-                }
-                relaying.answer.as_ref()?;
-                relaying.next().await;
-            }
-        });
         returned.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
         returned.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        if relaying.read_ready() {
+            // The server's whole stream was already here (an answer it
+            // sent with its length): the client gets it whole, with its
+            // length, in one write.
+            let whole: Vec<u8> = relaying
+                .out
+                .iter()
+                .flat_map(|b| b.iter().copied())
+                .collect();
+            return (StatusCode::OK, returned, whole).into_response();
+        }
+        let stream = futures_util::stream::unfold(relaying, |mut relaying| async move {
+            loop {
+                if let Some(bytes) = relaying.out.pop_front() {
+                    return Some((Ok::<_, Infallible>(bytes), relaying));
+                }
+                relaying.answer.as_ref()?;
+                relaying.next().await;
+            }
+        });
         (StatusCode::OK, returned, Body::from_stream(stream)).into_response()
     }
 
@@ -457,13 +480,34 @@ struct Relaying {
 }
 
 impl Relaying {
-    /// Reads the next piece of the stream, judging each event it
-    /// completes into `out`; at its end, answers what is still unanswered.
+    /// Reads the next piece of the stream and whatever else is already
+    /// here, judging each event they complete into `out`; at its end,
+    /// answers what is still unanswered.
     async fn next(&mut self) {
         let Some(answer) = self.answer.as_mut() else {
             return;
         };
-        let ended = match answer.chunk().await {
+        let read = answer.chunk().await;
+        self.take(read);
+        self.read_ready();
+    }
+
+    /// Takes in what of the stream is already here, as [`next`](Self::next)
+    /// does, without waiting: `true` when the stream ended.
+    fn read_ready(&mut self) -> bool {
+        while let Some(answer) = self.answer.as_mut() {
+            let Some(read) = answer.ready_chunk() else {
+                return false;
+            };
+            self.take(read);
+        }
+        true
+    }
+
+    /// One read of the stream taken in: the events it completes judged
+    /// into `out`; at the stream's end, what is still unanswered answered.
+    fn take(&mut self, read: Result<Option<Bytes>, ClientError>) {
+        let ended = match read {
             Ok(Some(chunk)) => match self.reader.feed(&chunk) {
                 Ok(_) => None,
                 Err(error) => Some((
