@@ -126,7 +126,7 @@ impl Judging {
         }
         let audited = Audited::of(self.rules.audit.as_ref(), &format!("server {method}"));
         let call = ToolCall::new("", format!("mcp:{method}"), serde_json::json!({}));
-        let chains = self.registry.get_all();
+        let chains = self.registry.current();
         let verdict = judge_view(&audited, &chains.tool_result, &call, &view, false);
         audited.done();
         verdict
@@ -147,7 +147,7 @@ fn response(judging: &Judging, src: &[u8], message: &Node, pending: &Pending) ->
     let id = message
         .get(src, "id")
         .map_or(&b"null"[..], |id| id.raw(src));
-    let chains = judging.registry.get_all();
+    let chains = judging.registry.current();
     let audited = &pending.audited;
     if let Some(error) = message.get(src, "error") {
         let view = View::strings(src, error);
@@ -220,7 +220,7 @@ fn listing(
         .get(src, "tools")
         .and_then(Node::as_array)
         .unwrap_or_default();
-    let chains = judging.registry.get_all();
+    let chains = judging.registry.current();
     let mut edits = Splice::new();
     let mut kept = Vec::new();
     for (index, tool) in tools.iter().enumerate() {

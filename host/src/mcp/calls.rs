@@ -163,7 +163,7 @@ impl Judging {
     /// `Ok(None)` to send the call as it came, `Ok(Some)` rewritten, `Err`
     /// refused.
     fn judge_call(&self, audited: &Audited, call: &ToolCall) -> Result<Option<ToolCall>, String> {
-        let chains = self.registry.get_all();
+        let chains = self.registry.current();
         let facts = SessionFacts::new(SESSION);
         let outcome = audited.run::<ToolCallSeam>(&chains.tool_call, &(), call, &facts);
         let effective = match unattended(outcome, call, self.rules.policy.as_ref()) {

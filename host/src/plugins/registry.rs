@@ -26,6 +26,12 @@ struct Group {
 #[derive(Debug, Default)]
 pub struct Registry {
     groups: RwLock<Vec<Group>>,
+    /// Every seam's chain as [`get_all`](Registry::get_all) builds it,
+    /// built once per change of the groups ([`Registry::current`]):
+    /// cleared by every writer while it holds the groups, stored only by a
+    /// reader holding them, so it never outlives the groups it was built
+    /// from.
+    merged: RwLock<Option<Arc<Interceptors>>>,
     next_owner: AtomicU64,
 }
 
@@ -47,10 +53,17 @@ impl Registry {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The groups, to change: the merged bundle is cleared first.
     fn write(&self) -> RwLockWriteGuard<'_, Vec<Group>> {
-        self.groups
+        let groups = self
+            .groups
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *self
+            .merged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        groups
     }
 
     /// Checks that `interceptor` belongs on `seam`.
@@ -178,10 +191,29 @@ impl Registry {
 
     /// A fresh, detached bundle of every seam (empty chains when nothing is registered).
     pub fn get_all(&self) -> Interceptors {
-        let mut all = Interceptors::new();
-        for group in self.read().iter() {
-            all.extend(&group.chains);
+        merge(&self.read())
+    }
+
+    /// Every seam's chain as registered now, shared: built once after each
+    /// change and handed out until the next, for readers that only run the
+    /// chains (a relay judging each message) and need no bundle of their
+    /// own.
+    pub(crate) fn current(&self) -> Arc<Interceptors> {
+        let cached = self
+            .merged
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(merged) = cached {
+            return merged;
         }
+        let groups = self.read();
+        let all = Arc::new(merge(&groups));
+        *self
+            .merged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&all));
+        drop(groups);
         all
     }
 
@@ -195,5 +227,58 @@ impl Registry {
     /// Clears every chain and owner.
     pub fn reset(&self) {
         self.write().clear();
+    }
+}
+
+/// Every group's chains, seam by seam, in load order.
+fn merge(groups: &[Group]) -> Interceptors {
+    let mut all = Interceptors::new();
+    for group in groups {
+        all.extend(&group.chains);
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interception::{InterceptDecision, Interceptor};
+    use crate::types::ToolCall;
+
+    fn gate(name: &str) -> AnyInterceptor {
+        Interceptor::tool_call(name.to_owned(), |_: &ToolCall| Ok(InterceptDecision::Allow)).into()
+    }
+
+    fn names(all: &Interceptors) -> Vec<String> {
+        all.tool_call.iter().map(|i| i.name().to_owned()).collect()
+    }
+
+    #[test]
+    fn the_current_bundle_is_shared_until_a_change_and_follows_every_change() {
+        let registry = Registry::new();
+        assert!(registry.current().is_empty());
+        let a = gate("A");
+        registry.register("tool_call", a.clone()).unwrap();
+        let first = registry.current();
+        assert_eq!(names(&first), ["A"]);
+        assert!(Arc::ptr_eq(&first, &registry.current()), "built again");
+        let owner = registry.new_owner();
+        let mut chains = Interceptors::new();
+        chains.push(gate("B"));
+        registry.commit(owner, chains);
+        assert_eq!(names(&registry.current()), ["A", "B"]);
+        let mut swapped = Interceptors::new();
+        swapped.push(gate("C"));
+        assert!(registry.replace_owner(owner, swapped));
+        assert_eq!(names(&registry.current()), ["A", "C"]);
+        registry.unregister("tool_call", &a).unwrap();
+        assert_eq!(names(&registry.current()), ["C"]);
+        assert_eq!(registry.unregister_owner(owner), 1);
+        assert!(registry.current().is_empty());
+        registry.register("tool_call", gate("D")).unwrap();
+        registry.reset();
+        assert!(registry.current().is_empty());
+        // The bundle handed out before a change is the caller's to keep.
+        assert_eq!(names(&first), ["A"]);
     }
 }
