@@ -143,6 +143,8 @@ pub(crate) trait Answers:
 {
 }
 
+// Every such service is one: the bounds above again, as a trait alias
+// is written on stable Rust.
 impl<S> Answers for S where
     S: Service<
             Request<Incoming>,

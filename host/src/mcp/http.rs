@@ -57,6 +57,10 @@ const PASSED: &[&str] = &[
     "accept",
 ];
 
+/// How much of a server's stream is read without waiting for the client
+/// to take what was read before.
+const READ_AHEAD: usize = 64 << 10;
+
 /// The headers of the server's answer relayed to the client.
 const RETURNED: &[&str] = &["mcp-session-id", "mcp-protocol-version", "www-authenticate"];
 
@@ -493,12 +497,21 @@ impl Relaying {
     }
 
     /// Takes in what of the stream is already here, as [`next`](Self::next)
-    /// does, without waiting: `true` when the stream ended.
+    /// does, without waiting, up to [`READ_AHEAD`] bytes (a server that
+    /// streams faster than the client reads is held to the client's pace,
+    /// not buffered): `true` when the stream ended.
     fn read_ready(&mut self) -> bool {
+        let mut taken = 0;
         while let Some(answer) = self.answer.as_mut() {
+            if taken >= READ_AHEAD {
+                return false;
+            }
             let Some(read) = answer.ready_chunk() else {
                 return false;
             };
+            if let Ok(Some(chunk)) = &read {
+                taken += chunk.len();
+            }
             self.take(read);
         }
         true
