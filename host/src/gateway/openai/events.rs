@@ -60,7 +60,9 @@ struct CallState {
 /// The relay's state.
 struct Relay<'a> {
     judging: Judging<'a>,
-    choices: BTreeMap<u64, ChoiceState>,
+    /// Each choice's state, boxed: a map node holds room for eleven
+    /// values, and a stream has one choice (kept apart, the node is small).
+    choices: BTreeMap<u64, Box<ChoiceState>>,
     /// The first chunk's members but `choices` and `usage`: what a chunk
     /// the gateway writes repeats.
     template: Vec<(String, Vec<u8>)>,
@@ -96,7 +98,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
                 .map(|(i, _)| *i)
                 .collect();
             for index in open {
-                let (mut text, reason) = relay.finish(index, "stop").await;
+                let (mut text, reason) = Box::pin(relay.finish(index, "stop")).await;
                 text.push_str(&relay.write_delta(index, &serde_json::json!({}), Some(&reason)));
                 out.send_judged(relay.judging.session, text, unjudged_chunk)
                     .await;
@@ -217,7 +219,9 @@ impl Relay<'_> {
         }
         let as_it_came = single && usage.is_none();
         for (index, reason, empty) in finishing {
-            let (before, judged) = self.finish(index, &reason).await;
+            // Boxed, here and at `[DONE]`: a finish's state is large and
+            // needed once per choice, not for the whole stream's life.
+            let (before, judged) = Box::pin(self.finish(index, &reason)).await;
             out.push_str(&before);
             if as_it_came && empty && judged == reason {
                 // The finish chunk itself, as it came.
@@ -399,10 +403,10 @@ impl Relay<'_> {
         };
         self.choices.insert(
             index,
-            ChoiceState {
+            Box::new(ChoiceState {
                 finished: true,
                 ..ChoiceState::default()
-            },
+            }),
         );
         (out, reason.to_owned())
     }

@@ -68,8 +68,9 @@ struct Call {
 
 /// What one output item is to the relay.
 enum Item {
-    /// A message: its text parts by content index.
-    Message(BTreeMap<u64, Part>),
+    /// A message: its text parts by content index (boxed: a map node
+    /// holds room for eleven, and a message mostly has one).
+    Message(BTreeMap<u64, Box<Part>>),
     /// A call, held.
     Call(Call),
     /// Anything else (of this type): as it comes.
@@ -246,7 +247,7 @@ fn part_of<'a>(
     let index = number(src, root, "output_index")?;
     let content = number(src, root, "content_index").unwrap_or(0);
     match items.get_mut(&index) {
-        Some(Item::Message(parts)) => parts.get_mut(&content),
+        Some(Item::Message(parts)) => parts.get_mut(&content).map(|part| &mut **part),
         _ => None,
     }
 }
@@ -321,11 +322,13 @@ impl Relay<'_> {
         let Some(Item::Message(parts)) = self.items.get_mut(&index) else {
             return;
         };
-        parts.entry(content).or_insert_with(|| Part {
-            gate: self.judging.session.stream_gate(self.judging.exchange),
-            held: String::new(),
-            released: String::new(),
-            whole: None,
+        parts.entry(content).or_insert_with(|| {
+            Box::new(Part {
+                gate: self.judging.session.stream_gate(self.judging.exchange),
+                held: String::new(),
+                released: String::new(),
+                whole: None,
+            })
         });
     }
 
@@ -673,6 +676,7 @@ impl Relay<'_> {
                 _ => None,
             })
             .flatten()
+            .map(|part| &mut **part)
             .collect();
         let pieces: Vec<String> = parts
             .iter()
@@ -817,12 +821,12 @@ impl Relay<'_> {
     /// index `index` (a refused call's place, or one past the end): its
     /// added, part, delta, done events.
     fn write_message(&mut self, index: u64, id: &str, text: &str) -> String {
-        let part = Part {
+        let part = Box::new(Part {
             gate: StreamGate::default(),
             held: String::new(),
             released: text.to_owned(),
             whole: Some(text.to_owned()),
-        };
+        });
         self.items
             .insert(index, Item::Message(BTreeMap::from([(0, part)])));
         let part = json!({"type": "output_text", "annotations": [], "text": ""});
