@@ -1198,6 +1198,12 @@ fn memory(
             }) {
                 println!("  {name}: idle {line}");
             }
+            let (copies, bytes) = sealed_copies(served.pid());
+            println!(
+                "  {name}: idle sealed copies: {copies} memfds, {:.1} MiB (shared memory, \
+                 all of it resident; Pss_Shmem counts only their mapped pages)",
+                bytes as f64 / 1_048_576.0
+            );
         }
         let (peak, failed) = runtime.block_on(rss_at_streams(client, process, n));
         println!(
@@ -1212,6 +1218,21 @@ fn memory(
         measured.push((idle, peak, failed));
     }
     measured
+}
+
+/// How many sealed in-memory pack copies (memfds) process `pid` holds
+/// open, and their bytes in all.
+fn sealed_copies(pid: u32) -> (usize, u64) {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return (0, 0);
+    };
+    fds.flatten()
+        .filter(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
+        })
+        .filter_map(|fd| std::fs::metadata(fd.path()).ok())
+        .fold((0, 0), |(n, bytes), meta| (n + 1, bytes + meta.len()))
 }
 
 /// KiB of resident memory a stream costs, from the idle and peak MiB at
