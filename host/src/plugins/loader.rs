@@ -154,8 +154,10 @@ impl Loader {
         let stem = path
             .file_stem()
             .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
-        self.load_bytes(path, &bytes, &hash, &stem, pin, checks)
-            .map_err(fail)
+        let loaded = self.load_bytes(path, &bytes, &hash, &stem, pin, checks);
+        drop(bytes);
+        give_back_freed_memory();
+        loaded.map_err(fail)
     }
 
     /// Every check [`Loader::open`] makes, up to the sealed memfd, and no
@@ -178,6 +180,8 @@ impl Loader {
                 "an isolated pack needs a sealed memfd (Linux with /proc)",
             )))
         })?;
+        drop(bytes);
+        give_back_freed_memory();
         Ok(SealedPack {
             memfd,
             sha256,
@@ -278,6 +282,28 @@ impl Loader {
             .cloned()
     }
 }
+
+/// Hands the allocator's free pages back to the system once a pack's bytes
+/// are dropped. They are read whole (1–8 MiB a pack); once glibc has seen
+/// a block that large freed, it serves the next ones from its heap, whose
+/// pages stay resident after they are freed: 3.4 MiB of the fifteen
+/// shipped packs' idle heap (BENCHMARKS.md, "The packs' sealed copies").
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(
+    unsafe_code,
+    reason = "one call into glibc, which the libc crate declares unsafe"
+)]
+fn give_back_freed_memory() {
+    // SAFETY: `malloc_trim` takes no pointer and only releases memory the
+    // allocator holds free; glibc's allocator is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Elsewhere the allocator keeps what it keeps.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn give_back_freed_memory() {}
 
 /// Opens `path` through its checked directory, reads it once, hashes it
 /// and checks its lock pin: the bytes, their SHA-256 and the pin.
