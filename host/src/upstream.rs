@@ -1,93 +1,126 @@
 //! A relay's connections to its upstream (the gateway's model API, the
-//! MCP guard's remote server): HTTP/1.1 by hyper directly, over TCP or TLS
-//! (rustls with the web's roots), kept alive and reused most recent first.
+//! MCP guard's remote server): HTTP/1.1 over TCP or TLS (rustls with the
+//! web's roots), kept alive and reused most recent first.
 //!
 //! A relay sends what it judged to the one upstream it was given, so
 //! nothing of a general client is here: no redirects, no proxy variables,
-//! no decompression, no URL parsed per request. What a general client
-//! costs was measured (`--bench gateway -- profile`): its URL handling and
-//! redirect and retry layers were ~5 % of a bare gateway's CPU, and its
-//! pooled connections answered through a channel of their own.
+//! no decompression, no URL parsed per request, and no HTTP stack: a
+//! request is written in one piece, the answer's head is parsed by
+//! `httparse` and its body's framing decoded as it is read ([`http1`]).
+//! What a general client costs was measured: reqwest's URL handling and
+//! redirect and retry layers were ~5 % of a bare gateway's CPU
+//! (`--bench gateway -- profile`), and hyper's own client, with its
+//! request channel and buffers, was the largest single part of the MCP
+//! guard's CPU over HTTP and ~9 KiB of each gateway stream.
 //!
 //! - **Connect timeout**: the TCP connection and the TLS handshake.
-//! - **Read timeout**: the wait for the answer's head, and between any two
-//!   pieces of its body (none for a relay whose upstream may stay quiet
-//!   for as long as it likes: an MCP server's event stream).
-//! - **One task**: a connection is driven by the task that reads its
+//! - **Read timeout**: the wait for the answer's head (from the request's
+//!   writing on), and between any two pieces of its body (none for a
+//!   relay whose upstream may stay quiet for as long as it likes: an MCP
+//!   server's event stream).
+//! - **One task**: a connection is read by the task that reads its
 //!   answer (no task of its own, no hop between tasks for each piece), so
 //!   the pieces already read arrive together ([`ReplyBody::ready_chunk`]).
 //! - **Reuse**: a connection goes back to the pool once the answer's body
-//!   was read to its end; an answer dropped before its end closes its
-//!   connection. A request the pooled connection could not take (the
-//!   upstream closed it while it was idle) is sent once more on a new one:
-//!   hyper hands it back unsent, so nothing is sent twice.
+//!   was read to its end, when the answer allows it (`Connection: close`,
+//!   an HTTP/1.0 answer, or a body framed by the connection's end do not)
+//!   and the upstream sent nothing past it; an answer dropped before its
+//!   end closes its connection. A pooled connection is checked before it
+//!   is used: one the upstream closed (or wrote to unasked) while it was
+//!   idle is dropped, and a request a reused connection could not take is
+//!   sent once more on a new one. A request written whole is never sent
+//!   twice.
+
+mod http1;
 
 use axum::body::Bytes;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use bytes::{Buf, BytesMut};
+use http1::{Framing, Parsed, Piece};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Idle connections kept for reuse, at most.
 const MAX_IDLE: usize = 256;
-
-/// A connection's sending half.
-type Sender = SendRequest<Full<Bytes>>;
 
 /// What a connection runs over: TCP, or TLS over TCP.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-/// A connection's driving half: polled by whoever is using it.
-type Driver = hyper::client::conn::http1::Connection<TokioIo<Box<dyn Io>>, Full<Bytes>>;
-
-/// One connection to the upstream.
+/// One connection to the upstream, and what was read from it and not
+/// taken yet.
 struct Connection {
-    sender: Sender,
-    /// `None` once the connection closed: dropped then, so whatever waits
-    /// on it (a request queued, the sender's readiness) is told at once
-    /// instead of waiting on a driver nobody polls.
-    driver: Option<Driver>,
+    io: Box<dyn Io>,
+    read: BytesMut,
 }
 
 impl Connection {
-    /// Drives the connection until it would wait (dropping the driver when
-    /// the connection closed).
-    fn drive(&mut self, cx: &mut Context<'_>) {
-        if let Some(driver) = self.driver.as_mut() {
-            if Pin::new(driver).poll(cx).is_ready() {
-                self.driver = None;
+    /// Reads more of the connection into `read`, with room for at least
+    /// `room` bytes: how many came (0: the connection ended).
+    fn poll_read_more(
+        &mut self,
+        cx: &mut Context<'_>,
+        room: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        if self.read.capacity() - self.read.len() < room / 2 {
+            self.read.reserve(room);
+        }
+        tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.read)
+    }
+
+    /// Whether an idle connection is still open and quiet: the upstream
+    /// has not closed it, and has sent nothing unasked.
+    fn still_open(&mut self) -> bool {
+        if !self.read.is_empty() {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut probe);
+        let polled =
+            Pin::new(&mut self.io).poll_read(&mut Context::from_waker(Waker::noop()), &mut buf);
+        polled.is_pending()
+    }
+
+    /// Writes `bytes` whole.
+    async fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.io.write_all(bytes).await?;
+        self.io.flush().await
+    }
+
+    /// The answer's head (interim answers skipped); `bodiless`: the
+    /// request's answer has no body.
+    async fn head(&mut self, bodiless: bool) -> Result<http1::Head, ClientError> {
+        loop {
+            if !self.read.is_empty() {
+                match http1::head(&self.read, bodiless).map_err(ClientError::Failed)? {
+                    Parsed::Head(taken, head) => {
+                        self.read.advance(taken);
+                        return Ok(head);
+                    }
+                    Parsed::Interim(taken) => {
+                        self.read.advance(taken);
+                        continue;
+                    }
+                    Parsed::Partial => {}
+                }
+            }
+            let read = std::future::poll_fn(|cx| self.poll_read_more(cx, 8 << 10)).await;
+            match read {
+                Ok(0) => {
+                    return Err(ClientError::Failed(
+                        "the upstream closed the connection before its answer".to_owned(),
+                    ))
+                }
+                Ok(_) => {}
+                Err(error) => return Err(ClientError::Failed(error.to_string())),
             }
         }
-    }
-
-    /// Whether the connection closed.
-    fn closed(&self) -> bool {
-        self.driver.is_none() || self.sender.is_closed()
-    }
-
-    /// Drives the connection, then polls `future`.
-    fn poll_with<F: Future + Unpin>(
-        &mut self,
-        future: &mut F,
-        cx: &mut Context<'_>,
-    ) -> Poll<F::Output> {
-        self.drive(cx);
-        Pin::new(future).poll(cx)
-    }
-
-    /// `future`, the connection driven while it waits.
-    async fn driving<F: Future + Unpin>(&mut self, mut future: F) -> F::Output {
-        std::future::poll_fn(|cx| self.poll_with(&mut future, cx)).await
     }
 }
 
@@ -159,53 +192,64 @@ pub(crate) struct Reply {
 
 /// An answer's body, read piece by piece.
 pub(crate) struct ReplyBody {
-    incoming: Incoming,
-    /// The connection, back to the pool when the body ends.
+    /// The connection, until the body ended or broke off (back to the
+    /// pool when it ended and the connection may be reused).
     connection: Option<Connection>,
+    framing: Framing,
+    keep_alive: bool,
     idle: Idle,
     read_timeout: Option<Duration>,
-}
-
-/// What a frame of the body comes to: a piece, the end, or nothing to
-/// hand on (an empty piece, trailers).
-fn piece(
-    frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>,
-) -> Option<Result<Option<Bytes>, ClientError>> {
-    match frame {
-        None => Some(Ok(None)),
-        Some(Err(error)) => Some(Err(ClientError::Failed(chain(&error)))),
-        Some(Ok(frame)) => match frame.into_data() {
-            Ok(data) if !data.is_empty() => Some(Ok(Some(data))),
-            _ => None,
-        },
-    }
+    /// Why the body broke off, once it did (told again to any later
+    /// read).
+    broken: Option<ClientError>,
 }
 
 impl ReplyBody {
-    /// Polls for the next piece, driving the connection.
+    /// Polls for the next piece.
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, ClientError>> {
+        if let Some(broken) = &self.broken {
+            return Poll::Ready(Err(broken.clone()));
+        }
+        let Some(connection) = self.connection.as_mut() else {
+            return Poll::Ready(Ok(None));
+        };
         loop {
-            let frame = match self.connection.as_mut() {
-                Some(connection) => {
-                    let mut next = self.incoming.frame();
-                    std::task::ready!(connection.poll_with(&mut next, cx))
-                }
-                None => std::task::ready!(hyper::body::Body::poll_frame(
-                    Pin::new(&mut self.incoming),
-                    cx
-                )),
-            };
-            match piece(frame) {
-                None => {}
-                Some(Ok(None)) => {
+            match self.framing.next(&mut connection.read) {
+                Ok(Piece::Data(bytes)) => return Poll::Ready(Ok(Some(bytes))),
+                Ok(Piece::End) => {
                     if let Some(connection) = self.connection.take() {
-                        give_back(&self.idle, connection);
+                        if self.keep_alive {
+                            give_back(&self.idle, connection);
+                        }
                     }
                     return Poll::Ready(Ok(None));
                 }
-                Some(done) => return Poll::Ready(done),
+                Ok(Piece::More) => {}
+                Err(why) => return Poll::Ready(Err(self.broke(why))),
+            }
+            let room = self.framing.read_size();
+            match std::task::ready!(connection.poll_read_more(cx, room)) {
+                Ok(0) if self.framing.ends_at_close() => {
+                    self.connection = None;
+                    return Poll::Ready(Ok(None));
+                }
+                Ok(0) => {
+                    let why = "the upstream closed the connection before the answer's end";
+                    return Poll::Ready(Err(self.broke(why.to_owned())));
+                }
+                Ok(_) => {}
+                Err(error) => return Poll::Ready(Err(self.broke(error.to_string()))),
             }
         }
+    }
+
+    /// The body broke off for `why`: its connection closed, the error
+    /// kept.
+    fn broke(&mut self, why: String) -> ClientError {
+        self.connection = None;
+        let error = ClientError::Failed(why);
+        self.broken = Some(error.clone());
+        error
     }
 
     /// The next piece of the body; `Ok(None)` at its end.
@@ -232,12 +276,14 @@ impl ReplyBody {
 /// The idle connections of one upstream, most recently used last.
 type Idle = Arc<Mutex<Vec<Connection>>>;
 
-/// `connection` back among the idle ones (when it is open and there is
-/// room).
-fn give_back(idle: &Mutex<Vec<Connection>>, connection: Connection) {
-    if connection.closed() {
+/// `connection` back among the idle ones (when nothing more was read from
+/// it and there is room). Its read buffer is let go while it waits.
+fn give_back(idle: &Mutex<Vec<Connection>>, mut connection: Connection) {
+    if !connection.read.is_empty() {
+        // The upstream sent more than its answer: not trusted again.
         return;
     }
+    connection.read = BytesMut::new();
     let mut idle = idle.lock().unwrap_or_else(PoisonError::into_inner);
     if idle.len() < MAX_IDLE {
         idle.push(connection);
@@ -346,79 +392,68 @@ impl Client {
             url: target.clone(),
             why: format!("{e}"),
         })?;
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = uri;
-        *request.headers_mut() = headers;
-        request
-            .headers_mut()
-            .insert(header::HOST, self.endpoint.authority.clone());
-        let pooled = self.pooled();
-        let reused = pooled.is_some();
-        let mut connection = match pooled {
-            Some(connection) => connection,
-            None => self.connect().await?,
+        let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        let bytes = http1::request(&method, target, &self.endpoint.authority, &headers, &body);
+        let bodiless = method == Method::HEAD;
+        let (mut connection, reused) = match self.pooled() {
+            Some(connection) => (connection, true),
+            None => (self.connect().await?, false),
         };
-        let answered = match self.send(&mut connection, request).await {
-            Err(Unsent(request)) if reused => {
+        let head = match self.send(&mut connection, &bytes, bodiless).await {
+            Err(Sent::Not(_)) if reused => {
                 // The idle connection was closed under it: once more, new.
                 connection = self.connect().await?;
-                self.send(&mut connection, request).await
+                self.send(&mut connection, &bytes, bodiless).await
             }
             other => other,
         };
-        let response = answered.map_err(|Unsent(_)| {
-            ClientError::Connect("the connection closed before the request was sent".to_owned())
-        })??;
-        let (parts, incoming) = response.into_parts();
+        let head = head.map_err(|sent| match sent {
+            Sent::Not(why) => ClientError::Connect(format!("the request could not be sent: {why}")),
+            Sent::Failed(error) => error,
+        })?;
         Ok(Reply {
-            status: parts.status,
-            headers: parts.headers,
+            status: head.status,
+            headers: head.headers,
             body: ReplyBody {
-                incoming,
                 connection: Some(connection),
+                framing: head.framing,
+                keep_alive: head.keep_alive,
                 idle: Arc::clone(&self.idle),
                 read_timeout: self.read_timeout,
+                broken: None,
             },
         })
     }
 
-    /// `request` on `connection`: the answer's head, or the request back
-    /// when the connection could not take it.
+    /// `bytes` (a request) on `connection`, within the read timeout: the
+    /// answer's head.
     async fn send(
         &self,
         connection: &mut Connection,
-        request: Request<Full<Bytes>>,
-    ) -> Result<Result<hyper::Response<Incoming>, ClientError>, Unsent> {
-        let ready = std::future::poll_fn(|cx| {
-            connection.drive(cx);
-            connection.sender.poll_ready(cx)
-        })
-        .await;
-        if ready.is_err() {
-            return Err(Unsent(request));
-        }
-        let sent = connection.sender.try_send_request(request);
-        let answer = within(self.read_timeout, connection.driving(Box::pin(sent)));
-        match answer.await {
-            Err(timed_out) => Ok(Err(timed_out)),
-            Ok(Ok(response)) => Ok(Ok(response)),
-            Ok(Err(mut error)) => match error.take_message() {
-                Some(request) => Err(Unsent(request)),
-                None => Ok(Err(ClientError::Failed(chain(error.error())))),
-            },
-        }
+        bytes: &[u8],
+        bodiless: bool,
+    ) -> Result<http1::Head, Sent> {
+        let exchange = async {
+            connection
+                .write(bytes)
+                .await
+                .map_err(|error| Sent::Not(error.to_string()))?;
+            connection.head(bodiless).await.map_err(Sent::Failed)
+        };
+        within(self.read_timeout, exchange)
+            .await
+            .unwrap_or_else(|timed_out| Err(Sent::Failed(timed_out)))
     }
 
     /// The most recently used idle connection still open.
     fn pooled(&self) -> Option<Connection> {
         loop {
-            let connection = self
+            let mut connection = self
                 .idle
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop()?;
-            if !connection.closed() {
+            if connection.still_open() {
                 return Some(connection);
             }
         }
@@ -432,16 +467,19 @@ impl Client {
                 .await
                 .map_err(|e| ClientError::Connect(e.to_string()))?;
             let _ = stream.set_nodelay(true);
-            match &endpoint.tls {
-                None => handshake(Box::new(stream)).await,
-                Some((connector, name)) => {
-                    let stream = connector
+            let io: Box<dyn Io> = match &endpoint.tls {
+                None => Box::new(stream),
+                Some((connector, name)) => Box::new(
+                    connector
                         .connect(name.clone(), stream)
                         .await
-                        .map_err(|e| ClientError::Connect(format!("TLS: {e}")))?;
-                    handshake(Box::new(stream)).await
-                }
-            }
+                        .map_err(|e| ClientError::Connect(format!("TLS: {e}")))?,
+                ),
+            };
+            Ok(Connection {
+                io,
+                read: BytesMut::new(),
+            })
         })
         .await;
         connected.unwrap_or_else(|_| {
@@ -453,6 +491,14 @@ impl Client {
     }
 }
 
+/// How a request's sending went wrong.
+enum Sent {
+    /// It could not be written: the upstream cannot have read it whole.
+    Not(String),
+    /// It was written, and no head came.
+    Failed(ClientError),
+}
+
 /// `future`'s output, unless `limit` passes first.
 async fn within<F: Future>(limit: Option<Duration>, future: F) -> Result<F::Output, ClientError> {
     match limit {
@@ -461,20 +507,6 @@ async fn within<F: Future>(limit: Option<Duration>, future: F) -> Result<F::Outp
             .map_err(|_| ClientError::TimedOut(limit)),
         None => Ok(future.await),
     }
-}
-
-/// A request a connection handed back unsent.
-struct Unsent(Request<Full<Bytes>>);
-
-/// HTTP/1.1 over `io`.
-async fn handshake(io: Box<dyn Io>) -> Result<Connection, ClientError> {
-    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| ClientError::Connect(chain(&e)))?;
-    Ok(Connection {
-        sender,
-        driver: Some(driver),
-    })
 }
 
 /// TLS as the web does it: rustls (ring), the Mozilla roots, HTTP/1.1.
@@ -489,11 +521,6 @@ fn tls_connector() -> Result<tokio_rustls::TlsConnector, String> {
     .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
-}
-
-/// An error and its causes, in one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    crate::types::one_line(&crate::types::error_chain(error))
 }
 
 /// `(name, value)` pairs as a header map.

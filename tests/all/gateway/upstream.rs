@@ -1,7 +1,9 @@
 //! How the gateway reaches its upstream: a kept-alive connection the
 //! upstream closed while it was idle is not an error (the request goes
-//! once, on a new connection), and an `https://` upstream is spoken to
-//! in TLS only.
+//! once, on a new connection), an `https://` upstream is spoken to in TLS
+//! only, every framing HTTP/1.1 allows is read (a length, chunks with
+//! extensions and trailers, the connection's end), and an answer framed
+//! two ways at once is refused, never relayed.
 
 use super::{chat_with, started, user};
 use chimera_tests::serve::Served;
@@ -19,6 +21,17 @@ const ANSWER: &str = r#"{"id":"c1","object":"chat.completion","created":0,"model
 /// idle timeout is shorter than the gateway's reuse). Counts the requests
 /// it read.
 fn closing_upstream() -> (String, Arc<AtomicUsize>) {
+    let length = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ANSWER}",
+        ANSWER.len()
+    );
+    scripted_upstream(length)
+}
+
+/// An upstream that reads one request per connection, writes `reply`
+/// (head and body, as given), and closes the connection a moment later.
+/// Counts the requests it read.
+fn scripted_upstream(reply: String) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
     let address = listener.local_addr().expect("its address");
     let requests = Arc::new(AtomicUsize::new(0));
@@ -46,10 +59,6 @@ fn closing_upstream() -> (String, Arc<AtomicUsize>) {
                     let mut body = vec![0; length];
                     if reader.read_exact(&mut body).is_ok() {
                         counted.fetch_add(1, Ordering::SeqCst);
-                        let reply = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ANSWER}",
-                            ANSWER.len()
-                        );
                         let _ = reader.get_mut().write_all(reply.as_bytes());
                     }
                     break;
@@ -94,4 +103,85 @@ fn an_https_upstream_that_does_not_speak_tls_gets_no_request_and_the_client_a_50
         0,
         "no request in the clear"
     );
+}
+
+/// The chat answer in chunks of `sizes` bytes (each with an extension),
+/// then trailers.
+fn chunked(sizes: &[usize]) -> String {
+    let mut body = String::new();
+    let mut rest = ANSWER;
+    for &size in sizes {
+        let (piece, after) = rest.split_at(size.min(rest.len()));
+        body.push_str(&format!("{:x};note=x\r\n{piece}\r\n", piece.len()));
+        rest = after;
+    }
+    body.push_str(&format!(
+        "{:X}\r\n{rest}\r\n0\r\nx-trailer: 1\r\n\r\n",
+        rest.len()
+    ));
+    body
+}
+
+#[test]
+fn chunked_answers_and_answers_framed_by_the_connections_end_are_read_whole() {
+    let chunks = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{}",
+        chunked(&[1, 17, 40])
+    );
+    let until_close = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{ANSWER}"
+    );
+    for reply in [chunks, until_close] {
+        let (base, requests) = scripted_upstream(reply.clone());
+        let gateway = started(Served::command(&base, &["--model", "m"]));
+        for round in 1..=2 {
+            let (status, answer) = chat_with(&gateway, &[], &user("hi"));
+            assert_eq!(status, 200, "round {round} of {reply:?}: {answer}");
+            assert_eq!(answer["choices"][0]["message"]["content"], "fine");
+            // The upstream closes its connection before the next request.
+            std::thread::sleep(Duration::from_millis(400));
+        }
+        assert_eq!(requests.load(Ordering::SeqCst), 2);
+    }
+}
+
+#[test]
+fn an_answer_framed_two_ways_or_cut_short_is_refused_not_relayed() {
+    let cases = [
+        (
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n{}",
+                chunked(&[])
+            ),
+            "both a length and a transfer coding",
+        ),
+        (
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: {}\r\n\r\n{ANSWER}",
+                ANSWER.len()
+            ),
+            "two lengths",
+        ),
+        (
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{}",
+                ANSWER.len() + 10,
+                ANSWER
+            ),
+            "closed the connection before the answer's end",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n".to_owned(),
+            "not a hex number",
+        ),
+    ];
+    for (reply, why) in cases {
+        let (base, _) = scripted_upstream(reply.clone());
+        let gateway = started(Served::command(&base, &["--model", "m"]));
+        let (status, answer) = chat_with(&gateway, &[], &user("hi"));
+        assert_eq!(status, 502, "{reply:?}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(why), "{reply:?}: {message}");
+        assert!(!answer.to_string().contains("fine"), "{answer}");
+    }
 }
