@@ -434,11 +434,15 @@ impl Client {
         bodiless: bool,
     ) -> Result<http1::Head, Sent> {
         let exchange = async {
-            connection
-                .write(bytes)
-                .await
-                .map_err(|error| Sent::Not(error.to_string()))?;
-            connection.head(bodiless).await.map_err(Sent::Failed)
+            match connection.write(bytes).await {
+                Ok(()) => connection.head(bodiless).await.map_err(Sent::Failed),
+                // An upstream may answer before it read the whole request
+                // (a 413) and close: its answer, when it is there.
+                Err(error) => connection
+                    .head(bodiless)
+                    .await
+                    .map_err(|_| Sent::Not(error.to_string())),
+            }
         };
         within(self.read_timeout, exchange)
             .await
