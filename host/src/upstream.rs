@@ -110,7 +110,7 @@ impl Connection {
                     Parsed::Partial => {}
                 }
             }
-            let read = std::future::poll_fn(|cx| self.poll_read_more(cx, 8 << 10)).await;
+            let read = std::future::poll_fn(|cx| self.poll_read_more(cx, http1::READ_SIZE)).await;
             match read {
                 Ok(0) => {
                     return Err(ClientError::Failed(

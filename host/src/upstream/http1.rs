@@ -17,6 +17,9 @@ use bytes::{Buf, BytesMut};
 /// The most bytes an answer's head may take.
 pub(super) const MAX_HEAD: usize = 64 << 10;
 
+/// The room a connection reads into (a head, a stream's events).
+pub(super) const READ_SIZE: usize = 4 << 10;
+
 /// The most header lines an answer's head may have.
 const MAX_HEADERS: usize = 100;
 
@@ -296,16 +299,16 @@ impl Framing {
         matches!(self, Framing::UntilClose)
     }
 
-    /// How much room to read into next: a large remaining length is read
-    /// in larger pieces.
+    /// How much room to read into next: [`READ_SIZE`], or for a large
+    /// remaining length larger pieces (a stream's events are small: its
+    /// read buffer is what a concurrent stream costs here).
     pub(super) fn read_size(&self) -> usize {
-        const SMALL: usize = 8 << 10;
         const LARGE: usize = 64 << 10;
         match self {
             Framing::Length(left) => {
-                usize::try_from(*left).map_or(LARGE, |left| left.clamp(SMALL, LARGE))
+                usize::try_from(*left).map_or(LARGE, |left| left.clamp(READ_SIZE, LARGE))
             }
-            _ => SMALL,
+            _ => READ_SIZE,
         }
     }
 }

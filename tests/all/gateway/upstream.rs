@@ -7,6 +7,7 @@
 
 use super::{chat_with, started, user};
 use chimera_tests::serve::Served;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -112,13 +113,14 @@ fn chunked(sizes: &[usize]) -> String {
     let mut rest = ANSWER;
     for &size in sizes {
         let (piece, after) = rest.split_at(size.min(rest.len()));
-        body.push_str(&format!("{:x};note=x\r\n{piece}\r\n", piece.len()));
+        let _ = write!(body, "{:x};note=x\r\n{piece}\r\n", piece.len());
         rest = after;
     }
-    body.push_str(&format!(
+    let _ = write!(
+        body,
         "{:X}\r\n{rest}\r\n0\r\nx-trailer: 1\r\n\r\n",
         rest.len()
-    ));
+    );
     body
 }
 
