@@ -42,7 +42,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Idle connections kept for reuse, at most.
@@ -87,28 +87,76 @@ impl Connection {
         polled.is_pending()
     }
 
-    /// Writes `bytes` whole.
-    async fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.io.write_all(bytes).await?;
-        self.io.flush().await
+    /// Writes `bytes` (a request) whole. While the upstream takes none
+    /// of it, what it sends is read: an answer whose head comes before
+    /// the request was written whole (a refusal such as a 413, sent
+    /// without reading the rest) ends the writing and is the answer; the
+    /// connection is not used again.
+    async fn write(&mut self, bytes: &[u8], bodiless: bool) -> Result<Wrote, Sent> {
+        let mut written = 0;
+        std::future::poll_fn(|cx| {
+            while written < bytes.len() {
+                let wrote = Pin::new(&mut self.io).poll_write(cx, &bytes[written..]);
+                match wrote {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err(Sent::Not("wrote nothing".into())))
+                    }
+                    Poll::Ready(Ok(n)) => written += n,
+                    Poll::Ready(Err(error)) => {
+                        return Poll::Ready(Err(Sent::Not(error.to_string())))
+                    }
+                    Poll::Pending => match self.poll_read_more(cx, http1::READ_SIZE) {
+                        Poll::Ready(Ok(0)) => {
+                            let why = "the upstream closed the connection while it was sent";
+                            return Poll::Ready(Err(Sent::Not(why.to_owned())));
+                        }
+                        Poll::Ready(Ok(_)) => match self.parsed_head(bodiless) {
+                            Ok(Some(mut head)) => {
+                                head.keep_alive = false;
+                                return Poll::Ready(Ok(Wrote::Answered(head)));
+                            }
+                            Ok(None) => {}
+                            Err(error) => return Poll::Ready(Err(Sent::Failed(error))),
+                        },
+                        Poll::Ready(Err(error)) => {
+                            return Poll::Ready(Err(Sent::Not(error.to_string())))
+                        }
+                        Poll::Pending => return Poll::Pending,
+                    },
+                }
+            }
+            Pin::new(&mut self.io)
+                .poll_flush(cx)
+                .map(|flushed| match flushed {
+                    Ok(()) => Ok(Wrote::Whole),
+                    Err(error) => Err(Sent::Not(error.to_string())),
+                })
+        })
+        .await
     }
 
-    /// The answer's head (interim answers skipped); `bodiless`: the
-    /// request's answer has no body.
+    /// The answer's head when `read` holds it whole (interim answers
+    /// taken out and skipped); `bodiless`: the request's answer has no
+    /// body.
+    fn parsed_head(&mut self, bodiless: bool) -> Result<Option<http1::Head>, ClientError> {
+        while !self.read.is_empty() {
+            match http1::head(&self.read, bodiless).map_err(ClientError::Failed)? {
+                Parsed::Head(taken, head) => {
+                    self.read.advance(taken);
+                    return Ok(Some(head));
+                }
+                Parsed::Interim(taken) => self.read.advance(taken),
+                Parsed::Partial => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The answer's head, read until it is whole.
     async fn head(&mut self, bodiless: bool) -> Result<http1::Head, ClientError> {
         loop {
-            if !self.read.is_empty() {
-                match http1::head(&self.read, bodiless).map_err(ClientError::Failed)? {
-                    Parsed::Head(taken, head) => {
-                        self.read.advance(taken);
-                        return Ok(head);
-                    }
-                    Parsed::Interim(taken) => {
-                        self.read.advance(taken);
-                        continue;
-                    }
-                    Parsed::Partial => {}
-                }
+            if let Some(head) = self.parsed_head(bodiless)? {
+                return Ok(head);
             }
             let read = std::future::poll_fn(|cx| self.poll_read_more(cx, http1::READ_SIZE)).await;
             match read {
@@ -122,6 +170,14 @@ impl Connection {
             }
         }
     }
+}
+
+/// How a request's writing ended.
+enum Wrote {
+    /// Written whole: the answer is still to read.
+    Whole,
+    /// The upstream answered before it took the whole request.
+    Answered(http1::Head),
 }
 
 /// Why no answer came.
@@ -434,14 +490,13 @@ impl Client {
         bodiless: bool,
     ) -> Result<http1::Head, Sent> {
         let exchange = async {
-            match connection.write(bytes).await {
-                Ok(()) => connection.head(bodiless).await.map_err(Sent::Failed),
+            match connection.write(bytes, bodiless).await {
+                Ok(Wrote::Whole) => connection.head(bodiless).await.map_err(Sent::Failed),
+                Ok(Wrote::Answered(head)) => Ok(head),
                 // An upstream may answer before it read the whole request
-                // (a 413) and close: its answer, when it is there.
-                Err(error) => connection
-                    .head(bodiless)
-                    .await
-                    .map_err(|_| Sent::Not(error.to_string())),
+                // and close: its answer, when it is there.
+                Err(Sent::Not(why)) => connection.head(bodiless).await.map_err(|_| Sent::Not(why)),
+                Err(failed) => Err(failed),
             }
         };
         within(self.read_timeout, exchange)

@@ -2,8 +2,9 @@
 //! upstream closed while it was idle is not an error (the request goes
 //! once, on a new connection), an `https://` upstream is spoken to in TLS
 //! only, every framing HTTP/1.1 allows is read (a length, chunks with
-//! extensions and trailers, the connection's end), and an answer framed
-//! two ways at once is refused, never relayed.
+//! extensions and trailers, the connection's end), an answer framed two
+//! ways at once is refused, never relayed, and an upstream that answers
+//! before it read the whole request is heard at once.
 
 use super::{chat_with, started, user};
 use chimera_tests::serve::Served;
@@ -186,4 +187,60 @@ fn an_answer_framed_two_ways_or_cut_short_is_refused_not_relayed() {
         assert!(message.contains(why), "{reply:?}: {message}");
         assert!(!answer.to_string().contains("fine"), "{answer}");
     }
+}
+
+/// An upstream that reads a request's head only, answers 413 at once
+/// without reading its body, and keeps the connection open a while (as
+/// a server refusing a body too large for it does).
+fn refusing_upstream() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = listener.local_addr().expect("its address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let body = r#"{"error":{"message":"request too large for this upstream","type":"invalid_request_error"}}"#;
+                let reply = format!(
+                    "HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = reader.get_mut().write_all(reply.as_bytes());
+                std::thread::sleep(Duration::from_secs(20));
+            });
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+#[test]
+fn an_upstream_that_refuses_a_request_before_reading_it_is_answered_at_once() {
+    let base = refusing_upstream();
+    let gateway = started(Served::command(
+        &base,
+        &[
+            "--model",
+            "m",
+            "--body-cap",
+            "33554432",
+            "--upstream-timeout",
+            "15",
+        ],
+    ));
+    // Far more than loopback's socket buffers take without a reader.
+    let text = "a".repeat(24 << 20);
+    // A gateway that only writes would wait out its read timeout (a 504
+    // saying so), never seeing the upstream's answer.
+    let (status, reply) = chat_with(&gateway, &[], &user(&text));
+    assert_eq!(status, 413, "{reply}");
+    assert!(
+        reply.to_string().contains("too large for this upstream"),
+        "{reply}"
+    );
 }
