@@ -74,17 +74,23 @@ fn scripted_upstream(reply: String) -> (String, Arc<AtomicUsize>) {
     (format!("http://{address}/v1"), requests)
 }
 
-#[test]
-fn a_kept_alive_connection_the_upstream_closed_is_replaced_and_nothing_is_sent_twice() {
-    let (base, requests) = closing_upstream();
-    let gateway = started(Served::command(&base, &["--model", "m"]));
-    for round in 1..=3 {
+/// A gateway in front of `base` asked `rounds` times, each answered 200
+/// with the upstream's text, the upstream given time to close its
+/// connection between them.
+fn asked_rounds(base: &str, rounds: usize) {
+    let gateway = started(Served::command(base, &["--model", "m"]));
+    for round in 1..=rounds {
         let (status, reply) = chat_with(&gateway, &[], &user("hi"));
         assert_eq!(status, 200, "request {round}: {reply}");
         assert_eq!(reply["choices"][0]["message"]["content"], "fine");
-        // The upstream closes the pooled connection before the next request.
         std::thread::sleep(Duration::from_millis(400));
     }
+}
+
+#[test]
+fn a_kept_alive_connection_the_upstream_closed_is_replaced_and_nothing_is_sent_twice() {
+    let (base, requests) = closing_upstream();
+    asked_rounds(&base, 3);
     assert_eq!(requests.load(Ordering::SeqCst), 3, "each request went once");
 }
 
@@ -136,15 +142,8 @@ fn chunked_answers_and_answers_framed_by_the_connections_end_are_read_whole() {
     );
     for reply in [chunks, until_close] {
         let (base, requests) = scripted_upstream(reply.clone());
-        let gateway = started(Served::command(&base, &["--model", "m"]));
-        for round in 1..=2 {
-            let (status, answer) = chat_with(&gateway, &[], &user("hi"));
-            assert_eq!(status, 200, "round {round} of {reply:?}: {answer}");
-            assert_eq!(answer["choices"][0]["message"]["content"], "fine");
-            // The upstream closes its connection before the next request.
-            std::thread::sleep(Duration::from_millis(400));
-        }
-        assert_eq!(requests.load(Ordering::SeqCst), 2);
+        asked_rounds(&base, 2);
+        assert_eq!(requests.load(Ordering::SeqCst), 2, "{reply:?}");
     }
 }
 
@@ -242,5 +241,34 @@ fn an_upstream_that_refuses_a_request_before_reading_it_is_answered_at_once() {
     assert!(
         reply.to_string().contains("too large for this upstream"),
         "{reply}"
+    );
+}
+
+#[test]
+fn bytes_an_upstream_sends_past_its_answer_never_answer_a_later_request() {
+    // An answer, then a second one nobody asked for, smuggled in behind
+    // it on the same connection (which stays open a moment).
+    let smuggled = ANSWER.replace("fine", "smuggled");
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{ANSWER}\
+         HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{smuggled}",
+        ANSWER.len(),
+        smuggled.len()
+    );
+    let (base, requests) = scripted_upstream(reply);
+    let gateway = started(Served::command(&base, &["--model", "m"]));
+    for round in 1..=2 {
+        // No pause: the first connection is still open for the second.
+        let (status, answer) = chat_with(&gateway, &[], &user("hi"));
+        assert_eq!(status, 200, "request {round}: {answer}");
+        assert_eq!(
+            answer["choices"][0]["message"]["content"], "fine",
+            "request {round}"
+        );
+    }
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        2,
+        "each on its own connection"
     );
 }
