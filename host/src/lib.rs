@@ -79,6 +79,7 @@ pub mod audit;
 pub mod config;
 pub mod files;
 pub mod gateway;
+pub(crate) mod http1;
 pub mod interception;
 pub mod isolate;
 pub mod jsondoc;

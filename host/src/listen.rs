@@ -1,12 +1,13 @@
 //! A server's connections (the gateway's, the MCP guard's over HTTP):
-//! HTTP/1.1 served by hyper, with the bounds a
-//! client cannot keep a connection open past:
+//! HTTP/1.1 served by the listener's own connection loop ([`http1`]:
+//! one task a connection, no HTTP stack between the socket and the
+//! service), with the bounds a client cannot keep a connection open past:
 //!
 //! - **Header timeout.** A request's head must arrive whole within
 //!   `header_timeout` of the connection being ready for it (an idle
 //!   keep-alive connection waits as long for the next one); else the
 //!   connection is closed. A head is buffered up to the header cap and
-//!   16 KiB more (hyper answers a longer one 431 itself).
+//!   16 KiB more (a longer one is answered 431).
 //! - **Write timeout.** A write the client takes none of for
 //!   `write_timeout` fails: the connection is closed, and a stream being
 //!   relayed on it is told ([`stalled`]), so the relay stops — its
@@ -16,17 +17,17 @@
 //! On shutdown the listener closes, each connection finishes the request
 //! it is answering, and `serve` returns once every connection is done.
 
+mod http1;
+
 use axum::body::Body;
 use axum::http::{Request, Response};
-use hyper::body::Incoming;
 use hyper::service::Service;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::AsyncWrite;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
@@ -126,13 +127,13 @@ impl<T: Send + 'static> Drop for ToTheEnd<T> {
     }
 }
 
-/// What a listener serves: each request of a connection answered, as
-/// hyper calls it (the gateway's axum router through
+/// What a listener serves: each request of a connection answered (the
+/// gateway's axum router through
 /// `hyper_util::service::TowerToHyperService`, the MCP guard's own
 /// function with no router between).
 pub(crate) trait Answers:
     Service<
-        Request<Incoming>,
+        Request<Body>,
         Response = Response<Body>,
         Error = std::convert::Infallible,
         Future: Send + 'static,
@@ -147,7 +148,7 @@ pub(crate) trait Answers:
 // is written on stable Rust.
 impl<S> Answers for S where
     S: Service<
-            Request<Incoming>,
+            Request<Body>,
             Response = Response<Body>,
             Error = std::convert::Infallible,
             Future: Send + 'static,
@@ -223,44 +224,22 @@ async fn connection(
     stream: TcpStream,
     service: impl Answers,
     limits: ConnectionLimits,
-    mut closing: watch::Receiver<bool>,
+    closing: watch::Receiver<bool>,
     _alive: watch::Receiver<()>,
 ) {
-    // Replies are written as a head and then a body: without
-    // TCP_NODELAY, Nagle's algorithm holds the second write for the
-    // client's delayed ACK (up to 40 ms on Linux).
-    let _ = stream.set_nodelay(true);
     let (stalled, watched) = watch::channel(false);
-    let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout, stalled));
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .max_buf_size((limits.header_cap + 16 * 1024).max(8 * 1024));
-    let served = builder.serve_connection(io, service);
-    let close = async move {
-        if closing.wait_for(|closing| *closing).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
     STALLED
-        .scope(watched, async move {
-            tokio::pin!(served, close);
-            tokio::select! {
-                _ = served.as_mut() => {}
-                () = close => {
-                    served.as_mut().graceful_shutdown();
-                    let _ = served.await;
-                }
-            }
-        })
+        .scope(
+            watched,
+            http1::serve_connection(stream, service, limits, closing, stalled),
+        )
         .await;
 }
 
 /// A connection whose writes fail once one has waited `limit` for the
 /// client to take anything, saying so on `stalled`.
-struct WriteDeadline {
-    io: TcpStream,
+struct WriteDeadline<W> {
+    io: W,
     limit: Duration,
     /// Armed while a write waits.
     timer: Option<Pin<Box<Sleep>>>,
@@ -268,8 +247,8 @@ struct WriteDeadline {
     stalled: watch::Sender<bool>,
 }
 
-impl WriteDeadline {
-    fn new(io: TcpStream, limit: Duration, stalled: watch::Sender<bool>) -> Self {
+impl<W> WriteDeadline<W> {
+    fn new(io: W, limit: Duration, stalled: watch::Sender<bool>) -> Self {
         WriteDeadline {
             io,
             limit,
@@ -323,17 +302,7 @@ impl WriteDeadline {
     }
 }
 
-impl AsyncRead for WriteDeadline {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for WriteDeadline {
+impl<W: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<W> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

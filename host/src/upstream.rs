@@ -33,10 +33,11 @@
 
 mod http1;
 
+use crate::http1::{Framing, Piece, READ_SIZE};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use bytes::{Buf, BytesMut};
-use http1::{Framing, Parsed, Piece};
+use http1::Parsed;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -105,7 +106,7 @@ impl Connection {
                     Poll::Ready(Err(error)) => {
                         return Poll::Ready(Err(Sent::Not(error.to_string())))
                     }
-                    Poll::Pending => match self.poll_read_more(cx, http1::READ_SIZE) {
+                    Poll::Pending => match self.poll_read_more(cx, READ_SIZE) {
                         Poll::Ready(Ok(0)) => {
                             let why = "the upstream closed the connection while it was sent";
                             return Poll::Ready(Err(Sent::Not(why.to_owned())));
@@ -158,7 +159,7 @@ impl Connection {
             if let Some(head) = self.parsed_head(bodiless)? {
                 return Ok(head);
             }
-            let read = std::future::poll_fn(|cx| self.poll_read_more(cx, http1::READ_SIZE)).await;
+            let read = std::future::poll_fn(|cx| self.poll_read_more(cx, READ_SIZE)).await;
             match read {
                 Ok(0) => {
                     return Err(ClientError::Failed(

@@ -40,7 +40,6 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
@@ -138,9 +137,9 @@ pub async fn serve_http(
         client,
         hosts,
     });
-    // hyper calls the guard directly: one kind of request, no routes to
-    // match, no extractors.
-    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+    // The listener calls the guard directly: one kind of request, no
+    // routes to match, no extractors.
+    let service = hyper::service::service_fn(move |request: Request<Body>| {
         let guard = Arc::clone(&guard);
         async move { Ok::<_, Infallible>(guard.handle(request).await) }
     });
@@ -190,7 +189,7 @@ fn event(id: Option<&str>, message: &[u8]) -> Bytes {
 
 impl HttpGuard {
     /// One request of a client.
-    async fn handle(self: Arc<Self>, request: Request<Incoming>) -> Response {
+    async fn handle(self: Arc<Self>, request: Request<Body>) -> Response {
         let (parts, body) = request.into_parts();
         let headers = &parts.headers;
         if let Err(why) = self.check_host(headers) {
