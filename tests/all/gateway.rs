@@ -25,6 +25,7 @@ mod codex;
 mod fail_safe;
 mod fidelity;
 mod limits;
+mod listener;
 mod liveness;
 mod models;
 mod monitor;
