@@ -11,6 +11,7 @@
 
 use super::{serve, user};
 use chimera_tests::http::{Reply, Server};
+use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -42,9 +43,8 @@ fn chat_head(lines: &str) -> String {
 fn chunked(body: &str) -> String {
     let mut out = String::new();
     for piece in body.as_bytes().chunks(7) {
-        out.push_str(&format!("{:x}\r\n", piece.len()));
-        out.push_str(std::str::from_utf8(piece).unwrap());
-        out.push_str("\r\n");
+        let piece = std::str::from_utf8(piece).unwrap();
+        write!(out, "{:x}\r\n{piece}\r\n", piece.len()).unwrap();
     }
     out.push_str("0\r\n\r\n");
     out
@@ -158,9 +158,10 @@ fn a_head_over_the_cap_is_a_431_and_a_body_over_the_cap_sent_whole_gets_its_413(
     let gateway = serve(&upstream, &["--header-cap", "4096", "--body-cap", "65536"]);
     let mut stream = TcpStream::connect(&gateway.address).unwrap();
     let padding = "x".repeat(1000);
-    let lines: String = (0..40)
-        .map(|line| format!("x-pad-{line}: {padding}\r\n"))
-        .collect();
+    let mut lines = String::new();
+    for line in 0..40 {
+        write!(lines, "x-pad-{line}: {padding}\r\n").unwrap();
+    }
     let head = chat_head(&lines);
     stream.write_all(head.as_bytes()).unwrap();
     let answer = read_all(&mut stream, Duration::from_secs(5));
