@@ -18,6 +18,9 @@
 //! it is answering, and `serve` returns once every connection is done.
 
 mod http1;
+mod pipe;
+
+pub(crate) use pipe::{streamed, Writer};
 
 use axum::body::Body;
 use axum::http::{Request, Response};
@@ -341,16 +344,5 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<W> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-/// A streamed body: the chunks a task writes, as they come.
-pub(crate) struct Chunks(pub(crate) tokio::sync::mpsc::Receiver<axum::body::Bytes>);
-
-impl futures_core::Stream for Chunks {
-    type Item = Result<axum::body::Bytes, std::convert::Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
     }
 }

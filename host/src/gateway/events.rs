@@ -23,7 +23,6 @@ use crate::types::ToolCall;
 use axum::body::Bytes;
 use std::future::Future;
 use std::pin::Pin;
-use tokio::sync::mpsc;
 
 /// How a stream ended, for the gateway's bookkeeping.
 #[derive(Debug, Default)]
@@ -43,7 +42,7 @@ pub(super) struct Streamed {
 /// [`Out::GATHER`]), so a burst of events is one write to the client,
 /// not one each.
 pub(super) struct Out {
-    sender: mpsc::Sender<Bytes>,
+    sender: crate::listen::Writer,
     /// Written, not yet handed on.
     gathered: Vec<u8>,
     /// Nothing more is written (the relay still reads the upstream to
@@ -58,7 +57,7 @@ impl Out {
     const GATHER: usize = 16 * 1024;
 
     /// A writer into `sender`.
-    pub(super) fn new(sender: mpsc::Sender<Bytes>) -> Self {
+    pub(super) fn new(sender: crate::listen::Writer) -> Self {
         Out {
             sender,
             gathered: Vec::new(),
@@ -89,7 +88,7 @@ impl Out {
             return;
         }
         let piece = Bytes::from(std::mem::take(&mut self.gathered));
-        if self.sender.send(piece).await.is_err() {
+        if !self.sender.send(piece).await {
             self.gone = true;
         }
     }

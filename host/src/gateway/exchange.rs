@@ -28,16 +28,11 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::mpsc;
 
 /// The header naming the request a reply answers (what the audit log's
 /// lines and the gateway's own log call it); the body is the upstream's,
 /// with its own id.
 pub(super) const REQUEST_ID: &str = "x-chimera-request-id";
-
-/// How many written pieces of a stream wait for a slow client before the
-/// relay stops reading the upstream.
-const STREAM_BACKLOG: usize = 8;
 
 /// Key, caps, read, model, slot, then the exchange.
 pub(super) async fn answer<W: Wire>(
@@ -476,10 +471,11 @@ struct Timing {
     upstream_started: Instant,
 }
 
-/// A streamed reply: the wire's relay runs as a task of its own, writing
-/// into a bounded channel the response body reads (a client that stops
+/// A streamed reply: the wire's relay, polled by the response body on the
+/// client connection's own task (`listen::streamed`: a client that stops
 /// reading holds back the upstream, never memory; one that hangs up ends
-/// the writing, not the reading: the usage still counts).
+/// the writing, not the reading: the relay goes on to its end on a task
+/// of its own, and the usage still counts).
 #[allow(
     clippy::too_many_arguments,
     reason = "one call site: the pieces of one exchange, handed over whole"
@@ -496,11 +492,10 @@ fn stream<W: Wire>(
     timing: Timing,
     chain: Option<String>,
 ) -> Response {
-    let (sender, receiver) = mpsc::channel::<Bytes>(STREAM_BACKLOG);
     let stalled = crate::listen::stalled();
-    tokio::spawn(async move {
+    let body = crate::listen::streamed(move |writer| async move {
         let session = lease.session();
-        let mut out = Out::new(sender);
+        let mut out = Out::new(writer);
         let relayed = W::relay(StreamContext {
             judging: Judging {
                 session,
@@ -545,10 +540,5 @@ fn stream<W: Wire>(
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    (
-        StatusCode::OK,
-        headers,
-        Body::from_stream(crate::listen::Chunks(receiver)),
-    )
-        .into_response()
+    (StatusCode::OK, headers, body).into_response()
 }
