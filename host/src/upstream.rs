@@ -64,11 +64,22 @@ struct Connection {
 impl Connection {
     /// Reads more of the connection into `read`, with room for at least
     /// `room` bytes: how many came (0: the connection ended).
+    ///
+    /// With nothing held and a small read asked (a head, a stream's next
+    /// events), the read goes into the stack and only what came is kept:
+    /// a stream waiting for its next event then holds no read buffer.
     fn poll_read_more(
         &mut self,
         cx: &mut Context<'_>,
         room: usize,
     ) -> Poll<std::io::Result<usize>> {
+        if self.read.is_empty() && room <= READ_SIZE {
+            let mut stack = [std::mem::MaybeUninit::<u8>::uninit(); READ_SIZE];
+            let mut buf = ReadBuf::uninit(&mut stack);
+            std::task::ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+            self.read = BytesMut::from(buf.filled());
+            return Poll::Ready(Ok(self.read.len()));
+        }
         if self.read.capacity() - self.read.len() < room / 2 {
             self.read.reserve(room);
         }
