@@ -24,6 +24,7 @@ pub(crate) use pipe::{streamed, Writer};
 
 use axum::body::Body;
 use axum::http::{Request, Response};
+use futures_util::future::Either;
 use hyper::service::Service;
 use std::future::Future;
 use std::io;
@@ -66,14 +67,13 @@ pub(crate) fn stalled() -> Option<impl Future<Output = ()> + Send + 'static> {
 }
 
 /// `future`, knowing (as [`stalled`] asks) the connection the current
-/// request came in on: for a task the request spawns.
+/// request came in on: for a task the request spawns. (Built directly,
+/// not as an async block: one that moved `future` into an await would
+/// hold it twice, its captured copy and the awaited one.)
 pub(crate) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output> {
-    let receiver = STALLED.try_with(watch::Receiver::clone).ok();
-    async move {
-        match receiver {
-            Some(receiver) => STALLED.scope(receiver, future).await,
-            None => future.await,
-        }
+    match STALLED.try_with(watch::Receiver::clone) {
+        Ok(receiver) => Either::Left(STALLED.scope(receiver, future)),
+        Err(_) => Either::Right(future),
     }
 }
 

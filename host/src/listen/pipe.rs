@@ -6,6 +6,7 @@
 
 use super::{to_the_end, ToTheEnd};
 use axum::body::{Body, Bytes};
+use futures_util::FutureExt;
 use hyper::body::{Body as HttpBody, Frame};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -71,13 +72,9 @@ where
     let relayed = relay(Writer(Arc::clone(&shared)));
     Body::new(Streamed {
         pipe: shared,
-        relay: to_the_end(
-            async move {
-                relayed.await;
-                true
-            },
-            || false,
-        ),
+        // A combinator, not an async block: one would hold the relay
+        // twice (its captured copy and the awaited one).
+        relay: to_the_end(relayed.map(|()| true), || false),
         ended: None,
     })
 }
