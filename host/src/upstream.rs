@@ -49,6 +49,10 @@ use tokio::net::TcpStream;
 /// Idle connections kept for reuse, at most.
 const MAX_IDLE: usize = 256;
 
+/// The most bytes of a body's rest read (and dropped) to reuse its
+/// connection ([`ReplyBody::drain_ready`]).
+const MAX_DRAIN: usize = 64 << 10;
+
 /// What a connection runs over: TCP, or TLS over TCP.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 
@@ -329,6 +333,22 @@ impl ReplyBody {
     pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
         let limit = self.read_timeout;
         within(limit, std::future::poll_fn(|cx| self.poll_chunk(cx))).await?
+    }
+
+    /// Reads what is left of the body when it is already here, at most
+    /// [`MAX_DRAIN`] bytes, so its connection goes back to the pool: a
+    /// stream's end after its last event (its last chunk, a `[DONE]` no
+    /// relay waits for). A body whose rest is not here at once is dropped
+    /// with its connection, as before.
+    pub(crate) fn drain_ready(&mut self) {
+        let mut left = MAX_DRAIN;
+        while let Some(Ok(Some(piece))) = self.ready_chunk() {
+            if piece.len() >= left {
+                self.connection = None;
+                return;
+            }
+            left -= piece.len();
+        }
     }
 
     /// The next piece when it is already read from the upstream (`None`:

@@ -212,6 +212,17 @@ impl Pump {
     }
 }
 
+impl Drop for Pump {
+    fn drop(&mut self) {
+        // A relay stops at its wire's end event: what follows it (the
+        // body's last chunk) is read when it is already here, so the
+        // upstream connection is reused rather than closed.
+        if !self.done {
+            self.body.drain_ready();
+        }
+    }
+}
+
 fn describe(error: SseError) -> String {
     match error {
         SseError::Io(e) => format!("the upstream's stream broke off: {e}"),

@@ -3,8 +3,10 @@
 //! once, on a new connection), an `https://` upstream is spoken to in TLS
 //! only, every framing HTTP/1.1 allows is read (a length, chunks with
 //! extensions and trailers, the connection's end), an answer framed two
-//! ways at once is refused, never relayed, and an upstream that answers
-//! before it read the whole request is heard at once.
+//! ways at once is refused, never relayed, an upstream that answers
+//! before it read the whole request is heard at once, and a stream's
+//! connection is reused once the rest of its body after the end event is
+//! read.
 
 use super::{chat_with, started, user};
 use chimera_tests::serve::Served;
@@ -270,5 +272,74 @@ fn bytes_an_upstream_sends_past_its_answer_never_answer_a_later_request() {
         requests.load(Ordering::SeqCst),
         2,
         "each on its own connection"
+    );
+}
+
+/// An upstream that answers every request of a connection with a
+/// Responses stream (its end event and the body's last chunk written
+/// together, as a server whose stream ended does), keeping each
+/// connection open. Counts its connections.
+fn streaming_upstream() -> (String, Arc<AtomicUsize>) {
+    use chimera_tests::responses::{events, message};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = listener.local_addr().expect("its address");
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&connections);
+    let events = events("m", &[message("msg_1", "fine")]).concat();
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n0\r\n\r\n",
+        events.len()
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        let mut body = vec![0; length];
+                        if reader.read_exact(&mut body).is_err()
+                            || reader.get_mut().write_all(reply.as_bytes()).is_err()
+                        {
+                            return;
+                        }
+                        length = 0;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{address}/v1"), connections)
+}
+
+#[test]
+fn a_streamed_answers_connection_is_reused_once_its_end_is_read() {
+    let (base, connections) = streaming_upstream();
+    let gateway = started(Served::command(&base, &["--model", "m"]));
+    let asked = serde_json::json!({"model": "m", "input": "hi", "stream": true});
+    for round in 1..=3 {
+        let (status, body) =
+            super::exchange(&gateway, "POST", "/v1/responses", &[], &asked.to_string());
+        assert_eq!(status, 200, "request {round}: {body}");
+        assert!(
+            body.contains("response.completed"),
+            "request {round}: {body}"
+        );
+        assert!(!body.contains("event: error"), "request {round}: {body}");
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "each stream's connection went back to the pool"
     );
 }
