@@ -229,7 +229,12 @@ impl<F: FnMut(Event) -> bool> Parser<F> {
         if bytes.starts_with(b":") {
             return true;
         }
-        let line = String::from_utf8_lossy(bytes);
+        // Valid UTF-8 is read as it is (the fast check); anything else
+        // lossily, as before.
+        let line = match std::str::from_utf8(bytes) {
+            Ok(line) => std::borrow::Cow::Borrowed(line),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let (field, value) = line.split_once(':').unwrap_or((&*line, ""));
         let value = value.strip_prefix(' ').unwrap_or(value);
         match field {

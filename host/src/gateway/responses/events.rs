@@ -374,7 +374,9 @@ impl Relay<'_> {
                 }
             }
         }
-        sse(kind, &String::from_utf8_lossy(&data))
+        let text = String::from_utf8(data)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        sse(kind, &text)
     }
 
     /// The client's output index for the upstream's `upstream` (a new
