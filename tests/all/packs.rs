@@ -624,3 +624,40 @@ fn packs_linked_into_the_host_work_without_the_plugin_system() {
         "the result is scrubbed durably"
     );
 }
+
+/// Every pack crate under `packs/` (a `cdylib`) is a shipped pack, and the
+/// workspace's release profile strips its symbols: a shipped pack is kept
+/// in memory whole (its sealed copy), symbol table included, so one that
+/// misses its entry costs memory silently.
+#[test]
+fn every_pack_crate_is_shipped_and_stripped_in_the_release_profile() {
+    use chimera_tests::{workspace_root, SHIPPED_PACKS};
+    let root = workspace_root();
+    let profile = std::fs::read_to_string(root.join("Cargo.toml")).expect("the workspace manifest");
+    let mut packs = Vec::new();
+    for entry in std::fs::read_dir(root.join("packs")).expect("packs/") {
+        let manifest = entry.expect("an entry").path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        if !text.contains("\"cdylib\"") {
+            continue;
+        }
+        let name = text
+            .lines()
+            .find_map(|line| line.strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{}: no package name", manifest.display()));
+        assert!(
+            profile.contains(&format!(
+                "[profile.release.package.{name}]\nstrip = \"symbols\""
+            )),
+            "Cargo.toml: no `[profile.release.package.{name}]` with `strip = \"symbols\"`"
+        );
+        packs.push(name.to_owned());
+    }
+    packs.sort();
+    let mut shipped: Vec<String> = SHIPPED_PACKS.iter().map(|&p| p.to_owned()).collect();
+    shipped.sort();
+    assert_eq!(packs, shipped, "the pack crates are the shipped packs");
+}
