@@ -19,6 +19,7 @@
 
 mod http1;
 mod pipe;
+mod request;
 
 pub(crate) use pipe::{streamed, Writer};
 
