@@ -32,7 +32,7 @@ use futures_util::FutureExt;
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use std::cell::RefCell;
-use std::io;
+use std::io::{self, Write as _};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -425,7 +425,8 @@ async fn write_answer(
             left -= data.len() as u64;
         }
         if framing == Out::Chunked {
-            out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+            // Into the buffer directly (a Vec's writes cannot fail).
+            let _ = write!(out, "{:x}\r\n", data.len());
         }
         if data.len() < COPY_UNDER {
             out.extend_from_slice(&data);

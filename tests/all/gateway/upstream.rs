@@ -50,23 +50,9 @@ fn scripted_upstream(reply: String) -> (String, Arc<AtomicUsize>) {
                 continue;
             }
             let mut reader = BufReader::new(stream);
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-                if line == "\r\n" {
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_ok() {
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        let _ = reader.get_mut().write_all(reply.as_bytes());
-                    }
-                    break;
-                }
+            if read_request(&mut reader) {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let _ = reader.get_mut().write_all(reply.as_bytes());
             }
             // Closed a moment after its answer, as an idle timeout would:
             // the gateway has pooled it by then.
@@ -74,6 +60,25 @@ fn scripted_upstream(reply: String) -> (String, Arc<AtomicUsize>) {
         }
     });
     (format!("http://{address}/v1"), requests)
+}
+
+/// Reads one request (its head, and a body of its `content-length`) off
+/// `reader`; `false` when the connection ended or broke first.
+fn read_request(reader: &mut BufReader<std::net::TcpStream>) -> bool {
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        if line == "\r\n" {
+            let mut body = vec![0; length];
+            return reader.read_exact(&mut body).is_ok();
+        }
+    }
 }
 
 /// A gateway in front of `base` asked `rounds` times, each answered 200
@@ -297,23 +302,9 @@ fn streaming_upstream() -> (String, Arc<AtomicUsize>) {
             let reply = reply.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream);
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                while read_request(&mut reader) {
+                    if reader.get_mut().write_all(reply.as_bytes()).is_err() {
                         return;
-                    }
-                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
-                    if line == "\r\n" {
-                        let mut body = vec![0; length];
-                        if reader.read_exact(&mut body).is_err()
-                            || reader.get_mut().write_all(reply.as_bytes()).is_err()
-                        {
-                            return;
-                        }
-                        length = 0;
                     }
                 }
             });
