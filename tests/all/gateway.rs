@@ -29,6 +29,7 @@ mod listener;
 mod liveness;
 mod models;
 mod monitor;
+mod one_library;
 mod replicas;
 mod responses;
 mod responses_clients;

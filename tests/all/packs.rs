@@ -625,10 +625,11 @@ fn packs_linked_into_the_host_work_without_the_plugin_system() {
     );
 }
 
-/// Every pack crate under `packs/` (a `cdylib`) is a shipped pack, and the
-/// workspace's release profile strips its symbols: a shipped pack is kept
-/// in memory whole (its sealed copy), symbol table included, so one that
-/// misses its entry costs memory silently.
+/// Every pack crate under `packs/` (a `cdylib`) is a shipped pack or the
+/// one-library build that links every shipped pack in, and the workspace's
+/// release profile strips its symbols: a shipped pack is kept in memory
+/// whole (its sealed copy), symbol table included, so one that misses its
+/// entry costs memory silently.
 #[test]
 fn every_pack_crate_is_shipped_and_stripped_in_the_release_profile() {
     use chimera_tests::{workspace_root, SHIPPED_PACKS};
@@ -654,6 +655,17 @@ fn every_pack_crate_is_shipped_and_stripped_in_the_release_profile() {
             )),
             "Cargo.toml: no `[profile.release.package.{name}]` with `strip = \"symbols\"`"
         );
+        if name == "chimera-packs" {
+            // The one-library build links every shipped pack in.
+            for pack in SHIPPED_PACKS {
+                assert!(
+                    text.contains(&format!("\n{pack} = {{ path = \"../{pack}\" }}")),
+                    "{}: the one library does not link in {pack}",
+                    manifest.display()
+                );
+            }
+            continue;
+        }
         packs.push(name.to_owned());
     }
     packs.sort();

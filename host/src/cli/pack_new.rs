@@ -11,7 +11,7 @@
 use super::args::PackNewArgs;
 use super::failure::Failure;
 use chimera_host::agent::read_user_file;
-use chimera_host::config::BUNDLED_PACKAGES;
+use chimera_host::config::{BUNDLED_LIBRARY, BUNDLED_PACKAGES};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::types::terminal_safe;
 use std::path::{Path, PathBuf};
@@ -224,6 +224,11 @@ fn check_name(name: &str) -> Result<(), Failure> {
     if BUNDLED_PACKAGES.contains(&name) {
         return Err(Failure::usage(format!(
             "pack name '{shown}' is a pack bundled with chimera, and a name two files provide is refused at load; choose another"
+        )));
+    }
+    if name == BUNDLED_LIBRARY {
+        return Err(Failure::usage(format!(
+            "pack name '{shown}' is the file name of chimera's bundled packs in one library; choose another"
         )));
     }
     Ok(())

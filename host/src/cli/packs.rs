@@ -110,7 +110,7 @@ fn standing<'d>(
     };
     if std::ptr::eq(provider, pack) {
         (discovery.shadowed(&pack.name), None)
-    } else if pack.level > provider.level {
+    } else if pack.is_outranked_by(provider) {
         (Vec::new(), Some(provider))
     } else {
         (Vec::new(), None)

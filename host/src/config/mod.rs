@@ -14,7 +14,7 @@ mod trust;
 pub use file::{line_of_key, parse, McpServerEntry, PackEntry, SessionScope, FILE_NAME};
 pub use pack_spec::{parse_pack_spec, PackSpec};
 pub use paths::{user_config_dir, user_data_dir};
-pub use search::{configured_dirs, search_path, BUNDLED_PACKAGES};
+pub use search::{configured_dirs, search_path, BUNDLED_LIBRARY, BUNDLED_PACKAGES};
 pub use trust::{load, trust, user_file, Check, Found, Loaded};
 
 use std::path::PathBuf;

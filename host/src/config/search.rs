@@ -43,6 +43,14 @@ pub const BUNDLED_PACKAGES: &[&str] = &[
     "tool-timeout",
 ];
 
+/// The shipped packs' one-library build: every package of
+/// [`BUNDLED_PACKAGES`] in one shared library, so the fifteen share one
+/// copy of std, `abi_stable`, serde and regex. Found beside the executable
+/// too; where a pack's own file sits beside it as well, that file is the
+/// one loaded (a file of one pack outranks a library of several within a
+/// level).
+pub const BUNDLED_LIBRARY: &str = "chimera-packs";
+
 /// The directories the user chose, in order: `named` (flags, the
 /// configuration file's `plugins_dirs`), the environment's, the per-user
 /// data directory (when it exists).
@@ -84,6 +92,7 @@ pub fn search_path(named: &[PathBuf]) -> Vec<SearchDir> {
     {
         let files = BUNDLED_PACKAGES
             .iter()
+            .chain([&BUNDLED_LIBRARY])
             .map(|p| library_file_name(p))
             .collect();
         dirs.push(SearchDir::bundled(exe_dir, files));

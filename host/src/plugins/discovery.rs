@@ -4,7 +4,12 @@
 //! best level that has it (the directories the user named, then the
 //! per-user one, then the bundled packs), a copy at a better level shadows
 //! the ones below it, and two files claiming a name within that one level
-//! are refused. Order within a level never decides.
+//! are refused. Order within a level never decides. One thing does within
+//! a level: a file that provides a pack alone outranks a library that
+//! provides it among others (the shipped packs' one-library build,
+//! `libchimera_packs`, beside the fifteen files cargo builds next to it),
+//! so a pack rebuilt on its own is the one loaded; two of a kind are still
+//! refused.
 
 use super::errors::{FileError, LoadError};
 use super::file_check::inspect;
@@ -142,6 +147,25 @@ pub struct DiscoveredPack {
     pub seams: Option<Vec<Seam>>,
     /// The precedence of the directory it was found in.
     pub level: Level,
+    /// The file provides other packs too (a library of several): within
+    /// one level, a file that provides this pack alone outranks it.
+    pub shared: bool,
+}
+
+impl DiscoveredPack {
+    /// How strongly it claims its name, best first: its level, then alone
+    /// before shared.
+    fn rank(&self) -> (Level, bool) {
+        (self.level, self.shared)
+    }
+
+    /// Whether `other` claims the name more strongly: from a better level,
+    /// or from the same one providing it alone where this is a library of
+    /// several.
+    #[must_use]
+    pub fn is_outranked_by(&self, other: &DiscoveredPack) -> bool {
+        other.rank() < self.rank()
+    }
 }
 
 /// The index of a search path.
@@ -157,13 +181,13 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Every file claiming `name` at the best level that has one.
+    /// Every file claiming `name` at the best rank that has one.
     fn best_claimants<'d>(&'d self, name: &str) -> Vec<&'d DiscoveredPack> {
         let claimants = self.packs.iter().filter(|pack| pack.name == name);
-        let Some(best) = claimants.clone().map(|pack| pack.level).min() else {
+        let Some(best) = claimants.clone().map(DiscoveredPack::rank).min() else {
             return Vec::new();
         };
-        claimants.filter(|pack| pack.level == best).collect()
+        claimants.filter(|pack| pack.rank() == best).collect()
     }
 
     /// The one file providing `name` at the best level that has it:
@@ -189,18 +213,19 @@ impl Discovery {
         }
     }
 
-    /// The files claiming `name` at lower levels than the one that
-    /// provides it (a bundled copy under a chosen one), in search-path
-    /// order; empty when nothing is shadowed.
+    /// The files claiming `name` below the one that provides it (a
+    /// bundled copy under a chosen one; a library of several beside a file
+    /// that provides it alone), in search-path order; empty when nothing
+    /// is shadowed.
     #[must_use]
     pub fn shadowed(&self, name: &str) -> Vec<&DiscoveredPack> {
         let best = self.best_claimants(name);
-        let Some(level) = best.first().map(|pack| pack.level) else {
+        let Some(rank) = best.first().map(|pack| pack.rank()) else {
             return Vec::new();
         };
         self.packs
             .iter()
-            .filter(|pack| pack.name == name && pack.level > level)
+            .filter(|pack| pack.name == name && pack.rank() > rank)
             .collect()
     }
 
@@ -250,6 +275,7 @@ fn read_manifest(path: &Path, level: Level) -> Result<Vec<DiscoveredPack>, FileE
     let len = file.metadata().map_err(FileError::Io)?.len();
     let cache = ReadCache::new(file);
     let inspection = inspect(&cache, len)?;
+    let shared = inspection.packs().nth(1).is_some();
     Ok(inspection
         .manifests
         .iter()
@@ -263,6 +289,7 @@ fn read_manifest(path: &Path, level: Level) -> Result<Vec<DiscoveredPack>, FileE
                     description: details.map(|d| d.description.clone()),
                     seams: details.map(|d| d.seams.clone()),
                     level,
+                    shared,
                 }
             })
         })
@@ -281,6 +308,14 @@ mod tests {
             description: None,
             seams: None,
             level,
+            shared: false,
+        }
+    }
+
+    fn among_others(pack: DiscoveredPack) -> DiscoveredPack {
+        DiscoveredPack {
+            shared: true,
+            ..pack
         }
     }
 
@@ -353,6 +388,34 @@ mod tests {
         let other = discovery.find("other").unwrap();
         assert_eq!(path_of(other), Some(Path::new("/chosen/libother.so")));
         assert_eq!(discovery.shadowed("other").len(), 2);
+    }
+
+    #[test]
+    fn within_a_level_a_file_of_one_pack_outranks_a_library_of_several_and_two_of_a_kind_conflict() {
+        let discovery = index(vec![
+            among_others(found("gate", "/dir/libpacks.so", Level::Chosen)),
+            found("gate", "/dir/libgate.so", Level::Chosen),
+            among_others(found("other", "/dir/libpacks.so", Level::Chosen)),
+            among_others(found("other", "/dir/libmore.so", Level::Chosen)),
+            // A library of several at a better level beats a lone file below.
+            among_others(found("third", "/chosen/libpacks.so", Level::Chosen)),
+            found("third", "/bundled/libthird.so", Level::Bundled),
+        ]);
+        let gate = discovery.find("gate").unwrap();
+        assert_eq!(path_of(gate), Some(Path::new("/dir/libgate.so")));
+        let shadowed: Vec<&Path> = discovery
+            .shadowed("gate")
+            .iter()
+            .map(|pack| pack.path.as_path())
+            .collect();
+        assert_eq!(shadowed, [Path::new("/dir/libpacks.so")]);
+        assert!(
+            matches!(discovery.find("other"), Err(LoadError::ClaimedTwice { .. })),
+            "two libraries of several claiming one name are refused"
+        );
+        assert_eq!(discovery.conflicts(), ["other"]);
+        let third = discovery.find("third").unwrap();
+        assert_eq!(path_of(third), Some(Path::new("/chosen/libpacks.so")));
     }
 
     #[test]

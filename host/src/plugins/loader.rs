@@ -149,6 +149,8 @@ impl Loader {
         let fail = |kind: FileError| LoadError::file(path, kind);
         let (bytes, hash, pin) = read_checked(path, checks.trust)?;
         if let Some(library) = self.cached(&hash) {
+            drop(bytes);
+            give_back_freed_memory();
             return Ok(library);
         }
         let stem = path
