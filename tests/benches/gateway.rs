@@ -35,7 +35,9 @@
 //! `-- profile` it drives one chimera at 1000/s for 20 s for a profiler
 //! (see [`profile`]). It prints Markdown tables at the end. With
 //! `-- rss` it measures only memory: each gateway idle and at 1 000 slow
-//! streams, and so per stream. With `-- state` it measures instead the
+//! streams, and so per stream (and every pack from fifteen files beside
+//! every pack from the one library). Every pack is served from the shipped
+//! packs' one library (`libchimera_packs`), the way to serve them all. With `-- state` it measures instead the
 //! gates that count (token-budget, rate-limiter, endless-loop) in this
 //! process against the same gates in a real `redis-server`, and the Redis
 //! round trips each request costs. The bench raises its own open-file
@@ -54,14 +56,16 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
+use chimera_host::plugins::platform::library_file_name;
 use chimera_tests::nginx::Nginx;
 use chimera_tests::serve::{rss_mib, Served};
-use chimera_tests::{artifact_dir, workspace_root, SHIPPED_PACKS};
+use chimera_tests::{artifact_dir, chimera_bin, workspace_root, SHIPPED_PACKS};
 use serde_json::{json, Value};
 use std::future::Future as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The reply every non-streamed request gets (JSON, so `json-schema`
@@ -324,13 +328,39 @@ fn all_packs() -> Vec<String> {
         .collect()
 }
 
-/// `chimera serve` in front of `upstream` with `packs`.
+/// `chimera serve` in front of `upstream` with `packs`, from the shipped
+/// packs' one library.
 fn chimera(upstream: &str, packs: &[String]) -> Process {
     chimera_with(upstream, packs, &[])
 }
 
 /// [`chimera`] with `extra` flags.
 fn chimera_with(upstream: &str, packs: &[String], extra: &[&str]) -> Process {
+    let dir = one_library_dir().display().to_string();
+    let mut from_the_library = vec!["--plugins-dir", dir.as_str()];
+    from_the_library.extend(extra);
+    chimera_from(upstream, packs, &from_the_library)
+}
+
+/// A directory holding only the shipped packs' one library
+/// (`libchimera_packs`, built beside the binary): how every pack is served,
+/// from one sealed copy instead of fifteen.
+fn one_library_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let file = library_file_name("chimera-packs");
+        let dir = artifact_dir().join("bench-one-library");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the one library's directory");
+        std::fs::copy(chimera_bin().with_file_name(&file), dir.join(&file))
+            .expect("the one library, built beside the binary");
+        dir
+    })
+}
+
+/// `chimera serve` in front of `upstream` with `packs` found by the
+/// binary's search path (beside it, each pack's own file) and `extra` flags.
+fn chimera_from(upstream: &str, packs: &[String], extra: &[&str]) -> Process {
     let mut args = vec![
         "--model",
         "fast",
@@ -392,10 +422,7 @@ fn litellm(upstream: &str) -> Option<Process> {
     // Beside the build (`target/bench-venv`), wherever CARGO_TARGET_DIR puts it.
     let venv = artifact_dir()
         .parent()
-        .map_or_else(
-            || workspace_root().join("target"),
-            std::path::Path::to_owned,
-        )
+        .map_or_else(|| workspace_root().join("target"), Path::to_owned)
         .join("bench-venv");
     let bin = venv.join("bin/litellm");
     if !bin.exists() {
@@ -1251,6 +1278,8 @@ const BARE: &str = "chimera, no packs";
 const ALL: &str = "chimera, every pack (downgrade)";
 /// `chimera serve` with every pack, `--stream-policy allow`.
 const ALLOW: &str = "chimera, every pack (allow)";
+/// `chimera serve` with every pack, each from its own file.
+const ALL_FILES: &str = "chimera, every pack from fifteen files (downgrade)";
 
 /// The load generator's client: keep-alive, up to 4 096 idle connections
 /// to a host.
@@ -1330,7 +1359,15 @@ fn main() {
         let bare = chimera(&upstream, &[]);
         let all = chimera(&upstream, &all_packs());
         let allow = chimera_with(&upstream, &all_packs(), &allow_flags);
-        let mut gateways = vec![(BARE, &bare), (ALL, &all), (ALLOW, &allow)];
+        // Beside them, every pack from its own file, as before the one
+        // library.
+        let files = chimera_from(&upstream, &all_packs(), &[]);
+        let mut gateways = vec![
+            (BARE, &bare),
+            (ALL, &all),
+            (ALLOW, &allow),
+            (ALL_FILES, &files),
+        ];
         if let Some(proxy) = &proxy {
             gateways.insert(0, (NGINX, proxy));
         }

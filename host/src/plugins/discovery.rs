@@ -391,7 +391,8 @@ mod tests {
     }
 
     #[test]
-    fn within_a_level_a_file_of_one_pack_outranks_a_library_of_several_and_two_of_a_kind_conflict() {
+    fn within_a_level_a_file_of_one_pack_outranks_a_library_of_several_and_two_of_a_kind_conflict()
+    {
         let discovery = index(vec![
             among_others(found("gate", "/dir/libpacks.so", Level::Chosen)),
             found("gate", "/dir/libgate.so", Level::Chosen),

@@ -122,7 +122,11 @@ fn every_shipped_pack_judges_the_gateways_traffic_from_one_sealed_copy_of_the_on
 
     if cfg!(target_os = "linux") {
         let copies = sealed_copies(gateway.pid());
-        assert_eq!(copies.len(), 1, "one sealed copy for fifteen packs: {copies:?}");
+        assert_eq!(
+            copies.len(),
+            1,
+            "one sealed copy for fifteen packs: {copies:?}"
+        );
         assert!(copies[0].contains("chimera_packs"), "{copies:?}");
     }
 }
