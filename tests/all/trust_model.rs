@@ -318,18 +318,25 @@ fn a_pinned_copy_of_a_bundled_pack_in_a_chosen_directory_is_loaded_instead_and_s
         .into_iter()
         .filter(|pack| pack["name"] == "plan-gate")
         .collect();
-    assert_eq!(copies.len(), 2, "both copies are listed: {copies:?}");
+    // Beside the binary: plan-gate's own file and the shipped packs' one
+    // library (which the own file outranks there); the pinned copy both.
+    assert_eq!(copies.len(), 3, "every copy is listed: {copies:?}");
     let bundled = bundled_plan_gate().display().to_string();
+    let library = packs_dir()
+        .join(library_file_name("chimera-packs"))
+        .display()
+        .to_string();
     let chosen = &copies[0];
     assert_eq!(chosen["path"], pinned.display().to_string());
     assert_eq!(chosen["level"], "chosen");
-    assert_eq!(chosen["shadows"], json!([bundled]));
+    assert_eq!(chosen["shadows"], json!([library, bundled]));
     assert_eq!(chosen["shadowed_by"], Value::Null);
-    let below = &copies[1];
-    assert_eq!(below["path"], bundled);
-    assert_eq!(below["level"], "bundled");
-    assert_eq!(below["shadows"], json!([]));
-    assert_eq!(below["shadowed_by"], pinned.display().to_string());
+    for (below, path) in copies[1..].iter().zip([&library, &bundled]) {
+        assert_eq!(below["path"], *path);
+        assert_eq!(below["level"], "bundled");
+        assert_eq!(below["shadows"], json!([]));
+        assert_eq!(below["shadowed_by"], pinned.display().to_string());
+    }
     let readable = chimera(
         scene.path(),
         &["packs", "list", "--plugins-dir", &dir],
@@ -337,11 +344,11 @@ fn a_pinned_copy_of_a_bundled_pack_in_a_chosen_directory_is_loaded_instead_and_s
         "",
     );
     assert!(
-        readable
-            .stdout()
-            .lines()
-            .any(|line| line.trim_start()
-                == format!("{} (shadows bundled {bundled})", pinned.display())),
+        readable.stdout().lines().any(|line| line.trim_start()
+            == format!(
+                "{} (shadows bundled {library}) (shadows bundled {bundled})",
+                pinned.display()
+            )),
         "{}",
         readable.stdout()
     );
