@@ -1,14 +1,15 @@
 //! Hot swap through the real watcher, the real loader and real rebuilt
 //! packs: a new build takes effect on the next turn, every failure keeps the
 //! running version, bursts settle into one reload, a turn in flight finishes
-//! on the version it started with; through the binary, a writer's close
+//! on the version it started with, a replaced library of several packs
+//! reloads each pack taken from it; through the binary, a writer's close
 //! settles its file.
 
 use crate::harness::script;
 use chimera_host::interception::{run_chain, ChainContext, SessionFacts, ToolCallInterceptor};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{
-    watch, PluginManager, Registry, ReloadEvent, ReloadOutcome, WatchOptions, Watcher,
+    watch, PackSource, PluginManager, Registry, ReloadEvent, ReloadOutcome, WatchOptions, Watcher,
 };
 use chimera_host::types::ToolCall;
 use chimera_tests::cli::{command, lines_of, until};
@@ -166,6 +167,75 @@ fn failure_keeps_the_old_version(config: Value, bad: Vec<u8>, fragment: &str) {
     assert!(
         matches!(live.next_event(), ReloadEvent::Reloaded(_)),
         "a good build after a bad one loads"
+    );
+}
+
+/// The SHA-256 each loaded pack's file had when it was loaded, by name.
+fn loaded_hashes(manager: &PluginManager) -> Vec<(String, String)> {
+    manager
+        .list()
+        .into_iter()
+        .map(|info| match info.source {
+            PackSource::File { sha256, .. } => (info.name, sha256),
+            PackSource::InProcess => panic!("{} is not from a file", info.name),
+        })
+        .collect()
+}
+
+#[test]
+fn replacing_the_one_library_reloads_every_pack_taken_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = library_file_name("chimera-packs");
+    let built = std::fs::read(pack_path("chimera-packs")).unwrap();
+    publish(dir.path(), &file, &built);
+    let manager = Arc::new(PluginManager::new(
+        Arc::new(Registry::new()),
+        vec![dir.path().to_owned()],
+    ));
+    manager.load("redactor", "").unwrap();
+    manager.load("stop-words", "").unwrap();
+    let before = loaded_hashes(&manager);
+    assert_eq!(
+        before[0].1, before[1].1,
+        "both from the one file: {before:?}"
+    );
+    let (sender, events) = mpsc::channel();
+    let _watcher = watch(
+        Arc::clone(&manager),
+        WatchOptions::default(),
+        move |event| {
+            let _ = sender.send(event);
+        },
+    )
+    .unwrap();
+
+    // A rebuild: the same code in other bytes (a note after the end of the
+    // library, which nothing maps).
+    let mut rebuilt = built;
+    rebuilt.extend_from_slice(b"rebuilt");
+    publish(dir.path(), &file, &rebuilt);
+    let mut reloaded: Vec<String> = (0..2)
+        .map(|_| match events.recv_timeout(WAIT) {
+            Ok(ReloadEvent::Reloaded(info)) => info.name,
+            other => panic!("expected a reload, got {other:?}"),
+        })
+        .collect();
+    reloaded.sort();
+    assert_eq!(reloaded, ["redactor", "stop-words"]);
+    let after = loaded_hashes(&manager);
+    assert_eq!(
+        after
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>(),
+        ["redactor", "stop-words"],
+        "same load order"
+    );
+    assert!(
+        after
+            .iter()
+            .all(|(_, sha256)| *sha256 != before[0].1 && *sha256 == after[0].1),
+        "both from the new bytes: {before:?} then {after:?}"
     );
 }
 
