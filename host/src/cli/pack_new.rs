@@ -407,6 +407,7 @@ mod tests {
             ("self", "reserved"),
             ("test", "reserved"),
             ("plan-gate", "bundled with chimera"),
+            ("chimera-packs", "bundled packs in one library"),
         ] {
             let failure = check_name(name).unwrap_err();
             assert_eq!(failure.status, 2);
