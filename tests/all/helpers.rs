@@ -3,7 +3,7 @@
 use chimera_host::interception::{
     run_chain, ChainContext, ChainOutcome, InterceptorEvent, Interceptors, SeamSpec, SessionFacts,
 };
-use chimera_host::plugins::{PluginManager, Registry};
+use chimera_host::plugins::{PackSource, PluginManager, Registry};
 use chimera_tests::test_packs_dir;
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +11,19 @@ use std::sync::{Arc, Mutex};
 /// ones and the test packs).
 pub(crate) fn manager() -> PluginManager {
     PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs())
+}
+
+/// The SHA-256 each loaded pack's file had when it was loaded, by name,
+/// in load order.
+pub(crate) fn loaded_hashes(manager: &PluginManager) -> Vec<(String, String)> {
+    manager
+        .list()
+        .into_iter()
+        .map(|info| match info.source {
+            PackSource::File { sha256, .. } => (info.name, sha256),
+            PackSource::InProcess => panic!("{} is not from a file", info.name),
+        })
+        .collect()
 }
 
 /// The chains of a fixture pack loaded with `config`, as a bundle.

@@ -6,10 +6,11 @@
 //! settles its file.
 
 use crate::harness::script;
+use crate::helpers::loaded_hashes;
 use chimera_host::interception::{run_chain, ChainContext, SessionFacts, ToolCallInterceptor};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{
-    watch, PackSource, PluginManager, Registry, ReloadEvent, ReloadOutcome, WatchOptions, Watcher,
+    watch, PluginManager, Registry, ReloadEvent, ReloadOutcome, WatchOptions, Watcher,
 };
 use chimera_host::types::ToolCall;
 use chimera_tests::cli::{command, lines_of, until};
@@ -168,18 +169,6 @@ fn failure_keeps_the_old_version(config: Value, bad: Vec<u8>, fragment: &str) {
         matches!(live.next_event(), ReloadEvent::Reloaded(_)),
         "a good build after a bad one loads"
     );
-}
-
-/// The SHA-256 each loaded pack's file had when it was loaded, by name.
-fn loaded_hashes(manager: &PluginManager) -> Vec<(String, String)> {
-    manager
-        .list()
-        .into_iter()
-        .map(|info| match info.source {
-            PackSource::File { sha256, .. } => (info.name, sha256),
-            PackSource::InProcess => panic!("{} is not from a file", info.name),
-        })
-        .collect()
 }
 
 #[test]

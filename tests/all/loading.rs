@@ -1,11 +1,11 @@
 //! Loading packs from files: the happy path, and one test per way loading
 //! fails. The host survives each and reports one line.
 
-use crate::helpers::{manager, run};
+use crate::helpers::{loaded_hashes, manager, run};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{discover, FileError, LoadError, PluginManager, Registry};
 use chimera_host::types::{ToolCall, ToolResult};
-use chimera_tests::{out_of_tree_dir, pack_path, packs_dir, test_packs_dir};
+use chimera_tests::{out_of_tree_dir, pack_path, packs_dir, publish, test_packs_dir};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -204,6 +204,32 @@ fn asking_a_library_for_an_entry_point_it_lacks_is_one_line() {
         &error,
         &["provides no pack named 'redactor'", "fixture, fixture-alt"],
     );
+}
+
+#[test]
+fn packs_loaded_together_from_one_library_come_from_one_read_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = library_file_name("chimera-packs");
+    let built = std::fs::read(pack_path("chimera-packs")).unwrap();
+    publish(dir.path(), &file, &built);
+    let manager = PluginManager::new(Arc::new(Registry::new()), vec![dir.path().to_owned()]);
+    let together = manager.load_together();
+    manager.load("redactor", "").unwrap();
+    // The library changes between two loads of one batch (the same code in
+    // other bytes): the second pack still comes from the first read.
+    let mut rebuilt = built;
+    rebuilt.extend_from_slice(b"rebuilt");
+    publish(dir.path(), &file, &rebuilt);
+    manager.load("stop-words", "").unwrap();
+    drop(together);
+    // Out of the batch, a load reads the file again.
+    manager.load("tool-filter", "").unwrap();
+    let hashes = loaded_hashes(&manager);
+    assert_eq!(
+        hashes[0].1, hashes[1].1,
+        "one read for the batch: {hashes:?}"
+    );
+    assert_ne!(hashes[1].1, hashes[2].1, "read again after it: {hashes:?}");
 }
 
 #[test]

@@ -46,6 +46,7 @@ pub fn load_in_order(
     packs: &[(String, String)],
     bus: &EventBus,
 ) -> Result<(), PackLoadError> {
+    let _together = manager.load_together();
     for (name, config) in packs {
         let info = manager.load(name, config).map_err(|source| PackLoadError {
             name: name.clone(),

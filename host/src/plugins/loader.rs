@@ -126,6 +126,33 @@ pub(crate) struct Loader {
     cache: PrivateDir,
     /// Every library loaded, by the SHA-256 (hex) of its content.
     libraries: Mutex<HashMap<String, Arc<Library>>>,
+    /// The batch open, if any (see [`Loader::batch`]).
+    batch: Mutex<Option<Batch>>,
+}
+
+/// The libraries one thread opened during a batch, by the path it opened
+/// them by.
+struct Batch {
+    thread: std::thread::ThreadId,
+    opened: HashMap<PathBuf, Arc<Library>>,
+}
+
+/// A batch of loads (see [`Loader::batch`]): ends when dropped.
+#[must_use = "the batch ends when this is dropped"]
+pub struct LoadTogether<'l> {
+    /// `None`: another batch was open; this one changes nothing.
+    loader: Option<&'l Loader>,
+}
+
+impl Drop for LoadTogether<'_> {
+    fn drop(&mut self) {
+        if let Some(loader) = self.loader {
+            *loader
+                .batch
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        }
+    }
 }
 
 impl Loader {
@@ -133,6 +160,56 @@ impl Loader {
         Loader {
             cache: PrivateDir::new(),
             libraries: Mutex::new(HashMap::new()),
+            batch: Mutex::new(None),
+        }
+    }
+
+    /// Opens a batch for this thread: until the guard is dropped, a path
+    /// this thread opened is not read again, and every pack taken from it
+    /// comes from the bytes read (and checked) the first time. Loading
+    /// several packs from one library then reads and hashes it once, not
+    /// once a pack. Other threads (a watcher's reloads) read as always.
+    /// While a batch is open, another is a no-op.
+    pub(crate) fn batch(&self) -> LoadTogether<'_> {
+        let mut batch = self
+            .batch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if batch.is_some() {
+            return LoadTogether { loader: None };
+        }
+        *batch = Some(Batch {
+            thread: std::thread::current().id(),
+            opened: HashMap::new(),
+        });
+        LoadTogether { loader: Some(self) }
+    }
+
+    /// What this thread's batch opened from `path`, if a batch is open.
+    fn batched(&self, path: &Path) -> Option<Arc<Library>> {
+        let batch = self
+            .batch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let batch = batch.as_ref()?;
+        if batch.thread != std::thread::current().id() {
+            return None;
+        }
+        batch.opened.get(path).cloned()
+    }
+
+    /// Notes `library` as opened from `path`, when this thread has a batch
+    /// open.
+    fn remember(&self, path: &Path, library: &Arc<Library>) {
+        let mut batch = self
+            .batch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(batch) = batch
+            .as_mut()
+            .filter(|batch| batch.thread == std::thread::current().id())
+        {
+            batch.opened.insert(path.to_owned(), Arc::clone(library));
         }
     }
 
@@ -144,8 +221,18 @@ impl Loader {
     /// completeness and the manifest are all taken from those bytes; and
     /// exactly those bytes, sealed, are what the probe and `dlopen` map. No
     /// path is looked up twice, so nothing can change between the checks and
-    /// the load.
+    /// the load. Within a batch ([`Loader::batch`]), a path is read once.
     pub(crate) fn open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
+        if let Some(library) = self.batched(path) {
+            return Ok(library);
+        }
+        let library = self.read_and_open(path, checks)?;
+        self.remember(path, &library);
+        Ok(library)
+    }
+
+    /// [`Loader::open`] outside a batch.
+    fn read_and_open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
         let fail = |kind: FileError| LoadError::file(path, kind);
         let (bytes, hash, pin) = read_checked(path, checks.trust)?;
         if let Some(library) = self.cached(&hash) {

@@ -36,7 +36,7 @@ pub use errors::{
     AbiMismatch, ElfPart, FileError, Incomplete, LoadError, PluginError, RegistryError,
     RootModuleFailure, WrongFormat,
 };
-pub use loader::{LibraryInfo, PackDescription};
+pub use loader::{LibraryInfo, LoadTogether, PackDescription};
 pub use manager::{
     interceptors_of, PackInfo, PackSource, PluginManager, ReloadOutcome, MAX_STREAM_WINDOW,
 };

@@ -442,6 +442,7 @@ impl Worker {
         }
         let mut events = Vec::new();
         let mut failed = None;
+        let _together = self.manager.load_together();
         for name in &names {
             match self.manager.reload(name) {
                 Ok(ReloadOutcome::Reloaded(info)) => events.push(ReloadEvent::Reloaded(info)),

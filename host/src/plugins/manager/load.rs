@@ -9,7 +9,7 @@ use crate::isolate::pool::IsolatedPool;
 use crate::isolate::Isolation;
 use crate::plugins::discovery::{discover, Discovery, SearchDir};
 use crate::plugins::errors::{LoadError, PluginError};
-use crate::plugins::loader::{Checks, Library, LibraryInfo, Loader, SealedPack};
+use crate::plugins::loader::{Checks, Library, LibraryInfo, LoadTogether, Loader, SealedPack};
 use crate::plugins::plugin::{Plugin, PluginRegistrar};
 use crate::plugins::registry::{OwnerId, Registry};
 use crate::plugins::trust::{Probe, TrustSettings};
@@ -265,6 +265,15 @@ impl PluginManager {
         self.loaded
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Loads together until the guard is dropped: a file this thread
+    /// loads several packs from is read and checked once, and every pack
+    /// taken from it comes from those bytes (fifteen packs from one library
+    /// read it once, not fifteen times). Reloads on other threads (a
+    /// watcher's) read as always. Nested, the inner one changes nothing.
+    pub fn load_together(&self) -> LoadTogether<'_> {
+        self.loader.batch()
     }
 
     /// Indexes the search path (no pack code runs).
