@@ -151,6 +151,8 @@ impl Drop for LoadTogether<'_> {
                 .batch
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            // What the batch's loads left freed goes back, as after one load.
+            give_back_freed_memory();
         }
     }
 }
