@@ -33,8 +33,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 pub(crate) struct Spawner {
     /// The `chimera` binary run as `pack-host`.
     pub(crate) program: PathBuf,
-    /// The sealed pack, handed over as the child's stdin.
-    pub(crate) memfd: OwnedFd,
+    /// The sealed pack, handed over as the child's stdin (shared with the
+    /// other packs taken from the same bytes).
+    pub(crate) memfd: Arc<OwnedFd>,
     /// The pack's entry-point name.
     pub(crate) pack: String,
     /// Its JSON configuration (empty: defaults).

@@ -112,8 +112,9 @@ pub(crate) struct Checks<'a> {
 
 /// Checked, sealed bytes for an isolated pack's child.
 pub(crate) struct SealedPack {
-    /// The sealed memfd.
-    pub(crate) memfd: std::os::fd::OwnedFd,
+    /// The sealed memfd, shared by every isolated pack taken from the same
+    /// bytes.
+    pub(crate) memfd: Arc<std::os::fd::OwnedFd>,
     /// SHA-256 of the bytes, hex.
     pub(crate) sha256: String,
     /// The entry-point names the manifest lists.
@@ -128,6 +129,10 @@ pub(crate) struct Loader {
     libraries: Mutex<HashMap<String, Arc<Library>>>,
     /// The batch open, if any (see [`Loader::batch`]).
     batch: Mutex<Option<Batch>>,
+    /// The sealed memfds isolated packs run from, by the SHA-256 (hex) of
+    /// their content: the packs of one library share one while any of
+    /// them runs.
+    sealed: Mutex<HashMap<String, std::sync::Weak<std::os::fd::OwnedFd>>>,
 }
 
 /// The libraries one thread opened during a batch, by the path it opened
@@ -163,6 +168,7 @@ impl Loader {
             cache: PrivateDir::new(),
             libraries: Mutex::new(HashMap::new()),
             batch: Mutex::new(None),
+            sealed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -252,7 +258,9 @@ impl Loader {
     }
 
     /// Every check [`Loader::open`] makes, up to the sealed memfd, and no
-    /// `dlopen`: the bytes an isolated pack's child loads.
+    /// `dlopen`: the bytes an isolated pack's child loads. The memfd of
+    /// bytes an isolated pack already runs from is shared, not sealed
+    /// again (the fifteen packs of one library: one copy, not fifteen).
     pub(crate) fn seal(&self, path: &Path, trust: &TrustSettings) -> Result<SealedPack, LoadError> {
         let fail = |kind: FileError| LoadError::file(path, kind);
         let (bytes, sha256, pin) = read_checked(path, trust)?;
@@ -262,15 +270,31 @@ impl Loader {
             pin.check_entry_points(packs.clone())
                 .map_err(|e| fail(e.into()))?;
         }
-        let stem = path
-            .file_stem()
-            .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
-        let sealed = Sealed::new(&bytes, &stem, &self.cache).map_err(|e| fail(FileError::Io(e)))?;
-        let memfd = sealed.into_memfd().ok_or_else(|| {
-            fail(FileError::Io(io::Error::other(
-                "an isolated pack needs a sealed memfd (Linux with /proc)",
-            )))
-        })?;
+        let mut sealed_copies = self
+            .sealed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sealed_copies.retain(|_, copy| copy.strong_count() > 0);
+        let shared = sealed_copies
+            .get(&sha256)
+            .and_then(std::sync::Weak::upgrade);
+        let memfd = if let Some(memfd) = shared {
+            memfd
+        } else {
+            let stem = path
+                .file_stem()
+                .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
+            let sealed =
+                Sealed::new(&bytes, &stem, &self.cache).map_err(|e| fail(FileError::Io(e)))?;
+            let memfd = Arc::new(sealed.into_memfd().ok_or_else(|| {
+                fail(FileError::Io(io::Error::other(
+                    "an isolated pack needs a sealed memfd (Linux with /proc)",
+                )))
+            })?);
+            sealed_copies.insert(sha256.clone(), Arc::downgrade(&memfd));
+            memfd
+        };
+        drop(sealed_copies);
         drop(bytes);
         give_back_freed_memory();
         Ok(SealedPack {

@@ -130,3 +130,39 @@ fn every_shipped_pack_judges_the_gateways_traffic_from_one_sealed_copy_of_the_on
         assert!(copies[0].contains("chimera_packs"), "{copies:?}");
     }
 }
+
+#[test]
+fn isolated_packs_of_the_one_library_run_from_one_sealed_copy_of_it() {
+    let upstream = Server::start(vec![Reply::Model(vec!["fine".into()], Duration::ZERO)]);
+    let (dir, _copy) = one_library_dir();
+    let plugins = dir.path().display().to_string();
+    let args = [
+        "--plugins-dir",
+        plugins.as_str(),
+        "--pack",
+        "redactor",
+        "--pack",
+        "stop-words",
+        "--isolate",
+        "redactor",
+        "--isolate",
+        "stop-words",
+    ];
+    let gateway = serve(&upstream, &args);
+    let (status, reply) = chat(&gateway, &user("my key is sk-abcdefghijklmnop, keep it"));
+    assert_eq!(status, 200, "{reply}");
+    let asked = upstream.requests();
+    assert!(
+        !asked[0].body.contains("sk-abcdefghijklmnop") && asked[0].body.contains("[redacted]"),
+        "the isolated redactor scrubs the wire: {}",
+        asked[0].body
+    );
+    if cfg!(target_os = "linux") {
+        let copies = sealed_copies(gateway.pid());
+        assert_eq!(
+            copies.len(),
+            1,
+            "one sealed copy for both packs' processes: {copies:?}"
+        );
+    }
+}
