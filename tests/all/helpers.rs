@@ -3,14 +3,26 @@
 use chimera_host::interception::{
     run_chain, ChainContext, ChainOutcome, InterceptorEvent, Interceptors, SeamSpec, SessionFacts,
 };
+use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{PackSource, PluginManager, Registry};
-use chimera_tests::test_packs_dir;
+use chimera_tests::{pack_path, publish, test_packs_dir};
 use std::sync::{Arc, Mutex};
 
 /// A manager over a fresh registry, searching the built packs (the bundled
 /// ones and the test packs).
 pub(crate) fn manager() -> PluginManager {
     PluginManager::new(Arc::new(Registry::new()), chimera_tests::pack_dirs())
+}
+
+/// A fresh directory holding a copy of the shipped packs' one library
+/// (`libchimera_packs`, as built): the directory, the copy's file name
+/// and its bytes.
+pub(crate) fn one_library_dir() -> (tempfile::TempDir, String, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = library_file_name("chimera-packs");
+    let built = std::fs::read(pack_path("chimera-packs")).unwrap();
+    publish(dir.path(), &file, &built);
+    (dir, file, built)
 }
 
 /// The SHA-256 each loaded pack's file had when it was loaded, by name,

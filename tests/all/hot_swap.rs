@@ -6,7 +6,7 @@
 //! settles its file.
 
 use crate::harness::script;
-use crate::helpers::loaded_hashes;
+use crate::helpers::{loaded_hashes, one_library_dir};
 use chimera_host::interception::{run_chain, ChainContext, SessionFacts, ToolCallInterceptor};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{
@@ -173,10 +173,7 @@ fn failure_keeps_the_old_version(config: Value, bad: Vec<u8>, fragment: &str) {
 
 #[test]
 fn replacing_the_one_library_reloads_every_pack_taken_from_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = library_file_name("chimera-packs");
-    let built = std::fs::read(pack_path("chimera-packs")).unwrap();
-    publish(dir.path(), &file, &built);
+    let (dir, file, built) = one_library_dir();
     let manager = Arc::new(PluginManager::new(
         Arc::new(Registry::new()),
         vec![dir.path().to_owned()],

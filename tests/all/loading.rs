@@ -1,7 +1,7 @@
 //! Loading packs from files: the happy path, and one test per way loading
 //! fails. The host survives each and reports one line.
 
-use crate::helpers::{loaded_hashes, manager, run};
+use crate::helpers::{loaded_hashes, manager, one_library_dir, run};
 use chimera_host::plugins::platform::library_file_name;
 use chimera_host::plugins::{discover, FileError, LoadError, PluginManager, Registry};
 use chimera_host::types::{ToolCall, ToolResult};
@@ -208,10 +208,7 @@ fn asking_a_library_for_an_entry_point_it_lacks_is_one_line() {
 
 #[test]
 fn packs_loaded_together_from_one_library_come_from_one_read_of_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = library_file_name("chimera-packs");
-    let built = std::fs::read(pack_path("chimera-packs")).unwrap();
-    publish(dir.path(), &file, &built);
+    let (dir, file, built) = one_library_dir();
     let manager = PluginManager::new(Arc::new(Registry::new()), vec![dir.path().to_owned()]);
     let together = manager.load_together();
     manager.load("redactor", "").unwrap();

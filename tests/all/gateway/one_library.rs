@@ -12,11 +12,9 @@ use std::time::Duration;
 
 /// A directory holding a copy of the one library (and nothing else yet),
 /// and the copy's path.
-fn one_library_dir() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let built = pack_path("chimera-packs");
-    let copy = dir.path().join(built.file_name().unwrap());
-    std::fs::copy(&built, &copy).unwrap();
+fn one_library_copy() -> (tempfile::TempDir, PathBuf) {
+    let (dir, file, _) = crate::helpers::one_library_dir();
+    let copy = dir.path().join(file);
     (dir, copy)
 }
 
@@ -49,7 +47,7 @@ fn chosen<'l>(listed: &'l [Value], name: &str) -> Vec<&'l Value> {
 
 #[test]
 fn the_one_library_provides_every_shipped_pack_and_a_packs_own_file_beside_it_outranks_it() {
-    let (dir, copy) = one_library_dir();
+    let (dir, copy) = one_library_copy();
     let (listed, stderr) = packs_list(dir.path());
     let mut names: Vec<&str> = listed
         .iter()
@@ -85,6 +83,27 @@ fn the_one_library_provides_every_shipped_pack_and_a_packs_own_file_beside_it_ou
     assert_eq!(gate[0]["shadowed_by"], Value::Null, "{}", gate[0]);
 }
 
+/// What `gateway` in front of `upstream` did with a chat carrying a
+/// secret: the redactor (`who`) scrubbed it before the upstream saw it, and
+/// the gateway holds one sealed copy, the one library's. The reply.
+fn scrubs_from_one_copy(upstream: &Server, gateway: &super::Gateway, who: &str) -> Value {
+    let (status, reply) = chat(gateway, &user("my key is sk-abcdefghijklmnop, keep it"));
+    assert_eq!(status, 200, "{reply}");
+    let asked = upstream.requests();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        !asked[0].body.contains("sk-abcdefghijklmnop") && asked[0].body.contains("[redacted]"),
+        "{who} scrubs the wire: {}",
+        asked[0].body
+    );
+    if cfg!(target_os = "linux") {
+        let copies = sealed_copies(gateway.pid());
+        assert_eq!(copies.len(), 1, "one sealed copy: {copies:?}");
+        assert!(copies[0].contains("chimera_packs"), "{copies:?}");
+    }
+    reply
+}
+
 /// The sealed in-memory pack copies process `pid` holds: their names.
 fn sealed_copies(pid: u32) -> Vec<String> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -99,7 +118,7 @@ fn sealed_copies(pid: u32) -> Vec<String> {
 fn every_shipped_pack_judges_the_gateways_traffic_from_one_sealed_copy_of_the_one_library() {
     let answer = r#"{"status":"all clear"}"#;
     let upstream = Server::start(vec![Reply::Model(vec![answer.into()], Duration::ZERO)]);
-    let (dir, _copy) = one_library_dir();
+    let (dir, _copy) = one_library_copy();
     let plugins = dir.path().display().to_string();
     let schema = json!({"schema": {"type": "object", "required": ["status"]}}).to_string();
     let json_schema = format!("json-schema={schema}");
@@ -108,33 +127,14 @@ fn every_shipped_pack_judges_the_gateways_traffic_from_one_sealed_copy_of_the_on
         args.extend(["--pack", pack]);
     }
     let gateway = serve(&upstream, &args);
-
-    let (status, reply) = chat(&gateway, &user("my key is sk-abcdefghijklmnop, keep it"));
-    assert_eq!(status, 200, "{reply}");
+    let reply = scrubs_from_one_copy(&upstream, &gateway, "the redactor from the one library");
     assert_eq!(reply["choices"][0]["message"]["content"], answer);
-    let asked = upstream.requests();
-    assert_eq!(asked.len(), 1);
-    assert!(
-        !asked[0].body.contains("sk-abcdefghijklmnop") && asked[0].body.contains("[redacted]"),
-        "the redactor, loaded from the one library, scrubs the wire: {}",
-        asked[0].body
-    );
-
-    if cfg!(target_os = "linux") {
-        let copies = sealed_copies(gateway.pid());
-        assert_eq!(
-            copies.len(),
-            1,
-            "one sealed copy for fifteen packs: {copies:?}"
-        );
-        assert!(copies[0].contains("chimera_packs"), "{copies:?}");
-    }
 }
 
 #[test]
 fn isolated_packs_of_the_one_library_run_from_one_sealed_copy_of_it() {
     let upstream = Server::start(vec![Reply::Model(vec!["fine".into()], Duration::ZERO)]);
-    let (dir, _copy) = one_library_dir();
+    let (dir, _copy) = one_library_copy();
     let plugins = dir.path().display().to_string();
     let args = [
         "--plugins-dir",
@@ -149,20 +149,5 @@ fn isolated_packs_of_the_one_library_run_from_one_sealed_copy_of_it() {
         "stop-words",
     ];
     let gateway = serve(&upstream, &args);
-    let (status, reply) = chat(&gateway, &user("my key is sk-abcdefghijklmnop, keep it"));
-    assert_eq!(status, 200, "{reply}");
-    let asked = upstream.requests();
-    assert!(
-        !asked[0].body.contains("sk-abcdefghijklmnop") && asked[0].body.contains("[redacted]"),
-        "the isolated redactor scrubs the wire: {}",
-        asked[0].body
-    );
-    if cfg!(target_os = "linux") {
-        let copies = sealed_copies(gateway.pid());
-        assert_eq!(
-            copies.len(),
-            1,
-            "one sealed copy for both packs' processes: {copies:?}"
-        );
-    }
+    scrubs_from_one_copy(&upstream, &gateway, "the isolated redactor");
 }
