@@ -237,6 +237,31 @@ fn a_constructor_that_aborts_or_hangs_in_the_probe_never_reaches_the_live_host()
     );
 }
 
+#[test]
+fn every_pack_taken_from_one_library_is_probed_with_its_own_config() {
+    // `fixture` and `fixture-alt` are one library: the second pack loads
+    // from bytes already loaded, and its own configuration is still probed
+    // before it runs here.
+    let scene = Scene::new(&["chimera-fixture-pack"]);
+    let refused = json!({"constructor": "error"}).to_string();
+    let run = scene.run(
+        &[
+            "--probe",
+            "--pack",
+            "fixture",
+            "--pack",
+            &format!("fixture-alt={refused}"),
+        ],
+        &[],
+    );
+    assert_eq!(run.code(), Some(3), "{}", run.stderr());
+    assert!(
+        run.error_line().contains("the probe refused it"),
+        "{}",
+        run.stderr()
+    );
+}
+
 fn tool_calls(n: usize) -> Value {
     let calls: Vec<Value> = (0..n)
         .map(|i| json!({"id": format!("c{i}"), "name": "think", "arguments": {"thought": "x"}}))

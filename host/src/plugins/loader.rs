@@ -230,9 +230,15 @@ impl Loader {
     /// exactly those bytes, sealed, are what the probe and `dlopen` map. No
     /// path is looked up twice, so nothing can change between the checks and
     /// the load. Within a batch ([`Loader::batch`]), a path is read once.
+    ///
+    /// A pack taken from a library already loaded is still probed with
+    /// its own configuration when `checks` asks for a probe (its bytes are
+    /// then read again, batch or not).
     pub(crate) fn open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
-        if let Some(library) = self.batched(path) {
-            return Ok(library);
+        if checks.probe.is_none() {
+            if let Some(library) = self.batched(path) {
+                return Ok(library);
+            }
         }
         let library = self.read_and_open(path, checks)?;
         self.remember(path, &library);
@@ -243,14 +249,24 @@ impl Loader {
     fn read_and_open(&self, path: &Path, checks: &Checks<'_>) -> Result<Arc<Library>, LoadError> {
         let fail = |kind: FileError| LoadError::file(path, kind);
         let (bytes, hash, pin) = read_checked(path, checks.trust)?;
-        if let Some(library) = self.cached(&hash) {
-            drop(bytes);
-            give_back_freed_memory();
-            return Ok(library);
-        }
         let stem = path
             .file_stem()
             .map_or_else(|| "pack".into(), |s| s.to_string_lossy());
+        if let Some(library) = self.cached(&hash) {
+            let probed = match checks.probe {
+                Some(_) => Sealed::new(&bytes, &stem, &self.cache)
+                    .map_err(FileError::Io)
+                    .and_then(|sealed| {
+                        let probed = probe(&sealed, checks);
+                        sealed.discard();
+                        probed
+                    }),
+                None => Ok(()),
+            };
+            drop(bytes);
+            give_back_freed_memory();
+            return probed.map(|()| library).map_err(fail);
+        }
         let loaded = self.load_bytes(path, &bytes, &hash, &stem, pin, checks);
         drop(bytes);
         give_back_freed_memory();
@@ -332,11 +348,9 @@ impl Loader {
             pin.check_entry_points(inspection.packs().map(|(name, _)| name.clone()).collect())?;
         }
         let sealed = Sealed::new(bytes, stem, &self.cache).map_err(FileError::Io)?;
-        if let Some((probe, packs)) = checks.probe {
-            if let Err(problem) = probe.run(&sealed, packs) {
-                sealed.discard();
-                return Err(problem.into());
-            }
+        if let Err(problem) = probe(&sealed, checks) {
+            sealed.discard();
+            return Err(problem);
         }
         let outcome = self.map(path, &sealed.path(), hash, &inspection);
         match &outcome {
@@ -448,6 +462,14 @@ fn read_checked(
     let hash = sha256_hex(&bytes);
     let pin = check_pin(&dir, name, &hash, trust).map_err(|e| fail(e.into()))?;
     Ok((bytes, hash, pin))
+}
+
+/// Runs the probe `checks` asks for, if any, on `sealed`.
+fn probe(sealed: &Sealed, checks: &Checks<'_>) -> Result<(), FileError> {
+    match checks.probe {
+        Some((probe, packs)) => probe.run(sealed, packs).map_err(Into::into),
+        None => Ok(()),
+    }
 }
 
 /// The bytes of the sealed file on stdin, and the path `dlopen` reads it by.
