@@ -9,21 +9,22 @@
 //! with no packs, (d) `chimera serve` with the twelve gates and the three
 //! packs, streamed replies held whole until judged (`--stream-policy
 //! downgrade`, the default), (e) the same with `--stream-policy allow`
-//! (streamed replies stream, the verdict appended; asked streamed requests
-//! only: the policy changes nothing else), (f) `LiteLLM`'s proxy (from the
-//! Python package index, into `target/bench-venv`, installed on the first
-//! run; skipped in one line when it cannot be had) with its built-in
-//! content filter on the request and the reply. At each request rate of a
-//! ladder, each way is driven open-loop for a few seconds (a request is
-//! sent on schedule whether or not earlier ones have answered),
-//! interleaved so all see the same machine; once with JSON replies, once
-//! streamed (a request's latency is then to the stream's end; the time to
-//! its first text is kept too). The overhead of a gateway is its latency
-//! percentile minus the direct one at the same rate; chimera's overhead
-//! p50 is also given as a multiple of nginx's. Then: time to the first
-//! streamed byte (and, through every pack, of a slow stream, events
-//! 300 ms apart: proof that `allow` streams), and each gateway's
-//! resident memory idle and at 1 000 concurrent streams.
+//! (streamed replies stream, the verdict appended; asked streamed
+//! requests only: the policy changes nothing else), (f) `LiteLLM`'s proxy
+//! (from the Python package index, into `target/bench-venv`, installed on
+//! the first run; skipped in one line when it cannot be had) with its
+//! built-in content filter on the request and the reply. At each request
+//! rate of a ladder, each way is driven open-loop for a few seconds (a
+//! request is sent on schedule whether or not earlier ones have
+//! answered), in three windows interleaved with the other ways' so all
+//! see the same machine; once with JSON replies, once streamed (a
+//! request's latency is then to the stream's end; the time to its first
+//! text is kept too). The overhead of a gateway is its latency percentile
+//! minus the direct one at the same rate; chimera's overhead p50 is also
+//! given as a multiple of nginx's. Then: time to the first streamed byte
+//! (and, through every pack, of a slow stream, events 300 ms apart: proof
+//! that `allow` streams), and each gateway's resident memory idle and at
+//! 1 000 concurrent streams.
 //!
 //! One file past 700 lines on purpose: the upstream, the ways, the load
 //! generator and the report are one script read top to bottom.
@@ -301,13 +302,21 @@ impl Drop for Process {
 }
 
 impl Process {
+    /// Its process id (0 for none).
+    fn pid(&self) -> u32 {
+        match (&self.served, &self.child, &self.nginx) {
+            (Some(served), _, _) => served.pid(),
+            (None, Some(child), _) => child.id(),
+            (None, None, Some(nginx)) => nginx.pid(),
+            (None, None, None) => 0,
+        }
+    }
+
     /// Its resident memory, in MiB.
     fn rss_mib(&self) -> f64 {
-        match (&self.served, &self.child, &self.nginx) {
-            (Some(served), _, _) => served.rss_mib(),
-            (None, Some(child), _) => rss_mib(child.id()),
-            (None, None, Some(nginx)) => rss_mib(nginx.pid()),
-            (None, None, None) => 0.0,
+        match self.pid() {
+            0 => 0.0,
+            pid => rss_mib(pid),
         }
     }
 }
@@ -573,6 +582,26 @@ fn percentile_of(sorted: &[Duration], p: f64) -> Duration {
 }
 
 impl Run {
+    /// Adds `other`, a later window at the same rate, to this run (its
+    /// latencies pooled, its rate averaged over the windows).
+    fn absorb(&mut self, other: Run) {
+        let before = (self.latencies.len() + self.errors as usize) as f64;
+        let now = (other.latencies.len() + other.errors as usize) as f64;
+        self.achieved = if before == 0.0 {
+            other.achieved
+        } else {
+            (self.achieved * before + other.achieved * now) / (before + now).max(1.0)
+        };
+        self.latencies.extend(other.latencies);
+        self.latencies.sort_unstable();
+        self.firsts.extend(other.firsts);
+        self.firsts.sort_unstable();
+        self.errors += other.errors;
+        for (why, n) in other.why {
+            *self.why.entry(why).or_default() += n;
+        }
+    }
+
     /// Percentile `p` of the latencies (to the reply's end).
     fn percentile(&self, p: f64) -> Duration {
         percentile_of(&self.latencies, p)
@@ -834,9 +863,15 @@ fn minus(a: Duration, b: Duration) -> f64 {
 /// The ways of one ladder, by name and base URL (the first is direct).
 type Ways<'a> = [(&'a str, String)];
 
-/// Runs each of `ways` at each of `rates`, interleaved (streamed when
-/// `stream`); a way is not asked a higher rate once it failed to sustain
-/// one.
+/// How many windows a rung's time is cut into: each way is driven for a
+/// third of it, three times over, in turn with the others, and its
+/// windows pooled, so a passing disturbance of the machine falls on every
+/// way alike rather than on the one measured at that moment.
+const ROUNDS: usize = 3;
+
+/// Runs each of `ways` at each of `rates`, interleaved in [`ROUNDS`]
+/// windows (streamed when `stream`); a way is not asked a higher rate once
+/// it failed to sustain one.
 fn ladder(
     runtime: &tokio::runtime::Runtime,
     client: &reqwest::Client,
@@ -864,37 +899,50 @@ fn ladder_on(
     });
     let mut results: Vec<Vec<Option<Run>>> = vec![Vec::new(); ways.len()];
     let mut stopped = vec![false; ways.len()];
+    let window = seconds / ROUNDS as f64;
     for &rate in rates {
-        for (index, (name, base)) in ways.iter().enumerate() {
+        let mut runs: Vec<Run> = vec![Run::default(); ways.len()];
+        for round in 0..ROUNDS {
+            for (index, (name, base)) in ways.iter().enumerate() {
+                if stopped[index] {
+                    continue;
+                }
+                let run = runtime.block_on(at_rate(client, base, rate, window, (wire, stream)));
+                eprintln!(
+                    "{name:>36} @ {rate:>5}/s {}{} ({}/{ROUNDS}): p50 {} ms, p99 {} ms{}, errors {}, sent {:.0}/s",
+                    wire.name(),
+                    if stream { " streamed" } else { "" },
+                    round + 1,
+                    ms(run.percentile(0.5)),
+                    ms(run.percentile(0.99)),
+                    if stream {
+                        format!(
+                            ", first text p50 {} ms",
+                            ms(percentile_of(&run.firsts, 0.5))
+                        )
+                    } else {
+                        String::new()
+                    },
+                    run.errors,
+                    run.achieved
+                );
+                for (why, n) in &run.why {
+                    eprintln!("{:>36}   {n} failed: {why}", "");
+                }
+                // Let a way that fell behind drain before the next is
+                // measured.
+                let pause = if run.sustained(rate) { 100 } else { 500 };
+                runs[index].absorb(run);
+                std::thread::sleep(Duration::from_millis(pause));
+            }
+        }
+        for (index, run) in runs.into_iter().enumerate() {
             if stopped[index] {
                 results[index].push(None);
                 continue;
             }
-            let run = runtime.block_on(at_rate(client, base, rate, seconds, (wire, stream)));
-            eprintln!(
-                "{name:>36} @ {rate:>5}/s {}{}: p50 {} ms, p99 {} ms{}, errors {}, sent {:.0}/s",
-                wire.name(),
-                if stream { " streamed" } else { "" },
-                ms(run.percentile(0.5)),
-                ms(run.percentile(0.99)),
-                if stream {
-                    format!(
-                        ", first text p50 {} ms",
-                        ms(percentile_of(&run.firsts, 0.5))
-                    )
-                } else {
-                    String::new()
-                },
-                run.errors,
-                run.achieved
-            );
-            for (why, n) in &run.why {
-                eprintln!("{:>36}   {n} failed: {why}", "");
-            }
             stopped[index] = !run.sustained(rate);
             results[index].push(Some(run));
-            // Let a way that fell behind drain before the next is measured.
-            std::thread::sleep(Duration::from_millis(500));
         }
     }
     results
@@ -1166,7 +1214,8 @@ fn wires(
     }
 }
 
-/// One chimera (no pack; every pack with `every-pack`) driven at 1000
+/// One chimera (no pack; every pack with `every-pack`; nginx as a plain
+/// proxy instead with `nginx`, the baseline's own cost) driven at 1000
 /// requests a second for 20 s (`streamed`: streamed replies; `responses`:
 /// on the Responses wire), its pid printed first, for a profiler to
 /// attach (`perf record -g -p PID`).
@@ -1183,9 +1232,18 @@ fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream
         Wire::Chat
     };
     let stream = has("streamed");
-    let gateway = chimera(upstream, &packs);
-    let pid = gateway.served.as_ref().map_or(0, Served::pid);
-    eprintln!("profile: chimera pid {pid}");
+    let gateway = if has("nginx") {
+        let Some(proxy) = nginx(upstream) else {
+            println!("profile: nginx cannot be had here");
+            return;
+        };
+        proxy
+    } else {
+        chimera(upstream, &packs)
+    };
+    let pid = gateway.pid();
+    let name = if has("nginx") { "nginx" } else { "chimera" };
+    eprintln!("profile: {name} pid {pid}");
     std::thread::sleep(Duration::from_secs(2));
     let run = runtime.block_on(at_rate(client, &gateway.base, 1000, 20.0, (wire, stream)));
     println!(
