@@ -5,7 +5,7 @@ use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
-use super::usage::{CallSource, Ledger, PriceTable};
+use super::usage::{put_json, CallSource, Ledger, PriceTable};
 use crate::interception::AuditRecord;
 use crate::interception::{
     merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
@@ -106,9 +106,12 @@ pub struct SessionBuilder {
 
 fn next_session_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    // The process id asked once: `std::process::id` is a system call, and
+    // the gateway builds a session per request.
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     format!(
         "session-{}-{}",
-        std::process::id(),
+        PID.get_or_init(std::process::id),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
@@ -300,17 +303,17 @@ impl AgentSession {
             .relay
             .as_ref()
             .map_or_else(|| self.provider.model(), |r| r.model.as_str());
-        let members = render_facts(&FactsView {
+        let facts = FactsView {
             call: self.call_id,
             cost_usd: self.ledger.cost_usd(),
             last_call: self.last_call.as_ref(),
             model,
             relayed: self.relay.is_some(),
             source: self.source.as_str(),
-            usage: &self.ledger.to_json(),
+            usage: &self.ledger,
             prices: &self.prices_json,
-        });
-        self.facts.set_extension_members(&members);
+        };
+        self.facts.write_extension(|out| write_facts(&facts, out));
     }
 
     /// The session facts packs see.
@@ -530,46 +533,52 @@ struct FactsView<'a> {
     model: &'a str,
     relayed: bool,
     source: &'a str,
-    usage: &'a serde_json::Value,
+    usage: &'a Ledger,
     prices: &'a str,
 }
 
-/// The session's extension members, `{…}` without its braces: written
-/// directly in the order packs have always seen them (a JSON object's
-/// keys sorted, then the prices), with no value tree built per call.
-fn render_facts(facts: &FactsView<'_>) -> String {
-    use std::fmt::Write as _;
-    let text = |value: &str| serde_json::to_string(value).unwrap_or_else(|_| "\"\"".to_owned());
-    let mut out = String::with_capacity(256 + facts.prices.len());
-    let _ = write!(
-        out,
-        "\"call\":{},\"cost_usd\":{},\"last_call\":{},\"model\":{}",
-        facts.call,
-        serde_json::Value::from(facts.cost_usd),
-        facts.last_call.unwrap_or(&serde_json::Value::Null),
-        text(facts.model),
-    );
+/// Appends the session's extension members, `{…}` without its braces, to
+/// `out`: written directly in the order packs have always seen them (a
+/// JSON object's keys sorted, then the prices), with no value tree and no
+/// formatter.
+fn write_facts(facts: &FactsView<'_>, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\"call\":");
+    put_json(out, &facts.call);
+    out.extend_from_slice(b",\"cost_usd\":");
+    put_json(out, &facts.cost_usd);
+    out.extend_from_slice(b",\"last_call\":");
+    put_json(out, &facts.last_call);
+    out.extend_from_slice(b",\"model\":");
+    put_json(out, facts.model);
     if facts.relayed {
-        out.push_str(",\"relayed\":true");
+        out.extend_from_slice(b",\"relayed\":true");
     }
-    let _ = write!(
-        out,
-        ",\"source\":{},\"usage\":{},\"prices\":{}",
-        text(facts.source),
-        facts.usage,
-        facts.prices
-    );
-    out
+    out.extend_from_slice(b",\"source\":");
+    put_json(out, facts.source);
+    out.extend_from_slice(b",\"usage\":");
+    facts.usage.write_json(out);
+    out.extend_from_slice(b",\"prices\":");
+    out.extend_from_slice(facts.prices.as_bytes());
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{render_facts, FactsView};
+    use super::{write_facts, FactsView};
+    use crate::agent::usage::{CallSource, Ledger, PriceTable};
     use serde_json::json;
 
     #[test]
     fn the_facts_read_as_the_value_tree_they_replace_rendered() {
-        let usage = json!({"agent": {"input_tokens": 3, "output_tokens": 4, "cost_usd": 0.25}});
+        let mut ledger = Ledger::default();
+        ledger.charge(CallSource::Agent, "gpt-4o", 3, 4, &PriceTable::default());
+        ledger.charge(
+            CallSource::GateRetry,
+            "gpt-4o",
+            5,
+            6,
+            &PriceTable::default(),
+        );
+        let usage = ledger.to_json();
         let last = json!({"model": "m", "input_tokens": 3});
         for (relayed, last_call, cost) in [
             (false, None, 0.0),
@@ -583,7 +592,7 @@ mod tests {
                 model: "gpt-\"quoted\"\u{e9}",
                 relayed,
                 source: "agent",
-                usage: &usage,
+                usage: &ledger,
                 prices: r#"{"m":{"input":1.0,"output":2.0}}"#,
             };
             let mut old = json!({
@@ -595,7 +604,9 @@ mod tests {
             }
             let old = old.to_string();
             let expected = format!("{},\"prices\":{}", &old[1..old.len() - 1], facts.prices);
-            assert_eq!(render_facts(&facts), expected);
+            let mut written = Vec::new();
+            write_facts(&facts, &mut written);
+            assert_eq!(String::from_utf8(written).unwrap(), expected);
         }
     }
 }

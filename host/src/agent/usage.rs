@@ -26,6 +26,13 @@ pub enum CallSource {
 }
 
 impl CallSource {
+    /// Every source, in the order of their names.
+    pub(crate) const BY_NAME: [CallSource; 3] = [
+        CallSource::Agent,
+        CallSource::Compaction,
+        CallSource::GateRetry,
+    ];
+
     /// The name packs see (`agent`, `gate_retry`, `compaction`).
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -208,7 +215,9 @@ impl Ledger {
         self.by_source.get(&source).copied().unwrap_or_default()
     }
 
-    /// `{"agent": {...}, "gate_retry": {...}}`: the sources charged so far.
+    /// `{"agent": {...}, "gate_retry": {...}}`: the sources charged so far
+    /// (a value tree, as [`Ledger::write_json`] writes it).
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> serde_json::Value {
         self.by_source
             .iter()
@@ -221,6 +230,39 @@ impl Ledger {
             .collect::<serde_json::Map<_, _>>()
             .into()
     }
+
+    /// Appends the sources charged so far to `out` as JSON, written
+    /// directly (no value tree): the sources and each one's members in
+    /// the order of their names, as a JSON object's keys are ordered.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        let charged = CallSource::BY_NAME
+            .iter()
+            .filter_map(|source| Some((source, self.by_source.get(source)?)));
+        for (index, (source, usage)) in charged.enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            put_json(out, source.as_str());
+            out.extend_from_slice(b":{\"cost_usd\":");
+            put_json(out, &usage.cost_usd);
+            out.extend_from_slice(b",\"input_tokens\":");
+            put_json(out, &usage.input_tokens);
+            out.extend_from_slice(b",\"output_tokens\":");
+            put_json(out, &usage.output_tokens);
+            out.push(b'}');
+        }
+        out.push(b'}');
+    }
+}
+
+/// Appends `value` to `out` as `serde_json` writes it (a float that is
+/// not finite as `null`), straight into the bytes: no formatter, no value
+/// tree.
+pub(super) fn put_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing into a `Vec` cannot fail, and none of the values written
+    // here (numbers, strings, a JSON value) refuses to serialize.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 #[cfg(test)]
@@ -249,6 +291,32 @@ mod tests {
         let json = ledger.to_json();
         assert_eq!(json["gate_retry"]["input_tokens"], 500);
         assert!(json.get("compaction").is_none());
+    }
+
+    #[test]
+    fn the_ledger_is_written_as_its_value_tree_renders() {
+        let prices = PriceTable::default();
+        let mut ledger = Ledger::default();
+        let mut written = Vec::new();
+        ledger.write_json(&mut written);
+        assert_eq!(written, b"{}");
+        for (source, model) in [
+            (CallSource::GateRetry, "gpt-4o"),
+            (CallSource::Compaction, "unpriced"),
+            (CallSource::Agent, "gpt-4o-mini"),
+        ] {
+            ledger.charge(source, model, 1234, 56, &prices);
+            let mut written = Vec::new();
+            ledger.write_json(&mut written);
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                ledger.to_json().to_string()
+            );
+        }
+        let mut names: Vec<&str> = CallSource::BY_NAME.iter().map(|s| s.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names, CallSource::BY_NAME.map(CallSource::as_str));
     }
 
     #[test]

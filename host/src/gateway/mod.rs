@@ -114,7 +114,6 @@ use serde_json::Value;
 use sessions::{Conversations, Lease, Resumed};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
@@ -226,10 +225,12 @@ impl Default for GatewayConfig {
 /// never holds a key itself.
 #[must_use]
 pub fn key_hash(key: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     Sha256::digest(key.as_bytes())
         .iter()
-        .fold(String::with_capacity(64), |mut hex, b| {
-            let _ = write!(hex, "{b:02x}");
+        .fold(String::with_capacity(64), |mut hex, &b| {
+            hex.push(char::from(HEX[usize::from(b >> 4)]));
+            hex.push(char::from(HEX[usize::from(b & 0x0f)]));
             hex
         })
 }
@@ -665,7 +666,20 @@ async fn relay<W: Wire>(
 
 #[cfg(test)]
 mod tests {
-    use super::glob;
+    use super::{glob, key_hash};
+
+    #[test]
+    fn a_key_is_configured_by_its_sha256_in_lower_hex() {
+        // FIPS 180-2's test vector for "abc", and the empty string's digest.
+        assert_eq!(
+            key_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            key_hash(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
 
     #[test]
     fn model_patterns_match_names_the_operator_cannot_foresee() {

@@ -23,9 +23,12 @@ pub struct SessionFacts {
     /// True while the host asks the model again for an `output` gate.
     pub gate_retry: bool,
     /// The extension JSON packs see, when the host has more to say than
-    /// the constant one (usage, cost, the call's source): without and with
-    /// the gate-retry mark. Empty: the constants.
-    extension: [String; 2],
+    /// the constant one (usage, cost, the call's source), written for the
+    /// gate-retry mark as it was then (`extension_retry`). Empty: the
+    /// constants.
+    extension: String,
+    /// The `gate_retry` that `extension` was written for.
+    extension_retry: bool,
 }
 
 impl SessionFacts {
@@ -52,25 +55,85 @@ impl SessionFacts {
     /// Adds `members` (JSON object members, without the braces:
     /// `"source":"agent","cost_usd":0.5`) to what packs see in the session
     /// view's extension, after the host's capabilities and the gate-retry
-    /// mark. Empty: only those.
+    /// mark. Empty: only those. Set `gate_retry` first: the members are
+    /// written for it, and a later change of it alone drops them.
     pub fn set_extension_members(&mut self, members: &str) {
-        if members.is_empty() {
-            self.extension = [String::new(), String::new()];
+        self.write_extension(|out| out.extend_from_slice(members.as_bytes()));
+    }
+
+    /// [`SessionFacts::set_extension_members`], the members appended by
+    /// `members` straight into the extension's buffer (reused from one
+    /// call to the next) rather than made apart and copied in.
+    pub(crate) fn write_extension(&mut self, members: impl FnOnce(&mut Vec<u8>)) {
+        let constant = self.constant_extension();
+        let mut out = std::mem::take(&mut self.extension).into_bytes();
+        out.clear();
+        out.extend_from_slice(&constant.as_bytes()[..constant.len() - 1]);
+        out.push(b',');
+        let start = out.len();
+        members(&mut out);
+        if out.len() == start {
             return;
         }
-        let with = |constant: &str| format!("{},{members}}}", &constant[..constant.len() - 1]);
-        self.extension = [
-            with(super::seams::SESSION_EXTENSION),
-            with(super::seams::SESSION_EXTENSION_GATE_RETRY),
-        ];
+        out.push(b'}');
+        // What `members` writes is JSON text, so UTF-8; were it not, packs
+        // see the constants rather than bytes that are not text.
+        self.extension = String::from_utf8(out).unwrap_or_default();
+        self.extension_retry = self.gate_retry;
+    }
+
+    /// What packs see with nothing more to say: the host's capabilities,
+    /// with the gate-retry mark during a gate retry.
+    fn constant_extension(&self) -> &'static str {
+        if self.gate_retry {
+            super::seams::SESSION_EXTENSION_GATE_RETRY
+        } else {
+            super::seams::SESSION_EXTENSION
+        }
     }
 
     fn extension_json(&self) -> &str {
-        let index = usize::from(self.gate_retry);
-        match &self.extension[index] {
-            own if !own.is_empty() => own,
-            _ if self.gate_retry => super::seams::SESSION_EXTENSION_GATE_RETRY,
-            _ => super::seams::SESSION_EXTENSION,
+        if self.extension.is_empty() || self.extension_retry != self.gate_retry {
+            self.constant_extension()
+        } else {
+            &self.extension
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionFacts;
+
+    #[test]
+    fn the_extension_carries_the_members_after_the_mark_they_were_written_for() {
+        let mut facts = SessionFacts::new("s");
+        assert_eq!(
+            facts.view().extension_json.as_str(),
+            r#"{"capabilities":["edits"]}"#
+        );
+        facts.set_extension_members(r#""source":"agent""#);
+        assert_eq!(
+            facts.view().extension_json.as_str(),
+            r#"{"capabilities":["edits"],"source":"agent"}"#
+        );
+        facts.gate_retry = true;
+        facts.write_extension(|out| out.extend_from_slice(br#""source":"gate_retry""#));
+        assert_eq!(
+            facts.view().extension_json.as_str(),
+            r#"{"capabilities":["edits"],"gate_retry":true,"source":"gate_retry"}"#
+        );
+        // The mark changed without the members written again: the constant
+        // for the mark, never members written for the other.
+        facts.gate_retry = false;
+        assert_eq!(
+            facts.view().extension_json.as_str(),
+            r#"{"capabilities":["edits"]}"#
+        );
+        facts.set_extension_members("");
+        assert_eq!(
+            facts.view().extension_json.as_str(),
+            r#"{"capabilities":["edits"]}"#
+        );
     }
 }
