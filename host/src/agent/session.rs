@@ -5,7 +5,7 @@ use super::events::AgentEvent;
 use super::events::EventBus;
 use super::hooks::Hooks;
 use super::permission::{Approver, DenyAll, OperatorAnswer, PermissionPolicy};
-use super::usage::{put_json, CallSource, Ledger, PriceTable};
+use super::usage::{put_member, CallSource, Ledger, PriceTable};
 use crate::interception::AuditRecord;
 use crate::interception::{
     merge_interceptors, run_chain_spent, ChainContext, ChainOutcome, Interceptor, InterceptorEvent,
@@ -542,19 +542,14 @@ struct FactsView<'a> {
 /// JSON object's keys sorted, then the prices), with no value tree and no
 /// formatter.
 fn write_facts(facts: &FactsView<'_>, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"\"call\":");
-    put_json(out, &facts.call);
-    out.extend_from_slice(b",\"cost_usd\":");
-    put_json(out, &facts.cost_usd);
-    out.extend_from_slice(b",\"last_call\":");
-    put_json(out, &facts.last_call);
-    out.extend_from_slice(b",\"model\":");
-    put_json(out, facts.model);
+    put_member(out, true, "call", &facts.call);
+    put_member(out, false, "cost_usd", &facts.cost_usd);
+    put_member(out, false, "last_call", &facts.last_call);
+    put_member(out, false, "model", facts.model);
     if facts.relayed {
-        out.extend_from_slice(b",\"relayed\":true");
+        put_member(out, false, "relayed", &true);
     }
-    out.extend_from_slice(b",\"source\":");
-    put_json(out, facts.source);
+    put_member(out, false, "source", facts.source);
     out.extend_from_slice(b",\"usage\":");
     facts.usage.write_json(out);
     out.extend_from_slice(b",\"prices\":");

@@ -244,12 +244,10 @@ impl Ledger {
                 out.push(b',');
             }
             put_json(out, source.as_str());
-            out.extend_from_slice(b":{\"cost_usd\":");
-            put_json(out, &usage.cost_usd);
-            out.extend_from_slice(b",\"input_tokens\":");
-            put_json(out, &usage.input_tokens);
-            out.extend_from_slice(b",\"output_tokens\":");
-            put_json(out, &usage.output_tokens);
+            out.extend_from_slice(b":{");
+            put_member(out, true, "cost_usd", &usage.cost_usd);
+            put_member(out, false, "input_tokens", &usage.input_tokens);
+            put_member(out, false, "output_tokens", &usage.output_tokens);
             out.push(b'}');
         }
         out.push(b'}');
@@ -259,10 +257,28 @@ impl Ledger {
 /// Appends `value` to `out` as `serde_json` writes it (a float that is
 /// not finite as `null`), straight into the bytes: no formatter, no value
 /// tree.
-pub(super) fn put_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+fn put_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Writing into a `Vec` cannot fail, and none of the values written
     // here (numbers, strings, a JSON value) refuses to serialize.
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// Appends the member `"name":value` to `out`, after a comma unless it
+/// is the `first` of its object. `name` is written as it is: a plain name
+/// of the host's own, nothing to escape.
+pub(super) fn put_member<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    first: bool,
+    name: &str,
+    value: &T,
+) {
+    if !first {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    put_json(out, value);
 }
 
 #[cfg(test)]
