@@ -33,8 +33,8 @@
 //! for a short ladder). With `-- wires` it measures each wire side by
 //! side instead (chat completions and Responses, JSON and streamed):
 //! direct, nginx, chimera with no pack and with every pack. With
-//! `-- profile` it drives one chimera at 1000/s for 20 s for a profiler
-//! (see [`profile`]). It prints Markdown tables at the end. With
+//! `-- profile` it drives one chimera (or, with `nginx`, the baseline)
+//! at 1000/s for 20 s for a profiler (see [`profile`]). It prints Markdown tables at the end. With
 //! `-- rss` it measures only memory: each gateway idle and at 1 000 slow
 //! streams, and so per stream (and every pack from fifteen files beside
 //! every pack from the one library). Every pack is served from the shipped

@@ -13,6 +13,7 @@
 //! Libraries are never unloaded (`dlclose` is unsafe with `abi_stable`); a
 //! library whose content was loaded before is reused, not mapped again.
 
+mod condense;
 mod discovery;
 mod errors;
 pub(crate) mod file_check;
