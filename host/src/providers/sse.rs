@@ -170,13 +170,22 @@ impl Splitter {
         if std::mem::take(&mut self.after_cr) && bytes.first() == Some(&b'\n') {
             bytes = &bytes[1..];
         }
-        while let Some(at) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
-            self.push(&bytes[..at])?;
-            let line = std::mem::take(&mut self.line);
-            let keep_going = on_line(&line);
-            // Reuse the allocation for the next line.
-            self.line = line;
-            self.line.clear();
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', bytes) {
+            let keep_going = if self.line.is_empty() {
+                // A line whole in these bytes is read where it is.
+                if at > self.max_line {
+                    return Err(SseError::LineTooLong(self.max_line));
+                }
+                on_line(&bytes[..at])
+            } else {
+                self.push(&bytes[..at])?;
+                let line = std::mem::take(&mut self.line);
+                let keep_going = on_line(&line);
+                // Reuse the allocation for the next line.
+                self.line = line;
+                self.line.clear();
+                keep_going
+            };
             let ending = if bytes[at] == b'\r' {
                 match bytes.get(at + 1) {
                     Some(b'\n') => 2,

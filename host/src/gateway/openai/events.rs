@@ -106,7 +106,8 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
             done = true;
             continue;
         }
-        let src = event.data.as_bytes();
+        let data = event.data.as_str();
+        let src = data.as_bytes();
         let Ok(root) = parse(src, &Limits::default()) else {
             streamed.broken = Some("the upstream sent an event that is not JSON".to_owned());
             break;
@@ -134,7 +135,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         if root.get(src, "usage").is_some_and(|u| !u.is_null()) {
             streamed.usage = usage_of(src, &root);
         }
-        let text = relay.chunk(&event.kind, src, &root).await;
+        let text = relay.chunk(&event.kind, data, &root).await;
         out.send_judged(relay.judging.session, text, unjudged_chunk)
             .await;
     }
@@ -164,16 +165,19 @@ fn error_chunk(line: &str) -> String {
 }
 
 impl Relay<'_> {
-    /// One chunk: what goes to the client for it.
-    async fn chunk(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+    /// One chunk (`data`, parsed as `root`): what goes to the client for
+    /// it. A chunk whose every choice goes on unchanged is sent as it
+    /// came, and nothing of it is written again.
+    async fn chunk(&mut self, kind: &str, data: &str, root: &Node) -> String {
+        let src = data.as_bytes();
         let choices = root
             .get(src, "choices")
             .and_then(Node::as_array)
             .unwrap_or_default();
-        let raw = sse(kind, &String::from_utf8_lossy(src));
+        let raw = sse(kind, data);
         let single = choices.len() == 1;
         let mut clean = true;
-        let mut rewritten: Vec<Vec<u8>> = Vec::with_capacity(choices.len());
+        let mut offers: Vec<(&Node, Option<Vec<u8>>, bool)> = Vec::with_capacity(choices.len());
         let mut finishing = Vec::new();
         for choice in choices {
             let index = choice
@@ -200,18 +204,27 @@ impl Relay<'_> {
                     .unwrap_or_default();
                 finishing.push((index, reason, offered.empty));
             }
-            let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(offered.bytes))];
-            if finish.is_some() {
-                set.push(("finish_reason", Some(b"null".to_vec())));
-            }
-            let rebuilt = views::rebuild_object(src, choice, &set);
-            if worth_sending(&rebuilt) {
-                rewritten.push(rebuilt);
-            }
+            offers.push((choice, offered.rewritten, finish.is_some()));
         }
         if clean {
             return raw;
         }
+        let rewritten: Vec<Vec<u8>> = offers
+            .into_iter()
+            .filter_map(|(choice, rewritten, finish)| {
+                let delta = rewritten.unwrap_or_else(|| {
+                    choice
+                        .get(src, "delta")
+                        .map_or_else(|| b"{}".to_vec(), |d| d.raw(src).to_vec())
+                });
+                let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(delta))];
+                if finish {
+                    set.push(("finish_reason", Some(b"null".to_vec())));
+                }
+                let rebuilt = views::rebuild_object(src, choice, &set);
+                worth_sending(&rebuilt).then_some(rebuilt)
+            })
+            .collect();
         let mut out = String::new();
         let usage = root.get(src, "usage").filter(|u| !u.is_null());
         if !rewritten.is_empty() {
@@ -241,7 +254,7 @@ impl Relay<'_> {
         let state = self.choices.entry(index).or_default();
         let Some(delta) = choice.get(src, "delta").filter(|d| d.as_object().is_some()) else {
             return Offered {
-                bytes: b"{}".to_vec(),
+                rewritten: Some(b"{}".to_vec()),
                 same: true,
                 same_but_calls: true,
                 calls: false,
@@ -255,8 +268,8 @@ impl Relay<'_> {
                     || v.is_null()
             })
         });
-        let mut set: Vec<(&str, Option<Vec<u8>>)> = Vec::new();
         let mut same = true;
+        let mut released_texts: Vec<(&str, String)> = Vec::new();
         for field in ["content", "refusal"] {
             let Some(text) = delta.get(src, field).and_then(|n| n.text(src)) else {
                 continue;
@@ -287,7 +300,7 @@ impl Relay<'_> {
             };
             state.sent.push_str(&released);
             same &= released == text;
-            set.push((field, Some(string_literal(&released).into_bytes())));
+            released_texts.push((field, released));
         }
         let texts_same = same;
         let mut calls_seen = false;
@@ -315,15 +328,20 @@ impl Relay<'_> {
                     }
                 }
             }
-            set.push(("tool_calls", None));
         }
-        let bytes = if same {
-            delta.raw(src).to_vec()
-        } else {
+        // Written again only when something changed; as it came otherwise.
+        let rewritten = (!same).then(|| {
+            let mut set: Vec<(&str, Option<Vec<u8>>)> = Vec::new();
+            for (field, released) in &released_texts {
+                set.push((field, Some(string_literal(released).into_bytes())));
+            }
+            if calls_seen {
+                set.push(("tool_calls", None));
+            }
             views::rebuild_object(src, delta, &set)
-        };
+        });
         Offered {
-            bytes,
+            rewritten,
             same,
             same_but_calls: texts_same,
             calls: calls_seen,
@@ -490,8 +508,9 @@ impl Relay<'_> {
 
 /// What offering one choice's delta came to.
 struct Offered {
-    /// The delta rewritten: text as released, tool calls taken out.
-    bytes: Vec<u8>,
+    /// The delta rewritten (text as released, tool calls taken out), when
+    /// that changed it; `None`: the delta as it came.
+    rewritten: Option<Vec<u8>>,
     /// Nothing changed (no text held back, no tool call).
     same: bool,
     /// Nothing changed but that it carries tool-call deltas.

@@ -154,9 +154,7 @@ impl EventRelay for Relay<'_> {
                 if let Some(id) = root.get(src, "response").map(|r| string(src, r, "id")) {
                     self.id = Some(id).filter(|id| !id.is_empty());
                 }
-                let data = self.with_output_received(src, &root);
-                let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
-                Step::Go(self.pass(&event.kind, &data, &root))
+                Step::Go(self.response_event(&event.kind, src, &root, false))
             }
             "response.output_item.added" => self.item_added(&event.kind, src, &root),
             "response.content_part.added" => {
@@ -348,9 +346,9 @@ impl Relay<'_> {
     /// part, the part's released text; an item it completes recorded.
     fn write(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         let mut splice = Splice::new();
-        let event_kind = string(src, root, "type");
+        let event_kind = views::member_text(src, root, "type").unwrap_or_default();
         if let (Some(seq), Some(node)) = (self.seq, root.get(src, "sequence_number")) {
-            if number(src, root, "sequence_number") != Some(seq) {
+            if node.number_text(src).and_then(|t| t.parse().ok()) != Some(seq) {
                 splice.replace(node.span.clone(), seq.to_string());
             }
             self.seq = Some(seq + 1);
@@ -365,18 +363,28 @@ impl Relay<'_> {
         if let Some(upstream) = upstream {
             self.texts_as_released(&mut splice, src, root, &event_kind, upstream);
         }
-        let data = splice.render(src).unwrap_or_else(|_| src.to_vec());
+        // An event nothing was changed in goes out as it came (not
+        // copied, not read again).
+        let rendered =
+            (!splice.is_empty()).then(|| splice.render(src).unwrap_or_else(|_| src.to_vec()));
+        let data = rendered.as_deref().unwrap_or(src);
         if event_kind == "response.output_item.done" {
-            if let (Some(upstream), Ok(written)) = (upstream, parse(&data, &Limits::default())) {
-                if let Some(item) = written.get(&data, "item") {
+            if let Some(upstream) = upstream {
+                let reread = rendered
+                    .as_deref()
+                    .map(|data| parse(data, &Limits::default()));
+                let written = match &reread {
+                    Some(Ok(written)) => Some(written),
+                    Some(Err(_)) => None,
+                    None => Some(root),
+                };
+                if let Some(item) = written.and_then(|w| w.get(data, "item")) {
                     let client = self.client_index(upstream, false);
-                    self.done.insert(client, item.raw(&data).to_vec());
+                    self.done.insert(client, item.raw(data).to_vec());
                 }
             }
         }
-        let text = String::from_utf8(data)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        sse(kind, &text)
+        sse(kind, &String::from_utf8_lossy(data))
     }
 
     /// The client's output index for the upstream's `upstream` (a new
@@ -600,29 +608,45 @@ impl Relay<'_> {
             self.extra += 1;
             out.push_str(&self.write_message(self.extra, &new_item_id(), &unsent));
         }
-        let data = self.with_output_received(src, root);
-        let root = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
-        out.push_str(&self.write(kind, &data, &root));
+        out.push_str(&self.response_event(kind, src, root, true));
         out
+    }
+
+    /// An event carrying the `response`, its `output` the items the client
+    /// received (see [`Relay::with_output_received`]): written now when
+    /// `now`, else passed (held behind a held call).
+    fn response_event(&mut self, kind: &str, src: &[u8], root: &Node, now: bool) -> String {
+        let rewritten = self.with_output_received(src, root).map(|data| {
+            let reread = parse(&data, &Limits::default()).unwrap_or_else(|_| root.clone());
+            (data, reread)
+        });
+        let (src, root) = rewritten
+            .as_ref()
+            .map_or((src, root), |(data, reread)| (data.as_slice(), reread));
+        if now {
+            self.write(kind, src, root)
+        } else {
+            self.pass(kind, src, root)
+        }
     }
 
     /// An event carrying the `response` (`created`, `in_progress`, the
     /// terminal one) with its `output` the items the client received
-    /// whole, unless it already says exactly that: a text the upstream
-    /// put there and nowhere else was never judged.
-    fn with_output_received(&self, src: &[u8], root: &Node) -> Vec<u8> {
-        let Some(node) = root.get(src, "response").and_then(|r| r.get(src, "output")) else {
-            return src.to_vec();
-        };
+    /// whole, unless it already says exactly that (`None`: as it came): a
+    /// text the upstream put there and nowhere else was never judged.
+    fn with_output_received(&self, src: &[u8], root: &Node) -> Option<Vec<u8>> {
+        let node = root
+            .get(src, "response")
+            .and_then(|r| r.get(src, "output"))?;
         let output = array_from(self.done.values().cloned().collect::<Vec<_>>());
         let same = serde_json::from_slice::<Value>(&output).ok()
             == serde_json::from_slice::<Value>(node.raw(src)).ok();
         if same {
-            return src.to_vec();
+            return None;
         }
         let mut splice = Splice::new();
         splice.replace(node.span.clone(), output);
-        splice.render(src).unwrap_or_else(|_| src.to_vec())
+        Some(splice.render(src).unwrap_or_else(|_| src.to_vec()))
     }
 
     /// The final check of each part the upstream never said was done:
