@@ -326,6 +326,46 @@ fn a_stream_is_redacted_by_content_safety_before_any_byte_reaches_the_client() {
 }
 
 #[test]
+fn a_stream_held_whole_sends_nothing_until_it_is_judged_then_the_text_at_once() {
+    // A pack that judges whole replies only: the reply is held to its end
+    // (the default stream policy), so no delta may go out before it, not
+    // even one emptied of its held text.
+    let deltas = ["one ", "two ", "three"];
+    let upstream = Server::start(vec![Reply::Model(
+        deltas.iter().map(|d| (*d).to_owned()).collect(),
+        Duration::from_millis(5),
+    )]);
+    let whole_only = json!({"model_response": {}}).to_string();
+    let plugins = chimera_tests::test_packs_dir().to_str().unwrap().to_owned();
+    let gateway = serve(
+        &upstream,
+        &[
+            "--plugins-dir",
+            &plugins,
+            "--pack",
+            &format!("fixture={whole_only}"),
+        ],
+    );
+    let mut body = user("count");
+    body["stream"] = json!(true);
+    let (status, text) = post_chat(&gateway, &[], &body);
+    assert_eq!(status, 200, "{text}");
+    let (texts, chunks, done) = streamed_text(&text);
+    assert!(done, "{text}");
+    assert_eq!(texts, ["one two three"], "{text}");
+    let emptied: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| c["choices"][0]["delta"] == json!({"content": ""}))
+        .collect();
+    assert!(
+        emptied.is_empty(),
+        "a held delta went out emptied: {emptied:?}"
+    );
+    let last = chunks.last().unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "stop", "{last}");
+}
+
+#[test]
 fn the_metrics_show_a_stream_hold_and_how_it_ended() {
     let deltas = ["the launch ", "code ", "pad is set"];
     let upstream = Server::start(vec![Reply::Model(

@@ -177,7 +177,7 @@ impl Relay<'_> {
         let raw = sse(kind, data);
         let single = choices.len() == 1;
         let mut clean = true;
-        let mut offers: Vec<(&Node, Option<Vec<u8>>, bool)> = Vec::with_capacity(choices.len());
+        let mut offers: Vec<(&Node, Offered, bool)> = Vec::with_capacity(choices.len());
         let mut finishing = Vec::new();
         for choice in choices {
             let index = choice
@@ -204,25 +204,25 @@ impl Relay<'_> {
                     .unwrap_or_default();
                 finishing.push((index, reason, offered.empty));
             }
-            offers.push((choice, offered.rewritten, finish.is_some()));
+            offers.push((choice, offered, finish.is_some()));
         }
         if clean {
             return raw;
         }
+        // A choice written again goes out only if it still says something
+        // (its finish goes in a chunk of its own).
         let rewritten: Vec<Vec<u8>> = offers
             .into_iter()
-            .filter_map(|(choice, rewritten, finish)| {
-                let delta = rewritten.unwrap_or_else(|| {
-                    choice
-                        .get(src, "delta")
-                        .map_or_else(|| b"{}".to_vec(), |d| d.raw(src).to_vec())
-                });
-                let mut set: Vec<(&str, Option<Vec<u8>>)> = vec![("delta", Some(delta))];
+            .filter(|(choice, offered, _)| {
+                offered.says_something || choice.get(src, "logprobs").is_some_and(|n| !n.is_null())
+            })
+            .map(|(choice, offered, finish)| {
+                let mut set: Vec<(&str, Option<Vec<u8>>)> =
+                    vec![("delta", Some(offered.written(src, choice)))];
                 if finish {
                     set.push(("finish_reason", Some(b"null".to_vec())));
                 }
-                let rebuilt = views::rebuild_object(src, choice, &set);
-                worth_sending(&rebuilt).then_some(rebuilt)
+                views::rebuild_object(src, choice, &set)
             })
             .collect();
         let mut out = String::new();
@@ -252,13 +252,14 @@ impl Relay<'_> {
     /// One choice's delta offered (see [`Offered`]).
     fn delta(&mut self, src: &[u8], choice: &Node, index: u64) -> Offered {
         let state = self.choices.entry(index).or_default();
-        let Some(delta) = choice.get(src, "delta").filter(|d| d.as_object().is_some()) else {
+        let Some(delta) = delta_of(src, choice) else {
             return Offered {
-                rewritten: Some(b"{}".to_vec()),
+                released: Vec::new(),
                 same: true,
                 same_but_calls: true,
                 calls: false,
                 empty: true,
+                says_something: false,
             };
         };
         let empty = delta.as_object().is_none_or(|members| {
@@ -269,7 +270,7 @@ impl Relay<'_> {
             })
         });
         let mut same = true;
-        let mut released_texts: Vec<(&str, String)> = Vec::new();
+        let mut released_texts: Vec<(&'static str, String)> = Vec::new();
         for field in ["content", "refusal"] {
             let Some(text) = delta.get(src, field).and_then(|n| n.text(src)) else {
                 continue;
@@ -329,23 +330,20 @@ impl Relay<'_> {
                 }
             }
         }
-        // Written again only when something changed; as it came otherwise.
-        let rewritten = (!same).then(|| {
-            let mut set: Vec<(&str, Option<Vec<u8>>)> = Vec::new();
-            for (field, released) in &released_texts {
-                set.push((field, Some(string_literal(released).into_bytes())));
-            }
-            if calls_seen {
-                set.push(("tool_calls", None));
-            }
-            views::rebuild_object(src, delta, &set)
+        let says_something = delta.as_object().unwrap_or_default().iter().any(|(k, _)| {
+            let taken_out = calls_seen && k.is(src, "tool_calls");
+            let emptied = released_texts
+                .iter()
+                .any(|(field, released)| k.is(src, field) && released.is_empty());
+            !(taken_out || emptied)
         });
         Offered {
-            rewritten,
+            released: released_texts,
             same,
             same_but_calls: texts_same,
             calls: calls_seen,
             empty,
+            says_something,
         }
     }
 
@@ -508,9 +506,9 @@ impl Relay<'_> {
 
 /// What offering one choice's delta came to.
 struct Offered {
-    /// The delta rewritten (text as released, tool calls taken out), when
-    /// that changed it; `None`: the delta as it came.
-    rewritten: Option<Vec<u8>>,
+    /// What the gates released of each text the delta carries (`content`,
+    /// `refusal`), in order.
+    released: Vec<(&'static str, String)>,
     /// Nothing changed (no text held back, no tool call).
     same: bool,
     /// Nothing changed but that it carries tool-call deltas.
@@ -519,24 +517,35 @@ struct Offered {
     calls: bool,
     /// It says nothing (no text, no call): a finish chunk's.
     empty: bool,
+    /// Written again (texts as released, calls taken out), it still says
+    /// something: a text, or a member other than its texts and calls.
+    says_something: bool,
 }
 
-/// Whether a rewritten choice says anything: more than an index and an
-/// empty delta.
-fn worth_sending(choice: &[u8]) -> bool {
-    let Ok(root) = parse(choice, &Limits::default()) else {
-        return true;
-    };
-    let delta_empty = root.get(choice, "delta").is_none_or(|d| {
-        d.as_object().is_none_or(|members| {
-            members.iter().all(|(k, v)| {
-                (k.is(choice, "content") || k.is(choice, "refusal"))
-                    && v.text(choice).is_some_and(|t| t.is_empty())
-            })
-        })
-    });
-    let finish = root
-        .get(choice, "finish_reason")
-        .is_some_and(|n| !n.is_null());
-    !delta_empty || finish || root.get(choice, "logprobs").is_some_and(|n| !n.is_null())
+impl Offered {
+    /// The delta of `choice` as it goes out: as it came when nothing
+    /// changed, else with its texts as released and its tool calls taken
+    /// out (`{}` when the choice has no delta object).
+    fn written(&self, src: &[u8], choice: &Node) -> Vec<u8> {
+        let Some(delta) = delta_of(src, choice) else {
+            return b"{}".to_vec();
+        };
+        if self.same {
+            return delta.raw(src).to_vec();
+        }
+        let mut set: Vec<(&str, Option<Vec<u8>>)> = self
+            .released
+            .iter()
+            .map(|(field, released)| (*field, Some(string_literal(released).into_bytes())))
+            .collect();
+        if self.calls {
+            set.push(("tool_calls", None));
+        }
+        views::rebuild_object(src, delta, &set)
+    }
+}
+
+/// A choice's `delta`, when it is an object.
+fn delta_of<'a>(src: &[u8], choice: &'a Node) -> Option<&'a Node> {
+    choice.get(src, "delta").filter(|d| d.as_object().is_some())
 }
