@@ -174,7 +174,8 @@ impl Relay<'_> {
             .get(src, "choices")
             .and_then(Node::as_array)
             .unwrap_or_default();
-        let raw = sse(kind, data);
+        // The chunk as it came, written only where it goes out so.
+        let raw = || sse(kind, data);
         let single = choices.len() == 1;
         let mut clean = true;
         let mut offers: Vec<(&Node, Offered, bool)> = Vec::with_capacity(choices.len());
@@ -191,7 +192,7 @@ impl Relay<'_> {
                 let state = self.choices.entry(index).or_default();
                 if single && offered.same_but_calls && finish.is_none() {
                     // Held as it came, until the choice is judged.
-                    state.call_events.push(raw.clone());
+                    state.call_events.push(raw());
                     return String::new();
                 }
                 state.calls_mixed = true;
@@ -207,7 +208,7 @@ impl Relay<'_> {
             offers.push((choice, offered, finish.is_some()));
         }
         if clean {
-            return raw;
+            return raw();
         }
         // A choice written again goes out only if it still says something
         // (its finish goes in a chunk of its own).
@@ -238,7 +239,7 @@ impl Relay<'_> {
             out.push_str(&before);
             if as_it_came && empty && judged == reason {
                 // The finish chunk itself, as it came.
-                out.push_str(&raw);
+                out.push_str(&raw());
             } else {
                 out.push_str(&self.write_delta(index, &serde_json::json!({}), Some(&judged)));
             }
