@@ -144,12 +144,12 @@ impl EventRelay for Relay<'_> {
         let src = event.data.as_bytes();
         let root = parse(src, &Limits::default())
             .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
-        let kind = string(src, &root, "type");
+        let kind = views::member_text(src, &root, "type").unwrap_or_default();
         if std::mem::take(&mut self.first) {
             self.seq = number(src, &root, "sequence_number");
         }
         let index = number(src, &root, "output_index");
-        Ok(match kind.as_str() {
+        Ok(match &*kind {
             "response.created" | "response.in_progress" => {
                 if let Some(id) = root.get(src, "response").map(|r| string(src, r, "id")) {
                     self.id = Some(id).filter(|id| !id.is_empty());
@@ -468,7 +468,7 @@ impl Relay<'_> {
 
     /// A text delta: through its part's gate, or held.
     fn text_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        let text = string(src, root, "delta");
+        let text = views::member_text(src, root, "delta").unwrap_or_default();
         let holding = self.judging.hold_all || !self.queue.is_empty();
         // A part no `content_part.added` opened (some servers leave it
         // out) opens with its first delta.
