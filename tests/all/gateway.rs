@@ -57,6 +57,16 @@ fn serve(upstream: &Server, extra: &[&str]) -> Gateway {
     serve_with(&args)
 }
 
+/// [`serve`] with the test double pack (`fixture`) configured by
+/// `config`, and `extra` flags.
+fn serve_fixture(upstream: &Server, config: &Value, extra: &[&str]) -> Gateway {
+    let plugins = chimera_tests::test_packs_dir().to_str().unwrap().to_owned();
+    let pack = format!("fixture={config}");
+    let mut args = vec!["--plugins-dir", plugins.as_str(), "--pack", pack.as_str()];
+    args.extend(extra);
+    serve(upstream, &args)
+}
+
 /// Starts `chimera serve --listen 127.0.0.1:0` with `args`; waits for its
 /// `listening on` line.
 fn serve_with(args: &[&str]) -> Gateway {
@@ -335,17 +345,7 @@ fn a_stream_held_whole_sends_nothing_until_it_is_judged_then_the_text_at_once() 
         deltas.iter().map(|d| (*d).to_owned()).collect(),
         Duration::from_millis(5),
     )]);
-    let whole_only = json!({"model_response": {}}).to_string();
-    let plugins = chimera_tests::test_packs_dir().to_str().unwrap().to_owned();
-    let gateway = serve(
-        &upstream,
-        &[
-            "--plugins-dir",
-            &plugins,
-            "--pack",
-            &format!("fixture={whole_only}"),
-        ],
-    );
+    let gateway = serve_fixture(&upstream, &json!({"model_response": {}}), &[]);
     let mut body = user("count");
     body["stream"] = json!(true);
     let (status, text) = post_chat(&gateway, &[], &body);
@@ -1060,14 +1060,8 @@ fn a_panicking_pack_is_contained_and_what_it_could_not_judge_is_refused_unless_i
         vec!["still here".into()],
         Duration::ZERO,
     )]);
-    let config = json!({"model_response": {"action": "panic"}}).to_string();
-    let plugins = chimera_tests::test_packs_dir().to_str().unwrap().to_owned();
-    let pack = format!("fixture={config}");
-    let panicking = |extra: &[&str]| {
-        let mut args = vec!["--plugins-dir", plugins.as_str(), "--pack", pack.as_str()];
-        args.extend(extra);
-        serve(&upstream, &args)
-    };
+    let config = json!({"model_response": {"action": "panic"}});
+    let panicking = |extra: &[&str]| serve_fixture(&upstream, &config, extra);
     // The reply no pack could judge is held back (503), and the gateway
     // serves on.
     let gateway = panicking(&[]);

@@ -173,9 +173,7 @@ impl Splitter {
         while let Some(at) = memchr::memchr2(b'\n', b'\r', bytes) {
             let keep_going = if self.line.is_empty() {
                 // A line whole in these bytes is read where it is.
-                if at > self.max_line {
-                    return Err(SseError::LineTooLong(self.max_line));
-                }
+                self.fits(at)?;
                 on_line(&bytes[..at])
             } else {
                 self.push(&bytes[..at])?;
@@ -208,10 +206,17 @@ impl Splitter {
     }
 
     fn push(&mut self, piece: &[u8]) -> Result<(), SseError> {
-        if self.line.len() + piece.len() > self.max_line {
+        self.fits(piece.len())?;
+        self.line.extend_from_slice(piece);
+        Ok(())
+    }
+
+    /// Whether the line held so far and `more` bytes of it are within
+    /// the line limit.
+    fn fits(&self, more: usize) -> Result<(), SseError> {
+        if self.line.len() + more > self.max_line {
             return Err(SseError::LineTooLong(self.max_line));
         }
-        self.line.extend_from_slice(piece);
         Ok(())
     }
 }
