@@ -83,6 +83,7 @@ pub(crate) mod http1;
 pub mod interception;
 pub mod isolate;
 pub mod jsondoc;
+pub mod lanes;
 pub(crate) mod listen;
 pub mod mcp;
 pub mod pack_test;

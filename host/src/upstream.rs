@@ -1,6 +1,7 @@
 //! A relay's connections to its upstream (the gateway's model API, the
 //! MCP guard's remote server): HTTP/1.1 over TCP or TLS (rustls with the
-//! web's roots), kept alive and reused most recent first.
+//! web's roots), kept alive and reused most recent first, each on the
+//! server lane whose runtime drives its socket ([`crate::lanes`]).
 //!
 //! A relay sends what it judged to the one upstream it was given, so
 //! nothing of a general client is here: no redirects, no proxy variables,
@@ -63,6 +64,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 struct Connection {
     io: Box<dyn Io>,
     read: BytesMut,
+    /// The server lane whose runtime drives it ([`crate::lanes`]): it is
+    /// reused on that lane only.
+    lane: usize,
 }
 
 impl Connection {
@@ -536,14 +540,15 @@ impl Client {
             .unwrap_or_else(|timed_out| Err(Sent::Failed(timed_out)))
     }
 
-    /// The most recently used idle connection still open.
+    /// The most recently used idle connection of this lane still open.
     fn pooled(&self) -> Option<Connection> {
+        let lane = crate::lanes::current();
         loop {
-            let mut connection = self
-                .idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop()?;
+            let mut connection = {
+                let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+                let at = idle.iter().rposition(|c| c.lane == lane)?;
+                idle.remove(at)
+            };
             if connection.still_open() {
                 return Some(connection);
             }
@@ -570,6 +575,7 @@ impl Client {
             Ok(Connection {
                 io,
                 read: BytesMut::new(),
+                lane: crate::lanes::current(),
             })
         })
         .await;

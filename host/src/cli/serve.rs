@@ -45,6 +45,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         ));
     }
     check_client_keys(gateway)?;
+    if gateway.threads == Some(0) {
+        return Err(Failure::usage("--threads 0: at least one thread must serve"));
+    }
     let state = gate_state(&args.state)?;
     let ServerPacks {
         registry,
@@ -81,11 +84,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         server = server.with_audit(audit.clone());
     }
     let server = Arc::new(server);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::run_failed(format!("cannot start the server's runtime: {e}")))?;
-    runtime.block_on(listen(server, gateway.listen, gateway.metrics_listen))?;
+    let lanes = chimera_host::lanes::count(gateway.threads);
+    listen(server, gateway.listen, gateway.metrics_listen, lanes)?;
     audit_log::finish(audit.as_ref(), gateway.audit.as_deref())?;
     // Kept until the server is done: the watcher, the manager (whose
     // packs the registry's chains call) and the workspace's directory.
@@ -96,39 +96,93 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
 }
 
 /// Serves `gateway` on `address` (and `/metrics` on `metrics`, when
-/// given) until Ctrl-C or SIGTERM, saying where on stdout.
-async fn listen(
+/// given) on `lanes` lanes ([`chimera_host::lanes`]: each accepts from the
+/// one listening socket and serves what it accepted) until Ctrl-C or
+/// SIGTERM, saying where on stdout.
+fn listen(
     gateway: Arc<Gateway>,
     address: std::net::SocketAddr,
     metrics: Option<std::net::SocketAddr>,
+    lanes: usize,
 ) -> Result<(), Failure> {
-    let bind = |address: std::net::SocketAddr| async move {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
+    let bind = |address: std::net::SocketAddr| {
+        let listener = std::net::TcpListener::bind(address)
             .map_err(|e| Failure::usage(format!("cannot listen on {address}: {e}")))?;
         let taken = listener
-            .local_addr()
+            .set_nonblocking(true)
+            .and_then(|()| listener.local_addr())
             .map_err(|e| Failure::run_failed(format!("cannot read the listening address: {e}")))?;
         Ok::<_, Failure>((listener, taken))
     };
-    let (listener, taken) = bind(address).await?;
+    let (listener, taken) = bind(address)?;
     let mut stdout = std::io::stdout();
     if let Some(line) = gateway.stream_line() {
         tracing::warn!("{line}");
     }
-    let apart = match metrics {
-        Some(metrics) => Some(bind(metrics).await?),
-        None => None,
-    };
+    let apart = metrics.map(bind).transpose()?;
     let _ = writeln!(stdout, "listening on http://{taken}");
-    if let Some((apart, taken)) = apart {
-        let router = Arc::clone(&gateway).metrics_router();
-        tokio::spawn(async move { axum::serve(apart, router).await });
+    if let Some((_, taken)) = &apart {
         let _ = writeln!(stdout, "metrics on http://{taken}/metrics");
     }
     let _ = stdout.flush();
+    let apart = std::sync::Mutex::new(apart.map(|(listener, _)| listener));
+    // The first lane hears the signal and tells every lane.
+    let stop = Arc::new(tokio::sync::watch::channel(false).0);
+    let served = chimera_host::lanes::run(lanes, |lane| {
+        let gateway = Arc::clone(&gateway);
+        let mine = listener.try_clone();
+        let stop = Arc::clone(&stop);
+        let metrics = if lane == 0 {
+            apart.lock().ok().and_then(|mut apart| apart.take())
+        } else {
+            None
+        };
+        async move {
+            if lane == 0 {
+                let stop = Arc::clone(&stop);
+                tokio::spawn(async move {
+                    shutdown_signal().await;
+                    stop.send_replace(true);
+                });
+            }
+            let served = serve_lane(lane, gateway, mine, metrics, &stop).await;
+            if served.is_err() {
+                // One lane failed: the others stop too, and it is said.
+                stop.send_replace(true);
+            }
+            served
+        }
+    })
+    .map_err(|e| Failure::run_failed(format!("cannot start the server's runtime: {e}")))?;
+    served.into_iter().collect()
+}
+
+/// One lane: `/metrics` apart when it is given `metrics`, then `gateway`
+/// on its handle of the listening socket until `stop` says so.
+async fn serve_lane(
+    lane: usize,
+    gateway: Arc<Gateway>,
+    listener: std::io::Result<std::net::TcpListener>,
+    metrics: Option<std::net::TcpListener>,
+    stop: &tokio::sync::watch::Sender<bool>,
+) -> Result<(), Failure> {
+    if let Some(metrics) = metrics {
+        let apart = tokio::net::TcpListener::from_std(metrics)
+            .map_err(|e| Failure::run_failed(format!("cannot listen for /metrics: {e}")))?;
+        let router = Arc::clone(&gateway).metrics_router();
+        tokio::spawn(async move { axum::serve(apart, router).await });
+    }
+    let listener = listener
+        .and_then(tokio::net::TcpListener::from_std)
+        .map_err(|e| Failure::run_failed(format!("cannot accept on lane {lane}: {e}")))?;
+    let mut stopping = stop.subscribe();
+    let stopped = async move {
+        // The sender lives as long as the lanes: an error is never seen,
+        // and would stop them too.
+        let _ = stopping.wait_for(|stop| *stop).await;
+    };
     gateway
-        .serve(listener, shutdown_signal())
+        .serve(listener, stopped)
         .await
         .map_err(|e| Failure::run_failed(format!("the server stopped: {e}")))
 }

@@ -304,6 +304,7 @@ fn every_setting_config_show_printed_before_is_still_a_key() {
         "serve.upstream_connect_timeout",
         "serve.upstream_timeout",
         "serve.upstream_retries",
+        "serve.threads",
         "serve.watch",
         "serve.metrics_key_sha256",
         "serve.metrics_listen",

@@ -93,6 +93,13 @@ pub(crate) struct GatewayArgs {
     #[serde(deserialize_with = "values::relative_path")]
     pub(crate) audit: Option<PathBuf>,
 
+    /// How many threads serve clients (default: one per CPU). Each accepts
+    /// connections of its own and serves them to their end, with their
+    /// upstream connections; a call that blocks (an isolated pack, a
+    /// remote state store) moves the thread's other connections aside.
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+
     /// Watch the loaded packs' files and hot-swap rebuilt ones; requests
     /// in flight finish on the version they started with.
     #[arg(long)]
