@@ -135,7 +135,9 @@ mod tests {
         let outputs = run(3, |lane| async move {
             let before = current();
             // Threads a task moves to within the lane know it too.
-            let inside = tokio::task::spawn_blocking(current).await.unwrap_or(usize::MAX);
+            let inside = tokio::task::spawn_blocking(current)
+                .await
+                .unwrap_or(usize::MAX);
             (lane, before, inside, std::thread::current().id())
         })
         .unwrap_or_default();
@@ -143,8 +145,10 @@ mod tests {
         for (at, (lane, before, inside, _)) in outputs.iter().enumerate() {
             assert_eq!((*lane, *before, *inside), (at, at, at));
         }
-        let threads: std::collections::BTreeSet<_> =
-            outputs.iter().map(|(.., thread)| format!("{thread:?}")).collect();
+        let threads: std::collections::BTreeSet<_> = outputs
+            .iter()
+            .map(|(.., thread)| format!("{thread:?}"))
+            .collect();
         assert_eq!(threads.len(), 3, "each lane on a thread of its own");
     }
 

@@ -1026,7 +1026,11 @@ fn sigterm_lets_a_stream_in_flight_finish_then_the_gateway_exits() {
         vec!["one ".into(), "two ".into(), "three".into()],
         Duration::from_millis(300),
     )]);
-    let mut gateway = serve(&upstream, &[]);
+    // Three lanes, whatever this machine's CPUs: the signal heard on the
+    // first stops them all, each after what it serves.
+    let mut gateway = serve(&upstream, &["--threads", "3"]);
+    let lanes = lane_threads(gateway.pid());
+    assert_eq!(lanes, ["chimera-lane-1", "chimera-lane-2"], "{lanes:?}");
     let address = gateway.address.clone();
     let client = std::thread::spawn(move || {
         let mut body = user("count");
@@ -1052,6 +1056,37 @@ fn sigterm_lets_a_stream_in_flight_finish_then_the_gateway_exits() {
     assert!(done);
     let exited = gateway.child().wait().unwrap();
     assert!(exited.success(), "{exited}");
+}
+
+/// The names of process `pid`'s lane threads beyond the first (which
+/// runs on the main thread), sorted.
+fn lane_threads(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| name.starts_with("chimera-lane-") && name != "chimera-lane-0")
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn threads_zero_refuses_to_start_in_one_line() {
+    let output = Command::new(chimera_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--model", "m"])
+        .args(["--upstream", "http://127.0.0.1:9/v1", "--threads", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--threads 0: at least one thread must serve"),
+        "{stderr}"
+    );
 }
 
 #[test]

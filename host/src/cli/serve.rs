@@ -46,7 +46,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     check_client_keys(gateway)?;
     if gateway.threads == Some(0) {
-        return Err(Failure::usage("--threads 0: at least one thread must serve"));
+        return Err(Failure::usage(
+            "--threads 0: at least one thread must serve",
+        ));
     }
     let state = gate_state(&args.state)?;
     let ServerPacks {
