@@ -696,19 +696,24 @@ mod tests {
             .expect("a client"),
         );
         let first_done = Arc::new(tokio::sync::watch::channel(false).0);
+        let second_done = Arc::new(tokio::sync::watch::channel(false).0);
         crate::lanes::run(2, |lane| {
             let client = Arc::clone(&client);
-            let first_done = Arc::clone(&first_done);
+            let (first_done, second_done) = (Arc::clone(&first_done), Arc::clone(&second_done));
             async move {
                 if lane == 1 {
                     fetch(&client).await;
                     first_done.send_replace(true);
+                    // Its runtime (and so its idle connection) lives on
+                    // while lane 0 asks.
+                    let _ = second_done.subscribe().wait_for(|done| *done).await;
                 } else {
                     let _ = first_done.subscribe().wait_for(|done| *done).await;
                     // Lane 1's idle connection is not this lane's: a new
                     // one, then that one again.
                     fetch(&client).await;
                     fetch(&client).await;
+                    second_done.send_replace(true);
                 }
             }
         })
