@@ -1029,7 +1029,14 @@ fn sigterm_lets_a_stream_in_flight_finish_then_the_gateway_exits() {
     // Three lanes, whatever this machine's CPUs: the signal heard on the
     // first stops them all, each after what it serves.
     let mut gateway = serve(&upstream, &["--threads", "3"]);
-    let lanes = lane_threads(gateway.pid());
+    // The lanes start once the listening line is out (connections wait
+    // in the socket's backlog until then).
+    let started = std::time::Instant::now();
+    let mut lanes = lane_threads(gateway.pid());
+    while lanes.len() < 2 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+        lanes = lane_threads(gateway.pid());
+    }
     assert_eq!(lanes, ["chimera-lane-1", "chimera-lane-2"], "{lanes:?}");
     let address = gateway.address.clone();
     let client = std::thread::spawn(move || {

@@ -316,7 +316,9 @@ fn streaming_upstream() -> (String, Arc<AtomicUsize>) {
 #[test]
 fn a_streamed_answers_connection_is_reused_once_its_end_is_read() {
     let (base, connections) = streaming_upstream();
-    let gateway = started(Served::command(&base, &["--model", "m"]));
+    // One lane: each lane keeps connections of its own, and the three
+    // requests (each on a new client connection) could land on several.
+    let gateway = started(Served::command(&base, &["--model", "m", "--threads", "1"]));
     let asked = serde_json::json!({"model": "m", "input": "hi", "stream": true});
     for round in 1..=3 {
         let (status, body) =
