@@ -34,7 +34,8 @@
 //! side instead (chat completions and Responses, JSON and streamed):
 //! direct, nginx, chimera with no pack and with every pack. With
 //! `-- profile` it drives one chimera (or, with `nginx`, the baseline)
-//! at 1000/s for 20 s for a profiler (see [`profile`]). It prints Markdown tables at the end. With
+//! at 1000/s (`rate=N` to change it) for 20 s for a profiler (see
+//! [`profile`]). It prints Markdown tables at the end. With
 //! `-- rss` it measures only memory: each gateway idle and at 1 000 slow
 //! streams, and so per stream (and every pack from fifteen files beside
 //! every pack from the one library). Every pack is served from the shipped
@@ -1216,7 +1217,7 @@ fn wires(
 
 /// One chimera (no pack; every pack with `every-pack`; nginx as a plain
 /// proxy instead with `nginx`, the baseline's own cost) driven at 1000
-/// requests a second for 20 s (`streamed`: streamed replies; `responses`:
+/// requests a second (`rate=N`: N) for 20 s (`streamed`: streamed replies; `responses`:
 /// on the Responses wire), its pid printed first, for a profiler to
 /// attach (`perf record -g -p PID`).
 fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream: &str) {
@@ -1232,6 +1233,17 @@ fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream
         Wire::Chat
     };
     let stream = has("streamed");
+    // `rate=N`: requests a second (1000 unless said; a quiet machine's
+    // costs, the idle CPUs' wake-ups, show at 100).
+    let rate = std::env::args()
+        .find_map(|a| a.strip_prefix("rate=").map(str::to_owned))
+        .map_or(Ok(1000), |n| n.parse::<u64>())
+        .ok()
+        .filter(|&n| n > 0);
+    let Some(rate) = rate else {
+        println!("profile: rate=N takes a whole number of requests a second above 0");
+        return;
+    };
     let gateway = if has("nginx") {
         let Some(proxy) = nginx(upstream) else {
             println!("profile: nginx cannot be had here");
@@ -1245,9 +1257,9 @@ fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream
     let name = if has("nginx") { "nginx" } else { "chimera" };
     eprintln!("profile: {name} pid {pid}");
     std::thread::sleep(Duration::from_secs(2));
-    let run = runtime.block_on(at_rate(client, &gateway.base, 1000, 20.0, (wire, stream)));
+    let run = runtime.block_on(at_rate(client, &gateway.base, rate, 20.0, (wire, stream)));
     println!(
-        "profile: {} {}: p50 {} ms, p99 {} ms, errors {}",
+        "profile: {} {} at {rate}/s: p50 {} ms, p99 {} ms, errors {}",
         wire.name(),
         if stream { "streamed" } else { "JSON" },
         ms(run.percentile(0.5)),

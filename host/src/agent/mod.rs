@@ -52,4 +52,4 @@ pub use session::{AgentSession, SessionBuilder};
 pub use stream::{Offered, StreamBlock, StreamEnd, StreamGate, WINDOW_LATENCY};
 pub use subagent::SessionSubAgent;
 pub use tool_gate::{unattended, Unattended};
-pub use usage::{CallSource, Ledger, Price, PriceTable, SourceUsage};
+pub use usage::{CallSource, LastCall, Ledger, Price, PriceTable, SourceUsage};

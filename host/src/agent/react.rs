@@ -397,14 +397,13 @@ impl AgentSession {
             usage.output_tokens,
             &self.prices,
         );
-        // `charged_to`, not `source`: packs find the call's own source by
-        // the first `"source":"` of the facts, which this must not be.
-        self.last_call = Some(serde_json::json!({
-            "charged_to": self.source.as_str(),
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cost_usd": (self.ledger.cost_usd() - before).max(0.0),
-        }));
+        self.last_call = Some(super::usage::LastCall {
+            billed: None,
+            charged_to: self.source,
+            cost_usd: (self.ledger.cost_usd() - before).max(0.0),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        });
         self.refresh_facts();
     }
 

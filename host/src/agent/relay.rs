@@ -259,7 +259,7 @@ impl AgentSession {
         &mut self,
         exchange: &Exchange,
         call: u64,
-        charge: Option<serde_json::Value>,
+        charge: Option<super::usage::LastCall>,
         end: CallEnd,
     ) {
         let Some(bundle) = exchange.bundle.as_deref() else {
@@ -276,14 +276,9 @@ impl AgentSession {
         }
         let mut last = match (end, charge) {
             (CallEnd::Billed, Some(charge)) => charge,
-            _ => serde_json::json!({
-                "charged_to": super::usage::CallSource::Agent.as_str(),
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "cost_usd": 0.0,
-            }),
+            _ => super::usage::LastCall::NOTHING,
         };
-        last["billed"] = serde_json::Value::from(end.billed());
+        last.billed = Some(end.billed());
         self.call_id = call;
         self.last_call = Some(last);
         self.refresh_facts();

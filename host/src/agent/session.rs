@@ -57,7 +57,7 @@ pub struct AgentSession {
     pub(crate) prices_json: Arc<str>,
     /// The last provider call's charge, as packs see it (`last_call`):
     /// what a pack adds to a counter shared by other processes.
-    pub(crate) last_call: Option<serde_json::Value>,
+    pub(crate) last_call: Option<super::usage::LastCall>,
     /// The provider call being prepared, unique in the process (`call` in
     /// the facts): a request the host offers again after a pause or a
     /// compaction keeps it, so a pack counting calls in a shared store
@@ -529,7 +529,7 @@ fn default_prices() -> &'static (Arc<PriceTable>, Arc<str>) {
 struct FactsView<'a> {
     call: u64,
     cost_usd: f64,
-    last_call: Option<&'a serde_json::Value>,
+    last_call: Option<&'a super::usage::LastCall>,
     model: &'a str,
     relayed: bool,
     source: &'a str,
@@ -574,7 +574,13 @@ mod tests {
             &PriceTable::default(),
         );
         let usage = ledger.to_json();
-        let last = json!({"model": "m", "input_tokens": 3});
+        let last = super::super::usage::LastCall {
+            billed: Some("reported"),
+            charged_to: CallSource::GateRetry,
+            cost_usd: 0.25,
+            input_tokens: 3,
+            output_tokens: 4,
+        };
         for (relayed, last_call, cost) in [
             (false, None, 0.0),
             (true, Some(&last), 0.1 + 0.2),
@@ -592,7 +598,11 @@ mod tests {
             };
             let mut old = json!({
                 "source": facts.source, "model": facts.model, "cost_usd": cost,
-                "usage": usage, "last_call": last_call, "call": 7,
+                "usage": usage, "last_call": last_call.map(|last| json!({
+                    "billed": last.billed, "charged_to": last.charged_to.as_str(),
+                    "cost_usd": last.cost_usd, "input_tokens": last.input_tokens,
+                    "output_tokens": last.output_tokens,
+                })), "call": 7,
             });
             if relayed {
                 old["relayed"] = json!(true);

@@ -254,6 +254,43 @@ impl Ledger {
     }
 }
 
+/// The last provider call's charge, as packs read it in the session's
+/// `last_call`: written as the JSON object it always was (its members in
+/// name order), with no value tree built for it per call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LastCall {
+    /// How the call was billed (`reported`, `unknown`, `none`), once the
+    /// exchange it was part of ended; absent while it is under way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub billed: Option<&'static str>,
+    /// The source it was charged to (`charged_to`, never `source`: packs
+    /// find a call's own source by the facts' first `"source":"`).
+    #[serde(serialize_with = "source_name")]
+    pub charged_to: CallSource,
+    /// What it cost, never below zero.
+    pub cost_usd: f64,
+    /// Its input tokens.
+    pub input_tokens: u64,
+    /// Its output tokens.
+    pub output_tokens: u64,
+}
+
+impl LastCall {
+    /// A call that charged nothing, to `Agent`.
+    pub const NOTHING: LastCall = LastCall {
+        billed: None,
+        charged_to: CallSource::Agent,
+        cost_usd: 0.0,
+        input_tokens: 0,
+        output_tokens: 0,
+    };
+}
+
+/// A source by its name.
+fn source_name<S: serde::Serializer>(source: &CallSource, to: S) -> Result<S::Ok, S::Error> {
+    to.serialize_str(source.as_str())
+}
+
 /// Appends `value` to `out` as `serde_json` writes it (a float that is
 /// not finite as `null`), straight into the bytes: no formatter, no value
 /// tree.
@@ -307,6 +344,31 @@ mod tests {
         let json = ledger.to_json();
         assert_eq!(json["gate_retry"]["input_tokens"], 500);
         assert!(json.get("compaction").is_none());
+    }
+
+    #[test]
+    fn a_last_call_reads_as_the_object_packs_always_saw() {
+        for (billed, cost) in [(None, 0.0), (Some("reported"), 0.1 + 0.2), (None, f64::NAN)] {
+            let last = LastCall {
+                billed,
+                charged_to: CallSource::GateRetry,
+                cost_usd: cost,
+                input_tokens: 1234,
+                output_tokens: 56,
+            };
+            let mut tree = serde_json::json!({
+                "charged_to": "gate_retry",
+                "input_tokens": 1234,
+                "output_tokens": 56,
+                "cost_usd": cost,
+            });
+            if let Some(billed) = billed {
+                tree["billed"] = serde_json::Value::from(billed);
+            }
+            let mut written = Vec::new();
+            put_json(&mut written, &last);
+            assert_eq!(String::from_utf8(written).unwrap(), tree.to_string());
+        }
     }
 
     #[test]

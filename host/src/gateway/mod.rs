@@ -95,8 +95,7 @@ use crate::state::StateService;
 use crate::tools::Workspace;
 use crate::types::Headers;
 use anthropic::Anthropic;
-use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -652,14 +651,16 @@ fn plain(status: StatusCode, line: &str) -> Response {
     (status, format!("{line}\n")).into_response()
 }
 
-/// `POST` of wire `W`, counted by status.
+/// `POST` of wire `W`, counted by status. The request is taken whole and
+/// its parts read in place (axum's `HeaderMap` extractor would clone the
+/// headers, each value a new allocation).
 async fn relay<W: Wire>(
     State(gateway): State<Arc<Gateway>>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
-    let response = exchange::answer::<W>(Arc::clone(&gateway), &headers, query, body).await;
+    let (parts, body) = request.into_parts();
+    let query = parts.uri.query().map(str::to_owned);
+    let response = exchange::answer::<W>(Arc::clone(&gateway), &parts.headers, query, body).await;
     gateway.metrics.request(W::NAME, response.status().as_u16());
     response
 }

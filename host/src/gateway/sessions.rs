@@ -175,7 +175,7 @@ pub(super) struct Lease {
     /// How that call stands: what it is charged when the lease ends.
     end: CallEnd,
     /// What the upstream reported it cost (`last_call` as charged).
-    charge: Option<serde_json::Value>,
+    charge: Option<crate::agent::LastCall>,
 }
 
 impl Lease {
@@ -239,7 +239,7 @@ impl Lease {
         self.session.charge_upstream(model, usage);
         if complete && reported {
             self.end = CallEnd::Billed;
-            self.charge.clone_from(&self.session.last_call);
+            self.charge = self.session.last_call;
         }
     }
 }

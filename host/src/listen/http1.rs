@@ -27,7 +27,7 @@ use super::{Answers, ConnectionLimits, WriteDeadline};
 use crate::http1::{Chunk, Framing, Piece, READ_SIZE};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Version};
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use futures_util::FutureExt;
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
@@ -280,8 +280,7 @@ async fn next_head(
         {
             let mut reader = reader(shared);
             if !reader.read.is_empty() {
-                if let Some((taken, head)) = head(&reader.read, max)? {
-                    reader.read.advance(taken);
+                if let Some(head) = head(&mut reader.read, max)? {
                     return Ok(Some(head));
                 }
             }

@@ -8,6 +8,7 @@
 
 use crate::http1::{content_length, tokens, Chunk, Framing, MAX_HEADERS};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, Version};
+use bytes::BytesMut;
 
 /// A request's head, read.
 pub(super) struct Head {
@@ -78,9 +79,10 @@ impl Fields {
     }
 }
 
-/// The request's head at the start of `read`, and how many bytes it
-/// took, once it is all there (at most `max` bytes).
-pub(super) fn head(read: &[u8], max: usize) -> Result<Option<(usize, Head)>, Refusal> {
+/// The request's head at the start of `read`, taken from it once it is
+/// all there (at most `max` bytes). Its target and header values are
+/// slices of the head's own bytes, not copies.
+pub(super) fn head(read: &mut BytesMut, max: usize) -> Result<Option<Head>, Refusal> {
     let too_long = || {
         Refusal(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -110,27 +112,38 @@ pub(super) fn head(read: &[u8], max: usize) -> Result<Option<(usize, Head)>, Ref
     };
     let method = Method::from_bytes(request.method.unwrap_or_default().as_bytes())
         .map_err(|_| bad("the request's method is not one".to_owned()))?;
-    let uri: Uri = request
-        .path
-        .unwrap_or_default()
-        .parse()
-        .map_err(|_| bad("the request's target is not a URI".to_owned()))?;
     let http11 = request.version == Some(1);
-    let mut headers = HeaderMap::with_capacity(request.headers.len());
+    // Where the target and each line lie in `read`, so they can be taken
+    // as slices of the head once it is split off.
+    let at = |part: &[u8]| {
+        let start = part.as_ptr() as usize - read.as_ptr() as usize;
+        (start, start + part.len())
+    };
+    let target = at(request.path.unwrap_or_default().as_bytes());
+    let mut lines = [((0, 0), (0, 0)); MAX_HEADERS];
+    let count = request.headers.len();
+    for (line, place) in request.headers.iter().zip(&mut lines) {
+        *place = (at(line.name.as_bytes()), at(line.value));
+    }
+    let head = read.split_to(taken).freeze();
+    let uri = Uri::from_maybe_shared(head.slice(target.0..target.1))
+        .map_err(|_| bad("the request's target is not a URI".to_owned()))?;
+    let mut headers = HeaderMap::with_capacity(count);
     let mut fields = Fields {
         keep_alive: http11,
         ..Fields::default()
     };
-    for line in &*request.headers {
-        let name = HeaderName::from_bytes(line.name.as_bytes()).map_err(|_| {
+    for &((name_from, name_to), (from, to)) in &lines[..count] {
+        let name = &head[name_from..name_to];
+        let name = HeaderName::from_bytes(name).map_err(|_| {
             bad(format!(
                 "the request's header name {:?} is not one",
-                line.name
+                String::from_utf8_lossy(name)
             ))
         })?;
-        let value = HeaderValue::from_bytes(line.value)
+        let value = HeaderValue::from_maybe_shared(head.slice(from..to))
             .map_err(|_| bad(format!("the request's {name} header cannot be read")))?;
-        fields.read(&name, line.value, http11)?;
+        fields.read(&name, value.as_bytes(), http11)?;
         headers.append(name, value);
     }
     let Fields {
@@ -148,30 +161,30 @@ pub(super) fn head(read: &[u8], max: usize) -> Result<Option<(usize, Head)>, Ref
         (true, None) => Framing::Chunked(Chunk::Size),
         (false, length) => Framing::Length(length.unwrap_or(0)),
     };
-    Ok(Some((
-        taken,
-        Head {
-            method,
-            uri,
-            version: if http11 {
-                Version::HTTP_11
-            } else {
-                Version::HTTP_10
-            },
-            headers,
-            body,
-            keep_alive,
-            expects_continue,
+    Ok(Some(Head {
+        method,
+        uri,
+        version: if http11 {
+            Version::HTTP_11
+        } else {
+            Version::HTTP_10
         },
-    )))
+        headers,
+        body,
+        keep_alive,
+        expects_continue,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// What `head` takes of `read`: how many bytes, and the head.
     fn parsed(read: &str) -> Result<Option<(usize, Head)>, Refusal> {
-        head(read.as_bytes(), 1024)
+        let mut buffer = BytesMut::from(read);
+        let head = head(&mut buffer, 1024)?;
+        Ok(head.map(|head| (read.len() - buffer.len(), head)))
     }
 
     fn whole(read: &str) -> Head {
@@ -232,9 +245,12 @@ mod tests {
         assert_eq!(refused(&long), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
         let many = "X: a\r\n".repeat(MAX_HEADERS + 1);
         assert_eq!(
-            head(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes(), 1 << 20)
-                .err()
-                .map(|r| r.0),
+            head(
+                &mut BytesMut::from(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()),
+                1 << 20
+            )
+            .err()
+            .map(|r| r.0),
             Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
         );
     }
