@@ -9,6 +9,7 @@
 //! and dropped within a cap ([`MAX_TRAILERS`]).
 
 use bytes::{Buf, Bytes, BytesMut};
+use std::ops::Range;
 
 /// The room a connection reads into (a head, a stream's events).
 pub(crate) const READ_SIZE: usize = 4 << 10;
@@ -52,6 +53,45 @@ pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .split(|&b| b == b',')
         .map(<[u8]>::trim_ascii)
         .filter(|token| !token.is_empty())
+}
+
+/// Where a parsed head's header lines lie in the bytes it was parsed
+/// from, so that once the head is split off its buffer each name and
+/// value is read as a slice of the head's own bytes: no copy a value.
+pub(crate) struct Lines {
+    places: [(Range<usize>, Range<usize>); MAX_HEADERS],
+    count: usize,
+}
+
+impl Lines {
+    /// The places of `lines` (parsed out of `read`) in `read`.
+    pub(crate) fn of(read: &[u8], lines: &[httparse::Header<'_>]) -> Self {
+        let mut places = std::array::from_fn(|_| (0..0, 0..0));
+        for (line, place) in lines.iter().zip(&mut places) {
+            *place = (at(read, line.name.as_bytes()), at(read, line.value));
+        }
+        Lines {
+            places,
+            count: lines.len().min(MAX_HEADERS),
+        }
+    }
+
+    /// Each line's name and value, as slices of `head` (the bytes the
+    /// lines were parsed from, frozen).
+    pub(crate) fn in_head<'a>(
+        &'a self,
+        head: &'a Bytes,
+    ) -> impl Iterator<Item = (&'a [u8], Bytes)> {
+        self.places[..self.count]
+            .iter()
+            .map(|(name, value)| (&head[name.clone()], head.slice(value.clone())))
+    }
+}
+
+/// Where `part`, a slice of `read`, lies in it.
+pub(crate) fn at(read: &[u8], part: &[u8]) -> Range<usize> {
+    let start = (part.as_ptr() as usize).saturating_sub(read.as_ptr() as usize);
+    start..start + part.len()
 }
 
 /// How a message's body is framed, and how much of it is still to come.

@@ -37,7 +37,7 @@ mod http1;
 use crate::http1::{Framing, Piece, READ_SIZE};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use http1::Parsed;
 use std::future::Future;
 use std::pin::Pin;
@@ -160,12 +160,9 @@ impl Connection {
     /// body.
     fn parsed_head(&mut self, bodiless: bool) -> Result<Option<http1::Head>, ClientError> {
         while !self.read.is_empty() {
-            match http1::head(&self.read, bodiless).map_err(ClientError::Failed)? {
-                Parsed::Head(taken, head) => {
-                    self.read.advance(taken);
-                    return Ok(Some(head));
-                }
-                Parsed::Interim(taken) => self.read.advance(taken),
+            match http1::head(&mut self.read, bodiless).map_err(ClientError::Failed)? {
+                Parsed::Head(head) => return Ok(Some(head)),
+                Parsed::Interim => {}
                 Parsed::Partial => return Ok(None),
             }
         }

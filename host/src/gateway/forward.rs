@@ -14,7 +14,7 @@
 use crate::providers::HttpSettings;
 use crate::upstream::{header_map, Client, ClientError, Reply, ReplyBody};
 use axum::body::Bytes;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue};
 use std::time::Duration;
 
 /// The connection's own headers (hop-by-hop): never passed on, either
@@ -215,17 +215,13 @@ impl Forwarder {
 /// The reply headers that go back to the client (see [`NOT_RETURNED`]
 /// and [`HOP_BY_HOP`]).
 pub(super) fn returned_headers(from: &HeaderMap) -> HeaderMap {
-    let mut out = HeaderMap::new();
+    let mut out = HeaderMap::with_capacity(from.len());
     for (name, value) in from {
         if NOT_RETURNED.contains(&name.as_str()) || HOP_BY_HOP.contains(&name.as_str()) {
             continue;
         }
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_str().as_bytes()),
-            HeaderValue::from_bytes(value.as_bytes()),
-        ) {
-            out.append(name, value);
-        }
+        // A value is a slice of the upstream's head: shared, not copied.
+        out.append(name.clone(), value.clone());
     }
     out
 }
@@ -265,6 +261,7 @@ pub(super) async fn read_body(mut body: ReplyBody, limit: u64) -> Result<Bytes, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderName;
 
     fn map(names: &[&str]) -> HeaderMap {
         let mut map = HeaderMap::new();

@@ -6,7 +6,7 @@
 //! coding other than `chunked` alone, a head that is not HTTP/1.x, a
 //! name or value that is not one.
 
-use crate::http1::{content_length, tokens, Chunk, Framing, MAX_HEADERS};
+use crate::http1::{at, content_length, tokens, Chunk, Framing, Lines, MAX_HEADERS};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, Version};
 use bytes::BytesMut;
 
@@ -115,33 +115,25 @@ pub(super) fn head(read: &mut BytesMut, max: usize) -> Result<Option<Head>, Refu
     let http11 = request.version == Some(1);
     // Where the target and each line lie in `read`, so they can be taken
     // as slices of the head once it is split off.
-    let at = |part: &[u8]| {
-        let start = part.as_ptr() as usize - read.as_ptr() as usize;
-        (start, start + part.len())
-    };
-    let target = at(request.path.unwrap_or_default().as_bytes());
-    let mut lines = [((0, 0), (0, 0)); MAX_HEADERS];
+    let target = at(read, request.path.unwrap_or_default().as_bytes());
+    let lines = Lines::of(read, request.headers);
     let count = request.headers.len();
-    for (line, place) in request.headers.iter().zip(&mut lines) {
-        *place = (at(line.name.as_bytes()), at(line.value));
-    }
     let head = read.split_to(taken).freeze();
-    let uri = Uri::from_maybe_shared(head.slice(target.0..target.1))
+    let uri = Uri::from_maybe_shared(head.slice(target))
         .map_err(|_| bad("the request's target is not a URI".to_owned()))?;
     let mut headers = HeaderMap::with_capacity(count);
     let mut fields = Fields {
         keep_alive: http11,
         ..Fields::default()
     };
-    for &((name_from, name_to), (from, to)) in &lines[..count] {
-        let name = &head[name_from..name_to];
+    for (name, value) in lines.in_head(&head) {
         let name = HeaderName::from_bytes(name).map_err(|_| {
             bad(format!(
                 "the request's header name {:?} is not one",
                 String::from_utf8_lossy(name)
             ))
         })?;
-        let value = HeaderValue::from_maybe_shared(head.slice(from..to))
+        let value = HeaderValue::from_maybe_shared(value)
             .map_err(|_| bad(format!("the request's {name} header cannot be read")))?;
         fields.read(&name, value.as_bytes(), http11)?;
         headers.append(name, value);

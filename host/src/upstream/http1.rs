@@ -8,8 +8,9 @@
 //! only and one value, and an answer that gives both a length and chunks
 //! is refused (the shape of response splitting).
 
-use crate::http1::{content_length, tokens, Chunk, Framing, MAX_HEADERS};
+use crate::http1::{content_length, tokens, Chunk, Framing, Lines, MAX_HEADERS};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use bytes::{Buf, BytesMut};
 
 /// The most bytes an answer's head may take.
 pub(super) const MAX_HEAD: usize = 64 << 10;
@@ -86,22 +87,24 @@ pub(super) struct Head {
 /// What the bytes read so far hold.
 #[derive(Debug)]
 pub(super) enum Parsed {
-    /// Not the whole head yet.
+    /// Not the whole head yet (nothing taken).
     Partial,
-    /// An interim (1xx) answer of this many bytes, to skip.
-    Interim(usize),
-    /// The head, and how many bytes it took.
-    Head(usize, Head),
+    /// An interim (1xx) answer, taken and skipped.
+    Interim,
+    /// The head.
+    Head(Head),
 }
 
-/// The answer's head at the start of `read`, if it is all there;
-/// `bodiless`: the request was one whose answer has no body (`HEAD`).
+/// The answer's head at the start of `read`, taken off it once it is all
+/// there (an interim answer is taken and skipped); `bodiless`: the
+/// request was one whose answer has no body (`HEAD`). Header values are
+/// slices of the head's own bytes, not copies.
 ///
 /// # Errors
 ///
 /// A line for the operator when the head is not HTTP/1.x, too long, or
 /// frames its body in a way that cannot be trusted.
-pub(super) fn head(read: &[u8], bodiless: bool) -> Result<Parsed, String> {
+pub(super) fn head(read: &mut BytesMut, bodiless: bool) -> Result<Parsed, String> {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut slots);
     let taken = match response.parse(read) {
@@ -125,29 +128,37 @@ pub(super) fn head(read: &[u8], bodiless: bool) -> Result<Parsed, String> {
         return Err("the upstream switched protocols, which was not asked".to_owned());
     }
     if status.is_informational() {
-        return Ok(Parsed::Interim(taken));
+        read.advance(taken);
+        return Ok(Parsed::Interim);
     }
     let http11 = response.version == Some(1);
-    let mut headers = HeaderMap::with_capacity(response.headers.len());
+    let lines = Lines::of(read, response.headers);
+    let count = response.headers.len();
+    let head = read.split_to(taken).freeze();
+    let mut headers = HeaderMap::with_capacity(count);
     let mut length: Option<u64> = None;
     let mut chunked: Option<bool> = None;
     let mut keep_alive = http11;
-    for line in &*response.headers {
-        let name = HeaderName::from_bytes(line.name.as_bytes())
-            .map_err(|_| format!("the answer's header name {:?} is not one", line.name))?;
-        let value = HeaderValue::from_bytes(line.value)
+    for (name, value) in lines.in_head(&head) {
+        let name = HeaderName::from_bytes(name).map_err(|_| {
+            format!(
+                "the answer's header name {:?} is not one",
+                String::from_utf8_lossy(name)
+            )
+        })?;
+        let value = HeaderValue::from_maybe_shared(value)
             .map_err(|_| format!("the answer's {name} header cannot be read"))?;
         if name == header::CONTENT_LENGTH {
-            let given = content_length(line.value, "the answer")?;
+            let given = content_length(value.as_bytes(), "the answer")?;
             if length.is_some_and(|known| known != given) {
                 return Err("the answer gives two lengths".to_owned());
             }
             length = Some(given);
         } else if name == header::TRANSFER_ENCODING {
-            let last = tokens(line.value).last().unwrap_or_default();
+            let last = tokens(value.as_bytes()).last().unwrap_or_default();
             chunked = Some(last.eq_ignore_ascii_case(b"chunked"));
         } else if name == header::CONNECTION {
-            for token in tokens(line.value) {
+            for token in tokens(value.as_bytes()) {
                 if token.eq_ignore_ascii_case(b"close") {
                     keep_alive = false;
                 } else if token.eq_ignore_ascii_case(b"keep-alive") && !http11 {
@@ -174,15 +185,12 @@ pub(super) fn head(read: &[u8], bodiless: bool) -> Result<Parsed, String> {
                 (None, Some(length)) => Framing::Length(length),
             }
         };
-    Ok(Parsed::Head(
-        taken,
-        Head {
-            status,
-            headers,
-            framing,
-            keep_alive,
-        },
-    ))
+    Ok(Parsed::Head(Head {
+        status,
+        headers,
+        framing,
+        keep_alive,
+    }))
 }
 
 #[cfg(test)]
@@ -190,12 +198,19 @@ mod tests {
     use super::*;
 
     fn parsed(read: &str) -> Result<Parsed, String> {
-        head(read.as_bytes(), false)
+        taken(read).1
+    }
+
+    /// How many bytes `head` takes of `read`, and what it says.
+    fn taken(read: &str) -> (usize, Result<Parsed, String>) {
+        let mut buffer = BytesMut::from(read);
+        let parsed = head(&mut buffer, false);
+        (read.len() - buffer.len(), parsed)
     }
 
     fn whole(read: &str) -> (usize, Head) {
-        match parsed(read) {
-            Ok(Parsed::Head(taken, head)) => (taken, head),
+        match taken(read) {
+            (taken, Ok(Parsed::Head(head))) => (taken, head),
             other => panic!("{other:?}"),
         }
     }
@@ -230,8 +245,8 @@ mod tests {
             Ok(Parsed::Partial)
         ));
         assert!(matches!(
-            parsed("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
-            Ok(Parsed::Interim(25))
+            taken("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
+            (25, Ok(Parsed::Interim))
         ));
         let (taken, head) = whole("HTTP/1.1 201 Created\r\nContent-Length: 3\r\nX: y\r\n\r\nabc");
         assert_eq!(taken, 49);
