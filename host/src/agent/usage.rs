@@ -287,6 +287,10 @@ impl LastCall {
 }
 
 /// A source by its name.
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's `serialize_with` hands the field by reference"
+)]
 fn source_name<S: serde::Serializer>(source: &CallSource, to: S) -> Result<S::Ok, S::Error> {
     to.serialize_str(source.as_str())
 }
