@@ -651,9 +651,8 @@ fn plain(status: StatusCode, line: &str) -> Response {
     (status, format!("{line}\n")).into_response()
 }
 
-/// `POST` of wire `W`, counted by status. The request is taken whole and
-/// its parts read in place (axum's `HeaderMap` extractor would clone the
-/// headers, each value a new allocation).
+/// `POST` of wire `W`, counted by status; its headers read in place
+/// (axum's `HeaderMap` extractor would clone each value).
 async fn relay<W: Wire>(
     State(gateway): State<Arc<Gateway>>,
     request: axum::extract::Request,
