@@ -56,8 +56,8 @@ pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// Where a parsed head's header lines lie in the bytes it was parsed
-/// from, so that once the head is split off its buffer each name and
-/// value is read as a slice of the head's own bytes: no copy a value.
+/// from, so that once the head is taken off its buffer ([`take_head`])
+/// each name and value is read as a slice of the head: no copy a value.
 pub(crate) struct Lines {
     places: [(Range<usize>, Range<usize>); MAX_HEADERS],
     count: usize,
@@ -86,6 +86,16 @@ impl Lines {
             .iter()
             .map(|(name, value)| (&head[name.clone()], head.slice(value.clone())))
     }
+}
+
+/// The first `taken` bytes of `read` (a head just parsed), taken off it
+/// into an allocation of their own: one copy for the whole head, and the
+/// slices made of it (its header values) hold only the head, never the
+/// connection's read buffer, however long they live.
+pub(crate) fn take_head(read: &mut BytesMut, taken: usize) -> Bytes {
+    let head = Bytes::copy_from_slice(&read[..taken]);
+    read.advance(taken);
+    head
 }
 
 /// Where `part`, a slice of `read`, lies in it.

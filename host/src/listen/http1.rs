@@ -376,6 +376,9 @@ async fn write_answer(
     };
     let mut out = Vec::with_capacity(256);
     write_head(&mut out, status, &parts.headers, framing, answering);
+    // Not held while the body streams (its values may share the
+    // upstream's read buffer).
+    drop(parts);
     if answering.bodiless || framing == Out::None {
         return writer.write_all(&out).await.is_ok() && answering.keep_alive;
     }

@@ -6,7 +6,7 @@
 //! coding other than `chunked` alone, a head that is not HTTP/1.x, a
 //! name or value that is not one.
 
-use crate::http1::{at, content_length, tokens, Chunk, Framing, Lines, MAX_HEADERS};
+use crate::http1::{at, content_length, take_head, tokens, Chunk, Framing, Lines, MAX_HEADERS};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, Version};
 use bytes::BytesMut;
 
@@ -114,11 +114,11 @@ pub(super) fn head(read: &mut BytesMut, max: usize) -> Result<Option<Head>, Refu
         .map_err(|_| bad("the request's method is not one".to_owned()))?;
     let http11 = request.version == Some(1);
     // Where the target and each line lie in `read`, so they can be taken
-    // as slices of the head once it is split off.
+    // as slices of the head once it is taken off.
     let target = at(read, request.path.unwrap_or_default().as_bytes());
     let lines = Lines::of(read, request.headers);
     let count = request.headers.len();
-    let head = read.split_to(taken).freeze();
+    let head = take_head(read, taken);
     let uri = Uri::from_maybe_shared(head.slice(target))
         .map_err(|_| bad("the request's target is not a URI".to_owned()))?;
     let mut headers = HeaderMap::with_capacity(count);

@@ -8,7 +8,7 @@
 //! only and one value, and an answer that gives both a length and chunks
 //! is refused (the shape of response splitting).
 
-use crate::http1::{content_length, tokens, Chunk, Framing, Lines, MAX_HEADERS};
+use crate::http1::{content_length, take_head, tokens, Chunk, Framing, Lines, MAX_HEADERS};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use bytes::{Buf, BytesMut};
 
@@ -134,7 +134,7 @@ pub(super) fn head(read: &mut BytesMut, bodiless: bool) -> Result<Parsed, String
     let http11 = response.version == Some(1);
     let lines = Lines::of(read, response.headers);
     let count = response.headers.len();
-    let head = read.split_to(taken).freeze();
+    let head = take_head(read, taken);
     let mut headers = HeaderMap::with_capacity(count);
     let mut length: Option<u64> = None;
     let mut chunked: Option<bool> = None;
