@@ -98,10 +98,16 @@ pub(crate) fn take_head(read: &mut BytesMut, taken: usize) -> Bytes {
     head
 }
 
-/// Where `part`, a slice of `read`, lies in it.
+/// Where `part`, a slice of `read`, lies in it; an empty range for a
+/// part that does not lie in it (a parser's default `""`), never one
+/// that would slice past the head.
 pub(crate) fn at(read: &[u8], part: &[u8]) -> Range<usize> {
-    let start = (part.as_ptr() as usize).saturating_sub(read.as_ptr() as usize);
-    start..start + part.len()
+    let start = (part.as_ptr() as usize).wrapping_sub(read.as_ptr() as usize);
+    if start <= read.len() && part.len() <= read.len() - start {
+        start..start + part.len()
+    } else {
+        0..0
+    }
 }
 
 /// How a message's body is framed, and how much of it is still to come.
@@ -282,6 +288,16 @@ fn chunk_size(line: &[u8]) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_is_placed_in_its_head_and_a_stranger_nowhere() {
+        let read = b"GET /x HTTP/1.1\r\n".to_vec();
+        assert_eq!(at(&read, &read[4..6]), 4..6);
+        assert_eq!(at(&read, &read[read.len()..]), read.len()..read.len());
+        let elsewhere = b"/elsewhere".to_vec();
+        assert_eq!(at(&read, &elsewhere), 0..0);
+        assert_eq!(at(&read, b""), 0..0);
+    }
 
     /// Every piece of `body` under `framing`, until its end or `More`.
     fn pieces(mut framing: Framing, body: &str) -> (Vec<String>, Result<Piece, String>) {
