@@ -1352,10 +1352,16 @@ const ALLOW: &str = "chimera, every pack (allow)";
 const ALL_FILES: &str = "chimera, every pack from fifteen files (downgrade)";
 
 /// The load generator's client: keep-alive, up to 4 096 idle connections
-/// to a host.
+/// to a host, each kept idle at most 20 s: under the gateways' own idle
+/// limits (chimera's header timeout 30 s, nginx's keep-alive 75 s), so a
+/// request is not sent on a connection the gateway is closing as idle
+/// (with reqwest's default of 90 s that race can lose a request,
+/// "connection closed before message completed", and the bench then
+/// drops the way).
 fn new_client() -> reqwest::Client {
     reqwest::Client::builder()
         .pool_max_idle_per_host(4096)
+        .pool_idle_timeout(Duration::from_secs(20))
         .build()
         .expect("a client")
 }
