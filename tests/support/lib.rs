@@ -58,6 +58,15 @@ fn cargo_build(dir: &Path, args: &[&str], env: &[(&str, &str)], what: &str) {
 fn cargo(dir: &Path, command: &str, args: &[&str], env: &[(&str, &str)], what: &str) {
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cargo.current_dir(dir).args([command, "--quiet"]).args(args);
+    // What cargo set for this test or bench (its package's directory,
+    // name, version) is not the build's: ring's build script watches some
+    // of it, so a build inheriting it would rebuild ring and all above it,
+    // and the user's next plain `cargo build` would rebuild them again.
+    for (key, _) in std::env::vars_os() {
+        if let Some(key) = key.to_str().filter(|key| package_variable(key)) {
+            cargo.env_remove(key);
+        }
+    }
     if release() {
         cargo.arg("--release");
     }
@@ -70,6 +79,19 @@ fn cargo(dir: &Path, command: &str, args: &[&str], env: &[(&str, &str)], what: &
         "building {what} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Whether `key` is one of the variables cargo sets for the package whose
+/// test or bench is running.
+fn package_variable(key: &str) -> bool {
+    key.starts_with("CARGO_PKG_")
+        || matches!(
+            key,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+        )
 }
 
 /// Builds the workspace once per test run, as a user does (`cargo build
