@@ -41,7 +41,7 @@
 //!   gateway's sessions); every request without a key is one client.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -327,33 +327,30 @@ fn client_of(session: &str) -> &str {
     }
 }
 
-/// How often the budget clock ticks: the resolution call budgets are
-/// measured at.
-pub(crate) const TICK: Duration = Duration::from_millis(5);
-
-/// The clock call budgets are measured with: a tick count kept by one
-/// background thread (`chimera-clock`, started the first time a pack with a
-/// budget is called; it wakes every [`TICK`]), so reading it is one relaxed
-/// atomic load — a few nanoseconds cheaper than even the kernel's coarse
-/// clock, which matters at both ends of every run of pack interceptors.
-/// Accurate to one tick.
+/// The clock call budgets and stream windows are measured with: the
+/// kernel's coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`, read through
+/// the vDSO without entering the kernel, ~10 ns), accurate to one
+/// scheduler tick (1–10 ms; 4 ms on the machines measured). It costs
+/// nothing while nothing reads it: no thread wakes to keep it (a ticking
+/// thread cost an idle gateway 200 wake-ups a second, and a request at
+/// 100/s with every pack a fifth of its CPU; BENCHMARKS.md, thirteenth
+/// round). Elsewhere, the standard monotonic clock.
 pub(crate) fn coarse_now() -> Duration {
-    static TICKS: AtomicU64 = AtomicU64::new(0);
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        let origin = Instant::now();
-        let spawned = std::thread::Builder::new()
-            .name("chimera-clock".to_owned())
-            .spawn(move || loop {
-                std::thread::sleep(TICK);
-                let elapsed = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
-                TICKS.store(elapsed, Ordering::Relaxed);
-            });
-        if let Err(error) = spawned {
-            tracing::warn!(%error, "no clock thread: call budgets cannot be measured");
-        }
-    });
-    Duration::from_millis(TICKS.load(Ordering::Relaxed))
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        // The monotonic clock is never negative and its nanoseconds are
+        // below a second: nothing is lost by either conversion.
+        Duration::new(
+            u64::try_from(now.tv_sec).unwrap_or(0),
+            u32::try_from(now.tv_nsec).unwrap_or(0),
+        )
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    {
+        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed()
+    }
 }
 
 #[cfg(test)]
@@ -478,5 +475,22 @@ mod tests {
         assert!(health.quarantine().is_none(), "two clients are not enough");
         health.failed("key-bbbb");
         assert!(health.quarantine().is_some(), "the third client's failure");
+    }
+
+    #[test]
+    fn the_budget_clock_advances_and_keeps_no_thread_awake() {
+        let start = coarse_now();
+        std::thread::sleep(Duration::from_millis(40));
+        let elapsed = coarse_now().saturating_sub(start);
+        // One scheduler tick of resolution at either end, at most 10 ms.
+        assert!(
+            elapsed >= Duration::from_millis(20) && elapsed < Duration::from_secs(5),
+            "{elapsed:?}"
+        );
+        let threads = std::fs::read_dir("/proc/self/task").expect("this process's threads");
+        for thread in threads {
+            let comm = std::fs::read_to_string(thread.unwrap().path().join("comm")).unwrap();
+            assert_ne!(comm.trim(), "chimera-clock", "a thread ticks for the clock");
+        }
     }
 }
