@@ -509,7 +509,12 @@ impl AgentSession {
     /// the loop then behaves exactly as a host without interception.
     #[must_use]
     pub fn effective_interceptors(&self) -> Option<Arc<Interceptors>> {
-        let plugins = self.registry.as_ref().and_then(|r| r.snapshot());
+        // The registry's chains as they stand, built once per change of
+        // the packs and shared (not a bundle of its own built and dropped
+        // on every turn; a gateway starts a turn on every request). A
+        // bundle is never changed once built: a pack loaded or swapped
+        // during the turn shows in the next one, as before.
+        let plugins = self.registry.as_ref().map(|r| r.current());
         merge_interceptors(&[plugins.as_ref(), self.host.as_ref()])
     }
 }

@@ -87,6 +87,25 @@ impl Limit {
     }
 }
 
+/// The request's `max_tokens` when it is a whole number (0 otherwise, or
+/// when the arguments are not a JSON object): only that member is read,
+/// the others skipped without a value built for them.
+fn max_tokens(kwargs_json: &str) -> u64 {
+    #[derive(serde::Deserialize)]
+    struct Kwargs {
+        max_tokens: Option<serde_json::Value>,
+    }
+    // A derived struct reads an array as its members in order: only an
+    // object is the arguments.
+    if !kwargs_json.trim_start().starts_with('{') {
+        return 0;
+    }
+    serde_json::from_str::<Kwargs>(kwargs_json)
+        .ok()
+        .and_then(|kwargs| kwargs.max_tokens?.as_u64())
+        .unwrap_or(0)
+}
+
 fn today() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -104,11 +123,7 @@ impl TokenBudget {
             reason = "an estimate: characters / 4 × a positive factor"
         )]
         let input = (chars as f64 / 4.0 * self.estimate_factor) as u64;
-        let output = serde_json::from_str::<serde_json::Value>(request.kwargs_json())
-            .ok()
-            .and_then(|kwargs| kwargs.get("max_tokens").and_then(serde_json::Value::as_u64))
-            .unwrap_or(0);
-        (input, output)
+        (input, max_tokens(request.kwargs_json()))
     }
 
     fn price(&self, usage: &Usage, model: &str) -> Option<Price> {
@@ -472,6 +487,30 @@ mod tests {
                 })
                 .collect(),
             ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn max_tokens_reads_as_the_value_tree_did() {
+        let tree = |kwargs: &str| {
+            serde_json::from_str::<serde_json::Value>(kwargs)
+                .ok()
+                .and_then(|kwargs| kwargs.get("max_tokens").and_then(serde_json::Value::as_u64))
+                .unwrap_or(0)
+        };
+        for kwargs in [
+            r#"{"max_tokens":512,"temperature":0.5,"stop":["a"],"x":{"y":[1,2]}}"#,
+            r#"{"temperature":0.5}"#,
+            r#"{"max_tokens":-1}"#,
+            r#"{"max_tokens":1.5}"#,
+            r#"{"max_tokens":"512"}"#,
+            r#"{"max_tokens":null}"#,
+            r#"{"max_tokens":18446744073709551615}"#,
+            "[512]",
+            "",
+            "not json",
+        ] {
+            assert_eq!(max_tokens(kwargs), tree(kwargs), "{kwargs}");
         }
     }
 

@@ -115,15 +115,27 @@ impl<'a> Session<'a> {
         struct Facts {
             last_call: Option<LastCall>,
         }
+        // Its members named one by one (not `SourceUsage` flattened in,
+        // which buffers the whole object before reading it), the rest of
+        // the facts skipped unread.
         #[derive(serde::Deserialize)]
+        #[serde(default)]
+        #[derive(Default)]
         struct LastCall {
-            #[serde(default)]
             charged_to: String,
-            #[serde(flatten)]
-            usage: SourceUsage,
+            input_tokens: u64,
+            output_tokens: u64,
+            cost_usd: f64,
         }
         let facts: Facts = serde_json::from_str(self.0.extension_json.as_str()).ok()?;
-        facts.last_call.map(|last| (last.charged_to, last.usage))
+        facts.last_call.map(|last| {
+            let usage = SourceUsage {
+                input_tokens: last.input_tokens,
+                output_tokens: last.output_tokens,
+                cost_usd: last.cost_usd,
+            };
+            (last.charged_to, usage)
+        })
     }
     /// How the host knows what the last provider call was billed: the
     /// provider's report ([`Billing::Reported`]: what
@@ -545,5 +557,52 @@ impl<'a> Segment<'a> {
     #[must_use]
     pub fn can_replace(&self) -> bool {
         self.replace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NoticeSlot, Session, SourceUsage};
+    use crate::abi::SessionView;
+    use abi_stable::std_types::RStr;
+
+    fn last_call_of(extension: &str) -> Option<(String, SourceUsage)> {
+        let view = SessionView {
+            session_id: RStr::from_str("s"),
+            turn_index: 0,
+            provider_calls_this_turn: 0,
+            tool_calls_this_turn: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            extension_json: RStr::from_str(extension),
+        };
+        let slot = NoticeSlot::default();
+        Session(&view, &slot).last_call()
+    }
+
+    #[test]
+    fn the_last_call_is_read_member_by_member_among_the_other_facts() {
+        let facts = r#"{"capabilities":["edits"],"call":7,"cost_usd":0.5,
+            "last_call":{"billed":"reported","charged_to":"gate_retry","cost_usd":0.25,
+            "input_tokens":3,"output_tokens":4},"model":"m","source":"agent",
+            "usage":{"agent":{"cost_usd":0.5,"input_tokens":9,"output_tokens":9}},
+            "prices":{"m":{"input":1.5,"output":2.0}}}"#;
+        let usage = SourceUsage {
+            input_tokens: 3,
+            output_tokens: 4,
+            cost_usd: 0.25,
+        };
+        assert_eq!(last_call_of(facts), Some(("gate_retry".to_owned(), usage)));
+        // Members left out are zero; a member of the wrong type, or no
+        // last call, is none.
+        let partial = r#"{"last_call":{"charged_to":"agent","input_tokens":3}}"#;
+        let usage = SourceUsage {
+            input_tokens: 3,
+            ..SourceUsage::default()
+        };
+        assert_eq!(last_call_of(partial), Some(("agent".to_owned(), usage)));
+        assert_eq!(last_call_of(r#"{"last_call":{"input_tokens":"3"}}"#), None);
+        assert_eq!(last_call_of(r#"{"last_call":null}"#), None);
+        assert_eq!(last_call_of("{}"), None);
     }
 }
