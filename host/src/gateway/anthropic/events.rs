@@ -20,7 +20,7 @@
 //!
 //! A stream that ends without `message_stop` ends with an `error` event.
 
-use super::super::events::{sse, EventRelay, EventWire, Judging, Step, Streamed};
+use super::super::events::{sse, sse_bytes, EventRelay, EventWire, Judging, Step, Streamed};
 use super::super::views::usage_of;
 use super::super::wire::{Refusal, Wire};
 use crate::agent::{AgentSession, CallVerdict, JudgedChoice, StreamGate};
@@ -135,7 +135,7 @@ impl EventRelay for Relay<'_> {
                     self.judging.exchange,
                     src,
                 );
-                Step::Error(sse(&event.kind, &String::from_utf8_lossy(&judged)))
+                Step::Error(sse_bytes(&event.kind, &judged))
             }
             _ if self.holding() => {
                 self.queue.push(Queued::Raw(sse(&event.kind, &event.data)));
@@ -189,7 +189,7 @@ impl Relay<'_> {
             .and_then(|b| b.get(src, "type"))
             .and_then(|t| t.text(src))
             .unwrap_or_default();
-        let raw = sse(kind, &String::from_utf8_lossy(src));
+        let raw = sse_bytes(kind, src);
         match block_kind.as_ref() {
             "text" => {
                 let gate = self.judging.session.stream_gate(self.judging.exchange);
@@ -254,7 +254,7 @@ impl Relay<'_> {
 
     fn block_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         let index = index_of(src, root);
-        let raw = sse(kind, &String::from_utf8_lossy(src));
+        let raw = sse_bytes(kind, src);
         let delta = root.get(src, "delta");
         let holding = self.holding();
         match self.block(index) {
@@ -297,7 +297,7 @@ impl Relay<'_> {
 
     fn block_stop(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
         let index = index_of(src, root);
-        let raw = sse(kind, &String::from_utf8_lossy(src));
+        let raw = sse_bytes(kind, src);
         let holding = self.holding();
         match self.block(index) {
             Some(Block::Text { .. }) if holding => String::new(),
@@ -424,7 +424,7 @@ impl Relay<'_> {
             }
         }
         let data = splice.render(src).unwrap_or_else(|_| src.to_vec());
-        out.push_str(&sse(kind, &String::from_utf8_lossy(&data)));
+        out.push_str(&sse_bytes(kind, &data));
         out
     }
 

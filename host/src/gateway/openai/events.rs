@@ -15,7 +15,7 @@
 //! `[DONE]` pass as they came; a stream without `[DONE]` ends with an
 //! error chunk.
 
-use super::super::events::{sse, Judging, StreamContext, StreamWire, Streamed};
+use super::super::events::{sse, sse_bytes, Judging, StreamContext, StreamWire, Streamed};
 use super::super::views;
 use super::super::views::{arguments_of, arguments_text};
 use super::super::wire::{Refusal, Wire};
@@ -118,8 +118,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
                 relay.judging.exchange,
                 src,
             );
-            out.send(sse(&event.kind, &String::from_utf8_lossy(&judged)))
-                .await;
+            out.send(sse_bytes(&event.kind, &judged)).await;
             streamed.broken = Some(String::new());
             return streamed;
         }
@@ -501,7 +500,7 @@ impl Relay<'_> {
             members.push(("usage", usage.to_vec()));
         }
         let data = crate::jsondoc::object_from(members.iter().map(|(k, v)| (*k, v.as_slice())));
-        sse("", &String::from_utf8_lossy(&data))
+        sse_bytes("", &data)
     }
 }
 

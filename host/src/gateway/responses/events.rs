@@ -32,7 +32,7 @@
 //! (items, parts, held events, numbering) whose pieces share that state;
 //! split, each piece would reach into the others'.
 
-use super::super::events::{sse, EventRelay, EventWire, Judging, Step, Streamed};
+use super::super::events::{sse, sse_bytes, EventRelay, EventWire, Judging, Step, Streamed};
 use super::super::views;
 use super::super::wire::{Refusal, Wire};
 use super::reply::{call_field, message_item, new_item_id, part_field};
@@ -384,7 +384,7 @@ impl Relay<'_> {
                 }
             }
         }
-        sse(kind, &String::from_utf8_lossy(data))
+        sse_bytes(kind, data)
     }
 
     /// The client's output index for the upstream's `upstream` (a new
