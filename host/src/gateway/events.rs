@@ -253,10 +253,10 @@ pub(super) fn sse(kind: &str, data: &str) -> String {
     out
 }
 
-/// [`sse`] of an event's data as bytes (JSON text, so UTF-8, a stray
-/// byte that is not shown as U+FFFD): checked by `str::from_utf8`, whose
-/// ASCII runs go a word at a time, not byte by byte as a lossy reading's
-/// are (3 % of a streamed Responses relay's CPU).
+/// [`sse`] of an event's data given as bytes: JSON text, so UTF-8 (a
+/// byte that is not is written as U+FFFD). Checked by `str::from_utf8`,
+/// which goes over ASCII a word at a time, and read lossily (byte by
+/// byte, 3 % of a streamed Responses relay's CPU) only when that fails.
 pub(super) fn sse_bytes(kind: &str, data: &[u8]) -> String {
     match std::str::from_utf8(data) {
         Ok(text) => sse(kind, text),
