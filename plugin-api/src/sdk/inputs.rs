@@ -118,9 +118,8 @@ impl<'a> Session<'a> {
         // Its members named one by one (not `SourceUsage` flattened in,
         // which buffers the whole object before reading it), the rest of
         // the facts skipped unread.
-        #[derive(serde::Deserialize)]
+        #[derive(Default, serde::Deserialize)]
         #[serde(default)]
-        #[derive(Default)]
         struct LastCall {
             charged_to: String,
             input_tokens: u64,
