@@ -244,12 +244,17 @@ pub(super) fn sse(kind: &str, data: &str) -> String {
         out.push_str(kind);
         out.push('\n');
     }
-    for line in data.split('\n') {
+    let mut rest = data;
+    // Lines found by `memchr` (JSON text mostly has none).
+    while let Some(at) = memchr::memchr(b'\n', rest.as_bytes()) {
         out.push_str("data: ");
-        out.push_str(line);
+        out.push_str(&rest[..at]);
         out.push('\n');
+        rest = &rest[at + 1..];
     }
-    out.push('\n');
+    out.push_str("data: ");
+    out.push_str(rest);
+    out.push_str("\n\n");
     out
 }
 
@@ -412,6 +417,17 @@ async fn relay_events<'a, R: EventRelay + 'a>(
 #[cfg(test)]
 mod tests {
     use super::{sse, sse_bytes};
+
+    #[test]
+    fn an_event_is_one_data_line_for_each_of_its_lines() {
+        assert_eq!(sse("", "{}"), "data: {}\n\n");
+        assert_eq!(sse("k", ""), "event: k\ndata: \n\n");
+        assert_eq!(
+            sse("k", "{\n\"a\": 1\n}\n"),
+            "event: k\ndata: {\ndata: \"a\": 1\ndata: }\ndata: \n\n"
+        );
+        assert_eq!(sse("", "\n\n"), "data: \ndata: \ndata: \n\n");
+    }
 
     #[test]
     fn an_events_bytes_are_written_as_its_text_a_stray_byte_as_a_replacement() {

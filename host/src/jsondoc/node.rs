@@ -61,7 +61,7 @@ impl Key {
     pub fn text<'a>(&'a self, src: &'a [u8]) -> Cow<'a, str> {
         match &self.decoded {
             Some(text) => Cow::Borrowed(text),
-            None => String::from_utf8_lossy(self.bytes(src)),
+            None => utf8(self.bytes(src)),
         }
     }
 
@@ -172,9 +172,7 @@ impl Node {
     #[must_use]
     pub fn text<'a>(&self, src: &'a [u8]) -> Option<Cow<'a, str>> {
         match self.kind {
-            Kind::String { escaped: false } => {
-                Some(String::from_utf8_lossy(inner(src, &self.span)))
-            }
+            Kind::String { escaped: false } => Some(utf8(inner(src, &self.span))),
             Kind::String { escaped: true } => Some(Cow::Owned(decode(inner(src, &self.span)))),
             _ => None,
         }
@@ -224,6 +222,16 @@ impl Node {
 fn inner<'a>(src: &'a [u8], span: &Range<usize>) -> &'a [u8] {
     src.get(span.start + 1..span.end.saturating_sub(1))
         .unwrap_or_default()
+}
+
+/// `bytes` as text: borrowed when they are UTF-8 (always, from the
+/// source that was parsed: checked by `str::from_utf8`, a word at a time
+/// over ASCII), read lossily otherwise (a byte at a time).
+fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// The text of a string literal's content (the bytes between its

@@ -4,6 +4,7 @@
 use super::error::{ParseError, ParseErrorKind};
 use super::limits::Limits;
 use super::node::{decode, Key, Kind, Node};
+use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
 use std::hash::BuildHasher;
@@ -31,25 +32,72 @@ const HASH_FROM: usize = 16;
 pub fn parse(src: &[u8], limits: &Limits) -> Result<Node, ParseError> {
     let text = std::str::from_utf8(src)
         .map_err(|error| ParseError::new(ParseErrorKind::InvalidUtf8, error.valid_up_to()))?;
+    let Scratch {
+        frames,
+        items,
+        members,
+    } = SCRATCH.try_with(Cell::take).unwrap_or_default();
     let mut parser = Parser {
         src,
         text,
         pos: 0,
         limits,
-        frames: Vec::new(),
-        items: Vec::new(),
-        members: Vec::new(),
+        frames,
+        items,
+        members,
         hasher: None,
     };
-    let root = parser.tree()?;
-    parser.skip_whitespace();
-    match parser.char_at(parser.pos) {
-        None => Ok(root),
-        Some(found) => Err(ParseError::new(
-            ParseErrorKind::TrailingCharacters { found },
-            parser.pos,
-        )),
+    let parsed = parser.document();
+    let scratch = Scratch {
+        frames: parser.frames,
+        items: parser.items,
+        members: parser.members,
+    };
+    // Ignored: a thread being torn down keeps no scratch.
+    let _ = SCRATCH.try_with(|cell| cell.set(scratch.emptied()));
+    parsed
+}
+
+/// The parser's working stacks, kept between parses on each thread: a
+/// small document (a streamed event) allocates only its arrays and
+/// objects, each the size it is, never stacks grown again each time.
+#[derive(Default)]
+struct Scratch {
+    frames: Vec<Frame>,
+    items: Vec<Node>,
+    members: Vec<(Key, Node)>,
+}
+
+impl Scratch {
+    /// The most elements (members) whose room a thread keeps between
+    /// parses: a large document's stacks are let go, not held for ever.
+    const KEEP: usize = 256;
+
+    /// Emptied for the next parse (what a refused document left in it
+    /// dropped); a stack grown past [`Scratch::KEEP`] let go.
+    fn emptied(mut self) -> Self {
+        fn empty<T>(stack: &mut Vec<T>) {
+            stack.clear();
+            if stack.capacity() > Scratch::KEEP {
+                *stack = Vec::new();
+            }
+        }
+        empty(&mut self.frames);
+        empty(&mut self.items);
+        empty(&mut self.members);
+        self
     }
+}
+
+thread_local! {
+    /// This thread's [`Scratch`], taken by a parse while it runs.
+    static SCRATCH: Cell<Scratch> = const {
+        Cell::new(Scratch {
+            frames: Vec::new(),
+            items: Vec::new(),
+            members: Vec::new(),
+        })
+    };
 }
 
 /// An array or object still open.
@@ -81,6 +129,19 @@ pub(super) struct Parser<'a> {
 }
 
 impl Parser<'_> {
+    /// The document: one value, whitespace around it allowed.
+    fn document(&mut self) -> Result<Node, ParseError> {
+        let root = self.tree()?;
+        self.skip_whitespace();
+        match self.char_at(self.pos) {
+            None => Ok(root),
+            Some(found) => Err(ParseError::new(
+                ParseErrorKind::TrailingCharacters { found },
+                self.pos,
+            )),
+        }
+    }
+
     /// One value, with everything nested in it.
     fn tree(&mut self) -> Result<Node, ParseError> {
         'value: loop {
@@ -163,10 +224,11 @@ impl Parser<'_> {
                     Some(b) if b == close => {
                         self.pos += 1;
                         self.frames.pop();
+                        // Each its own size; the stacks keep their room.
                         let kind = if object {
-                            Kind::Object(self.members.split_off(first))
+                            Kind::Object(self.members.drain(first..).collect())
                         } else {
-                            Kind::Array(self.items.split_off(first))
+                            Kind::Array(self.items.drain(first..).collect())
                         };
                         node = Node {
                             span: start..self.pos,
@@ -426,6 +488,39 @@ mod tests {
             assert_eq!(root.to_value(src), expected, "{input:?}");
             assert_eq!(root.raw(src), input.trim().as_bytes(), "{input:?}");
         }
+    }
+
+    #[test]
+    fn a_parse_after_a_refused_or_a_large_one_reads_only_its_own_document() {
+        let same = |src: &[u8]| {
+            let root = parse(src, &Limits::default()).unwrap();
+            let expected: serde_json::Value = serde_json::from_slice(src).unwrap();
+            assert_eq!(root.to_value(src), expected);
+        };
+        // Refused with arrays and objects open: what they held is not
+        // part of the next document.
+        let open = br#"{"a":[1,2,{"b":[3,{"c":"#;
+        assert!(parse(open, &Limits::default()).is_err());
+        same(br#"{"x":[{"y":1}],"z":[]}"#);
+        assert!(parse(br#"[[1,2],[3,"#, &Limits::default()).is_err());
+        same(b"[4,[5]]");
+        // A large document's stacks are not kept for the next.
+        let large = format!(
+            "[{}]",
+            (0..1000)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        same(large.as_bytes());
+        let kept = SCRATCH.take();
+        assert!(
+            kept.items.capacity() <= Scratch::KEEP,
+            "{}",
+            kept.items.capacity()
+        );
+        assert!(kept.items.is_empty() && kept.members.is_empty() && kept.frames.is_empty());
+        same(br#"{"a":{"b":[1,{"c":2}]}}"#);
     }
 
     #[test]
