@@ -254,7 +254,7 @@ impl Relay<'_> {
         let state = self.choices.entry(index).or_default();
         let Some(delta) = delta_of(src, choice) else {
             return Offered {
-                released: Vec::new(),
+                released: Released::default(),
                 same: true,
                 same_but_calls: true,
                 calls: false,
@@ -270,14 +270,14 @@ impl Relay<'_> {
             })
         });
         let mut same = true;
-        let mut released_texts: Vec<(&'static str, String)> = Vec::new();
-        for field in ["content", "refusal"] {
+        let mut released_texts = Released::default();
+        for (at, field) in ["content", "refusal"].into_iter().enumerate() {
             let Some(text) = delta.get(src, field).and_then(|n| n.text(src)) else {
                 continue;
             };
             let released = if self.judging.hold_all {
                 state.held.push_str(&text);
-                String::new()
+                ""
             } else {
                 let gate = if field == "content" {
                     &mut state.content
@@ -288,20 +288,22 @@ impl Relay<'_> {
                     .judging
                     .session
                     .offer(self.judging.exchange, gate, &text, false);
-                let released = offered
-                    .release
-                    .map(|r| gate.text()[r].to_owned())
-                    .unwrap_or_default();
                 if let Some(started) = offered.hold {
                     self.judging
                         .session
                         .publish_hold_edge(self.judging.exchange, started);
                 }
-                released
+                offered.release.map_or("", |r| &gate.text()[r])
             };
-            state.sent.push_str(&released);
-            same &= released == text;
-            released_texts.push((field, released));
+            state.sent.push_str(released);
+            // The usual case, the text as it came, keeps no copy.
+            let as_it_came = released == text.as_ref();
+            same &= as_it_came;
+            released_texts.0[at] = Some((
+                field,
+                (!as_it_came).then(|| released.to_owned()),
+                released.is_empty(),
+            ));
         }
         let texts_same = same;
         let mut calls_seen = false;
@@ -334,7 +336,7 @@ impl Relay<'_> {
             let taken_out = calls_seen && k.is(src, "tool_calls");
             let emptied = released_texts
                 .iter()
-                .any(|(field, released)| k.is(src, field) && released.is_empty());
+                .any(|(field, _, empty)| k.is(src, field) && *empty);
             !(taken_out || emptied)
         });
         Offered {
@@ -508,7 +510,7 @@ impl Relay<'_> {
 struct Offered {
     /// What the gates released of each text the delta carries (`content`,
     /// `refusal`), in order.
-    released: Vec<(&'static str, String)>,
+    released: Released,
     /// Nothing changed (no text held back, no tool call).
     same: bool,
     /// Nothing changed but that it carries tool-call deltas.
@@ -520,6 +522,19 @@ struct Offered {
     /// Written again (texts as released, calls taken out), it still says
     /// something: a text, or a member other than its texts and calls.
     says_something: bool,
+}
+
+/// What the gates released of a delta's `content` and `refusal`: each
+/// text's field, its released text when that is not the text as it came
+/// (`None`: as it came), and whether what was released is empty.
+#[derive(Default)]
+struct Released([Option<(&'static str, Option<String>, bool)>; 2]);
+
+impl Released {
+    /// The texts the delta carries, in order.
+    fn iter(&self) -> impl Iterator<Item = &(&'static str, Option<String>, bool)> {
+        self.0.iter().flatten()
+    }
 }
 
 impl Offered {
@@ -536,7 +551,16 @@ impl Offered {
         let mut set: Vec<(&str, Option<Vec<u8>>)> = self
             .released
             .iter()
-            .map(|(field, released)| (*field, Some(string_literal(released).into_bytes())))
+            .map(|(field, released, _)| {
+                // A text as it came is written as it came.
+                let written = match (released, delta.get(src, field)) {
+                    (None, Some(node)) => node.raw(src).to_vec(),
+                    (released, _) => {
+                        string_literal(released.as_deref().unwrap_or_default()).into_bytes()
+                    }
+                };
+                (*field, Some(written))
+            })
             .collect();
         if self.calls {
             set.push(("tool_calls", None));

@@ -489,22 +489,20 @@ impl Relay<'_> {
             return String::new();
         }
         let offered = session.offer(exchange, &mut part.gate, &text, false);
-        let released = offered
-            .release
-            .map(|r| part.gate.text()[r].to_owned())
-            .unwrap_or_default();
         if let Some(started) = offered.hold {
             session.publish_hold_edge(exchange, started);
         }
-        part.released.push_str(&released);
+        let released = offered.release.map_or("", |r| &part.gate.text()[r]);
+        part.released.push_str(released);
         self.streamed_text |= !released.is_empty();
         if released == text {
+            // The usual case: the delta as it came (nothing copied).
             return self.write(kind, src, root);
         }
         if released.is_empty() {
             return String::new();
         }
-        let written = with_delta(src, root, &released);
+        let written = with_delta(src, root, released);
         let root = parse(&written, &Limits::default()).unwrap_or_else(|_| root.clone());
         self.write(kind, &written, &root)
     }
