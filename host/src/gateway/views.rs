@@ -547,8 +547,7 @@ pub(super) fn usage_of(src: &[u8], usage: Option<&Node>) -> crate::providers::Us
     let count = |name: &str| {
         usage
             .and_then(|u| u.get(src, name))
-            .and_then(|n| n.number_text(src))
-            .and_then(|t| t.parse::<u64>().ok())
+            .and_then(|n| n.as_u64(src))
             .unwrap_or(0)
     };
     crate::providers::Usage {

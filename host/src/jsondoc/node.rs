@@ -165,6 +165,28 @@ impl Node {
         }
     }
 
+    /// A number written as a whole number within `u64` (digits only: no
+    /// sign, fraction or exponent) as that number; `None` for anything
+    /// else. What `u64`'s own parsing makes of [`number_text`](Self::number_text),
+    /// without reading the text twice.
+    #[must_use]
+    pub fn as_u64(&self, src: &[u8]) -> Option<u64> {
+        let Kind::Number = self.kind else {
+            return None;
+        };
+        let digits = self.raw(src);
+        if digits.is_empty() {
+            return None;
+        }
+        digits.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            n.checked_mul(10)?.checked_add(u64::from(digit))
+        })
+    }
+
     /// A string's text: borrowed from `src` when the literal holds no
     /// escape, decoded otherwise. A lone surrogate escape (accepted only
     /// under [`Surrogates::Keep`](super::Surrogates::Keep)) decodes to

@@ -283,7 +283,15 @@ impl Parser<'_> {
         };
         let bytes = key.bytes(src);
         let siblings = &self.members[frame.first..];
-        let scan = || siblings.iter().any(|(k, _)| k.bytes(src) == bytes);
+        // Keys without escapes (nearly all) of another length differ:
+        // their literals' spans say so before their bytes are read.
+        let plain = !key.has_escapes();
+        let scan = || {
+            siblings.iter().any(|(k, _)| {
+                let differ = plain && !k.has_escapes() && k.span.len() != key.span.len();
+                !differ && k.bytes(src) == bytes
+            })
+        };
         if siblings.len() < HASH_FROM {
             return scan();
         }

@@ -204,7 +204,8 @@ fn check_nodes(src: &[u8], node: &Node, case: &str) {
                 check_nodes(src, value, case);
             }
         }
-        Kind::Null | Kind::Bool(_) | Kind::Number => {}
+        Kind::Number => assert_eq!(node.as_u64(src), read.as_u64(), "{case}"),
+        Kind::Null | Kind::Bool(_) => {}
     }
 }
 
@@ -489,6 +490,24 @@ mod accessors {
         assert_eq!(root.raw(src).first(), Some(&b'{'));
         assert_eq!(root.get(src, "model").unwrap().text(src).unwrap(), "m");
         assert_eq!(root.get(src, "n").unwrap().number_text(src), Some("2"));
+        assert_eq!(root.get(src, "n").unwrap().as_u64(src), Some(2));
+        assert_eq!(root.get(src, "model").unwrap().as_u64(src), None);
+        let numbers = br#"[0,18446744073709551615,18446744073709551616,-1,-0,1.0,1e2,7]"#;
+        let read = parse(numbers, &Limits::default()).unwrap();
+        let whole: Vec<Option<u64>> = read
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64(numbers))
+            .collect();
+        let by_parsing: Vec<Option<u64>> = read
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.number_text(numbers).and_then(|t| t.parse().ok()))
+            .collect();
+        assert_eq!(whole, by_parsing);
+        assert_eq!(whole[1], Some(u64::MAX));
         assert_eq!(root.get(src, "stream").unwrap().as_bool(), Some(true));
         assert!(root.get(src, "stop").unwrap().is_null());
         assert!(root.get(src, "absent").is_none());

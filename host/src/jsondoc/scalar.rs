@@ -194,25 +194,28 @@ impl Parser<'_> {
 
 /// Past the bytes from `at` that a string holds as they are (anything but
 /// a quote, a backslash or a control character), eight at a time while
-/// eight are left.
+/// eight are left: the first stop in a word is found from the word's
+/// flags, not byte by byte.
 pub(super) fn skip_plain(src: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    /// Whether a byte of `word` is zero.
-    const fn has_zero(word: u64) -> bool {
-        word.wrapping_sub(ONES) & !word & HIGHS != 0
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    /// The high bit of each byte of `word` below `limit` (at most 0x80).
+    /// A borrow only runs upward, so the lowest bit set is exact (one
+    /// above it may be a borrow's).
+    const fn below(word: u64, limit: u64) -> u64 {
+        word.wrapping_sub(ONES * limit) & !word & HIGHS
     }
     while let Some(chunk) = src.get(at..at + 8) {
         let mut bytes = [0; 8];
         bytes.copy_from_slice(chunk);
-        let word = u64::from_ne_bytes(bytes);
-        let quote = has_zero(word ^ (ONES * u64::from(b'"')));
-        let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
-        // A byte below 0x20: subtracting 0x20 borrows into its high bit
-        // (a byte at or above 0x80 already has it, hence the `& !word`).
-        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
-        if quote || backslash || control {
-            break;
+        // Little-endian: the first byte is the lowest.
+        let word = u64::from_le_bytes(bytes);
+        let stops = below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1)
+            | below(word, 0x20);
+        if stops != 0 {
+            // The lowest flag's byte: its high bit is bit 8k + 7.
+            return at + (stops.trailing_zeros() / 8) as usize;
         }
         at += 8;
     }
@@ -328,5 +331,20 @@ mod tests {
             }
         }
         assert_eq!(skip_plain(text, 3), text.len());
+        // Two stops in one word: the first is found, whatever stands
+        // around it (a byte a borrow could flag above it, a high byte).
+        let around: [&[u8]; 4] = [b"\x20", b"\x21", b"\xff", b"\x80"];
+        for stop in [b'"', b'\\', 0x00, 0x1f] {
+            for second in [b'"', b'\\', 0x00, 0x1f] {
+                for filler in around {
+                    for at in 0..16 {
+                        let mut bytes = filler.repeat(24);
+                        bytes[at] = stop;
+                        bytes[at + 1 + at % 3] = second;
+                        assert_eq!(skip_plain(&bytes, 0), at, "{bytes:?}");
+                    }
+                }
+            }
+        }
     }
 }

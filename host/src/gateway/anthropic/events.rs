@@ -164,8 +164,7 @@ impl EventRelay for Relay<'_> {
 /// A number member of `root`.
 fn index_of(src: &[u8], root: &Node) -> u64 {
     root.get(src, "index")
-        .and_then(|n| n.number_text(src))
-        .and_then(|t| t.parse().ok())
+        .and_then(|n| n.as_u64(src))
         .unwrap_or(0)
 }
 

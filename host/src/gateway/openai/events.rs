@@ -182,8 +182,7 @@ impl Relay<'_> {
         for choice in choices {
             let index = choice
                 .get(src, "index")
-                .and_then(|n| n.number_text(src))
-                .and_then(|t| t.parse::<u64>().ok())
+                .and_then(|n| n.as_u64(src))
                 .unwrap_or(0);
             let finish = choice.get(src, "finish_reason").filter(|n| !n.is_null());
             let offered = self.delta(src, choice, index);
@@ -313,8 +312,7 @@ impl Relay<'_> {
             for call in calls {
                 let at = call
                     .get(src, "index")
-                    .and_then(|n| n.number_text(src))
-                    .and_then(|t| t.parse::<u64>().ok())
+                    .and_then(|n| n.as_u64(src))
                     .unwrap_or(0);
                 let held = state.calls.entry(at).or_default();
                 if let Some(id) = call.get(src, "id").and_then(|n| n.text(src)) {

@@ -88,8 +88,7 @@ pub(in crate::gateway) fn usage_of(src: &[u8], root: &Node) -> Usage {
     let count = |name: &str| {
         root.get(src, "usage")
             .and_then(|u| u.get(src, name))
-            .and_then(|n| n.number_text(src))
-            .and_then(|t| t.parse::<u64>().ok())
+            .and_then(|n| n.as_u64(src))
             .unwrap_or(0)
     };
     Usage {

@@ -266,9 +266,7 @@ fn last_word(kind: &str) -> &str {
 
 /// A number member of `node`.
 fn number(src: &[u8], node: &Node, name: &str) -> Option<u64> {
-    node.get(src, name)
-        .and_then(|n| n.number_text(src))
-        .and_then(|t| t.parse().ok())
+    node.get(src, name).and_then(|n| n.as_u64(src))
 }
 
 /// A string member of `node`.
@@ -348,7 +346,7 @@ impl Relay<'_> {
         let mut splice = Splice::new();
         let event_kind = views::member_text(src, root, "type").unwrap_or_default();
         if let (Some(seq), Some(node)) = (self.seq, root.get(src, "sequence_number")) {
-            if node.number_text(src).and_then(|t| t.parse().ok()) != Some(seq) {
+            if node.as_u64(src) != Some(seq) {
                 splice.replace(node.span.clone(), seq.to_string());
             }
             self.seq = Some(seq + 1);
