@@ -510,7 +510,7 @@ mod tests {
         let open = br#"{"a":[1,2,{"b":[3,{"c":"#;
         assert!(parse(open, &Limits::default()).is_err());
         same(br#"{"x":[{"y":1}],"z":[]}"#);
-        assert!(parse(br#"[[1,2],[3,"#, &Limits::default()).is_err());
+        assert!(parse(b"[[1,2],[3,", &Limits::default()).is_err());
         same(b"[4,[5]]");
         // A large document's stacks are not kept for the next.
         let large = format!(

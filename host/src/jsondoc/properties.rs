@@ -492,7 +492,7 @@ mod accessors {
         assert_eq!(root.get(src, "n").unwrap().number_text(src), Some("2"));
         assert_eq!(root.get(src, "n").unwrap().as_u64(src), Some(2));
         assert_eq!(root.get(src, "model").unwrap().as_u64(src), None);
-        let numbers = br#"[0,18446744073709551615,18446744073709551616,-1,-0,1.0,1e2,7]"#;
+        let numbers = b"[0,18446744073709551615,18446744073709551616,-1,-0,1.0,1e2,7]";
         let read = parse(numbers, &Limits::default()).unwrap();
         let whole: Vec<Option<u64>> = read
             .as_array()
