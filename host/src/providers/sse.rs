@@ -243,24 +243,30 @@ impl<F: FnMut(Event) -> bool> Parser<F> {
         if bytes.starts_with(b":") {
             return true;
         }
-        // Valid UTF-8 is read as it is (the fast check); anything else
-        // lossily, as before.
-        let line = match std::str::from_utf8(bytes) {
-            Ok(line) => std::borrow::Cow::Borrowed(line),
-            Err(_) => String::from_utf8_lossy(bytes),
+        // The field is what stands before the first colon (the whole line
+        // when it has none), the value what follows it, one space dropped.
+        let (field, value) = match memchr::memchr(b':', bytes) {
+            Some(at) => (&bytes[..at], &bytes[at + 1..]),
+            None => (bytes, &b""[..]),
         };
-        let (field, value) = line.split_once(':').unwrap_or((&*line, ""));
-        let value = value.strip_prefix(' ').unwrap_or(value);
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        // Valid UTF-8 is read as it is (the fast check); anything else
+        // lossily (a colon is never part of a longer character, so the
+        // value reads as it did within its line).
+        let text = || match std::str::from_utf8(value) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         match field {
-            "data" => {
+            b"data" => {
                 if self.has_data {
                     self.event.data.push('\n');
                 }
-                self.event.data.push_str(value);
+                self.event.data.push_str(&text());
                 self.has_data = true;
             }
-            "event" => value.clone_into(&mut self.event.kind),
-            "id" if !value.contains('\0') => self.event.id = Some(value.to_owned()),
+            b"event" => (*text()).clone_into(&mut self.event.kind),
+            b"id" if !value.contains(&0) => self.event.id = Some(text().into_owned()),
             _ => {}
         }
         true
@@ -462,6 +468,12 @@ mod tests {
         assert_eq!(
             events(b"data: a\xFFb\n\n", ROOMY).unwrap(),
             [event("", "a\u{FFFD}b")]
+        );
+        // A stray byte in a field's name makes it no field; a colon in a
+        // value, or a value with no space after the colon, reads as written.
+        assert_eq!(
+            events(b"dat\xC3: x\ndata:a:\xC3\nevent:k\xFF\n\n", ROOMY).unwrap(),
+            [event("k\u{FFFD}", "a:\u{FFFD}")]
         );
     }
 }

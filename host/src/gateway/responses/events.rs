@@ -236,14 +236,17 @@ impl EventRelay for Relay<'_> {
     }
 }
 
-/// The part of `items` an event of a text part (`root`) is about.
-fn part_of<'a>(
-    items: &'a mut BTreeMap<u64, Item>,
-    src: &[u8],
-    root: &Node,
-) -> Option<&'a mut Part> {
+/// Where an event of a text part (`root`) is: its item's output index
+/// and its part's content index (0 when it names none); `None` when it
+/// names no item.
+fn place(src: &[u8], root: &Node) -> Option<(u64, u64)> {
     let index = number(src, root, "output_index")?;
-    let content = number(src, root, "content_index").unwrap_or(0);
+    Some((index, number(src, root, "content_index").unwrap_or(0)))
+}
+
+/// The part of `items` at `place` (see [`place`]).
+fn part_at(items: &mut BTreeMap<u64, Item>, place: Option<(u64, u64)>) -> Option<&mut Part> {
+    let (index, content) = place?;
     match items.get_mut(&index) {
         Some(Item::Message(parts)) => parts.get_mut(&content).map(|part| &mut **part),
         _ => None,
@@ -351,8 +354,9 @@ impl Relay<'_> {
             }
             self.seq = Some(seq + 1);
         }
-        let upstream = number(src, root, "output_index");
-        if let (Some(upstream), Some(node)) = (upstream, root.get(src, "output_index")) {
+        let index_node = root.get(src, "output_index");
+        let upstream = index_node.and_then(|node| node.as_u64(src));
+        if let (Some(upstream), Some(node)) = (upstream, index_node) {
             let client = self.client_index(upstream, event_kind == "response.output_item.added");
             if client != upstream {
                 splice.replace(node.span.clone(), client.to_string());
@@ -427,17 +431,17 @@ impl Relay<'_> {
                 }
             }
         };
-        let content = number(src, root, "content_index").unwrap_or(0);
+        let content = || number(src, root, "content_index").unwrap_or(0);
         // What is added has no text yet: its text comes in its deltas.
         let added = last_word(kind) == "added";
         let released = |at: u64| if added { "" } else { released(at) };
         match kind {
-            "response.output_text.done" => set(root.get(src, "text"), released(content)),
-            "response.refusal.done" => set(root.get(src, "refusal"), released(content)),
+            "response.output_text.done" => set(root.get(src, "text"), released(content())),
+            "response.refusal.done" => set(root.get(src, "refusal"), released(content())),
             "response.content_part.added" | "response.content_part.done" => {
                 let part = root.get(src, "part");
                 for field in ["text", "refusal"] {
-                    set(part.and_then(|p| p.get(src, field)), released(content));
+                    set(part.and_then(|p| p.get(src, field)), released(content()));
                 }
             }
             "response.output_item.added" | "response.output_item.done" => {
@@ -461,7 +465,7 @@ impl Relay<'_> {
 
     /// The part an event of a text part is about.
     fn part(&mut self, src: &[u8], root: &Node) -> Option<&mut Part> {
-        part_of(&mut self.items, src, root)
+        part_at(&mut self.items, place(src, root))
     }
 
     /// A text delta: through its part's gate, or held.
@@ -470,12 +474,13 @@ impl Relay<'_> {
         let holding = self.judging.hold_all || !self.queue.is_empty();
         // A part no `content_part.added` opened (some servers leave it
         // out) opens with its first delta.
-        if let Some(index) = number(src, root, "output_index") {
-            self.open_part(index, number(src, root, "content_index").unwrap_or(0));
+        let at = place(src, root);
+        if let Some((index, content)) = at {
+            self.open_part(index, content);
         }
         let exchange = self.judging.exchange;
         let session = &*self.judging.session;
-        let Some(part) = part_of(&mut self.items, src, root) else {
+        let Some(part) = part_at(&mut self.items, at) else {
             // A delta of no message the relay knows: what it carries
             // cannot be judged, so it does not go out.
             return String::new();
@@ -512,7 +517,7 @@ impl Relay<'_> {
         let exchange = self.judging.exchange;
         let (released, end) = {
             let session = &*self.judging.session;
-            let Some(part) = part_of(&mut self.items, src, root) else {
+            let Some(part) = part_at(&mut self.items, place(src, root)) else {
                 return self.pass(kind, src, root);
             };
             let held = std::mem::take(&mut part.held);
