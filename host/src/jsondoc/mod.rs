@@ -56,5 +56,5 @@ mod properties;
 pub use error::{ParseError, ParseErrorKind};
 pub use limits::{Limits, Numbers, Surrogates};
 pub use node::{Key, Kind, Node};
-pub use parse::parse;
+pub use parse::{parse, parse_str};
 pub use splice::{array_from, object_from, string_literal, Splice, SpliceError};

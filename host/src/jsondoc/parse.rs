@@ -10,8 +10,10 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 
 /// From this many members on, an object's keys are checked for
-/// duplicates by hash rather than by a scan of the ones before.
-const HASH_FROM: usize = 16;
+/// duplicates by hash rather than by a scan of the ones before (a scan
+/// compares lengths first, so up to here it costs less than hashing every
+/// key; beyond, a hostile object's keys never cost more than linear time).
+const HASH_FROM: usize = 32;
 
 /// Parses `src` as one JSON document (whitespace around it allowed) into
 /// a tree of spans. Refuses anything RFC 8259 does not allow (invalid UTF-8, control characters in strings,
@@ -32,6 +34,17 @@ const HASH_FROM: usize = 16;
 pub fn parse(src: &[u8], limits: &Limits) -> Result<Node, ParseError> {
     let text = std::str::from_utf8(src)
         .map_err(|error| ParseError::new(ParseErrorKind::InvalidUtf8, error.valid_up_to()))?;
+    parse_str(text, limits)
+}
+
+/// [`parse`] of text already known to be UTF-8 (a `str`): the same tree,
+/// without looking for invalid UTF-8 again.
+///
+/// # Errors
+///
+/// As [`parse`]'s, but for invalid UTF-8, which a `str` cannot hold.
+pub fn parse_str(text: &str, limits: &Limits) -> Result<Node, ParseError> {
+    let src = text.as_bytes();
     let Scratch {
         frames,
         items,

@@ -24,7 +24,7 @@ use super::super::events::{sse, sse_bytes, EventRelay, EventWire, Judging, Step,
 use super::super::views::usage_of;
 use super::super::wire::{Refusal, Wire};
 use crate::agent::{AgentSession, CallVerdict, JudgedChoice, StreamGate};
-use crate::jsondoc::{parse, string_literal, Limits, Node, Splice};
+use crate::jsondoc::{parse_str, string_literal, Limits, Node, Splice};
 use crate::providers::sse::Event;
 use crate::providers::Usage;
 use crate::types::{Arguments, ToolCall};
@@ -104,7 +104,7 @@ impl EventRelay for Relay<'_> {
             return Ok(Step::Go(String::new()));
         }
         let src = event.data.as_bytes();
-        let root = parse(src, &Limits::default())
+        let root = parse_str(&event.data, &Limits::default())
             .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
         let kind = root
             .get(src, "type")

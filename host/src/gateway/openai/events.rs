@@ -21,7 +21,7 @@ use super::super::views::{arguments_of, arguments_text};
 use super::super::wire::{Refusal, Wire};
 use super::reply::{shown, usage_of};
 use crate::agent::{CallVerdict, StreamGate};
-use crate::jsondoc::{array_from, parse, string_literal, Limits, Node};
+use crate::jsondoc::{array_from, parse_str, string_literal, Limits, Node};
 use crate::types::ToolCall;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -108,7 +108,7 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         }
         let data = event.data.as_str();
         let src = data.as_bytes();
-        let Ok(root) = parse(src, &Limits::default()) else {
+        let Ok(root) = parse_str(data, &Limits::default()) else {
             streamed.broken = Some("the upstream sent an event that is not JSON".to_owned());
             break;
         };

@@ -37,7 +37,7 @@ use super::super::views;
 use super::super::wire::{Refusal, Wire};
 use super::reply::{call_field, message_item, new_item_id, part_field};
 use crate::agent::{AgentSession, CallVerdict, JudgedChoice, StreamGate};
-use crate::jsondoc::{array_from, parse, string_literal, Limits, Node, Splice};
+use crate::jsondoc::{array_from, parse, parse_str, string_literal, Limits, Node, Splice};
 use crate::providers::sse::Event;
 use crate::providers::Usage;
 use crate::types::ToolCall;
@@ -142,7 +142,7 @@ impl EventRelay for Relay<'_> {
     /// One upstream event (see the module docs).
     async fn on_event(&mut self, event: &Event) -> Result<Step, String> {
         let src = event.data.as_bytes();
-        let root = parse(src, &Limits::default())
+        let root = parse_str(&event.data, &Limits::default())
             .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
         let kind = views::member_text(src, &root, "type").unwrap_or_default();
         if std::mem::take(&mut self.first) {
