@@ -17,8 +17,8 @@
 //! bound the rest. The connection-level bounds (header and write
 //! timeouts) are in [`listen`](crate::listen).
 
+use super::refuse;
 use super::wire::{Refusal, Wire};
-use super::{presented_key, refuse};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::Response;
@@ -182,14 +182,15 @@ impl Bounds {
         self.tally.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// One more request in flight for the client `headers` present.
+    /// One more request in flight for the client whose key has SHA-256
+    /// `key_hash` (`None`: the clients that present no key, together).
     ///
     /// # Errors
     ///
     /// [`Over::Requests`] when the client is at its limit.
-    pub(super) fn claim(self: &Arc<Self>, headers: &HeaderMap) -> Result<Claim, Over> {
-        let client = presented_key(headers)
-            .map(|key| super::key_hash(key)[..16].to_owned())
+    pub(super) fn claim(self: &Arc<Self>, key_hash: Option<&str>) -> Result<Claim, Over> {
+        let client = key_hash
+            .map(|hash| hash.get(..16).unwrap_or(hash).to_owned())
             .unwrap_or_default();
         let mut tally = self.tally();
         let held = tally.clients.entry(client.clone()).or_default();

@@ -78,16 +78,17 @@ async fn admit<W: Wire>(
             ),
         ));
     }
-    if !gateway.accepts_key(headers) {
+    let key = super::presented_key_hash(headers);
+    if !gateway.accepts_key(key.as_deref()) {
         return Err(refuse::<W>(Refusal::BadKey, BAD_KEY));
     }
-    let conversation = super::sessions::conversation(
-        headers,
-        super::presented_key(headers),
-        gateway.session_scope,
-    )
-    .map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
-    let mut claim = gateway.bounds.claim(headers).map_err(Over::refuse::<W>)?;
+    let conversation =
+        super::sessions::conversation(headers, key.as_deref(), gateway.session_scope)
+            .map_err(|line| refuse::<W>(Refusal::BadRequest, &line))?;
+    let mut claim = gateway
+        .bounds
+        .claim(key.as_deref())
+        .map_err(Over::refuse::<W>)?;
     let body = gateway
         .bounds
         .read_body(&mut claim, headers, body)

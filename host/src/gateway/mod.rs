@@ -533,12 +533,19 @@ impl Gateway {
         Lease::new(session, resumed, self.audit.clone())
     }
 
-    /// `false` when client keys are configured and the request's key is
-    /// not one of them.
-    fn accepts_key(&self, headers: &HeaderMap) -> bool {
-        self.client_keys.is_empty()
-            || presented_key(headers).is_some_and(|key| self.client_keys.contains(&key_hash(key)))
+    /// `false` when client keys are configured and the request's key (of
+    /// SHA-256 `hash`, see [`presented_key_hash`]) is not one of them.
+    fn accepts_key(&self, hash: Option<&str>) -> bool {
+        self.client_keys.is_empty() || hash.is_some_and(|hash| self.client_keys.contains(hash))
     }
+}
+
+/// The SHA-256 (hex) of the key a request presents, if it presents one:
+/// taken once a request, for every check that goes by the key (is it
+/// one of the client keys, its conversations' scope, its share of the
+/// limits).
+fn presented_key_hash(headers: &HeaderMap) -> Option<String> {
+    presented_key(headers).map(key_hash)
 }
 
 /// The key a request presents (`Authorization: Bearer`, or `x-api-key`).

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// client is taken for a chat-completions one.
 pub(super) async fn models(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
     let messages = headers.contains_key("anthropic-version");
-    if !gateway.accepts_key(&headers) {
+    if !gateway.accepts_key(super::presented_key_hash(&headers).as_deref()) {
         return if messages {
             refuse::<Anthropic>(Refusal::BadKey, BAD_KEY)
         } else {

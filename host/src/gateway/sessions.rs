@@ -28,7 +28,6 @@
 //! key`) the header is ignored and every request of a key is one
 //! conversation, a budget no client steps out of by naming a new one.
 
-use super::key_hash;
 use crate::agent::{AgentSession, CallEnd, Carried, Exchange};
 use crate::audit::AuditLog;
 use crate::config::SessionScope;
@@ -51,10 +50,10 @@ pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
 /// The one line to answer 400 with, when the header is not a name.
 pub(super) fn conversation(
     headers: &HeaderMap,
-    key: Option<&str>,
+    key_hash: Option<&str>,
     by: SessionScope,
 ) -> Result<Option<String>, String> {
-    let scope = key.map(|key| format!("key-{}", &key_hash(key)[..16]));
+    let scope = key_hash.map(|hash| format!("key-{}", hash.get(..16).unwrap_or(hash)));
     let Some(name) = headers
         .get(SESSION_HEADER)
         .filter(|_| by == SessionScope::Header)
@@ -264,6 +263,7 @@ impl Drop for Lease {
 
 #[cfg(test)]
 mod tests {
+    use super::super::key_hash;
     use super::*;
     use axum::http::HeaderValue;
 
@@ -277,9 +277,11 @@ mod tests {
 
     #[test]
     fn a_conversation_is_the_header_within_the_key_then_the_key_then_none() {
-        let hash = &key_hash("sk-a")[..16];
+        let key = key_hash("sk-a");
+        let hash = &key[..16];
+        let key = Some(key.as_str());
         assert_eq!(
-            conversation(&headers(Some("chat-1")), Some("sk-a"), SessionScope::Header).unwrap(),
+            conversation(&headers(Some("chat-1")), key, SessionScope::Header).unwrap(),
             Some(format!("key-{hash}/chat-1"))
         );
         assert_eq!(
@@ -287,7 +289,7 @@ mod tests {
             Some("session/chat-1".to_owned())
         );
         assert_eq!(
-            conversation(&headers(None), Some("sk-a"), SessionScope::Header).unwrap(),
+            conversation(&headers(None), key, SessionScope::Header).unwrap(),
             Some(format!("key-{hash}"))
         );
         assert_eq!(
@@ -295,11 +297,17 @@ mod tests {
             None
         );
         assert_eq!(
-            conversation(&headers(Some("chat-1")), Some("sk-a"), SessionScope::Key).unwrap(),
+            conversation(&headers(Some("chat-1")), key, SessionScope::Key).unwrap(),
             Some(format!("key-{hash}")),
             "scoped by key, the header names nothing"
         );
-        let id = conversation(&headers(None), Some("sk-secret"), SessionScope::Header)
+        // What a request presents goes in as its hash: the key itself is
+        // never part of a conversation's name.
+        let mut with_key = headers(None);
+        with_key.insert("x-api-key", HeaderValue::from_static("sk-secret"));
+        let presented = super::super::presented_key_hash(&with_key);
+        assert_eq!(presented.as_deref(), Some(key_hash("sk-secret").as_str()));
+        let id = conversation(&with_key, presented.as_deref(), SessionScope::Header)
             .unwrap()
             .unwrap();
         assert!(!id.contains("secret"), "{id}");
