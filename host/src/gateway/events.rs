@@ -259,14 +259,9 @@ pub(super) fn sse(kind: &str, data: &str) -> String {
 }
 
 /// [`sse`] of an event's data given as bytes: JSON text, so UTF-8 (a
-/// byte that is not is written as U+FFFD). Checked by `str::from_utf8`,
-/// which goes over ASCII a word at a time, and read lossily (byte by
-/// byte, 3 % of a streamed Responses relay's CPU) only when that fails.
+/// byte that is not is written as U+FFFD; see [`crate::jsondoc::utf8`]).
 pub(super) fn sse_bytes(kind: &str, data: &[u8]) -> String {
-    match std::str::from_utf8(data) {
-        Ok(text) => sse(kind, text),
-        Err(_) => sse(kind, &String::from_utf8_lossy(data)),
-    }
+    sse(kind, &crate::jsondoc::utf8(data))
 }
 
 /// What judges a stream.

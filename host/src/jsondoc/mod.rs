@@ -55,6 +55,6 @@ mod properties;
 
 pub use error::{ParseError, ParseErrorKind};
 pub use limits::{Limits, Numbers, Surrogates};
-pub use node::{Key, Kind, Node};
+pub use node::{utf8, Key, Kind, Node};
 pub use parse::{parse, parse_str};
 pub use splice::{array_from, object_from, string_literal, Splice, SpliceError};

@@ -248,8 +248,10 @@ fn inner<'a>(src: &'a [u8], span: &Range<usize>) -> &'a [u8] {
 
 /// `bytes` as text: borrowed when they are UTF-8 (always, from the
 /// source that was parsed: checked by `str::from_utf8`, a word at a time
-/// over ASCII), read lossily otherwise (a byte at a time).
-fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+/// over ASCII), read lossily otherwise (a byte at a time; a stray byte
+/// becomes U+FFFD).
+#[must_use]
+pub fn utf8(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),

@@ -250,13 +250,9 @@ impl<F: FnMut(Event) -> bool> Parser<F> {
             None => (bytes, &b""[..]),
         };
         let value = value.strip_prefix(b" ").unwrap_or(value);
-        // Valid UTF-8 is read as it is (the fast check); anything else
-        // lossily (a colon is never part of a longer character, so the
-        // value reads as it did within its line).
-        let text = || match std::str::from_utf8(value) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(value),
-        };
+        // A colon is never part of a longer character, so the value reads
+        // as it did within its line.
+        let text = || crate::jsondoc::utf8(value);
         match field {
             b"data" => {
                 if self.has_data {
