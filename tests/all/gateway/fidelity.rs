@@ -468,3 +468,48 @@ fn a_redacted_secret_is_the_only_difference_the_upstream_sees() {
         assert_eq!(asked, expected, "{name}: only the secret's span changed");
     }
 }
+
+#[test]
+fn a_chat_chunk_written_again_keeps_a_text_that_passed_as_its_own_bytes() {
+    // One chunk carries a text (with escapes a writer would not choose:
+    // `\u00e9`, `\/`), a proposed call and the finish: the gateway takes
+    // the call out to judge it, so the chunk is written again, and the
+    // text, which the packs let through unchanged, must keep the
+    // upstream's own bytes.
+    let text = r#""caf\u00e9 a\/b \"ok\"""#;
+    let chunk = |delta: &str, finish: &str| {
+        format!(
+            r#"data: {{"id":"up","object":"chat.completion.chunk","created":1,"model":"m","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#
+        ) + "\n\n"
+    };
+    let stream = [
+        chunk(r#"{"role":"assistant","content":""}"#, "null"),
+        chunk(
+            &format!(
+                r#"{{"content":{text},"tool_calls":[{{"index":0,"id":"call_1","type":"function","function":{{"name":"send","arguments":"{{}}"}}}}]}}"#
+            ),
+            r#""tool_calls""#,
+        ),
+        "data: [DONE]\n\n".to_owned(),
+    ];
+    for packs in [&[][..], ALLOWING] {
+        let upstream = Server::start(vec![Reply::Stream(stream.to_vec())]);
+        let gateway = gateway(&upstream, false, packs);
+        let (status, _, body) = exchange_with_head(
+            &gateway.address,
+            "POST",
+            "/v1/chat/completions",
+            &[],
+            r#"{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains(&format!(r#""content":{text}"#)),
+            "{packs:?}: the text as the upstream wrote it: {body}"
+        );
+        assert!(
+            body.contains(r#""id":"call_1""#) && body.contains(r#""name":"send""#),
+            "{packs:?}: the call passes: {body}"
+        );
+    }
+}
