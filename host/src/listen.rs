@@ -25,7 +25,6 @@ pub(crate) use pipe::{streamed, Writer};
 
 use axum::body::Body;
 use axum::http::{Request, Response};
-use futures_util::future::Either;
 use hyper::service::Service;
 use std::future::Future;
 use std::io;
@@ -67,17 +66,6 @@ pub(crate) fn stalled() -> Option<impl Future<Output = ()> + Send + 'static> {
     })
 }
 
-/// `future`, knowing (as [`stalled`] asks) the connection the current
-/// request came in on: for a task the request spawns. (Built directly,
-/// not as an async block: one that moved `future` into an await would
-/// hold it twice, its captured copy and the awaited one.)
-pub(crate) fn with_stall<F: Future>(future: F) -> impl Future<Output = F::Output> {
-    match STALLED.try_with(watch::Receiver::clone) {
-        Ok(receiver) => Either::Left(STALLED.scope(receiver, future)),
-        Err(_) => Either::Right(future),
-    }
-}
-
 /// `future` run on the current task (no hop to another task and back
 /// while the client waits) that still runs to its end when the client
 /// leaves first: dropped unfinished, it goes on as a task of its own, its
@@ -90,7 +78,11 @@ where
     F::Output: Send + 'static,
 {
     ToTheEnd {
-        future: Some(Box::pin(with_stall(future))),
+        // Boxed as it is, and nothing more: a future moved through
+        // wrappers first (a task-local scope, an `Either`) was copied
+        // whole at each of them, and an exchange's is several KiB.
+        future: Some(Box::pin(future)),
+        stalled: STALLED.try_with(watch::Receiver::clone).ok(),
         on_panic,
     }
 }
@@ -98,6 +90,9 @@ where
 /// See [`to_the_end`].
 pub(crate) struct ToTheEnd<T: Send + 'static> {
     future: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+    /// The connection it was begun for ([`stalled`]): polled here, it runs
+    /// within that connection's scope already; spawned, it gets it again.
+    stalled: Option<watch::Receiver<bool>>,
     on_panic: fn() -> T,
 }
 
@@ -125,7 +120,10 @@ impl<T: Send + 'static> Drop for ToTheEnd<T> {
     fn drop(&mut self) {
         if let Some(future) = self.future.take() {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(future);
+                match self.stalled.take() {
+                    Some(stalled) => runtime.spawn(STALLED.scope(stalled, future)),
+                    None => runtime.spawn(future),
+                };
             }
         }
     }

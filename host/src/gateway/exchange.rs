@@ -302,7 +302,9 @@ async fn forward_and_answer<W: Wire>(mut upstream: Upstream<W::Read>) -> Respons
         limit: served.forwarder.max_body(),
         chain: upstream.chain,
     };
-    answer_with::<W>(answered, response).await
+    // Boxed: the answer's future is most of an exchange's, and this one's
+    // is moved whole into its box by `to_the_end` (see there).
+    Box::pin(answer_with::<W>(answered, response)).await
 }
 
 /// What an exchange holds once the upstream answered.
