@@ -225,7 +225,10 @@ impl SessionBuilder {
                 .unwrap_or_else(|_| "{}".to_owned())
                 .into()
         };
-        self.session.refresh_facts();
+        // The facts packs see are not rendered here: every chain runs in a
+        // turn (or an exchange), which brings them up to date first when an
+        // interceptor runs in it; rendered now, they were thrown away
+        // unread on every gateway request.
         self.session
     }
 }
