@@ -11,9 +11,10 @@
 # The words after the first are `-- profile`'s (`every-pack`, `streamed`,
 # `responses`; see tests/benches/gateway.rs). Needs valgrind
 # (instructions) or perf with uprobes and root (allocations). Builds the
-# workspace and the bench first. Under callgrind a pack's call budget runs
-# out (every request is refused as unjudged), so count instructions with
-# no pack.
+# workspace and the bench first. Count instructions with no pack: under
+# valgrind the first pack call's clock read (rustix's vDSO lookup, which
+# reads the kernel's auxiliary vector, whose vDSO valgrind does not map)
+# ends the gateway with SIGSEGV; natively the vDSO is always mapped.
 set -euo pipefail
 mode=${1:?usage: per-request.sh instructions|allocations [profile words]}
 shift
