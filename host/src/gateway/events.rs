@@ -133,6 +133,9 @@ pub(super) struct Pump {
     reader: Reader<Sink>,
     queue: Queue,
     done: bool,
+    /// The event last handed out; given back to the reader when the next
+    /// is asked for, so events are read into buffers already grown.
+    current: Event,
 }
 
 impl Pump {
@@ -158,16 +161,24 @@ impl Pump {
             ),
             queue,
             done: false,
+            current: Event::default(),
         }
     }
 
-    /// The next event; `None` when there is none: the body ended, or it
+    /// The next event (held until the next is asked for, then its
+    /// buffers reused); `None` when there is none: the body ended, or it
     /// broke off or passed a limit (`streamed.broken` then says so). What
     /// `out` gathered is handed on before the upstream is waited for
     /// (never while the upstream's next piece is already here).
-    pub(super) async fn next(&mut self, out: &mut Out, streamed: &mut Streamed) -> Option<Event> {
+    pub(super) async fn next(&mut self, out: &mut Out, streamed: &mut Streamed) -> Option<&Event> {
+        let last = std::mem::take(&mut self.current);
+        self.reader.recycle(last);
         match self.read(out).await {
-            Ok(event) => event,
+            Ok(Some(event)) => {
+                self.current = event;
+                Some(&self.current)
+            }
+            Ok(None) => None,
             Err(line) => {
                 streamed.broken = Some(line);
                 None
@@ -378,7 +389,7 @@ async fn relay_events<'a, R: EventRelay + 'a>(
     let mut streamed = Streamed::default();
     let mut stopped = false;
     while let Some(event) = pump.next(out, &mut streamed).await {
-        let (text, last) = match relay.on_event(&event).await {
+        let (text, last) = match relay.on_event(event).await {
             Ok(Step::Go(text)) => (text, false),
             Ok(Step::Stop(text)) => {
                 stopped = true;

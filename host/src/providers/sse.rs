@@ -64,6 +64,7 @@ impl<F: FnMut(Event) -> bool> Reader<F> {
                 has_data: false,
                 delivered: 0,
                 first_line: true,
+                spares: Vec::new(),
             },
             splitter: Splitter {
                 line: Vec::new(),
@@ -112,6 +113,23 @@ impl<F: FnMut(Event) -> bool> Reader<F> {
     /// How many events were delivered so far.
     pub(crate) fn delivered(&self) -> u64 {
         self.parser.delivered
+    }
+
+    /// Takes back an event it delivered, once read, so a later event is
+    /// read into its buffers rather than new ones (emptied here: nothing
+    /// of it is seen again). At most [`Parser::SPARES`] are kept, none
+    /// with more room than [`Parser::SPARE_ROOM`].
+    pub(crate) fn recycle(&mut self, mut event: Event) {
+        let spares = &mut self.parser.spares;
+        if spares.len() >= Parser::<F>::SPARES
+            || event.data.capacity() + event.kind.capacity() > Parser::<F>::SPARE_ROOM
+        {
+            return;
+        }
+        event.kind.clear();
+        event.data.clear();
+        event.id = None;
+        spares.push(event);
     }
 }
 
@@ -228,6 +246,17 @@ struct Parser<F> {
     has_data: bool,
     delivered: u64,
     first_line: bool,
+    /// Emptied events given back ([`Reader::recycle`]), the next ones'
+    /// buffers.
+    spares: Vec<Event>,
+}
+
+impl<F> Parser<F> {
+    /// The most emptied events kept for reuse.
+    const SPARES: usize = 8;
+    /// The most room (bytes) an emptied event may hold to be kept: a
+    /// large event's buffers are let go, not held for the stream's life.
+    const SPARE_ROOM: usize = 16 * 1024;
 }
 
 impl<F: FnMut(Event) -> bool> Parser<F> {
@@ -271,10 +300,15 @@ impl<F: FnMut(Event) -> bool> Parser<F> {
     /// Delivers the open event, if it has data; false when `on_event` asked
     /// to stop.
     fn dispatch(&mut self) -> bool {
-        let event = std::mem::take(&mut self.event);
         if !std::mem::take(&mut self.has_data) {
+            // Not delivered, and nothing of it carries over.
+            self.event.kind.clear();
+            self.event.data.clear();
+            self.event.id = None;
             return true;
         }
+        let next = self.spares.pop().unwrap_or_default();
+        let event = std::mem::replace(&mut self.event, next);
         self.delivered += 1;
         (self.on_event)(event)
     }
@@ -308,6 +342,53 @@ mod tests {
             data: data.into(),
             id: None,
         }
+    }
+
+    #[test]
+    fn an_event_read_into_a_recycled_one_keeps_nothing_of_it() {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let into = std::rc::Rc::clone(&seen);
+        let mut reader = Reader::new(ROOMY, move |event| {
+            into.borrow_mut().push(event);
+            true
+        });
+        let mut got = Vec::new();
+        for piece in [
+            &b"event: big\nid: 7\ndata: a longer first event\n\n"[..],
+            b"data: b\n\n",
+            // Read into the first event's buffers: nothing of it shows.
+            b"data: c1\ndata: c2\n\n",
+            // Not delivered, and nothing of it carries over.
+            b"event: no data\nid: 9\n\ndata: d\n\n",
+        ] {
+            reader.feed(piece).unwrap();
+            let events: Vec<Event> = seen.borrow_mut().drain(..).collect();
+            for event in events {
+                got.push(event.clone());
+                reader.recycle(event);
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                Event {
+                    kind: "big".into(),
+                    data: "a longer first event".into(),
+                    id: Some("7".into())
+                },
+                event("", "b"),
+                event("", "c1\nc2"),
+                event("", "d"),
+            ]
+        );
+        // None larger than this is kept, and at most this many.
+        reader.parser.spares.clear();
+        reader.recycle(event("", &"x".repeat(Parser::<()>::SPARE_ROOM + 1)));
+        assert!(reader.parser.spares.is_empty());
+        for _ in 0..20 {
+            reader.recycle(event("k", "x"));
+        }
+        assert_eq!(reader.parser.spares.len(), Parser::<()>::SPARES);
     }
 
     #[test]
