@@ -24,6 +24,15 @@ pub(crate) struct Event {
     pub(crate) id: Option<String>,
 }
 
+impl Event {
+    /// Emptied, its buffers kept: nothing of it is seen again.
+    fn clear(&mut self) {
+        self.kind.clear();
+        self.data.clear();
+        self.id = None;
+    }
+}
+
 /// How much of a peer's stream the reader accepts.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -126,9 +135,7 @@ impl<F: FnMut(Event) -> bool> Reader<F> {
         {
             return;
         }
-        event.kind.clear();
-        event.data.clear();
-        event.id = None;
+        event.clear();
         spares.push(event);
     }
 }
@@ -302,9 +309,7 @@ impl<F: FnMut(Event) -> bool> Parser<F> {
     fn dispatch(&mut self) -> bool {
         if !std::mem::take(&mut self.has_data) {
             // Not delivered, and nothing of it carries over.
-            self.event.kind.clear();
-            self.event.data.clear();
-            self.event.id = None;
+            self.event.clear();
             return true;
         }
         let next = self.spares.pop().unwrap_or_default();
