@@ -190,7 +190,7 @@ impl Bounds {
     /// [`Over::Requests`] when the client is at its limit.
     pub(super) fn claim(self: &Arc<Self>, key_hash: Option<&str>) -> Result<Claim, Over> {
         let client = key_hash
-            .map(|hash| hash.get(..16).unwrap_or(hash).to_owned())
+            .map(|hash| super::keys::key_tag(hash).to_owned())
             .unwrap_or_default();
         let mut tally = self.tally();
         let held = tally.clients.entry(client.clone()).or_default();

@@ -28,6 +28,13 @@ pub(super) fn presented_key_hash(headers: &HeaderMap) -> Option<String> {
     presented_key(headers).map(key_hash)
 }
 
+/// The short name a client goes by in the gateway's own records (its
+/// conversations, its share of the limits): the first 16 hex digits of
+/// its key's SHA-256 `hash`.
+pub(super) fn key_tag(hash: &str) -> &str {
+    hash.get(..16).unwrap_or(hash)
+}
+
 /// The key a request presents (`Authorization: Bearer`, or `x-api-key`).
 fn presented_key(headers: &HeaderMap) -> Option<&str> {
     headers

@@ -53,7 +53,7 @@ pub(super) fn conversation(
     key_hash: Option<&str>,
     by: SessionScope,
 ) -> Result<Option<String>, String> {
-    let scope = key_hash.map(|hash| format!("key-{}", hash.get(..16).unwrap_or(hash)));
+    let scope = key_hash.map(|hash| format!("key-{}", super::keys::key_tag(hash)));
     let Some(name) = headers
         .get(SESSION_HEADER)
         .filter(|_| by == SessionScope::Header)
