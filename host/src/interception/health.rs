@@ -334,11 +334,28 @@ fn client_of(session: &str) -> &str {
 /// nothing while nothing reads it: no thread wakes to keep it (a ticking
 /// thread cost an idle gateway 200 wake-ups a second, and a request at
 /// 100/s with every pack a fifth of its CPU; BENCHMARKS.md, thirteenth
-/// round). Elsewhere, the standard monotonic clock.
+/// round). Read through the C library's `clock_gettime`, whose vDSO call
+/// valgrind also follows (rustix's own vDSO lookup reads an address
+/// valgrind does not map, so a gateway with packs could not be counted
+/// under callgrind). Elsewhere, the standard monotonic clock.
+#[cfg_attr(
+    target_os = "linux",
+    allow(
+        unsafe_code,
+        reason = "clock_gettime(3) has no safe wrapper in libc; it writes one timespec the call owns"
+    )
+)]
 pub(crate) fn coarse_now() -> Duration {
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    #[cfg(target_os = "linux")]
     {
-        let now = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a valid, writable `timespec` for the call's
+        // length, and the clock id is one Linux has had since 2.6.32;
+        // were it refused, `now` stays zero and budgets read no time.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &raw mut now) };
         // The monotonic clock is never negative and its nanoseconds are
         // below a second: nothing is lost by either conversion.
         Duration::new(
@@ -346,7 +363,7 @@ pub(crate) fn coarse_now() -> Duration {
             u32::try_from(now.tv_nsec).unwrap_or(0),
         )
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    #[cfg(not(target_os = "linux"))]
     {
         static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
         ORIGIN.get_or_init(Instant::now).elapsed()

@@ -18,6 +18,7 @@ pub(crate) mod export;
 mod guard;
 mod inputs;
 mod instance;
+mod members;
 mod pack;
 mod registrar;
 mod seam_kind;
