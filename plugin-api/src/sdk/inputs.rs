@@ -1,14 +1,11 @@
 //! Typed, borrowed inputs: thin wrappers over the ABI views, so reading a
 //! value costs nothing and pack code never names an ABI type.
 
-use super::members::{member, plain_string, Members};
 use super::values::{Block, Message, Request, ToolCall, ToolResult};
 use crate::abi::{
     BlockView, HeaderView, MessageView, RequestView, SessionView, ToolCallView, ToolResultView,
 };
 use abi_stable::std_types::{RSlice, RStr};
-use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 fn non_empty(text: RStr<'_>) -> Option<&str> {
     let text = text.as_str();
@@ -42,7 +39,10 @@ impl<'a> Session<'a> {
     /// gate retry): a gate that counts model calls may skip it.
     #[must_use]
     pub fn is_gate_retry(&self) -> bool {
-        self.fact("gate_retry") == Some("true")
+        self.0
+            .extension_json
+            .as_str()
+            .contains("\"gate_retry\":true")
     }
     /// True when the host relays a conversation it did not run (a gateway
     /// in front of a client's own agent): the client wrote the whole
@@ -50,7 +50,7 @@ impl<'a> Session<'a> {
     /// that judges input, and so are the tools' descriptions.
     #[must_use]
     pub fn is_relayed(&self) -> bool {
-        self.fact("relayed") == Some("true")
+        self.0.extension_json.as_str().contains("\"relayed\":true")
     }
     /// Zero-based index of the current user turn.
     #[must_use]
@@ -83,12 +83,10 @@ impl<'a> Session<'a> {
     /// gate that counts or judges the user's requests skips the other two.
     #[must_use]
     pub fn source(&self) -> &'a str {
-        // A source that is not a plain string reads as the loop's own
-        // call: judged by every gate, not skipped by those that judge
-        // only the user's requests.
-        self.fact("source")
-            .and_then(plain_string)
-            .unwrap_or("agent")
+        let json = self.0.extension_json.as_str();
+        json.split_once("\"source\":\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map_or("agent", |(source, _)| source)
     }
     /// The provider call being prepared (on `provider_request`), as the
     /// host numbers it: unique in the host's process, and the same when
@@ -97,7 +95,14 @@ impl<'a> Session<'a> {
     /// `None` from a host that does not say.
     #[must_use]
     pub fn call_id(&self) -> Option<u64> {
-        self.fact("call")?.parse().ok().filter(|id| *id != 0)
+        let json = self.0.extension_json.as_str();
+        json.match_indices("\"call\":").find_map(|(at, key)| {
+            let digits = &json[at + key.len()..];
+            let end = digits
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(digits.len());
+            digits[..end].parse().ok().filter(|id| *id != 0)
+        })
     }
     /// What the last provider call of this session was charged, and for
     /// whom (`(source, usage)`), as the host said after the call: on
@@ -106,6 +111,10 @@ impl<'a> Session<'a> {
     /// before the first call, or from a host that does not say.
     #[must_use]
     pub fn last_call(&self) -> Option<(String, SourceUsage)> {
+        #[derive(serde::Deserialize)]
+        struct Facts {
+            last_call: Option<LastCall>,
+        }
         // Its members named one by one (not `SourceUsage` flattened in,
         // which buffers the whole object before reading it), the rest of
         // the facts skipped unread.
@@ -117,8 +126,8 @@ impl<'a> Session<'a> {
             output_tokens: u64,
             cost_usd: f64,
         }
-        let last: Option<LastCall> = serde_json::from_str(self.fact("last_call")?).ok()?;
-        last.map(|last| {
+        let facts: Facts = serde_json::from_str(self.0.extension_json.as_str()).ok()?;
+        facts.last_call.map(|last| {
             let usage = SourceUsage {
                 input_tokens: last.input_tokens,
                 output_tokens: last.output_tokens,
@@ -138,14 +147,19 @@ impl<'a> Session<'a> {
     #[must_use]
     pub fn last_call_billing(&self) -> Billing {
         #[derive(serde::Deserialize)]
+        struct Facts {
+            last_call: Option<Billed>,
+        }
+        #[derive(serde::Deserialize)]
         struct Billed {
             billed: Option<String>,
         }
-        let last: Option<Billed> = self
-            .fact("last_call")
-            .and_then(|last| serde_json::from_str(last).ok())
-            .flatten();
-        match last.and_then(|last| last.billed).as_deref() {
+        let facts: Option<Facts> = serde_json::from_str(self.0.extension_json.as_str()).ok();
+        match facts
+            .and_then(|facts| facts.last_call)
+            .and_then(|last| last.billed)
+            .as_deref()
+        {
             Some("none") => Billing::Nothing,
             Some("unknown") => Billing::Unknown,
             _ => Billing::Reported,
@@ -157,56 +171,8 @@ impl<'a> Session<'a> {
     /// nothing charged, no prices).
     #[must_use]
     pub fn usage(&self) -> Usage {
-        let json = self.0.extension_json.as_str();
-        let mut usage = Usage::default();
-        let mut walk = Members::of(json);
-        for (name, value) in walk.by_ref() {
-            match name {
-                "source" => usage.source = read_or_default(value),
-                "model" => usage.model = read_or_default(value),
-                "cost_usd" => usage.cost_usd = read_or_default(value),
-                "usage" => usage.usage = read_or_default(value),
-                "prices" => usage.prices = price_table(value),
-                _ => {}
-            }
-        }
-        if walk.unreadable() {
-            // Facts the walk cannot read: all of them as serde reads them.
-            return serde_json::from_str(json).unwrap_or_default();
-        }
-        usage
+        serde_json::from_str(self.0.extension_json.as_str()).unwrap_or_default()
     }
-    /// The JSON text of the facts' member `key` (see [`member`]).
-    fn fact(&self, key: &str) -> Option<&'a str> {
-        member(self.0.extension_json.as_str(), key)
-    }
-}
-
-/// `value` read as a `T`, or `T`'s default when it is not one.
-fn read_or_default<T: serde::de::DeserializeOwned + Default>(value: &str) -> T {
-    serde_json::from_str(value).unwrap_or_default()
-}
-
-/// The host's price table read from its text: on each thread, the table
-/// last read is kept with its text and given again while the text is the
-/// same (the host sends the same table on every call, and reading its
-/// numbers was most of [`Session::usage`]'s time).
-fn price_table(text: &str) -> BTreeMap<String, Price> {
-    thread_local! {
-        static LAST: RefCell<(String, BTreeMap<String, Price>)> =
-            const { RefCell::new((String::new(), BTreeMap::new())) };
-    }
-    LAST.with(|last| {
-        let Ok(mut last) = last.try_borrow_mut() else {
-            return read_or_default(text);
-        };
-        if last.0 != text {
-            last.1 = read_or_default(text);
-            last.0.clear();
-            last.0.push_str(text);
-        }
-        last.1.clone()
-    })
 }
 
 /// How the host knows what a provider call was billed (see
@@ -237,9 +203,9 @@ pub struct Usage {
     /// The session's cost so far, in USD.
     pub cost_usd: f64,
     /// Tokens and cost per source.
-    pub usage: BTreeMap<String, SourceUsage>,
+    pub usage: std::collections::BTreeMap<String, SourceUsage>,
     /// USD per million input and output tokens, per model.
-    pub prices: BTreeMap<String, Price>,
+    pub prices: std::collections::BTreeMap<String, Price>,
 }
 
 /// Tokens and dollars charged to one source.

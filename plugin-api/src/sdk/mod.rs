@@ -18,7 +18,6 @@ pub(crate) mod export;
 mod guard;
 mod inputs;
 mod instance;
-mod members;
 mod pack;
 mod registrar;
 mod seam_kind;
