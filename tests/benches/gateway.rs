@@ -1218,15 +1218,30 @@ fn wires(
 /// One chimera (no pack; every pack with `every-pack`; nginx as a plain
 /// proxy instead with `nginx`, the baseline's own cost) driven at 1000
 /// requests a second (`rate=N`: N) for 20 s (`streamed`: streamed replies; `responses`:
-/// on the Responses wire), its pid printed first, for a profiler to
-/// attach (`perf record -g -p PID`).
+/// on the Responses wire; `pack=NAME`: that shipped pack alone), its pid
+/// printed first, for a profiler to attach (`perf record -g -p PID`).
 fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream: &str) {
     let has = |flag: &str| std::env::args().any(|a| a == flag);
+    // `pack=NAME` (any number of times): those of the shipped packs
+    // alone, as `every-pack` sets them up (what one pack costs).
+    let chosen: Vec<String> = std::env::args()
+        .filter_map(|a| a.strip_prefix("pack=").map(str::to_owned))
+        .collect();
     let packs = if has("every-pack") {
         all_packs()
     } else {
-        Vec::new()
+        all_packs()
+            .into_iter()
+            .filter(|spec| {
+                let name = spec.split_once('=').map_or(spec.as_str(), |(name, _)| name);
+                chosen.iter().any(|c| c == name)
+            })
+            .collect()
     };
+    if packs.len() < chosen.len() {
+        println!("profile: pack=NAME takes a shipped pack's name ({SHIPPED_PACKS:?})");
+        return;
+    }
     let wire = if has("responses") {
         Wire::Responses
     } else {

@@ -316,7 +316,11 @@ impl AgentSession {
             usage: &self.ledger,
             prices: &self.prices_json,
         };
-        self.facts.write_extension(|out| write_facts(&facts, out));
+        // The price table as it is, and about as much again for the rest
+        // (a call's number and cost, the last call, the charges).
+        let room = self.prices_json.len() + 384;
+        self.facts
+            .write_extension(room, |out| write_facts(&facts, out));
     }
 
     /// The session facts packs see.

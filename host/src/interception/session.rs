@@ -58,16 +58,21 @@ impl SessionFacts {
     /// mark. Empty: only those. Set `gate_retry` first: the members are
     /// written for it, and a later change of it alone drops them.
     pub fn set_extension_members(&mut self, members: &str) {
-        self.write_extension(|out| out.extend_from_slice(members.as_bytes()));
+        self.write_extension(members.len(), |out| {
+            out.extend_from_slice(members.as_bytes())
+        });
     }
 
     /// [`SessionFacts::set_extension_members`], the members appended by
     /// `members` straight into the extension's buffer (reused from one
-    /// call to the next) rather than made apart and copied in.
-    pub(crate) fn write_extension(&mut self, members: impl FnOnce(&mut Vec<u8>)) {
+    /// call to the next) rather than made apart and copied in. `room`: about
+    /// how many bytes `members` writes, reserved at once (a new session's
+    /// buffer does not grow three times on its first facts).
+    pub(crate) fn write_extension(&mut self, room: usize, members: impl FnOnce(&mut Vec<u8>)) {
         let constant = self.constant_extension();
         let mut out = std::mem::take(&mut self.extension).into_bytes();
         out.clear();
+        out.reserve(constant.len() + room + 1);
         out.extend_from_slice(&constant.as_bytes()[..constant.len() - 1]);
         out.push(b',');
         let start = out.len();
@@ -118,7 +123,7 @@ mod tests {
             r#"{"capabilities":["edits"],"source":"agent"}"#
         );
         facts.gate_retry = true;
-        facts.write_extension(|out| out.extend_from_slice(br#""source":"gate_retry""#));
+        facts.write_extension(0, |out| out.extend_from_slice(br#""source":"gate_retry""#));
         assert_eq!(
             facts.view().extension_json.as_str(),
             r#"{"capabilities":["edits"],"gate_retry":true,"source":"gate_retry"}"#
