@@ -231,7 +231,9 @@ impl AgentSession {
         self.relay.get_or_insert_with(RelaySurface::default);
         let bundle = self.effective_interceptors();
         self.facts_read = bundle.is_some();
-        self.refresh_facts();
+        // The facts are rendered where a chain first reads them: the
+        // history's tool results (when a pack judges them), then the
+        // request once its call has a number.
         let observes = |i: &crate::interception::ModelResponseInterceptor| {
             i.role() == crate::interception::ContentRole::Observes
         };
@@ -574,6 +576,8 @@ impl AgentSession {
         if bundle.tool_result.is_empty() {
             return;
         }
+        // Read as they stand before this request's call has a number.
+        self.refresh_facts();
         for index in 0..self.history.len() {
             let message = &self.history[index];
             if message.role != Role::Tool {
