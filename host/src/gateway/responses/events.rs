@@ -346,7 +346,11 @@ impl Relay<'_> {
     /// next, its `output_index` the client's; what it carries of a text
     /// part, the part's released text; an item it completes recorded.
     fn write(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        let mut splice = Splice::new();
+        self.write_edited(kind, src, root, Splice::new())
+    }
+
+    /// [`Relay::write`] with `splice`'s edits (of `src`) made as well.
+    fn write_edited(&mut self, kind: &str, src: &[u8], root: &Node, mut splice: Splice) -> String {
         let event_kind = views::member_text(src, root, "type").unwrap_or_default();
         if let (Some(seq), Some(node)) = (self.seq, root.get(src, "sequence_number")) {
             if node.as_u64(src) != Some(seq) {
@@ -504,6 +508,13 @@ impl Relay<'_> {
         }
         if released.is_empty() {
             return String::new();
+        }
+        // What was released in place of the delta's text: one more edit of
+        // the event as it came (not the event rebuilt, and read again).
+        if let Some(delta) = root.get(src, "delta") {
+            let mut splice = Splice::new();
+            splice.replace(delta.span.clone(), string_literal(released));
+            return self.write_edited(kind, src, root, splice);
         }
         let written = with_delta(src, root, released);
         let root = parse(&written, &Limits::default()).unwrap_or_else(|_| root.clone());
