@@ -81,6 +81,10 @@ enum Item {
 enum Queued {
     /// An event to write at the end as it then reads.
     Event(String, Vec<u8>),
+    /// A text delta held, with its part's place (output index, content
+    /// index; 0 for either it names not): at the end the part goes out as
+    /// one delta, so every later delta of it is dropped unread.
+    Delta(String, Vec<u8>, (u64, u64)),
     /// A call item (by output index), written as judged.
     Call(u64),
 }
@@ -491,8 +495,12 @@ impl Relay<'_> {
         };
         if holding {
             part.held.push_str(&text);
+            let key = (
+                number(src, root, "output_index").unwrap_or(0),
+                number(src, root, "content_index").unwrap_or(0),
+            );
             self.queue
-                .push(Queued::Event(kind.to_owned(), src.to_vec()));
+                .push(Queued::Delta(kind.to_owned(), src.to_vec(), key));
             return String::new();
         }
         let offered = session.offer(exchange, &mut part.gate, &text, false);
@@ -509,14 +517,33 @@ impl Relay<'_> {
         if released.is_empty() {
             return String::new();
         }
-        // What was released in place of the delta's text: one more edit of
-        // the event as it came (not the event rebuilt, and read again).
+        let released = released.to_owned();
+        self.write_delta(kind, src, root, &released)
+    }
+
+    /// A held part's first delta event, carrying all of the part's text
+    /// that was released (nothing when none was).
+    fn write_part_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+        let text = self
+            .part(src, root)
+            .map(|p| p.released.clone())
+            .unwrap_or_default();
+        if text.is_empty() {
+            return String::new();
+        }
+        self.write_delta(kind, src, root, &text)
+    }
+
+    /// A delta event written carrying `text` in place of its own: one more
+    /// edit of the event as it came (rebuilt, and read again, only when it
+    /// has no `delta` member to put `text` in).
+    fn write_delta(&mut self, kind: &str, src: &[u8], root: &Node, text: &str) -> String {
         if let Some(delta) = root.get(src, "delta") {
             let mut splice = Splice::new();
-            splice.replace(delta.span.clone(), string_literal(released));
+            splice.replace(delta.span.clone(), string_literal(text));
             return self.write_edited(kind, src, root, splice);
         }
-        let written = with_delta(src, root, released);
+        let written = with_delta(src, root, text);
         let root = parse(&written, &Limits::default()).unwrap_or_else(|_| root.clone());
         self.write(kind, &written, &root)
     }
@@ -767,6 +794,18 @@ impl Relay<'_> {
         let mut out = String::new();
         for queued in std::mem::take(&mut self.queue) {
             match queued {
+                Queued::Delta(kind, data, key) => {
+                    // A part's later deltas are not read: its first goes
+                    // out carrying all of its text.
+                    if written_deltas.contains(&key) {
+                        continue;
+                    }
+                    let Ok(root) = parse(&data, &Limits::default()) else {
+                        continue;
+                    };
+                    written_deltas.push(key);
+                    out.push_str(&self.write_part_delta(&kind, &data, &root));
+                }
                 Queued::Event(kind, data) => {
                     let Ok(root) = parse(&data, &Limits::default()) else {
                         continue;
@@ -775,7 +814,6 @@ impl Relay<'_> {
                     if event_kind == "response.output_text.delta"
                         || event_kind == "response.refusal.delta"
                     {
-                        // A held part goes out as one delta of its text.
                         let key = (
                             number(&data, &root, "output_index").unwrap_or(0),
                             number(&data, &root, "content_index").unwrap_or(0),
@@ -784,17 +822,7 @@ impl Relay<'_> {
                             continue;
                         }
                         written_deltas.push(key);
-                        let text = self
-                            .part(&data, &root)
-                            .map(|p| p.released.clone())
-                            .unwrap_or_default();
-                        if text.is_empty() {
-                            continue;
-                        }
-                        let rewritten = with_delta(&data, &root, &text);
-                        let rewritten_root =
-                            parse(&rewritten, &Limits::default()).unwrap_or_else(|_| root.clone());
-                        out.push_str(&self.write(&kind, &rewritten, &rewritten_root));
+                        out.push_str(&self.write_part_delta(&kind, &data, &root));
                     } else {
                         out.push_str(&self.write(&kind, &data, &root));
                     }
