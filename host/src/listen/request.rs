@@ -89,9 +89,17 @@ pub(super) fn head(read: &mut BytesMut, max: usize) -> Result<Option<Head>, Refu
             format!("the request's head is over {max} bytes"),
         )
     };
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut slots);
-    let taken = match request.parse(read) {
+    // The slots are left unwritten until parsed into, not zeroed (some
+    // kilobytes) for every head.
+    let mut slots =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_request_with_uninit_headers(
+        &mut request,
+        read,
+        &mut slots,
+    );
+    let taken = match parsed {
         Ok(httparse::Status::Complete(taken)) if taken > max => return Err(too_long()),
         Ok(httparse::Status::Complete(taken)) => taken,
         Ok(httparse::Status::Partial) if read.len() > max => return Err(too_long()),

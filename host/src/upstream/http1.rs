@@ -105,9 +105,17 @@ pub(super) enum Parsed {
 /// A line for the operator when the head is not HTTP/1.x, too long, or
 /// frames its body in a way that cannot be trusted.
 pub(super) fn head(read: &mut BytesMut, bodiless: bool) -> Result<Parsed, String> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut slots);
-    let taken = match response.parse(read) {
+    // The slots are left unwritten until parsed into, not zeroed (some
+    // kilobytes) for every head.
+    let mut slots =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut response,
+        read,
+        &mut slots,
+    );
+    let taken = match parsed {
         Ok(httparse::Status::Complete(taken)) => taken,
         Ok(httparse::Status::Partial) if read.len() > MAX_HEAD => {
             return Err(format!("the answer's head is over {MAX_HEAD} bytes"));
