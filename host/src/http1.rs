@@ -17,6 +17,13 @@ pub(crate) const READ_SIZE: usize = 4 << 10;
 /// The most header lines a head may have (hyper's own default).
 pub(crate) const MAX_HEADERS: usize = 100;
 
+/// Room for a head's header lines, left unwritten until parsed into
+/// (httparse's `parse_*_with_uninit_headers`) rather than 3.2 KB zeroed
+/// for every head.
+pub(crate) fn header_slots<'b>() -> [std::mem::MaybeUninit<httparse::Header<'b>>; MAX_HEADERS] {
+    [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS]
+}
+
 /// The most bytes a chunk's size line (with its extensions) may take.
 const MAX_CHUNK_LINE: usize = 4 << 10;
 

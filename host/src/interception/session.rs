@@ -59,7 +59,7 @@ impl SessionFacts {
     /// written for it, and a later change of it alone drops them.
     pub fn set_extension_members(&mut self, members: &str) {
         self.write_extension(members.len(), |out| {
-            out.extend_from_slice(members.as_bytes())
+            out.extend_from_slice(members.as_bytes());
         });
     }
 

@@ -6,7 +6,9 @@
 //! coding other than `chunked` alone, a head that is not HTTP/1.x, a
 //! name or value that is not one.
 
-use crate::http1::{at, content_length, take_head, tokens, Chunk, Framing, Lines, MAX_HEADERS};
+use crate::http1::{
+    at, content_length, header_slots, take_head, tokens, Chunk, Framing, Lines, MAX_HEADERS,
+};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, Version};
 use bytes::BytesMut;
 
@@ -89,10 +91,7 @@ pub(super) fn head(read: &mut BytesMut, max: usize) -> Result<Option<Head>, Refu
             format!("the request's head is over {max} bytes"),
         )
     };
-    // The slots are left unwritten until parsed into, not zeroed (some
-    // kilobytes) for every head.
-    let mut slots =
-        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut slots = header_slots();
     let mut request = httparse::Request::new(&mut []);
     let parsed = httparse::ParserConfig::default().parse_request_with_uninit_headers(
         &mut request,

@@ -8,7 +8,9 @@
 //! only and one value, and an answer that gives both a length and chunks
 //! is refused (the shape of response splitting).
 
-use crate::http1::{content_length, take_head, tokens, Chunk, Framing, Lines, MAX_HEADERS};
+use crate::http1::{
+    content_length, header_slots, take_head, tokens, Chunk, Framing, Lines, MAX_HEADERS,
+};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use bytes::{Buf, BytesMut};
 
@@ -105,10 +107,7 @@ pub(super) enum Parsed {
 /// A line for the operator when the head is not HTTP/1.x, too long, or
 /// frames its body in a way that cannot be trusted.
 pub(super) fn head(read: &mut BytesMut, bodiless: bool) -> Result<Parsed, String> {
-    // The slots are left unwritten until parsed into, not zeroed (some
-    // kilobytes) for every head.
-    let mut slots =
-        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut slots = header_slots();
     let mut response = httparse::Response::new(&mut []);
     let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
         &mut response,
