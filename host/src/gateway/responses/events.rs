@@ -248,6 +248,15 @@ fn place(src: &[u8], root: &Node) -> Option<(u64, u64)> {
     Some((index, number(src, root, "content_index").unwrap_or(0)))
 }
 
+/// Which part a held delta is of, to write each part's once: its output
+/// and content indexes, 0 for either it names not.
+fn part_key(src: &[u8], root: &Node) -> (u64, u64) {
+    (
+        number(src, root, "output_index").unwrap_or(0),
+        number(src, root, "content_index").unwrap_or(0),
+    )
+}
+
 /// The part of `items` at `place` (see [`place`]).
 fn part_at(items: &mut BTreeMap<u64, Item>, place: Option<(u64, u64)>) -> Option<&mut Part> {
     let (index, content) = place?;
@@ -495,12 +504,11 @@ impl Relay<'_> {
         };
         if holding {
             part.held.push_str(&text);
-            let key = (
-                number(src, root, "output_index").unwrap_or(0),
-                number(src, root, "content_index").unwrap_or(0),
-            );
-            self.queue
-                .push(Queued::Delta(kind.to_owned(), src.to_vec(), key));
+            self.queue.push(Queued::Delta(
+                kind.to_owned(),
+                src.to_vec(),
+                part_key(src, root),
+            ));
             return String::new();
         }
         let offered = session.offer(exchange, &mut part.gate, &text, false);
@@ -814,10 +822,7 @@ impl Relay<'_> {
                     if event_kind == "response.output_text.delta"
                         || event_kind == "response.refusal.delta"
                     {
-                        let key = (
-                            number(&data, &root, "output_index").unwrap_or(0),
-                            number(&data, &root, "content_index").unwrap_or(0),
-                        );
+                        let key = part_key(&data, &root);
                         if written_deltas.contains(&key) {
                             continue;
                         }
