@@ -1238,8 +1238,8 @@ fn profile(runtime: &tokio::runtime::Runtime, client: &reqwest::Client, upstream
             })
             .collect()
     };
-    if packs.len() < chosen.len() {
-        println!("profile: pack=NAME takes a shipped pack's name ({SHIPPED_PACKS:?})");
+    if let Some(unknown) = chosen.iter().find(|c| !SHIPPED_PACKS.contains(&c.as_str())) {
+        println!("profile: pack={unknown}: not a shipped pack ({SHIPPED_PACKS:?})");
         return;
     }
     let wire = if has("responses") {

@@ -353,9 +353,14 @@ pub(crate) fn coarse_now() -> Duration {
             tv_nsec: 0,
         };
         // SAFETY: `now` is a valid, writable `timespec` for the call's
-        // length, and the clock id is one Linux has had since 2.6.32;
-        // were it refused, `now` stays zero and budgets read no time.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &raw mut now) };
+        // length; the call writes nothing else.
+        let refused = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &raw mut now) };
+        if refused != 0 {
+            // A kernel without the coarse clock (before 2.6.32) refuses it
+            // every time: the standard clock then measures every budget,
+            // never a clock that stands still and lets a slow pack run on.
+            return standard_now();
+        }
         // The monotonic clock is never negative and its nanoseconds are
         // below a second: nothing is lost by either conversion.
         Duration::new(
@@ -365,9 +370,14 @@ pub(crate) fn coarse_now() -> Duration {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        ORIGIN.get_or_init(Instant::now).elapsed()
+        standard_now()
     }
+}
+
+/// The standard monotonic clock, from the first reading in this process.
+fn standard_now() -> Duration {
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed()
 }
 
 #[cfg(test)]
