@@ -1,7 +1,7 @@
 //! Attacks on what the gateway judges, one class each: every view is
 //! judged, and nothing unjudged reaches the client or the upstream.
 
-use super::{exchange_with_head, serve, serve_messages, Gateway};
+use super::{exchange_with_head, serve, serve_fixture, serve_messages, Gateway};
 use chimera_tests::http::{Reply, Server};
 use serde_json::{json, Value};
 
@@ -284,6 +284,29 @@ fn an_injection_in_any_earlier_turn_or_role_or_a_tool_description_is_judged() {
     let (status, _, answer) = post(&gateway, "/v1/messages", &body);
     assert_eq!(status, 403, "{answer}");
     assert!(upstream.requests().is_empty());
+}
+
+#[test]
+fn a_tool_result_in_the_first_request_is_judged_with_the_facts_of_a_relayed_conversation() {
+    // A pack that reads the session facts on `tool_result` (packs gate
+    // harder behind a gateway, where the client wrote the history): on a
+    // conversation's first request, before its call has a number, the
+    // facts already say the conversation is relayed.
+    let upstream = Server::start(vec![Reply::json(chat_call(Some("ok"), "{}"))]);
+    let config = json!({"tool_result": {"action": "replace", "find": "RESULT", "with": "judged relayed={relayed}"}});
+    let gateway = serve_fixture(&upstream, &config, &[]);
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "the RESULT"}]});
+    let (status, _, answer) = post(&gateway, "/v1/chat/completions", &body);
+    assert_eq!(status, 200, "{answer}");
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].json()["messages"][2]["content"],
+        "the judged relayed=true"
+    );
 }
 
 #[test]

@@ -7,6 +7,10 @@
 //!   "constructor": "panic" }
 //! ```
 //!
+//! A `tool_result` replacement's `{relayed}` becomes what the session facts
+//! said when the result was judged (`true` behind a gateway), so a test
+//! sees the facts a pack read on that seam.
+//!
 //! The output-side seams take the same behaviour (`model_response`,
 //! `output`: `replace` edits the text, `notice` rides on every decision
 //! but allow), and `stream_chunk` takes a word gate
@@ -658,7 +662,7 @@ impl<F: Flavor> Pack for Fixture<F> {
         if let Some(behavior) = self.config.tool_result.clone() {
             for i in 0..behavior.count {
                 let (me, b) = (Arc::clone(&self), behavior.clone());
-                registrar.tool_result(&format!("tool_result-{i}"), move |_, call, result| {
+                registrar.tool_result(&format!("tool_result-{i}"), move |session, call, result| {
                     me.count();
                     if !b.applies_to(call.name()) {
                         return Ok(Decision::Allow);
@@ -666,7 +670,14 @@ impl<F: Flavor> Pack for Fixture<F> {
                     b.verdict(
                         || {
                             let mut owned = result.to_owned();
-                            owned.output = b.edit(&owned.output);
+                            owned.output = b.edit(&owned.output).replace(
+                                "{relayed}",
+                                if session.is_relayed() {
+                                    "true"
+                                } else {
+                                    "false"
+                                },
+                            );
                             owned
                         },
                         || {
