@@ -21,7 +21,15 @@ impl PromptInjection {
     /// the configured ones) that matches `text`.
     #[must_use]
     pub fn find(&self, text: &str) -> Option<&str> {
-        let first = self.set.matches(&visible(text)).iter().next()?;
+        let text = visible(text);
+        // Most texts match nothing: asked whether any pattern matches, the
+        // set stops at the first match and can skip ahead by its literals;
+        // which ones match (every pattern followed to the text's end) is
+        // asked only then.
+        if !self.set.is_match(&text) {
+            return None;
+        }
+        let first = self.set.matches(&text).iter().next()?;
         self.names.get(first).map(String::as_str)
     }
 }

@@ -1,6 +1,7 @@
 //! Typed, borrowed inputs: thin wrappers over the ABI views, so reading a
 //! value costs nothing and pack code never names an ABI type.
 
+use super::facts;
 use super::values::{Block, Message, Request, ToolCall, ToolResult};
 use crate::abi::{
     BlockView, HeaderView, MessageView, RequestView, SessionView, ToolCallView, ToolResultView,
@@ -39,10 +40,7 @@ impl<'a> Session<'a> {
     /// gate retry): a gate that counts model calls may skip it.
     #[must_use]
     pub fn is_gate_retry(&self) -> bool {
-        self.0
-            .extension_json
-            .as_str()
-            .contains("\"gate_retry\":true")
+        facts::has(self.0.extension_json.as_str(), &facts::GATE_RETRY)
     }
     /// True when the host relays a conversation it did not run (a gateway
     /// in front of a client's own agent): the client wrote the whole
@@ -50,7 +48,7 @@ impl<'a> Session<'a> {
     /// that judges input, and so are the tools' descriptions.
     #[must_use]
     pub fn is_relayed(&self) -> bool {
-        self.0.extension_json.as_str().contains("\"relayed\":true")
+        facts::has(self.0.extension_json.as_str(), &facts::RELAYED)
     }
     /// Zero-based index of the current user turn.
     #[must_use]
@@ -83,10 +81,7 @@ impl<'a> Session<'a> {
     /// gate that counts or judges the user's requests skips the other two.
     #[must_use]
     pub fn source(&self) -> &'a str {
-        let json = self.0.extension_json.as_str();
-        json.split_once("\"source\":\"")
-            .and_then(|(_, rest)| rest.split_once('"'))
-            .map_or("agent", |(source, _)| source)
+        facts::string_after(self.0.extension_json.as_str(), &facts::SOURCE).unwrap_or("agent")
     }
     /// The provider call being prepared (on `provider_request`), as the
     /// host numbers it: unique in the host's process, and the same when
@@ -95,14 +90,7 @@ impl<'a> Session<'a> {
     /// `None` from a host that does not say.
     #[must_use]
     pub fn call_id(&self) -> Option<u64> {
-        let json = self.0.extension_json.as_str();
-        json.match_indices("\"call\":").find_map(|(at, key)| {
-            let digits = &json[at + key.len()..];
-            let end = digits
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(digits.len());
-            digits[..end].parse().ok().filter(|id| *id != 0)
-        })
+        facts::number_after(self.0.extension_json.as_str(), &facts::CALL, |id| id != 0)
     }
     /// What the last provider call of this session was charged, and for
     /// whom (`(source, usage)`), as the host said after the call: on
@@ -111,13 +99,9 @@ impl<'a> Session<'a> {
     /// before the first call, or from a host that does not say.
     #[must_use]
     pub fn last_call(&self) -> Option<(String, SourceUsage)> {
-        #[derive(serde::Deserialize)]
-        struct Facts {
-            last_call: Option<LastCall>,
-        }
         // Its members named one by one (not `SourceUsage` flattened in,
-        // which buffers the whole object before reading it), the rest of
-        // the facts skipped unread.
+        // which buffers the whole object before reading it); the facts
+        // after it are not read.
         #[derive(Default, serde::Deserialize)]
         #[serde(default)]
         struct LastCall {
@@ -126,8 +110,8 @@ impl<'a> Session<'a> {
             output_tokens: u64,
             cost_usd: f64,
         }
-        let facts: Facts = serde_json::from_str(self.0.extension_json.as_str()).ok()?;
-        facts.last_call.map(|last| {
+        let last: Option<LastCall> = facts::member(self.0.extension_json.as_str(), "last_call")?;
+        last.map(|last| {
             let usage = SourceUsage {
                 input_tokens: last.input_tokens,
                 output_tokens: last.output_tokens,
@@ -147,19 +131,13 @@ impl<'a> Session<'a> {
     #[must_use]
     pub fn last_call_billing(&self) -> Billing {
         #[derive(serde::Deserialize)]
-        struct Facts {
-            last_call: Option<Billed>,
+        struct Billed<'a> {
+            #[serde(borrow)]
+            billed: Option<std::borrow::Cow<'a, str>>,
         }
-        #[derive(serde::Deserialize)]
-        struct Billed {
-            billed: Option<String>,
-        }
-        let facts: Option<Facts> = serde_json::from_str(self.0.extension_json.as_str()).ok();
-        match facts
-            .and_then(|facts| facts.last_call)
-            .and_then(|last| last.billed)
-            .as_deref()
-        {
+        let last: Option<Option<Billed<'_>>> =
+            facts::member(self.0.extension_json.as_str(), "last_call");
+        match last.flatten().and_then(|last| last.billed).as_deref() {
             Some("none") => Billing::Nothing,
             Some("unknown") => Billing::Unknown,
             _ => Billing::Reported,

@@ -15,6 +15,7 @@ mod decision;
 mod declare;
 mod edit;
 pub(crate) mod export;
+mod facts;
 mod guard;
 mod inputs;
 mod instance;
