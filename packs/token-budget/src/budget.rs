@@ -55,6 +55,31 @@ pub enum Verdict {
     Block(String, String),
 }
 
+/// What a verdict reads of the call besides its spending: who it is for,
+/// and the host's prices (the whole table as read, or one model's at a
+/// time from the session: a call counted in the store reads no more).
+#[derive(Clone, Copy)]
+enum Call<'u> {
+    Read(&'u Usage),
+    Session(Session<'u>),
+}
+
+impl Call<'_> {
+    fn source(&self) -> &str {
+        match self {
+            Call::Read(usage) => &usage.source,
+            Call::Session(session) => session.source(),
+        }
+    }
+
+    fn price(&self, model: &str) -> Option<Price> {
+        match self {
+            Call::Read(usage) => usage.prices.get(model).copied(),
+            Call::Session(session) => session.price(model),
+        }
+    }
+}
+
 /// Which limit a projection exceeds or nears.
 struct Limit {
     /// `input `, `output ` or nothing for totals; `None` for dollars.
@@ -126,11 +151,11 @@ impl TokenBudget {
         (input, max_tokens(request.kwargs_json()))
     }
 
-    fn price(&self, usage: &Usage, model: &str) -> Option<Price> {
+    fn price(&self, call: Call<'_>, model: &str) -> Option<Price> {
         self.pricing
             .get(model)
-            .or_else(|| usage.prices.get(model))
             .copied()
+            .or_else(|| call.price(model))
     }
 
     /// What `ceiling` counts as spent so far in this conversation.
@@ -184,7 +209,7 @@ impl TokenBudget {
         let local = |index: usize, ceiling: &Ceiling| {
             Ok::<_, std::convert::Infallible>(self.spent(session, index, ceiling, usage))
         };
-        match self.verdict_on(session, usage, model, estimate, &local) {
+        match self.verdict_on(session, Call::Read(usage), model, estimate, &local) {
             Ok(verdict) => verdict,
             Err(never) => match never {},
         }
@@ -195,16 +220,16 @@ impl TokenBudget {
     fn verdict_on<E>(
         &self,
         session: &str,
-        usage: &Usage,
+        call: Call<'_>,
         model: &str,
         estimate: (u64, u64),
         spent_of: &dyn Fn(usize, &Ceiling) -> Result<Spent, E>,
     ) -> Result<Verdict, E> {
         let mut warning = None;
-        let estimate_usd = self.estimate_usd(usage, model, estimate);
+        let estimate_usd = self.estimate_usd(call, model, estimate);
         for (index, ceiling) in self.ceilings.iter().enumerate() {
             if ceiling.dimension == Dimension::SourcePlugin
-                && ceiling.matches.as_deref() != Some(usage.source.as_str())
+                && ceiling.matches.as_deref() != Some(call.source())
             {
                 continue;
             }
@@ -251,7 +276,7 @@ impl TokenBudget {
                         }
                         Action::Warn => Verdict::Warn(ceiling.message.clone().unwrap_or(reason)),
                         Action::DowngradeModel => self
-                            .cheapest_other_than(usage, model)
+                            .cheapest_other_than(call, model)
                             .map_or(Verdict::Pass(warning), Verdict::Downgrade),
                     });
                 }
@@ -279,8 +304,8 @@ impl TokenBudget {
     }
 
     /// What `estimate` costs at `model`'s price, in dollars.
-    fn estimate_usd(&self, usage: &Usage, model: &str, estimate: (u64, u64)) -> f64 {
-        let price = self.price(usage, model).unwrap_or_default();
+    fn estimate_usd(&self, call: Call<'_>, model: &str, estimate: (u64, u64)) -> f64 {
+        let price = self.price(call, model).unwrap_or_default();
         #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]
         let usd =
             (estimate.0 as f64 * price.input + estimate.1 as f64 * price.output) / 1_000_000.0;
@@ -302,11 +327,13 @@ impl TokenBudget {
     /// figures. A store that refuses (down, and this pack fails closed)
     /// blocks with its line.
     fn judge(&self, state: &State, session: Session<'_>, request: RequestRef<'_>) -> Verdict {
-        let usage = session.usage();
         let estimate = self.estimate(request);
         if !Self::counts_in_store(state, session) {
-            return self.verdict(session.id(), &usage, request.model(), estimate);
+            return self.verdict(session.id(), &session.usage(), request.model(), estimate);
         }
+        // Counted in the store: of the facts, only who the call is for and
+        // the prices it needs are read.
+        let call_facts = Call::Session(session);
         let call = session.call_id();
         // A request offered again (after a pause) holds what it reserved
         // the first time: given back, then reserved anew.
@@ -316,13 +343,13 @@ impl TokenBudget {
         let reserved = SourceUsage {
             input_tokens: estimate.0,
             output_tokens: estimate.1,
-            cost_usd: self.estimate_usd(&usage, request.model(), estimate),
+            cost_usd: self.estimate_usd(call_facts, request.model(), estimate),
         };
         let held = match shared::reserve(
             state,
             session.id(),
             &self.ceilings,
-            &usage.source,
+            call_facts.source(),
             &reserved,
         ) {
             Ok(held) => held,
@@ -331,11 +358,16 @@ impl TokenBudget {
         let besides = |_: usize, ceiling: &Ceiling| {
             Ok::<_, std::convert::Infallible>(shared::spent_besides(&held, ceiling))
         };
-        let verdict =
-            match self.verdict_on(session.id(), &usage, request.model(), estimate, &besides) {
-                Ok(verdict) => verdict,
-                Err(never) => match never {},
-            };
+        let verdict = match self.verdict_on(
+            session.id(),
+            call_facts,
+            request.model(),
+            estimate,
+            &besides,
+        ) {
+            Ok(verdict) => verdict,
+            Err(never) => match never {},
+        };
         match (&verdict, call) {
             // It goes: what it holds is settled when it ends.
             (Verdict::Pass(_) | Verdict::Warn(_) | Verdict::Downgrade(_), Some(call)) => {
@@ -386,13 +418,13 @@ impl TokenBudget {
 
     /// The cheapest candidate (input + output price per million) other
     /// than `model`; unpriced candidates come last, in their order.
-    fn cheapest_other_than(&self, usage: &Usage, model: &str) -> Option<String> {
+    fn cheapest_other_than(&self, call: Call<'_>, model: &str) -> Option<String> {
         self.candidates
             .iter()
             .filter(|candidate| candidate.as_str() != model)
             .min_by(|a, b| {
                 let cost = |m: &str| {
-                    self.price(usage, m)
+                    self.price(call, m)
                         .map_or(f64::INFINITY, |p| p.input + p.output)
                 };
                 cost(a).total_cmp(&cost(b))

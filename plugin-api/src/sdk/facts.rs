@@ -8,8 +8,8 @@
 //! stand cannot be part of one. The searchers are built once per process.
 
 use memchr::memmem::Finder;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
-use std::borrow::Cow;
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use std::marker::PhantomData;
 use std::sync::LazyLock;
 
 /// A searcher for `needle`, built on first use.
@@ -67,24 +67,42 @@ pub(crate) fn number_after(json: &str, needle: &Needle, keep: impl Fn(u64) -> bo
 /// `json` is no object, has no such member (before a malformed one), or
 /// the member is no `T`.
 pub(crate) fn member<'de, T: Deserialize<'de>>(json: &'de str, key: &str) -> Option<T> {
+    member_read(json, key, PhantomData)
+}
+
+/// [`member`], its value read by `seed`.
+fn member_read<'de, S: DeserializeSeed<'de>>(
+    json: &'de str,
+    key: &str,
+    seed: S,
+) -> Option<S::Value> {
     let mut found = None;
     let mut reader = serde_json::Deserializer::from_str(json);
     // Found before the end, the object's end is never reached, and the
     // reader says so in an error: what was found is the answer.
     let _ = reader.deserialize_map(Member {
         key,
+        seed,
         found: &mut found,
     });
     found
 }
 
-/// Walks an object's members up to `key`, reading its value into `found`.
-struct Member<'k, 'f, T> {
-    key: &'k str,
-    found: &'f mut Option<T>,
+/// The entry `name` of the object member `key` of `json` (a price table's
+/// entry for one model), read as `T`; the table's other entries skipped.
+pub(crate) fn entry<'de, T: Deserialize<'de>>(json: &'de str, key: &str, name: &str) -> Option<T> {
+    member_read(json, key, Entry(name, PhantomData)).flatten()
 }
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for Member<'_, '_, T> {
+/// Walks an object's members up to `key`, reading its value by `seed`
+/// into `found`.
+struct Member<'k, 'f, S, V> {
+    key: &'k str,
+    seed: S,
+    found: &'f mut Option<V>,
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Member<'_, '_, S, S::Value> {
     type Value = ();
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -92,9 +110,9 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Member<'_, '_, T> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
-            if name == self.key {
-                *self.found = map.next_value::<T>().ok();
+        while let Some(named) = map.next_key_seed(Named(self.key))? {
+            if named {
+                *self.found = map.next_value_seed(self.seed).ok();
                 return Ok(());
             }
             map.next_value::<IgnoredAny>()?;
@@ -103,9 +121,66 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Member<'_, '_, T> {
     }
 }
 
+/// Reads an object's entry `.0` as `T` (the last, if named twice), every
+/// other entry skipped.
+struct Entry<'k, T>(&'k str, PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Entry<'_, T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Option<T>, D::Error> {
+        reader.deserialize_map(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for Entry<'_, T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(named) = map.next_key_seed(Named(self.0))? {
+            if named {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Whether a member's name is the one looked for, read without a copy of
+/// it (a name with escapes is compared as it reads).
+#[derive(Clone, Copy)]
+struct Named<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for Named<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<bool, D::Error> {
+        reader.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Named<'_> {
+    type Value = bool;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a member's name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<bool, E> {
+        Ok(name == self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{after, has, member, number_after, string_after, CALL, RELAYED, SOURCE};
+    use super::{after, entry, has, member, number_after, string_after, CALL, RELAYED, SOURCE};
 
     const FACTS: &str = r#"{"capabilities":["edits"],"call":7,"cost_usd":0.5,"last_call":{"billed":"none","charged_to":"agent"},"model":"a \"source\":\"x","relayed":true,"source":"agent","usage":{},"prices":{"last_call":{"input":1.0,"output":2.0}}}"#;
 
@@ -137,6 +212,28 @@ mod tests {
         assert_eq!(member::<u64>(r#"{"call":3,"a":tru"#, "call"), Some(3));
         // A name written with escapes is the same name.
         assert_eq!(member::<u64>(r#"{"c\u0061ll":4}"#, "call"), Some(4));
+    }
+
+    #[test]
+    fn an_entry_of_a_member_is_read_alone() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Price {
+            input: f64,
+            output: f64,
+        }
+        let price = |model: &str| entry::<Price>(FACTS, "prices", model);
+        assert_eq!(
+            price("last_call"),
+            Some(Price {
+                input: 1.0,
+                output: 2.0
+            })
+        );
+        assert_eq!(price("gpt"), None);
+        assert_eq!(entry::<Price>(FACTS, "usage", "x"), None);
+        assert_eq!(entry::<Price>(FACTS, "model", "x"), None, "no object");
+        let bad = r#"{"prices":{"m":{"input":1}}}"#;
+        assert_eq!(entry::<Price>(bad, "prices", "m"), None, "no Price");
     }
 
     #[test]

@@ -143,6 +143,14 @@ impl<'a> Session<'a> {
             _ => Billing::Reported,
         }
     }
+    /// The host's price of `model` (USD per million tokens), read from
+    /// its price table alone: what [`Session::usage`]'s `prices` says of
+    /// it, for a pack that needs one price and not the whole of the facts.
+    /// `None` when the host prices it not.
+    #[must_use]
+    pub fn price(&self, model: &str) -> Option<Price> {
+        facts::entry(self.0.extension_json.as_str(), "prices", model)
+    }
     /// What the host says beyond the fixed facts: the call's source, the
     /// session's charges per source, its cost and the host's price table.
     /// A host that says nothing gives [`Usage::default`] (source `agent`,
@@ -169,7 +177,7 @@ pub enum Billing {
 }
 
 /// The session's charges as the host reports them (see [`Session::usage`]).
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(default)]
 pub struct Usage {
     /// Who the provider call being prepared is for: `agent` (the loop),
@@ -184,6 +192,20 @@ pub struct Usage {
     pub usage: std::collections::BTreeMap<String, SourceUsage>,
     /// USD per million input and output tokens, per model.
     pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+/// Nothing said: the loop's own call (`agent`, as [`Session::source`]
+/// reads it), nothing charged, no prices.
+impl Default for Usage {
+    fn default() -> Self {
+        Usage {
+            source: "agent".to_owned(),
+            model: String::new(),
+            cost_usd: 0.0,
+            usage: std::collections::BTreeMap::new(),
+            prices: std::collections::BTreeMap::new(),
+        }
+    }
 }
 
 /// Tokens and dollars charged to one source.

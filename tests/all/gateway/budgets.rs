@@ -464,3 +464,76 @@ fn a_rate_limit_shared_by_two_replicas_admits_exactly_its_limit_of_200_requests(
         "every request admitted went upstream once"
     );
 }
+
+/// A gateway serving `gpt-4o` and `gpt-4o-mini` (the host's list prices:
+/// $2.50 / $10 and $0.15 / $0.60 a million tokens) in front of
+/// `upstream`, with token-budget configured by `budget`.
+fn priced(upstream: &Server, budget: &Value) -> Gateway {
+    let base = format!("{}/v1", upstream.url);
+    let pack = format!("token-budget={budget}");
+    super::serve_with(&[
+        "--upstream",
+        &base,
+        "--model",
+        "gpt-4o",
+        "--model",
+        "gpt-4o-mini",
+        "--upstream-key-env",
+        "GATEWAY_UPSTREAM_KEY",
+        "--pack",
+        &pack,
+    ])
+}
+
+/// A request to `model` that may cost 1 000 output tokens.
+fn asking(model: &str) -> String {
+    json!({"model": model, "max_tokens": 1000, "messages": [{"role": "user", "content": "hi"}]})
+        .to_string()
+}
+
+#[test]
+fn a_dollar_budget_behind_the_gateway_prices_each_call_at_its_models_price() {
+    // 1 000 output tokens cost $0.01 at gpt-4o's price and $0.0006 at
+    // gpt-4o-mini's: a $0.005 ceiling refuses the first before it goes
+    // and lets the second through.
+    let upstream = Server::start(vec![Reply::json(json!({
+        "id": "up", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}))]);
+    let gateway = priced(&upstream, &json!({"ceilings": [{"max_usd": 0.005}]}));
+    let (status, _, refused) = super::exchange_with_head(
+        &gateway.address,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &asking("gpt-4o"),
+    );
+    assert_eq!(status, 403, "{refused}");
+    assert!(refused.contains("($0.0100 / $0.0050)"), "{refused}");
+    assert!(upstream.requests().is_empty(), "never went upstream");
+    let (status, _, answer) = super::exchange_with_head(
+        &gateway.address,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &asking("gpt-4o-mini"),
+    );
+    assert_eq!(status, 200, "{answer}");
+    // Downgraded instead: the call goes to the cheapest other candidate.
+    let upstream = Server::start(vec![Reply::json(json!({}))]);
+    let gateway = priced(
+        &upstream,
+        &json!({"on_exceed": "downgrade-model", "downgrade_candidates": ["gpt-4o", "gpt-4o-mini"],
+                "ceilings": [{"max_usd": 0.005}]}),
+    );
+    let _ = super::exchange_with_head(
+        &gateway.address,
+        "POST",
+        "/v1/chat/completions",
+        &[],
+        &asking("gpt-4o"),
+    );
+    let sent = upstream.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].json()["model"], "gpt-4o-mini");
+}
