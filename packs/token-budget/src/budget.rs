@@ -209,24 +209,27 @@ impl TokenBudget {
         let local = |index: usize, ceiling: &Ceiling| {
             Ok::<_, std::convert::Infallible>(self.spent(session, index, ceiling, usage))
         };
-        match self.verdict_on(session, Call::Read(usage), model, estimate, &local) {
+        let call = Call::Read(usage);
+        let usd = self.estimate_usd(call, model, estimate);
+        match self.verdict_on(session, call, model, (estimate, usd), &local) {
             Ok(verdict) => verdict,
             Err(never) => match never {},
         }
     }
 
     /// [`TokenBudget::verdict`] with what each ceiling counts as spent
-    /// from `spent_of` (this process's figures, or the shared store's).
+    /// from `spent_of` (this process's figures, or the shared store's);
+    /// `estimate`: the call's tokens (input, output) and what they cost.
     fn verdict_on<E>(
         &self,
         session: &str,
         call: Call<'_>,
         model: &str,
-        estimate: (u64, u64),
+        estimate: ((u64, u64), f64),
         spent_of: &dyn Fn(usize, &Ceiling) -> Result<Spent, E>,
     ) -> Result<Verdict, E> {
+        let (estimate, estimate_usd) = estimate;
         let mut warning = None;
-        let estimate_usd = self.estimate_usd(call, model, estimate);
         for (index, ceiling) in self.ceilings.iter().enumerate() {
             if ceiling.dimension == Dimension::SourcePlugin
                 && ceiling.matches.as_deref() != Some(call.source())
@@ -345,6 +348,8 @@ impl TokenBudget {
             output_tokens: estimate.1,
             cost_usd: self.estimate_usd(call_facts, request.model(), estimate),
         };
+        // Priced once: the reservation and the verdict read the same.
+        let priced = (estimate, reserved.cost_usd);
         let held = match shared::reserve(
             state,
             session.id(),
@@ -358,16 +363,11 @@ impl TokenBudget {
         let besides = |_: usize, ceiling: &Ceiling| {
             Ok::<_, std::convert::Infallible>(shared::spent_besides(&held, ceiling))
         };
-        let verdict = match self.verdict_on(
-            session.id(),
-            call_facts,
-            request.model(),
-            estimate,
-            &besides,
-        ) {
-            Ok(verdict) => verdict,
-            Err(never) => match never {},
-        };
+        let verdict =
+            match self.verdict_on(session.id(), call_facts, request.model(), priced, &besides) {
+                Ok(verdict) => verdict,
+                Err(never) => match never {},
+            };
         match (&verdict, call) {
             // It goes: what it holds is settled when it ends.
             (Verdict::Pass(_) | Verdict::Warn(_) | Verdict::Downgrade(_), Some(call)) => {
