@@ -7,9 +7,8 @@
 //!   "constructor": "panic" }
 //! ```
 //!
-//! A `tool_result` replacement's `{relayed}` becomes what the session facts
-//! said when the result was judged (`true` behind a gateway), so a test
-//! sees the facts a pack read on that seam.
+//! A `tool_result` replacement's `{relayed}` says what the session facts
+//! said when it was judged (`true` behind a gateway).
 //!
 //! The output-side seams take the same behaviour (`model_response`,
 //! `output`: `replace` edits the text, `notice` rides on every decision
@@ -670,14 +669,8 @@ impl<F: Flavor> Pack for Fixture<F> {
                     b.verdict(
                         || {
                             let mut owned = result.to_owned();
-                            owned.output = b.edit(&owned.output).replace(
-                                "{relayed}",
-                                if session.is_relayed() {
-                                    "true"
-                                } else {
-                                    "false"
-                                },
-                            );
+                            let relayed = session.is_relayed().to_string();
+                            owned.output = b.edit(&owned.output).replace("{relayed}", &relayed);
                             owned
                         },
                         || {
