@@ -8,7 +8,8 @@
 //! stand cannot be part of one. The searchers are built once per process.
 
 use memchr::memmem::Finder;
-use serde::de::Deserialize;
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use std::marker::PhantomData;
 use std::sync::LazyLock;
 
 /// A searcher for `needle`, built on first use.
@@ -62,131 +63,124 @@ pub(crate) fn number_after(json: &str, needle: &Needle, keep: impl Fn(u64) -> bo
 }
 
 /// The top-level member `key` of the object `json`, read as `T`; the
-/// members after it are not read, those before it skipped (see
-/// [`member_text`]). `None` when there is no such member to read, or it
-/// is no `T`.
+/// members after it are not read, those before it skipped. `None` when
+/// `json` is no object, has no such member (before a malformed one), or
+/// the member is no `T`.
 pub(crate) fn member<'de, T: Deserialize<'de>>(json: &'de str, key: &str) -> Option<T> {
-    serde_json::from_str(member_text(json, key)?).ok()
+    member_read(json, key, PhantomData)
+}
+
+/// [`member`], its value read by `seed`.
+fn member_read<'de, S: DeserializeSeed<'de>>(
+    json: &'de str,
+    key: &str,
+    seed: S,
+) -> Option<S::Value> {
+    let mut found = None;
+    let mut reader = serde_json::Deserializer::from_str(json);
+    // Found before the end, the object's end is never reached, and the
+    // reader says so in an error: what was found is the answer.
+    let _ = reader.deserialize_map(Member {
+        key,
+        seed,
+        found: &mut found,
+    });
+    found
 }
 
 /// The entry `name` of the object member `key` of `json` (a price table's
 /// entry for one model), read as `T`; the table's other entries skipped.
 pub(crate) fn entry<'de, T: Deserialize<'de>>(json: &'de str, key: &str, name: &str) -> Option<T> {
-    member(member_text(json, key)?, name)
+    member_read(json, key, Entry(name, PhantomData)).flatten()
 }
 
-/// The text of the top-level member `key` of the object `json`: its value
-/// as it stands. The members before it are skipped by their structure
-/// alone (a string to its closing quote, an object or array to its
-/// matching close, anything else to the next delimiter), not read: only
-/// the member found is read as JSON, by its caller. The first, if named
-/// twice. `None` when `json` is no object, or has no such member before
-/// one that cannot be skipped.
-pub(crate) fn member_text<'j>(json: &'j str, key: &str) -> Option<&'j str> {
-    let bytes = json.as_bytes();
-    let mut at = skip_space(bytes, 0);
-    if bytes.get(at) != Some(&b'{') {
-        return None;
+/// Walks an object's members up to `key`, reading its value by `seed`
+/// into `found`.
+struct Member<'k, 'f, S, V> {
+    key: &'k str,
+    seed: S,
+    found: &'f mut Option<V>,
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Member<'_, '_, S, S::Value> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object")
     }
-    at += 1;
-    loop {
-        at = skip_space(bytes, at);
-        if bytes.get(at) != Some(&b'"') {
-            // The object's end, or not an object's member.
-            return None;
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(named) = map.next_key_seed(Named(self.key))? {
+            if named {
+                *self.found = map.next_value_seed(self.seed).ok();
+                return Ok(());
+            }
+            map.next_value::<IgnoredAny>()?;
         }
-        let name_end = string_end(bytes, at)?;
-        let name = json.get(at..name_end)?;
-        at = skip_space(bytes, name_end);
-        if bytes.get(at) != Some(&b':') {
-            return None;
-        }
-        let start = skip_space(bytes, at + 1);
-        let end = value_end(bytes, start)?;
-        if is_name(name, key) {
-            return json.get(start..end);
-        }
-        at = skip_space(bytes, end);
-        if bytes.get(at) != Some(&b',') {
-            return None;
-        }
-        at += 1;
+        Ok(())
     }
 }
 
-/// Whether the member name `quoted` (quotes and all, as it stands) reads
-/// as `key`; a name with escapes is read before it is compared.
-fn is_name(quoted: &str, key: &str) -> bool {
-    let Some(raw) = quoted.get(1..quoted.len().saturating_sub(1)) else {
-        return false;
-    };
-    if !raw.contains('\\') {
-        return raw == key;
-    }
-    serde_json::from_str::<String>(quoted).is_ok_and(|name| name == key)
-}
+/// Reads an object's entry `.0` as `T` (the last, if named twice), every
+/// other entry skipped.
+struct Entry<'k, T>(&'k str, PhantomData<T>);
 
-fn skip_space(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
-}
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Entry<'_, T> {
+    type Value = Option<T>;
 
-/// Just past the string that opens at `at`: past its closing quote.
-fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut from = at + 1;
-    loop {
-        let found = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
-        if bytes[found] == b'"' {
-            return Some(found + 1);
-        }
-        // A backslash: the character after it is escaped.
-        from = found + 2;
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Option<T>, D::Error> {
+        reader.deserialize_map(self)
     }
 }
 
-/// Just past the value that starts at `at`.
-fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
-    match bytes.get(at)? {
-        b'"' => string_end(bytes, at),
-        b'{' | b'[' => {
-            let mut depth = 0_usize;
-            let mut next = at;
-            loop {
-                match bytes.get(next)? {
-                    b'"' => {
-                        next = string_end(bytes, next)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(next + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                next += 1;
+impl<'de, T: Deserialize<'de>> Visitor<'de> for Entry<'_, T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(named) = map.next_key_seed(Named(self.0))? {
+            if named {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
             }
         }
-        _ => {
-            let rest = &bytes[at..];
-            let len = rest
-                .iter()
-                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(rest.len());
-            (len > 0).then_some(at + len)
-        }
+        Ok(found)
+    }
+}
+
+/// Whether a member's name is the one looked for, read without a copy of
+/// it (a name with escapes is compared as it reads).
+#[derive(Clone, Copy)]
+struct Named<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for Named<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<bool, D::Error> {
+        reader.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Named<'_> {
+    type Value = bool;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a member's name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<bool, E> {
+        Ok(name == self.0)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        after, entry, has, member, member_text, number_after, string_after, CALL, RELAYED, SOURCE,
-    };
+    use super::{after, entry, has, member, number_after, string_after, CALL, RELAYED, SOURCE};
 
     const FACTS: &str = r#"{"capabilities":["edits"],"call":7,"cost_usd":0.5,"last_call":{"billed":"none","charged_to":"agent"},"model":"a \"source\":\"x","relayed":true,"source":"agent","usage":{},"prices":{"last_call":{"input":1.0,"output":2.0}}}"#;
 
@@ -240,22 +234,6 @@ mod tests {
         assert_eq!(entry::<Price>(FACTS, "model", "x"), None, "no object");
         let bad = r#"{"prices":{"m":{"input":1}}}"#;
         assert_eq!(entry::<Price>(bad, "prices", "m"), None, "no Price");
-    }
-
-    #[test]
-    fn a_member_is_found_past_strings_and_nesting_that_look_like_its_end() {
-        let json = r#" { "a" : {"b":"}]\"{,","c":[1,{"d":"]"},[]]} , "e":-1.5e3,"f":null, "want" : [5] ,"g":"#;
-        assert_eq!(member_text(json, "want"), Some("[5]"));
-        assert_eq!(member_text(json, "e"), Some("-1.5e3"));
-        assert_eq!(member_text(json, "a").map(str::len), Some(35));
-        assert_eq!(member_text(json, "g"), None, "no value");
-        assert_eq!(member_text(json, "h"), None);
-        assert_eq!(member_text(r#"{"a":"unclosed}"#, "b"), None);
-        assert_eq!(member_text(r#"{"a":{"b":1}"#, "b"), None, "nested only");
-        assert_eq!(member_text(r#"{"a":1 "b":2}"#, "b"), None, "no comma");
-        assert_eq!(member_text(r#"{"a":1,"a":2}"#, "a"), Some("1"), "the first");
-        assert_eq!(member_text("{}", "a"), None);
-        assert_eq!(member_text("", "a"), None);
     }
 
     #[test]
