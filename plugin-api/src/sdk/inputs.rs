@@ -561,11 +561,16 @@ impl<'a> Segment<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{NoticeSlot, Session, SourceUsage};
+    use super::{Billing, NoticeSlot, Price, Session, SourceUsage};
     use crate::abi::SessionView;
     use abi_stable::std_types::RStr;
 
     fn last_call_of(extension: &str) -> Option<(String, SourceUsage)> {
+        read(extension, |session| session.last_call())
+    }
+
+    /// What `reading` reads of a session whose facts are `extension`.
+    fn read<T>(extension: &str, reading: impl FnOnce(Session<'_>) -> T) -> T {
         let view = SessionView {
             session_id: RStr::from_str("s"),
             turn_index: 0,
@@ -576,7 +581,54 @@ mod tests {
             extension_json: RStr::from_str(extension),
         };
         let slot = NoticeSlot::default();
-        Session(&view, &slot).last_call()
+        reading(Session(&view, &slot))
+    }
+
+    /// Facts as a gateway renders them, a client's model name saying
+    /// what the members say, escaped.
+    const FACTS: &str = r#"{"capabilities":["edits"],"call":7,"cost_usd":0.5,
+        "last_call":{"billed":"none","charged_to":"agent","cost_usd":0.0,
+        "input_tokens":0,"output_tokens":0},
+        "model":"x\",\"relayed\":false,\"source\":\"compaction\",\"prices\":{\"m\":{}}",
+        "relayed":true,"source":"gate_retry",
+        "usage":{"agent":{"cost_usd":0.5,"input_tokens":9,"output_tokens":9}},
+        "prices":{"m":{"input":1.5,"output":2.0},"n":{"input":0.5,"output":1.0}}}"#;
+
+    #[test]
+    fn each_fact_is_read_as_the_whole_facts_read_and_a_client_string_says_none() {
+        let whole: serde_json::Value = serde_json::from_str(FACTS).unwrap();
+        read(FACTS, |session| {
+            assert_eq!(session.source(), whole["source"]);
+            assert!(session.is_relayed());
+            assert!(!session.is_gate_retry());
+            assert_eq!(session.call_id(), Some(7));
+            assert_eq!(session.last_call_billing(), Billing::Nothing);
+            let usage = session.usage();
+            assert_eq!(usage.model, whole["model"]);
+            for model in ["m", "n", "x"] {
+                assert_eq!(
+                    session.price(model),
+                    usage.prices.get(model).copied(),
+                    "{model}"
+                );
+            }
+            assert_eq!(
+                session.price("m"),
+                Some(Price {
+                    input: 1.5,
+                    output: 2.0
+                })
+            );
+        });
+        // A host that says nothing: the loop's own call, nothing billed
+        // known, no price, and `usage` says the same.
+        read(r#"{"capabilities":["edits"]}"#, |session| {
+            assert_eq!(session.source(), "agent");
+            assert_eq!(session.usage().source, "agent");
+            assert_eq!(session.last_call_billing(), Billing::Reported);
+            assert_eq!(session.price("m"), None);
+            assert_eq!(session.call_id(), None);
+        });
     }
 
     #[test]
