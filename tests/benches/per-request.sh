@@ -2,22 +2,27 @@
 # What one request costs the gateway, counted rather than timed (a count
 # does not drift with the machine's load as a time does): user-space
 # instructions (the gateway under valgrind's callgrind, 20 requests a
-# second) or calls to malloc and realloc (perf's uprobes on libc, 500 a
-# second), over a 10 s window of the gateway bench's `-- profile` run.
+# second), calls to malloc and realloc (perf's uprobes on libc, 500 a
+# second), or its CPU split between user space and the kernel with the
+# system calls and context switches behind it (500 a second), over a
+# 10 s window of the gateway bench's `-- profile` run.
 #
 #   tests/benches/per-request.sh instructions responses streamed
 #   tests/benches/per-request.sh allocations every-pack streamed
+#   tests/benches/per-request.sh cpu every-pack
+#   tests/benches/per-request.sh instructions nginx
 #
 # The words after the first are `-- profile`'s (`every-pack`, `streamed`,
-# `responses`; see tests/benches/gateway.rs). Needs valgrind
-# (instructions) or perf with uprobes and root (allocations). Builds the
-# workspace and the bench first. Every pack is counted too: the budget
-# clock is read through the C library, whose vDSO call valgrind follows.
-# The packs' own functions show as `???` in the dump (they run from a
-# sealed in-memory copy valgrind cannot read symbols from); their share is
-# the dump's `???` object.
+# `responses`, `nginx`; see tests/benches/gateway.rs). With `nginx` the
+# baseline is counted the same way: nginx as the plain proxy, one
+# process. Needs valgrind (instructions) or perf with uprobes and root
+# (allocations, cpu). Builds the workspace and the bench first. Every pack
+# is counted too: the budget clock is read through the C library, whose
+# vDSO call valgrind follows. The packs' own functions show as `???` in
+# the dump (they run from a sealed in-memory copy valgrind cannot read
+# symbols from); their share is the dump's `???` object.
 set -euo pipefail
-mode=${1:?usage: per-request.sh instructions|allocations [profile words]}
+mode=${1:?usage: per-request.sh instructions|allocations|cpu [profile words]}
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
@@ -34,15 +39,28 @@ restore() {
     rm -rf "$work"
 }
 trap restore EXIT
+nginx=
+for word in "$@"; do [ "$word" = nginx ] && nginx=$(command -v nginx || echo /usr/sbin/nginx); done
 case $mode in
 instructions)
     rate=20
-    # The bench starts `target/release/chimera`: here, the real one
-    # under callgrind.
-    rm -f "$gateway"
-    printf '#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s "%s" "$@"\n' \
-        "$work/callgrind.out" "$work/chimera" >"$gateway"
-    chmod +x "$gateway"
+    # The bench starts `target/release/chimera` (or the nginx that
+    # `CHIMERA_NGINX` names): here, the real one under callgrind.
+    wrap() {
+        printf '#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=%s "%s" "$@"\n' \
+            "$work/callgrind.out" "$2" >"$1"
+        chmod +x "$1"
+    }
+    if [ -n "$nginx" ]; then
+        wrap "$work/nginx" "$nginx"
+        export CHIMERA_NGINX=$work/nginx
+    else
+        rm -f "$gateway"
+        wrap "$gateway" "$work/chimera"
+    fi
+    ;;
+cpu)
+    rate=500
     ;;
 allocations)
     rate=500
@@ -50,7 +68,7 @@ allocations)
         -a malloc -a realloc 2>/dev/null || true
     ;;
 *)
-    echo "per-request.sh: the first word is instructions or allocations" >&2
+    echo "per-request.sh: the first word is instructions, allocations or cpu" >&2
     exit 2
     ;;
 esac
@@ -79,6 +97,21 @@ allocations)
     perf stat -x, -e probe_libc:malloc,probe_libc:realloc -p "$pid" -- sleep 10 2>"$work/stat"
     wait "$run"
     awk -F, -v n=$((10 * rate)) '{ printf "%s a request: %.1f\n", $3, $1 / n }' "$work/stat"
+    ;;
+cpu)
+    # User and kernel time from the process's own clock ticks (every
+    # thread, 10 ms a tick), the calls and switches from perf.
+    ticks() { awk '{ print $14, $15 }' "/proc/$pid/stat"; }
+    before=$(ticks)
+    perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$pid" -- sleep 10 2>"$work/stat"
+    after=$(ticks)
+    wait "$run"
+    tick_ms=$((1000 / $(getconf CLK_TCK)))
+    echo "$before $after" | awk -v n=$((10 * rate)) -v t="$tick_ms" '{
+        printf "user CPU ms a request: %.3f\nkernel CPU ms a request: %.3f\n",
+            ($3 - $1) * t / n, ($4 - $2) * t / n }'
+    awk -F, -v n=$((10 * rate)) '{ sub(/^raw_syscalls:sys_enter$/, "system calls", $3);
+        printf "%s a request: %.2f\n", $3, $1 / n }' "$work/stat"
     ;;
 esac
 tail -1 "$work/out"

@@ -169,8 +169,13 @@ http {{
     )
 }
 
-/// nginx's binary, when installed.
+/// nginx's binary, when installed; `CHIMERA_NGINX` names another (a
+/// wrapper that runs the installed one under a profiler, as
+/// `tests/benches/per-request.sh` does).
 fn binary() -> Option<PathBuf> {
+    if let Some(given) = std::env::var_os("CHIMERA_NGINX") {
+        return Some(PathBuf::from(given)).filter(|p| p.exists());
+    }
     ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
         .iter()
         .map(PathBuf::from)
