@@ -16,7 +16,7 @@
 //! Packs keep their own allocator: what crosses the stable ABI is freed by
 //! the side that allocated it (`abi_stable`'s types carry their own).
 
-use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
+use libmimalloc_sys::{mi_option_set, mi_option_t};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -56,6 +56,7 @@ pub(crate) extern "C" fn set_options() {
 }
 
 /// Whether the options hold as [`set_options`] sets them.
+#[cfg(test)]
 #[allow(
     unsafe_code,
     reason = "mimalloc's option calls have no safe wrapper; reading one touches only its own table"
@@ -63,7 +64,7 @@ pub(crate) extern "C" fn set_options() {
 pub(crate) fn options_hold() -> bool {
     OPTIONS.iter().all(|&(option, value)| {
         // SAFETY: as in `set_options`; a read writes nothing.
-        unsafe { mi_option_get(option) == value }
+        unsafe { libmimalloc_sys::mi_option_get(option) == value }
     })
 }
 
