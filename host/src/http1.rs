@@ -65,21 +65,22 @@ pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// Where a parsed head's header lines lie in the bytes it was parsed
 /// from, so that once the head is taken off its buffer ([`take_head`])
 /// each name and value is read as a slice of the head: no copy a value.
+///
+/// As many places as the head has lines, not room for [`MAX_HEADERS`]
+/// filled first (that was 3.2 KB written for every head).
 pub(crate) struct Lines {
-    places: [(Range<usize>, Range<usize>); MAX_HEADERS],
-    count: usize,
+    places: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl Lines {
     /// The places of `lines` (parsed out of `read`) in `read`.
     pub(crate) fn of(read: &[u8], lines: &[httparse::Header<'_>]) -> Self {
-        let mut places = std::array::from_fn(|_| (0..0, 0..0));
-        for (line, place) in lines.iter().zip(&mut places) {
-            *place = (at(read, line.name.as_bytes()), at(read, line.value));
-        }
         Lines {
-            places,
-            count: lines.len().min(MAX_HEADERS),
+            places: lines
+                .iter()
+                .take(MAX_HEADERS)
+                .map(|line| (at(read, line.name.as_bytes()), at(read, line.value)))
+                .collect(),
         }
     }
 
@@ -89,7 +90,7 @@ impl Lines {
         &'a self,
         head: &'a Bytes,
     ) -> impl Iterator<Item = (&'a [u8], Bytes)> {
-        self.places[..self.count]
+        self.places
             .iter()
             .map(|(name, value)| (&head[name.clone()], head.slice(value.clone())))
     }
