@@ -42,13 +42,13 @@ fn plain(align: usize, size: usize) -> bool {
     align <= PLAIN_ALIGN && align <= size
 }
 
-// SAFETY: every call is mimalloc's, which returns null or a block of at
-// least the size asked with the alignment asked (checked by `plain`
-// before a plain call is taken), and frees or grows only blocks it gave.
 #[allow(
     unsafe_code,
     reason = "a global allocator is an unsafe trait, and mimalloc's calls have no safe wrapper"
 )]
+// SAFETY: every call is mimalloc's, which returns null or a block of at
+// least the size asked with the alignment asked (checked by `plain`
+// before a plain call is taken), and frees or grows only blocks it gave.
 unsafe impl GlobalAlloc for Mimalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as above; `layout`'s size is not zero (the trait's rule).
