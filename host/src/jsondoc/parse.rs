@@ -123,6 +123,24 @@ struct Frame {
     first: usize,
     /// Hashes of its keys, once it has [`HASH_FROM`] of them.
     seen: Option<HashSet<u64>>,
+    /// Each key's [`key_bit`], set: a key whose bit is not yet set is new
+    /// without a look at the others (most keys of a small object).
+    keys: u128,
+}
+
+/// A key's place in its object's [`Frame::keys`], from its text's length
+/// and first and last bytes: equal texts always share one.
+fn key_bit(bytes: &[u8]) -> u128 {
+    let first = u32::from(bytes.first().copied().unwrap_or(0));
+    let last = u32::from(bytes.last().copied().unwrap_or(0));
+    // The length's low 32 bits are enough to spread the keys: equal
+    // lengths give equal bits either way.
+    #[allow(clippy::cast_possible_truncation, reason = "the low bits mix alike")]
+    let length = bytes.len() as u32;
+    let mixed = length.wrapping_mul(0x9E37_79B1)
+        ^ first.wrapping_mul(0x85EB_CA6B)
+        ^ last.wrapping_mul(0xC2B2_AE35);
+    1 << (mixed >> 25)
 }
 
 /// The parser's state; its scalars are read in `scalar`.
@@ -195,6 +213,7 @@ impl Parser<'_> {
                                 self.items.len()
                             },
                             seen: None,
+                            keys: 0,
                         });
                         if object {
                             self.member_key("a string key or '}'")?;
@@ -306,7 +325,10 @@ impl Parser<'_> {
             })
         };
         if siblings.len() < HASH_FROM {
-            return scan();
+            let bit = key_bit(bytes);
+            let known = frame.keys & bit != 0;
+            frame.keys |= bit;
+            return known && scan();
         }
         let hasher = self.hasher.get_or_insert_with(RandomState::new);
         let seen = frame.seen.get_or_insert_with(|| {
@@ -618,6 +640,32 @@ mod tests {
             error.to_string(),
             format!("duplicate key \"k500\" at byte {}", doc.len())
         );
+    }
+
+    #[test]
+    fn a_small_object_finds_each_duplicate_whatever_bits_its_keys_share() {
+        // 31 keys (below the hash's threshold) of a few lengths and ends,
+        // so many share a bit of the quick check: each one repeated is
+        // found, escaped or not, and the 31 distinct ones all pass.
+        let keys: Vec<String> = (0..31)
+            .map(|i| format!("k{}", "x".repeat(i % 4) + &i.to_string()))
+            .collect();
+        let doc: String = keys.iter().map(|k| format!("\"{k}\":0,")).collect();
+        let whole = format!("{{{}}}", doc.trim_end_matches(','));
+        let root = parse(whole.as_bytes(), &Limits::default()).unwrap();
+        assert_eq!(root.as_object().unwrap().len(), 31);
+        for key in &keys {
+            let escaped = format!("\\u{:04x}{}", key.as_bytes()[0], &key[1..]);
+            for again in [key.clone(), escaped] {
+                let dup = format!("{{{doc}\"{again}\":1}}");
+                let error = parse(dup.as_bytes(), &Limits::default()).unwrap_err();
+                assert_eq!(
+                    error.to_string(),
+                    format!("duplicate key \"{key}\" at byte {}", doc.len() + 1),
+                    "{dup}"
+                );
+            }
+        }
     }
 
     #[test]
