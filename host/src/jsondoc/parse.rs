@@ -233,7 +233,10 @@ impl Parser<'_> {
                 let (start, first, object) = (frame.start, frame.first, frame.object);
                 if object {
                     if let Some(member) = self.members.last_mut() {
-                        member.1 = node;
+                        // The placeholder put there by `member_key` owns
+                        // nothing: written over, not dropped.
+                        debug_assert!(matches!(member.1.kind, Kind::Null));
+                        std::mem::forget(std::mem::replace(&mut member.1, node));
                     }
                 } else {
                     self.items.push(node);
@@ -256,11 +259,12 @@ impl Parser<'_> {
                     Some(b) if b == close => {
                         self.pos += 1;
                         self.frames.pop();
-                        // Each its own size; the stacks keep their room.
+                        // Each its own size (copied out whole); the stacks
+                        // keep their room.
                         let kind = if object {
-                            Kind::Object(self.members.drain(first..).collect())
+                            Kind::Object(self.members.split_off(first))
                         } else {
-                            Kind::Array(self.items.drain(first..).collect())
+                            Kind::Array(self.items.split_off(first))
                         };
                         node = Node {
                             span: start..self.pos,
@@ -666,6 +670,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn each_array_and_object_holds_the_room_of_its_elements_only() {
+        // A large document first, so this thread's stacks have grown: the
+        // next document's containers (the root's elements start at the
+        // stacks' bottom) are still each their own size.
+        let large: String = format!("[{}]", vec!["{\"k\":[1,2,3]}"; 300].join(","));
+        assert!(parse(large.as_bytes(), &Limits::default()).is_ok());
+        let root = parse(b"{\"a\":[1,{\"b\":2}],\"c\":3}", &Limits::default()).unwrap();
+        let Kind::Object(members) = &root.kind else {
+            panic!("an object");
+        };
+        assert_eq!((members.len(), members.capacity()), (2, 2));
+        let Kind::Array(items) = &members[0].1.kind else {
+            panic!("an array");
+        };
+        assert_eq!((items.len(), items.capacity()), (2, 2));
+        let array = parse(b"[true]", &Limits::default()).unwrap();
+        let Kind::Array(items) = &array.kind else {
+            panic!("an array");
+        };
+        assert_eq!((items.len(), items.capacity()), (1, 1));
     }
 
     #[test]
