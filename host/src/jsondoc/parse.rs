@@ -654,7 +654,7 @@ mod tests {
         let keys: Vec<String> = (0..31)
             .map(|i| format!("k{}", "x".repeat(i % 4) + &i.to_string()))
             .collect();
-        let doc: String = keys.iter().map(|k| format!("\"{k}\":0,")).collect();
+        let doc: String = keys.iter().map(|k| ["\"", k, "\":0,"].concat()).collect();
         let whole = format!("{{{}}}", doc.trim_end_matches(','));
         let root = parse(whole.as_bytes(), &Limits::default()).unwrap();
         assert_eq!(root.as_object().unwrap().len(), 31);
