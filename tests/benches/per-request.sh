@@ -2,7 +2,8 @@
 # What one request costs the gateway, counted rather than timed (a count
 # does not drift with the machine's load as a time does): user-space
 # instructions (the gateway under valgrind's callgrind, 20 requests a
-# second), calls to malloc and realloc (perf's uprobes on libc, 500 a
+# second), calls that allocate (perf's uprobes on the gateway's own
+# mimalloc, or on the C library's malloc and realloc for nginx; 500 a
 # second), or its CPU split between user space and the kernel with the
 # system calls and context switches behind it (500 a second), over a
 # 10 s window of the gateway bench's `-- profile` run.
@@ -64,8 +65,20 @@ cpu)
     ;;
 allocations)
     rate=500
-    perf probe -q -x "$(ldconfig -p | sed -n 's/.*libc.so.6 (libc6,x86-64) => //p' | head -1)" \
-        -a malloc -a realloc 2>/dev/null || true
+    # The gateway allocates through mimalloc, linked into its own binary
+    # (host/src/allocator.rs): its entry points are probed there. nginx
+    # allocates through the C library's.
+    if [ -n "$nginx" ]; then
+        probed=$(ldconfig -p | sed -n 's/.*libc.so.6 (libc6,x86-64) => //p' | head -1)
+        calls="malloc realloc"
+    else
+        probed=$gateway
+        calls="mi_malloc mi_zalloc mi_malloc_aligned mi_zalloc_aligned mi_realloc mi_realloc_aligned"
+    fi
+    perf probe -q -d 'per_request:*' 2>/dev/null || true
+    for call in $calls; do
+        perf probe -q -x "$probed" -a "per_request:$call=$call"
+    done
     ;;
 *)
     echo "per-request.sh: the first word is instructions, allocations or cpu" >&2
@@ -94,7 +107,7 @@ instructions)
     echo "instructions a request: $((count / (10 * rate)))"
     ;;
 allocations)
-    perf stat -x, -e probe_libc:malloc,probe_libc:realloc -p "$pid" -- sleep 10 2>"$work/stat"
+    perf stat -x, -e 'per_request:*' -p "$pid" -- sleep 10 2>"$work/stat"
     wait "$run"
     awk -F, -v n=$((10 * rate)) '{ printf "%s a request: %.1f\n", $3, $1 / n }' "$work/stat"
     ;;
