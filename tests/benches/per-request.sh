@@ -77,7 +77,8 @@ allocations)
     fi
     perf probe -q -d 'per_request:*' 2>/dev/null || true
     for call in $calls; do
-        perf probe -q -x "$probed" -a "per_request:$call=$call"
+        perf probe -q -x "$probed" -a "per_request:$call=$call" ||
+            { echo "per-request.sh: perf cannot probe $call in $probed" >&2; exit 1; }
     done
     ;;
 *)
