@@ -42,6 +42,29 @@ fn plain(align: usize, size: usize) -> bool {
     align <= PLAIN_ALIGN && align <= size
 }
 
+/// A new block for `layout` from mimalloc's `plain_call` (of its size)
+/// where [`plain`] allows, else from its `aligned_call`.
+///
+/// # Safety
+///
+/// `layout`'s size is not zero; the two calls are one of mimalloc's pairs.
+#[allow(unsafe_code, reason = "mimalloc's calls have no safe wrapper")]
+#[inline]
+unsafe fn new_block(
+    layout: Layout,
+    plain_call: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned_call: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: the caller's; each call takes any size and a power of two.
+    unsafe {
+        if plain(layout.align(), layout.size()) {
+            plain_call(layout.size()).cast()
+        } else {
+            aligned_call(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 #[allow(
     unsafe_code,
     reason = "a global allocator is an unsafe trait, and mimalloc's calls have no safe wrapper"
@@ -53,22 +76,22 @@ unsafe impl GlobalAlloc for Mimalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as above; `layout`'s size is not zero (the trait's rule).
         unsafe {
-            if plain(layout.align(), layout.size()) {
-                libmimalloc_sys::mi_malloc(layout.size()).cast()
-            } else {
-                libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
+            new_block(
+                layout,
+                libmimalloc_sys::mi_malloc,
+                libmimalloc_sys::mi_malloc_aligned,
+            )
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as in `alloc`.
         unsafe {
-            if plain(layout.align(), layout.size()) {
-                libmimalloc_sys::mi_zalloc(layout.size()).cast()
-            } else {
-                libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
+            new_block(
+                layout,
+                libmimalloc_sys::mi_zalloc,
+                libmimalloc_sys::mi_zalloc_aligned,
+            )
         }
     }
 
