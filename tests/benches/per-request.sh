@@ -35,6 +35,8 @@ work=$(mktemp -d)
 gateway=$target/release/chimera
 cp -p "$gateway" "$work/chimera"
 restore() {
+    # The allocation probes go with the run (they name this binary's file).
+    [ "$mode" != allocations ] || perf probe -q -d 'per_request:*' 2>/dev/null || true
     rm -f "$gateway"
     cp -p "$work/chimera" "$gateway"
     rm -rf "$work"
