@@ -123,9 +123,23 @@ impl Parser<'_> {
 
     /// A string literal, from its opening quote to past its closing one;
     /// whether it holds an escape.
+    #[inline]
     pub(super) fn string(&mut self) -> Result<bool, ParseError> {
+        // Most strings hold no escape: their closing quote is the first
+        // stop past the opening one.
+        let at = skip_plain(self.src, self.pos + 1);
+        if self.src.get(at) == Some(&b'"') {
+            self.pos = at + 1;
+            return Ok(false);
+        }
+        self.string_from(at)
+    }
+
+    /// The rest of a string from `at`, its first stop that is not its
+    /// closing quote (an escape, a control character or the end).
+    #[inline(never)]
+    fn string_from(&mut self, mut at: usize) -> Result<bool, ParseError> {
         let src = self.src;
-        let mut at = self.pos + 1;
         let mut escaped = false;
         loop {
             at = skip_plain(src, at);
@@ -196,6 +210,7 @@ impl Parser<'_> {
 /// a quote, a backslash or a control character), eight at a time while
 /// eight are left: the first stop in a word is found from the word's
 /// flags, not byte by byte.
+#[inline]
 pub(super) fn skip_plain(src: &[u8], mut at: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
