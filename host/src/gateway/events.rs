@@ -44,7 +44,7 @@ pub(super) struct Streamed {
 pub(super) struct Out {
     sender: crate::listen::Writer,
     /// Written, not yet handed on.
-    gathered: Vec<u8>,
+    gathered: String,
     /// Nothing more is written (the relay still reads the upstream to
     /// its end, for the usage it reports).
     ended: bool,
@@ -60,7 +60,7 @@ impl Out {
     pub(super) fn new(sender: crate::listen::Writer) -> Self {
         Out {
             sender,
-            gathered: Vec::new(),
+            gathered: String::new(),
             ended: false,
             gone: false,
         }
@@ -73,10 +73,25 @@ impl Out {
             return;
         }
         if self.gathered.is_empty() {
-            self.gathered = text.into_bytes();
+            self.gathered = text;
         } else {
-            self.gathered.extend_from_slice(text.as_bytes());
+            self.gathered.push_str(&text);
         }
+        self.gathered().await;
+    }
+
+    /// Writes an event of `kind` carrying `data` (see [`sse`]) as [`Out::send`]
+    /// would, without the event's own copy.
+    async fn send_event(&mut self, kind: &str, data: &str) {
+        if self.ended || self.gone {
+            return;
+        }
+        write_sse(&mut self.gathered, kind, data);
+        self.gathered().await;
+    }
+
+    /// Hands on what was gathered once it is a full piece.
+    async fn gathered(&mut self) {
         if self.gathered.len() >= Self::GATHER {
             self.flush().await;
         }
@@ -104,14 +119,36 @@ impl Out {
         text: String,
         error: fn(&str) -> String,
     ) {
-        match session.unjudged() {
-            None => self.send(text).await,
-            Some(reason) => {
-                let last = error(&unjudged_line(reason));
-                self.send(last).await;
-                self.ended = true;
-            }
+        if !self.unjudged(session, error).await {
+            self.send(text).await;
         }
+    }
+
+    /// [`Out::send_judged`] of an upstream event as it came (`kind`,
+    /// `data`), written straight into what is gathered.
+    pub(super) async fn send_judged_event(
+        &mut self,
+        session: &AgentSession,
+        kind: &str,
+        data: &str,
+        error: fn(&str) -> String,
+    ) {
+        if !self.unjudged(session, error).await {
+            self.send_event(kind, data).await;
+        }
+    }
+
+    /// Whether a judgement of `session`'s exchange could not be made:
+    /// then the wire's error event (`error` of the line saying so) was
+    /// written as the client's last, and nothing more will be.
+    async fn unjudged(&mut self, session: &AgentSession, error: fn(&str) -> String) -> bool {
+        let Some(reason) = session.unjudged() else {
+            return false;
+        };
+        let last = error(&unjudged_line(reason));
+        self.send(last).await;
+        self.ended = true;
+        true
     }
 }
 
@@ -250,6 +287,12 @@ fn describe(error: SseError) -> String {
 /// has one), then its data, one `data:` line per line.
 pub(super) fn sse(kind: &str, data: &str) -> String {
     let mut out = String::with_capacity(data.len() + kind.len() + 16);
+    write_sse(&mut out, kind, data);
+    out
+}
+
+/// [`sse`] written at the end of `out`.
+fn write_sse(out: &mut String, kind: &str, data: &str) {
     if !kind.is_empty() {
         out.push_str("event: ");
         out.push_str(kind);
@@ -266,7 +309,6 @@ pub(super) fn sse(kind: &str, data: &str) -> String {
     out.push_str("data: ");
     out.push_str(rest);
     out.push_str("\n\n");
-    out
 }
 
 /// [`sse`] of an event's data given as bytes: JSON text, so UTF-8 (a

@@ -23,6 +23,7 @@ use super::reply::{shown, usage_of};
 use crate::agent::{CallVerdict, StreamGate};
 use crate::jsondoc::{array_from, parse_str, string_literal, Limits, Node};
 use crate::types::ToolCall;
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -134,9 +135,16 @@ async fn relay(cx: StreamContext<'_>) -> Streamed {
         if root.get(src, "usage").is_some_and(|u| !u.is_null()) {
             streamed.usage = usage_of(src, &root);
         }
-        let text = relay.chunk(&event.kind, data, &root).await;
-        out.send_judged(relay.judging.session, text, unjudged_chunk)
-            .await;
+        match relay.chunk(&event.kind, data, &root).await {
+            Chunk::AsItCame => {
+                out.send_judged_event(relay.judging.session, &event.kind, data, unjudged_chunk)
+                    .await;
+            }
+            Chunk::Written(text) => {
+                out.send_judged(relay.judging.session, text, unjudged_chunk)
+                    .await;
+            }
+        }
     }
     if streamed.broken.is_none() && !done {
         streamed.broken = Some("the upstream's stream ended before its end".to_owned());
@@ -163,11 +171,19 @@ fn error_chunk(line: &str) -> String {
     sse("", &body.to_string())
 }
 
+/// What goes to the client for a chunk.
+enum Chunk {
+    /// The chunk as it came (every choice goes on unchanged).
+    AsItCame,
+    /// This text (empty: nothing, for now).
+    Written(String),
+}
+
 impl Relay<'_> {
     /// One chunk (`data`, parsed as `root`): what goes to the client for
     /// it. A chunk whose every choice goes on unchanged is sent as it
     /// came, and nothing of it is written again.
-    async fn chunk(&mut self, kind: &str, data: &str, root: &Node) -> String {
+    async fn chunk(&mut self, kind: &str, data: &str, root: &Node) -> Chunk {
         let src = data.as_bytes();
         let choices = root
             .get(src, "choices")
@@ -177,7 +193,9 @@ impl Relay<'_> {
         let raw = || sse(kind, data);
         let single = choices.len() == 1;
         let mut clean = true;
-        let mut offers: Vec<(&Node, Offered, bool)> = Vec::with_capacity(choices.len());
+        // A stream has one choice, mostly: its offer is kept in place.
+        let mut offers: SmallVec<[(&Node, Offered, bool); 1]> =
+            SmallVec::with_capacity(choices.len());
         let mut finishing = Vec::new();
         for choice in choices {
             let index = choice
@@ -191,7 +209,7 @@ impl Relay<'_> {
                 if single && offered.same_but_calls && finish.is_none() {
                     // Held as it came, until the choice is judged.
                     state.call_events.push(raw());
-                    return String::new();
+                    return Chunk::Written(String::new());
                 }
                 state.calls_mixed = true;
             }
@@ -206,7 +224,7 @@ impl Relay<'_> {
             offers.push((choice, offered, finish.is_some()));
         }
         if clean {
-            return raw();
+            return Chunk::AsItCame;
         }
         // A choice written again goes out only if it still says something
         // (its finish goes in a chunk of its own).
@@ -245,7 +263,7 @@ impl Relay<'_> {
         if let Some(usage) = usage {
             out.push_str(&self.write(&[], Some(usage.raw(src))));
         }
-        out
+        Chunk::Written(out)
     }
 
     /// One choice's delta offered (see [`Offered`]).
