@@ -286,13 +286,16 @@ fn describe(error: SseError) -> String {
 /// One server-sent event as the gateway writes it: `event: NAME` (when it
 /// has one), then its data, one `data:` line per line.
 pub(super) fn sse(kind: &str, data: &str) -> String {
-    let mut out = String::with_capacity(data.len() + kind.len() + 16);
+    let mut out = String::new();
     write_sse(&mut out, kind, data);
     out
 }
 
 /// [`sse`] written at the end of `out`.
 fn write_sse(out: &mut String, kind: &str, data: &str) {
+    // Room for all of it at once (its lines' prefixes past the first
+    // grow it again).
+    out.reserve(data.len() + kind.len() + 16);
     if !kind.is_empty() {
         out.push_str("event: ");
         out.push_str(kind);

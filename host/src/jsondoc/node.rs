@@ -68,7 +68,14 @@ impl Key {
     /// Whether the key's text is `name` (no allocation, no decoding).
     #[must_use]
     pub fn is(&self, src: &[u8], name: &str) -> bool {
-        self.bytes(src) == name.as_bytes()
+        match &self.decoded {
+            Some(text) => text.as_bytes() == name.as_bytes(),
+            // The name's bytes between two quotes: a literal of another
+            // length is another key, without a look at its bytes.
+            None => {
+                self.span.len() == name.len() + 2 && inner(src, &self.span) == name.as_bytes()
+            }
+        }
     }
 
     /// Whether the literal holds a backslash escape.
