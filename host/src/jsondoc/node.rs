@@ -72,9 +72,7 @@ impl Key {
             Some(text) => text.as_bytes() == name.as_bytes(),
             // The name's bytes between two quotes: a literal of another
             // length is another key, without a look at its bytes.
-            None => {
-                self.span.len() == name.len() + 2 && inner(src, &self.span) == name.as_bytes()
-            }
+            None => self.span.len() == name.len() + 2 && inner(src, &self.span) == name.as_bytes(),
         }
     }
 
@@ -203,6 +201,23 @@ impl Node {
         match self.kind {
             Kind::String { escaped: false } => Some(utf8(inner(src, &self.span))),
             Kind::String { escaped: true } => Some(Cow::Owned(decode(inner(src, &self.span)))),
+            _ => None,
+        }
+    }
+
+    /// [`text`](Self::text) in a source that is text (the `str` that was
+    /// parsed, as [`parse_str`](super::parse_str) takes it): a literal
+    /// with no escape is borrowed as it is, its bytes not checked for
+    /// UTF-8 again. Given another source it returns garbage or an empty
+    /// text (never panics).
+    #[must_use]
+    pub fn text_in<'a>(&self, src: &'a str) -> Option<Cow<'a, str>> {
+        match self.kind {
+            Kind::String { escaped: false } => Some(Cow::Borrowed(
+                src.get(self.span.start + 1..self.span.end.saturating_sub(1))
+                    .unwrap_or_default(),
+            )),
+            Kind::String { escaped: true } => self.text(src.as_bytes()),
             _ => None,
         }
     }

@@ -192,6 +192,9 @@ fn check_nodes(src: &[u8], node: &Node, case: &str) {
         Kind::String { escaped } => {
             assert_eq!(*escaped, raw.contains(&b'\\'), "{case}");
             assert_eq!(read.as_str(), node.text(src).as_deref(), "{case}");
+            if let Ok(text) = std::str::from_utf8(src) {
+                assert_eq!(read.as_str(), node.text_in(text).as_deref(), "{case}");
+            }
         }
         Kind::Array(items) => items.iter().for_each(|n| check_nodes(src, n, case)),
         Kind::Object(members) => {
@@ -583,6 +586,18 @@ mod accessors {
             let _ = root.to_value(other);
             let _ = root.get(other, "key");
         }
+        // A literal with an escape and one without, read in other texts
+        // (in the last, the plain one's span ends inside a character).
+        let plain_src = br#"{"key":"value"}"#;
+        let plain = parse(plain_src, &Limits::default()).unwrap();
+        let accents = "\u{e9}".repeat(7);
+        for value in [root.get(src, "key"), plain.get(plain_src, "key")] {
+            for other in ["", "{", "\\u12", &accents] {
+                let _ = value.unwrap().text_in(other);
+            }
+        }
+        let value = plain.get(plain_src, "key").unwrap();
+        assert_eq!(value.text_in(&accents), Some(Cow::Borrowed("")));
         assert_eq!(decode(b"\\"), "\u{FFFD}");
         assert_eq!(decode(b"\\u12"), "\u{FFFD}12");
         assert_eq!(decode(b"\\q\xff"), "\u{FFFD}\u{FFFD}");

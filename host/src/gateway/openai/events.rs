@@ -203,7 +203,7 @@ impl Relay<'_> {
                 .and_then(|n| n.as_u64(src))
                 .unwrap_or(0);
             let finish = choice.get(src, "finish_reason").filter(|n| !n.is_null());
-            let offered = self.delta(src, choice, index);
+            let offered = self.delta(data, choice, index);
             if offered.calls {
                 let state = self.choices.entry(index).or_default();
                 if single && offered.same_but_calls && finish.is_none() {
@@ -267,7 +267,8 @@ impl Relay<'_> {
     }
 
     /// One choice's delta offered (see [`Offered`]).
-    fn delta(&mut self, src: &[u8], choice: &Node, index: u64) -> Offered {
+    fn delta(&mut self, data: &str, choice: &Node, index: u64) -> Offered {
+        let src = data.as_bytes();
         let state = self.choices.entry(index).or_default();
         let Some(delta) = delta_of(src, choice) else {
             return Offered {
@@ -282,14 +283,14 @@ impl Relay<'_> {
         let empty = delta.as_object().is_none_or(|members| {
             members.iter().all(|(k, v)| {
                 (k.is(src, "content") || k.is(src, "refusal"))
-                    && v.text(src).is_none_or(|t| t.is_empty())
+                    && v.text_in(data).is_none_or(|t| t.is_empty())
                     || v.is_null()
             })
         });
         let mut same = true;
         let mut released_texts = Released::default();
         for (at, field) in ["content", "refusal"].into_iter().enumerate() {
-            let Some(text) = delta.get(src, field).and_then(|n| n.text(src)) else {
+            let Some(text) = delta.get(src, field).and_then(|n| n.text_in(data)) else {
                 continue;
             };
             let released = if self.judging.hold_all {

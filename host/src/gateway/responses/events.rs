@@ -148,7 +148,10 @@ impl EventRelay for Relay<'_> {
         let src = event.data.as_bytes();
         let root = parse_str(&event.data, &Limits::default())
             .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
-        let kind = views::member_text(src, &root, "type").unwrap_or_default();
+        let kind = root
+            .get(src, "type")
+            .and_then(|n| n.text_in(&event.data))
+            .unwrap_or_default();
         if std::mem::take(&mut self.first) {
             self.seq = number(src, &root, "sequence_number");
         }
@@ -171,7 +174,7 @@ impl EventRelay for Relay<'_> {
                 Step::Go(self.pass(&event.kind, src, &root))
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                Step::Go(self.text_delta(&event.kind, src, &root))
+                Step::Go(self.text_delta(&event.kind, &event.data, &root))
             }
             "response.output_text.done" | "response.refusal.done" => {
                 Step::Go(self.text_done(&event.kind, src, &root))
@@ -363,7 +366,27 @@ impl Relay<'_> {
     }
 
     /// [`Relay::write`] with `splice`'s edits (of `src`) made as well.
-    fn write_edited(&mut self, kind: &str, src: &[u8], root: &Node, mut splice: Splice) -> String {
+    fn write_edited(&mut self, kind: &str, src: &[u8], root: &Node, splice: Splice) -> String {
+        match self.edited(src, root, splice) {
+            Some(data) => sse_bytes(kind, &data),
+            None => sse_bytes(kind, src),
+        }
+    }
+
+    /// [`Relay::write`] of an upstream event's own `data` (text, so an
+    /// event that goes out unchanged is not read as UTF-8 again).
+    fn write_event(&mut self, kind: &str, data: &str, root: &Node) -> String {
+        match self.edited(data.as_bytes(), root, Splice::new()) {
+            Some(edited) => sse_bytes(kind, &edited),
+            None => sse(kind, data),
+        }
+    }
+
+    /// The edits an event written for the client takes (its numbers, its
+    /// texts as released) and `splice`'s, made: the event's data written
+    /// again, `None` when nothing changed. An item it completes is
+    /// recorded.
+    fn edited(&mut self, src: &[u8], root: &Node, mut splice: Splice) -> Option<Vec<u8>> {
         let event_kind = views::member_text(src, root, "type").unwrap_or_default();
         if let (Some(seq), Some(node)) = (self.seq, root.get(src, "sequence_number")) {
             if node.as_u64(src) != Some(seq) {
@@ -403,7 +426,7 @@ impl Relay<'_> {
                 }
             }
         }
-        sse_bytes(kind, data)
+        rendered
     }
 
     /// The client's output index for the upstream's `upstream` (a new
@@ -486,8 +509,12 @@ impl Relay<'_> {
     }
 
     /// A text delta: through its part's gate, or held.
-    fn text_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        let text = views::member_text(src, root, "delta").unwrap_or_default();
+    fn text_delta(&mut self, kind: &str, data: &str, root: &Node) -> String {
+        let src = data.as_bytes();
+        let text = root
+            .get(src, "delta")
+            .and_then(|n| n.text_in(data))
+            .unwrap_or_default();
         let holding = self.judging.hold_all || !self.queue.is_empty();
         // A part no `content_part.added` opened (some servers leave it
         // out) opens with its first delta.
@@ -520,7 +547,7 @@ impl Relay<'_> {
         self.streamed_text |= !released.is_empty();
         if released == text {
             // The usual case: the delta as it came (nothing copied).
-            return self.write(kind, src, root);
+            return self.write_event(kind, data, root);
         }
         if released.is_empty() {
             return String::new();
