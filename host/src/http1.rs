@@ -210,10 +210,12 @@ impl Chunk {
             match self {
                 Chunk::Done => return Ok(Piece::End),
                 Chunk::Size => {
-                    let Some(line) = line(read, MAX_CHUNK_LINE, "a chunk's size line")? else {
+                    let Some((length, taken)) = line(read, MAX_CHUNK_LINE, "a chunk's size line")?
+                    else {
                         return Ok(Piece::More);
                     };
-                    let size = chunk_size(&line)?;
+                    let size = chunk_size(&read[..length])?;
+                    read.advance(taken);
                     *self = if size == 0 {
                         Chunk::Trailers(0)
                     } else {
@@ -244,13 +246,14 @@ impl Chunk {
                 }
                 Chunk::Trailers(seen) => {
                     let left = MAX_TRAILERS.saturating_sub(*seen);
-                    let Some(line) = line(read, left, "the trailers")? else {
+                    let Some((length, taken)) = line(read, left, "the trailers")? else {
                         return Ok(Piece::More);
                     };
-                    if line.is_empty() {
+                    read.advance(taken);
+                    if length == 0 {
                         *self = Chunk::Done;
                     } else {
-                        *seen += line.len() + 2;
+                        *seen += length + 2;
                     }
                 }
             }
@@ -258,27 +261,25 @@ impl Chunk {
     }
 }
 
-/// The next line of `read` without its line break, taken out of it
-/// (`None`: not all there yet); a line over `cap` bytes is an error
-/// naming `what`.
-fn line(read: &mut BytesMut, cap: usize, what: &str) -> Result<Option<BytesMut>, String> {
+/// The next line at the start of `read`: its length without its line
+/// break, and its length with it (what the caller takes out of `read`
+/// once it has read the line); `None`: not all there yet. A line over
+/// `cap` bytes is an error naming `what`.
+fn line(read: &[u8], cap: usize, what: &str) -> Result<Option<(usize, usize)>, String> {
     let Some(end) = read.iter().take(cap + 2).position(|&b| b == b'\n') else {
         if read.len() > cap + 1 {
             return Err(format!("{what} is over {cap} bytes"));
         }
         return Ok(None);
     };
-    let mut line = read.split_to(end + 1);
-    line.truncate(end);
-    if line.last() == Some(&b'\r') {
-        line.truncate(end - 1);
-    } else {
+    if end == 0 || read[end - 1] != b'\r' {
         return Err(format!("{what} does not end in CRLF"));
     }
-    if line.len() > cap {
+    let length = end - 1;
+    if length > cap {
         return Err(format!("{what} is over {cap} bytes"));
     }
-    Ok(Some(line))
+    Ok(Some((length, end + 1)))
 }
 
 /// A chunk's size from its size line: hex digits, then optional
@@ -289,8 +290,10 @@ fn chunk_size(line: &[u8]) -> Result<u64, String> {
     if digits == 0 || digits > 16 || !(rest.is_empty() || rest[0] == b';') {
         return Err("a chunk's size is not a hex number".to_owned());
     }
-    let text = std::str::from_utf8(&line[..digits]).map_err(|e| e.to_string())?;
-    u64::from_str_radix(text, 16).map_err(|e| e.to_string())
+    // At most 16 hex digits: 64 bits, no overflow.
+    Ok(line[..digits].iter().fold(0, |size, &digit| {
+        size << 4 | u64::from(char::from(digit).to_digit(16).unwrap_or(0))
+    }))
 }
 
 #[cfg(test)]
@@ -344,6 +347,12 @@ mod tests {
         let chunked = Framing::Chunked(Chunk::Size);
         let (out, end) = pieces(chunked, "3;x=y\r\nabc\r\n2 \r\nde\r\n0\r\nT: 1\r\n\r\n");
         assert_eq!(out, ["abc", "de"]);
+        assert_eq!(end, Ok(Piece::End));
+        // Sizes in either case of hex.
+        let long = "x".repeat(0x1f);
+        let body = format!("A\r\n0123456789\r\n1f\r\n{long}\r\n0\r\n\r\n");
+        let (out, end) = pieces(chunked, &body);
+        assert_eq!(out, ["0123456789", long.as_str()]);
         assert_eq!(end, Ok(Piece::End));
         let (out, end) = pieces(chunked, "5\r\nab");
         assert_eq!(out, ["ab"]);
