@@ -371,6 +371,9 @@ pub(super) trait StreamWire {
 pub(super) enum Step {
     /// Send this and go on.
     Go(String),
+    /// Send the upstream's event as it came (its own name and data,
+    /// written straight into what is gathered) and go on.
+    AsItCame,
     /// Send this: the stream is over (its end event).
     Stop(String),
     /// Send this: the upstream's failure ends the stream.
@@ -435,6 +438,11 @@ async fn relay_events<'a, R: EventRelay + 'a>(
     let mut stopped = false;
     while let Some(event) = pump.next(out, &mut streamed).await {
         let (text, last) = match relay.on_event(event).await {
+            Ok(Step::AsItCame) => {
+                out.send_judged_event(relay.session(), &event.kind, &event.data, R::unjudged_event)
+                    .await;
+                continue;
+            }
             Ok(Step::Go(text)) => (text, false),
             Ok(Step::Stop(text)) => {
                 stopped = true;

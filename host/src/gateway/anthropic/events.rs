@@ -117,10 +117,10 @@ impl EventRelay for Relay<'_> {
                     src,
                     root.get(src, "message").and_then(|m| m.get(src, "usage")),
                 );
-                Step::Go(sse(&event.kind, &event.data))
+                Step::AsItCame
             }
             "content_block_start" => Step::Go(self.block_start(&event.kind, src, &root)),
-            "content_block_delta" => Step::Go(self.block_delta(&event.kind, src, &root)),
+            "content_block_delta" => self.block_delta(&event.kind, src, &root),
             "content_block_stop" => Step::Go(self.block_stop(&event.kind, src, &root)),
             "message_delta" => {
                 let usage = usage_of(src, root.get(src, "usage"));
@@ -141,7 +141,7 @@ impl EventRelay for Relay<'_> {
                 self.queue.push(Queued::Raw(sse(&event.kind, &event.data)));
                 Step::Go(String::new())
             }
-            _ => Step::Go(sse(&event.kind, &event.data)),
+            _ => Step::AsItCame,
         })
     }
 
@@ -251,9 +251,11 @@ impl Relay<'_> {
         }
     }
 
-    fn block_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
+    /// A block's delta: a text's offered to its gate (as it came when
+    /// released as it is), a tool call's input held with its events.
+    fn block_delta(&mut self, kind: &str, src: &[u8], root: &Node) -> Step {
         let index = index_of(src, root);
-        let raw = sse_bytes(kind, src);
+        let raw = || sse_bytes(kind, src);
         let delta = root.get(src, "delta");
         let holding = self.holding();
         match self.block(index) {
@@ -261,19 +263,18 @@ impl Relay<'_> {
                 let text = delta
                     .and_then(|d| d.get(src, "text"))
                     .and_then(|t| t.text(src))
-                    .unwrap_or_default()
-                    .into_owned();
+                    .unwrap_or_default();
                 if holding {
                     held.push_str(&text);
-                    return String::new();
+                    return Step::Go(String::new());
                 }
                 let released = self.offer_text(index, &text);
                 if released == text {
-                    raw
+                    Step::AsItCame
                 } else if released.is_empty() {
-                    String::new()
+                    Step::Go(String::new())
                 } else {
-                    text_delta(index, &released)
+                    Step::Go(text_delta(index, &released))
                 }
             }
             Some(Block::Tool { input, events, .. }) => {
@@ -283,14 +284,14 @@ impl Relay<'_> {
                 {
                     input.push_str(&part);
                 }
-                events.push(raw);
-                String::new()
+                events.push(raw());
+                Step::Go(String::new())
             }
             Some(Block::Other) | None if holding => {
-                self.queue.push(Queued::Raw(raw));
-                String::new()
+                self.queue.push(Queued::Raw(raw()));
+                Step::Go(String::new())
             }
-            _ => raw,
+            _ => Step::AsItCame,
         }
     }
 

@@ -174,7 +174,7 @@ impl EventRelay for Relay<'_> {
                 Step::Go(self.pass(&event.kind, src, &root))
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                Step::Go(self.text_delta(&event.kind, &event.data, &root))
+                self.text_delta(&event.kind, &event.data, &root)
             }
             "response.output_text.done" | "response.refusal.done" => {
                 Step::Go(self.text_done(&event.kind, src, &root))
@@ -373,12 +373,12 @@ impl Relay<'_> {
         }
     }
 
-    /// [`Relay::write`] of an upstream event's own `data` (text, so an
-    /// event that goes out unchanged is not read as UTF-8 again).
-    fn write_event(&mut self, kind: &str, data: &str, root: &Node) -> String {
+    /// [`Relay::write`] of an upstream event's own `data`: one that goes
+    /// out unchanged goes as it came (not copied, not read again).
+    fn write_event(&mut self, kind: &str, data: &str, root: &Node) -> Step {
         match self.edited(data.as_bytes(), root, Splice::new()) {
-            Some(edited) => sse_bytes(kind, &edited),
-            None => sse(kind, data),
+            Some(edited) => Step::Go(sse_bytes(kind, &edited)),
+            None => Step::AsItCame,
         }
     }
 
@@ -509,7 +509,7 @@ impl Relay<'_> {
     }
 
     /// A text delta: through its part's gate, or held.
-    fn text_delta(&mut self, kind: &str, data: &str, root: &Node) -> String {
+    fn text_delta(&mut self, kind: &str, data: &str, root: &Node) -> Step {
         let src = data.as_bytes();
         let text = root
             .get(src, "delta")
@@ -527,7 +527,7 @@ impl Relay<'_> {
         let Some(part) = part_at(&mut self.items, at) else {
             // A delta of no message the relay knows: what it carries
             // cannot be judged, so it does not go out.
-            return String::new();
+            return Step::Go(String::new());
         };
         if holding {
             part.held.push_str(&text);
@@ -536,7 +536,7 @@ impl Relay<'_> {
                 src.to_vec(),
                 part_key(src, root),
             ));
-            return String::new();
+            return Step::Go(String::new());
         }
         let offered = session.offer(exchange, &mut part.gate, &text, false);
         if let Some(started) = offered.hold {
@@ -550,10 +550,10 @@ impl Relay<'_> {
             return self.write_event(kind, data, root);
         }
         if released.is_empty() {
-            return String::new();
+            return Step::Go(String::new());
         }
         let released = released.to_owned();
-        self.write_delta(kind, src, root, &released)
+        Step::Go(self.write_delta(kind, src, root, &released))
     }
 
     /// A held part's first delta event, carrying all of the part's text
