@@ -470,9 +470,10 @@ impl Client {
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<Reply, ClientError> {
+        let prefix = self.endpoint.prefix.as_str();
         let mut target = match query.filter(|q| !q.is_empty()) {
-            Some(query) => format!("{}{path}?{query}", self.endpoint.prefix),
-            None => format!("{}{path}", self.endpoint.prefix),
+            Some(query) => [prefix, path, "?", query].concat(),
+            None => [prefix, path].concat(),
         };
         if !target.starts_with('/') {
             target.insert(0, '/');

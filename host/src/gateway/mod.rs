@@ -570,7 +570,17 @@ const BAD_KEY: &str = "the API key is missing or not accepted by this gateway";
 /// A fresh id for a request, beginning with `prefix` (what its audit
 /// lines name).
 fn new_id(prefix: &str) -> String {
-    format!("{prefix}{:016x}", fastrand::u64(..))
+    // Written digit by digit: `format!` took ~800 instructions of a
+    // request's ~83 000 for this and the session's id.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let random = fastrand::u64(..);
+    let mut id = String::with_capacity(prefix.len() + 16);
+    id.push_str(prefix);
+    for shift in (0..16).rev().map(|digit| digit * 4) {
+        let digit = usize::try_from(random >> shift & 0xf).unwrap_or(0);
+        id.push(char::from(HEX[digit]));
+    }
+    id
 }
 
 /// `GET /metrics` on the gateway's listener, to whom [`MetricsAccess`]
@@ -637,7 +647,24 @@ async fn relay<W: Wire>(
 
 #[cfg(test)]
 mod tests {
-    use super::glob;
+    use super::{glob, new_id};
+
+    #[test]
+    fn an_id_is_its_prefix_and_sixteen_hex_digits_of_a_random_number() {
+        let ids: Vec<String> = (0..64).map(|_| new_id("chatcmpl-")).collect();
+        for id in &ids {
+            let digits = id.strip_prefix("chatcmpl-").unwrap();
+            assert_eq!(digits.len(), 16, "{id}");
+            let number = u64::from_str_radix(digits, 16).unwrap();
+            assert_eq!(format!("{number:016x}"), digits, "{id}");
+        }
+        // Every digit place takes more than one value across the ids.
+        for place in 9..25 {
+            let seen: std::collections::HashSet<u8> =
+                ids.iter().map(|id| id.as_bytes()[place]).collect();
+            assert!(seen.len() > 1, "place {place}: {ids:?}");
+        }
+    }
 
     #[test]
     fn model_patterns_match_names_the_operator_cannot_foresee() {

@@ -53,7 +53,7 @@ pub(super) fn conversation(
     key_hash: Option<&str>,
     by: SessionScope,
 ) -> Result<Option<String>, String> {
-    let scope = key_hash.map(|hash| format!("key-{}", super::keys::key_tag(hash)));
+    let scope = key_hash.map(|hash| ["key-", super::keys::key_tag(hash)].concat());
     let Some(name) = headers
         .get(SESSION_HEADER)
         .filter(|_| by == SessionScope::Header)
@@ -75,8 +75,8 @@ pub(super) fn conversation(
             )
         })?;
     Ok(Some(match scope {
-        Some(scope) => format!("{scope}/{name}"),
-        None => format!("session/{name}"),
+        Some(scope) => [scope.as_str(), "/", name].concat(),
+        None => ["session/", name].concat(),
     }))
 }
 
