@@ -171,7 +171,7 @@ impl EventRelay for Relay<'_> {
                 if let (Some(_), Some(index)) = (field, index) {
                     self.open_part(index, number(src, &root, "content_index").unwrap_or(0));
                 }
-                Step::Go(self.pass(&event.kind, src, &root))
+                self.pass_event(&event.kind, &event.data, &root)
             }
             "response.output_text.delta" | "response.refusal.delta" => {
                 self.text_delta(&event.kind, &event.data, &root)
@@ -218,7 +218,7 @@ impl EventRelay for Relay<'_> {
                     .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
                 Step::Error(self.pass(&event.kind, &judged, &root))
             }
-            _ => Step::Go(self.pass(&event.kind, src, &root)),
+            _ => self.pass_event(&event.kind, &event.data, &root),
         })
     }
 
@@ -350,12 +350,30 @@ impl Relay<'_> {
     /// An event that carries nothing judged: written now (its numbers
     /// kept consistent), or held behind a held call.
     fn pass(&mut self, kind: &str, src: &[u8], root: &Node) -> String {
-        if !self.queue.is_empty() {
-            self.queue
-                .push(Queued::Event(kind.to_owned(), src.to_vec()));
+        if self.held_behind_a_call(kind, src) {
             return String::new();
         }
         self.write(kind, src, root)
+    }
+
+    /// [`Relay::pass`] of an upstream event's own `data`: written with
+    /// [`Relay::write_event`].
+    fn pass_event(&mut self, kind: &str, data: &str, root: &Node) -> Step {
+        if self.held_behind_a_call(kind, data.as_bytes()) {
+            return Step::Go(String::new());
+        }
+        self.write_event(kind, data, root)
+    }
+
+    /// Whether an event (`kind`, `src`) is held behind a held call (it
+    /// is, queued, when anything is queued).
+    fn held_behind_a_call(&mut self, kind: &str, src: &[u8]) -> bool {
+        if self.queue.is_empty() {
+            return false;
+        }
+        self.queue
+            .push(Queued::Event(kind.to_owned(), src.to_vec()));
+        true
     }
 
     /// Writes an upstream event for the client: its `sequence_number` the
@@ -367,7 +385,8 @@ impl Relay<'_> {
 
     /// [`Relay::write`] with `splice`'s edits (of `src`) made as well.
     fn write_edited(&mut self, kind: &str, src: &[u8], root: &Node, splice: Splice) -> String {
-        match self.edited(src, root, splice) {
+        let event_type = views::member_text(src, root, "type").unwrap_or_default();
+        match self.edited(src, root, &event_type, splice) {
             Some(data) => sse_bytes(kind, &data),
             None => sse_bytes(kind, src),
         }
@@ -376,18 +395,28 @@ impl Relay<'_> {
     /// [`Relay::write`] of an upstream event's own `data`: one that goes
     /// out unchanged goes as it came (not copied, not read again).
     fn write_event(&mut self, kind: &str, data: &str, root: &Node) -> Step {
-        match self.edited(data.as_bytes(), root, Splice::new()) {
+        let src = data.as_bytes();
+        let event_type = root
+            .get(src, "type")
+            .and_then(|n| n.text_in(data))
+            .unwrap_or_default();
+        match self.edited(src, root, &event_type, Splice::new()) {
             Some(edited) => Step::Go(sse_bytes(kind, &edited)),
             None => Step::AsItCame,
         }
     }
 
-    /// The edits an event written for the client takes (its numbers, its
-    /// texts as released) and `splice`'s, made: the event's data written
-    /// again, `None` when nothing changed. An item it completes is
-    /// recorded.
-    fn edited(&mut self, src: &[u8], root: &Node, mut splice: Splice) -> Option<Vec<u8>> {
-        let event_kind = views::member_text(src, root, "type").unwrap_or_default();
+    /// The edits an event (`src`, of type `event_kind`) written for the
+    /// client takes (its numbers, its texts as released) and `splice`'s,
+    /// made: the event's data written again, `None` when nothing changed.
+    /// An item it completes is recorded.
+    fn edited(
+        &mut self,
+        src: &[u8],
+        root: &Node,
+        event_kind: &str,
+        mut splice: Splice,
+    ) -> Option<Vec<u8>> {
         if let (Some(seq), Some(node)) = (self.seq, root.get(src, "sequence_number")) {
             if node.as_u64(src) != Some(seq) {
                 splice.replace(node.span.clone(), seq.to_string());
@@ -403,7 +432,7 @@ impl Relay<'_> {
             }
         }
         if let Some(upstream) = upstream {
-            self.texts_as_released(&mut splice, src, root, &event_kind, upstream);
+            self.texts_as_released(&mut splice, src, root, event_kind, upstream);
         }
         // An event nothing was changed in goes out as it came (not
         // copied, not read again).
