@@ -566,6 +566,15 @@ pub(super) fn member_text<'a>(src: &'a [u8], node: &Node, name: &str) -> Option<
     node.get(src, name).and_then(|n| n.text(src))
 }
 
+/// [`member_text`] of a node parsed from `data` (text: read with
+/// [`Node::text_in`], not checked for UTF-8 again); empty when there is
+/// none.
+pub(super) fn member_text_in<'a>(data: &'a str, node: &Node, name: &str) -> Cow<'a, str> {
+    node.get(data.as_bytes(), name)
+        .and_then(|n| n.text_in(data))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

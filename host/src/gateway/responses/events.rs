@@ -148,10 +148,7 @@ impl EventRelay for Relay<'_> {
         let src = event.data.as_bytes();
         let root = parse_str(&event.data, &Limits::default())
             .map_err(|_| "the upstream sent an event that is not JSON".to_owned())?;
-        let kind = root
-            .get(src, "type")
-            .and_then(|n| n.text_in(&event.data))
-            .unwrap_or_default();
+        let kind = views::member_text_in(&event.data, &root, "type");
         if std::mem::take(&mut self.first) {
             self.seq = number(src, &root, "sequence_number");
         }
@@ -395,12 +392,8 @@ impl Relay<'_> {
     /// [`Relay::write`] of an upstream event's own `data`: one that goes
     /// out unchanged goes as it came (not copied, not read again).
     fn write_event(&mut self, kind: &str, data: &str, root: &Node) -> Step {
-        let src = data.as_bytes();
-        let event_type = root
-            .get(src, "type")
-            .and_then(|n| n.text_in(data))
-            .unwrap_or_default();
-        match self.edited(src, root, &event_type, Splice::new()) {
+        let event_type = views::member_text_in(data, root, "type");
+        match self.edited(data.as_bytes(), root, &event_type, Splice::new()) {
             Some(edited) => Step::Go(sse_bytes(kind, &edited)),
             None => Step::AsItCame,
         }
@@ -540,10 +533,7 @@ impl Relay<'_> {
     /// A text delta: through its part's gate, or held.
     fn text_delta(&mut self, kind: &str, data: &str, root: &Node) -> Step {
         let src = data.as_bytes();
-        let text = root
-            .get(src, "delta")
-            .and_then(|n| n.text_in(data))
-            .unwrap_or_default();
+        let text = views::member_text_in(data, root, "delta");
         let holding = self.judging.hold_all || !self.queue.is_empty();
         // A part no `content_part.added` opened (some servers leave it
         // out) opens with its first delta.
